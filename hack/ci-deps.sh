@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Everything the test suite needs that npm does not install: Debian packages and binaries built
+# from Go modules. Idempotent; reuses caches under .cache/ when present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DEBS=(unzip)
+missing=()
+for p in "${DEBS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
