@@ -1,0 +1,387 @@
+// The in-memory workbook every backend keeps, and the transaction machinery over it.
+// Pure data + synchronous logic; persistence lives in the backends.
+
+import { type TabSchema, tabSchema } from './schema.ts';
+import {
+  type Cell,
+  CellLimitError,
+  DuplicateKeyError,
+  type Key,
+  type Row,
+  SchemaError,
+  type StoreLimits,
+  type Tx,
+} from './types.ts';
+
+// A formula a person typed: we show its cached result and keep the formula until we overwrite it.
+export interface Formula {
+  formula: string;
+  result: Cell;
+}
+export type StoredCell = Cell | Formula;
+
+export function isFormula(c: StoredCell): c is Formula {
+  return typeof c === 'object' && c !== null;
+}
+export function cellValue(c: StoredCell | undefined): Cell {
+  if (c === undefined) return null;
+  return isFormula(c) ? c.result : c;
+}
+
+// One tab. Committed grids are treated as immutable (transactions copy before writing), so a
+// snapshot of the book is a cheap copy of the Map.
+export class Grid {
+  readonly name: string;
+  headers: string[];
+  rows: StoredCell[][];
+  keyCols: string[];
+  private colIndex: Map<string, number> | undefined;
+  private keyIndex: Map<string, number> | undefined;
+
+  constructor(name: string, headers: string[], rows: StoredCell[][], keyCols?: string[]) {
+    this.name = name;
+    this.headers = headers;
+    this.rows = rows;
+    this.keyCols = keyCols ?? [...(tabSchema(name)?.key ?? defaultKey(headers))];
+  }
+
+  clone(): Grid {
+    return new Grid(this.name, [...this.headers], [...this.rows], this.keyCols);
+  }
+
+  col(header: string): number {
+    if (!this.colIndex) {
+      this.colIndex = new Map();
+      this.headers.forEach((h, i) => {
+        if (h !== '' && !this.colIndex!.has(h)) this.colIndex!.set(h, i);
+      });
+    }
+    return this.colIndex.get(header) ?? -1;
+  }
+
+  invalidate(): void {
+    this.colIndex = undefined;
+    this.keyIndex = undefined;
+  }
+
+  // Key string of a stored row, or undefined when the row is invisible.
+  rowKey(r: StoredCell[]): string | undefined {
+    if (this.keyCols.length === 0)
+      return r.some((c) => cellValue(c) !== null && cellValue(c) !== '') ? '' : undefined;
+    const parts: string[] = [];
+    for (const k of this.keyCols) {
+      const i = this.col(k);
+      const v = i < 0 ? null : cellValue(r[i]);
+      if (v === null || v === '') return undefined;
+      parts.push(String(v));
+    }
+    return parts.join('\u0000');
+  }
+
+  findKey(key: string): number {
+    if (!this.keyIndex) {
+      this.keyIndex = new Map();
+      for (let i = 0; i < this.rows.length; i++) {
+        const k = this.rowKey(this.rows[i]);
+        if (k !== undefined && k !== '' && !this.keyIndex.has(k)) this.keyIndex.set(k, i);
+      }
+    }
+    return this.keyIndex.get(key) ?? -1;
+  }
+
+  noteInsert(key: string | undefined, index: number): void {
+    if (this.keyIndex && key) this.keyIndex.set(key, index);
+  }
+
+  toRow(r: StoredCell[]): Row {
+    const out: Row = {};
+    for (let i = 0; i < this.headers.length; i++) {
+      const h = this.headers[i];
+      if (h === '' || h in out) continue;
+      out[h] = cellValue(r[i]);
+    }
+    return out;
+  }
+
+  visibleRows(): Row[] {
+    const out: Row[] = [];
+    for (const r of this.rows) if (this.rowKey(r) !== undefined) out.push(this.toRow(r));
+    return out;
+  }
+
+  cellCount(): number {
+    return (this.rows.length + 1) * Math.max(1, this.headers.length);
+  }
+}
+
+function defaultKey(headers: string[]): string[] {
+  return headers.includes('name') ? ['name'] : [];
+}
+
+export function keyString(grid: Grid, key: Key): string {
+  const parts = Array.isArray(key) ? key : [key as string | number];
+  if (parts.length !== grid.keyCols.length) {
+    throw new SchemaError(
+      `tab ${grid.name} is keyed by (${grid.keyCols.join(', ') || 'nothing: append-only'}); got ${parts.length} key value(s)`,
+    );
+  }
+  return parts.map(String).join('\u0000');
+}
+
+export function checkCell(tab: string, col: string, v: unknown, limits: StoreLimits): Cell {
+  if (v === undefined || v === null) return null;
+  if (typeof v === 'string') {
+    if (v.length > limits.maxCellChars) {
+      throw new CellLimitError(
+        `cell ${tab}.${col} would hold ${v.length} characters; this store allows at most ${limits.maxCellChars} per cell`,
+      );
+    }
+    return v;
+  }
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new SchemaError(`cell ${tab}.${col}: ${v} is not a finite number`);
+    return v;
+  }
+  if (typeof v === 'boolean') return v;
+  throw new SchemaError(
+    `cell ${tab}.${col}: a cell holds a string, number, boolean or null, not ${typeof v}`,
+  );
+}
+
+// The ordered set of tabs. Committed state; a Tx works on copies of the tabs it touches.
+export class Book {
+  grids: Map<string, Grid>;
+  constructor(grids?: Map<string, Grid>) {
+    this.grids = grids ?? new Map();
+  }
+  snapshot(): Book {
+    return new Book(new Map(this.grids));
+  }
+  cellCount(): number {
+    let n = 0;
+    for (const g of this.grids.values()) n += g.cellCount();
+    return n;
+  }
+  grid(tab: string): Grid {
+    const g = this.grids.get(tab);
+    if (!g)
+      throw new SchemaError(
+        `no tab named ${JSON.stringify(tab)} (tabs: ${[...this.grids.keys()].join(', ')})`,
+      );
+    return g;
+  }
+}
+
+// A transaction: copy-on-write over a Book. `commit()` yields the new grids and changed tab names.
+export class TxImpl implements Tx {
+  private readonly base: Book;
+  private readonly limits: StoreLimits;
+  readonly changed = new Map<string, Grid>();
+  readonly created: string[] = [];
+
+  constructor(base: Book, limits: StoreLimits) {
+    this.base = base;
+    this.limits = limits;
+  }
+
+  private read(tab: string): Grid {
+    return this.changed.get(tab) ?? this.base.grid(tab);
+  }
+  private write(tab: string): Grid {
+    let g = this.changed.get(tab);
+    if (!g) {
+      g = this.base.grid(tab).clone();
+      this.changed.set(tab, g);
+    }
+    return g;
+  }
+
+  tabs(): string[] {
+    const names = [...this.base.grids.keys()];
+    for (const n of this.created) if (!names.includes(n)) names.push(n);
+    return names;
+  }
+  hasTab(tab: string): boolean {
+    return this.changed.has(tab) || this.base.grids.has(tab);
+  }
+  headers(tab: string): string[] {
+    return [...this.read(tab).headers];
+  }
+  rows(tab: string): Row[] {
+    return this.read(tab).visibleRows();
+  }
+  get(tab: string, key: Key): Row | undefined {
+    const g = this.read(tab);
+    const i = g.findKey(keyString(g, key));
+    return i < 0 ? undefined : g.toRow(g.rows[i]);
+  }
+
+  private buildRow(g: Grid, row: Row, into?: StoredCell[]): StoredCell[] {
+    const out = into ? [...into] : new Array<StoredCell>(g.headers.length).fill(null);
+    while (out.length < g.headers.length) out.push(null);
+    for (const [col, v] of Object.entries(row)) {
+      const i = g.col(col);
+      if (i < 0)
+        throw new SchemaError(
+          `tab ${g.name} has no column ${JSON.stringify(col)} (columns: ${g.headers.join(', ')})`,
+        );
+      out[i] = checkCell(g.name, col, v, this.limits);
+    }
+    return out;
+  }
+
+  insert(tab: string, row: Row): void {
+    const g = this.write(tab);
+    const r = this.buildRow(g, row);
+    const k = g.rowKey(r);
+    if (g.keyCols.length > 0) {
+      if (k === undefined) throw new SchemaError(`tab ${tab}: a row needs ${g.keyCols.join(', ')}`);
+      if (g.findKey(k) >= 0)
+        throw new DuplicateKeyError(`tab ${tab} already has a row ${k.replace('\u0000', '/')}`);
+    }
+    g.rows.push(r);
+    g.noteInsert(k, g.rows.length - 1);
+  }
+
+  upsert(tab: string, row: Row): 'created' | 'updated' {
+    const g = this.read(tab);
+    const probe = this.buildRow(g, row);
+    const k = g.rowKey(probe);
+    if (g.keyCols.length === 0) throw new SchemaError(`tab ${tab} is append-only; use insert`);
+    if (k === undefined) throw new SchemaError(`tab ${tab}: a row needs ${g.keyCols.join(', ')}`);
+    const i = g.findKey(k);
+    if (i < 0) {
+      this.insert(tab, row);
+      return 'created';
+    }
+    const w = this.write(tab);
+    w.rows[i] = this.buildRow(w, row, w.rows[i]);
+    return 'updated';
+  }
+
+  update(tab: string, key: Key, patch: Row): boolean {
+    const g = this.read(tab);
+    const i = g.findKey(keyString(g, key));
+    if (i < 0) return false;
+    const w = this.write(tab);
+    const next = this.buildRow(w, patch, w.rows[i]);
+    if (w.keyCols.some((c) => c in patch)) {
+      const nk = w.rowKey(next);
+      if (nk === undefined) throw new SchemaError(`tab ${tab}: an update may not blank the key`);
+      const j = w.findKey(nk);
+      if (j >= 0 && j !== i) throw new DuplicateKeyError(`tab ${tab} already has a row ${nk}`);
+      w.rows[i] = next;
+      w.invalidate();
+    } else {
+      w.rows[i] = next;
+    }
+    return true;
+  }
+
+  delete(tab: string, key: Key): boolean {
+    const g = this.read(tab);
+    const i = g.findKey(keyString(g, key));
+    if (i < 0) return false;
+    const w = this.write(tab);
+    w.rows.splice(i, 1);
+    w.invalidate();
+    return true;
+  }
+
+  deleteWhere(tab: string, pred: (row: Row) => boolean): number {
+    const g = this.read(tab);
+    const keep: StoredCell[][] = [];
+    let n = 0;
+    for (const r of g.rows) {
+      if (g.rowKey(r) !== undefined && pred(g.toRow(r))) n++;
+      else keep.push(r);
+    }
+    if (n > 0) {
+      const w = this.write(tab);
+      w.rows = keep;
+      w.invalidate();
+    }
+    return n;
+  }
+
+  replaceAll(tab: string, rows: Row[]): void {
+    const w = this.write(tab);
+    const next: StoredCell[][] = [];
+    const seen = new Set<string>();
+    for (const row of rows) {
+      const r = this.buildRow(w, row);
+      const k = w.rowKey(r);
+      if (w.keyCols.length > 0) {
+        if (k === undefined) throw new SchemaError(`tab ${tab}: a row needs ${w.keyCols.join(', ')}`);
+        if (seen.has(k)) throw new DuplicateKeyError(`tab ${tab}: duplicate key ${k} in replaceAll`);
+        seen.add(k);
+      }
+      next.push(r);
+    }
+    w.rows = next;
+    w.invalidate();
+  }
+
+  ensureTab(schema: TabSchema): { created: boolean; addedColumns: string[] } {
+    if (!this.hasTab(schema.name)) {
+      const g = new Grid(schema.name, [...schema.headers], [], [...schema.key]);
+      this.changed.set(schema.name, g);
+      this.created.push(schema.name);
+      return { created: true, addedColumns: [...schema.headers] };
+    }
+    const g = this.read(schema.name);
+    const missing = schema.headers.filter((h) => g.col(h) < 0);
+    if (missing.length === 0) return { created: false, addedColumns: [] };
+    const w = this.write(schema.name);
+    // Append at the right-hand end: after the last non-empty header (a person's blank columns stay).
+    let end = w.headers.length;
+    while (end > 0 && w.headers[end - 1] === '') end--;
+    const rowsWidth = Math.max(w.headers.length, ...w.rows.map((r) => r.length));
+    end = Math.max(end, 0);
+    const newHeaders = [...w.headers];
+    for (let j = 0; j < missing.length; j++) newHeaders[end + j] = missing[j];
+    const width = Math.max(newHeaders.length, rowsWidth);
+    while (newHeaders.length < width) newHeaders.push('');
+    // Columns now beyond the header but holding data would be shadowed; refuse rather than hide data.
+    w.headers = newHeaders;
+    w.keyCols = [...schema.key];
+    w.invalidate();
+    w.rows = w.rows.map((r) => {
+      const visible = w.rowKey(r) !== undefined;
+      const out = [...r];
+      while (out.length < width) out.push(null);
+      for (let j = 0; j < missing.length; j++) {
+        const i = end + j;
+        if (out[i] !== null && out[i] !== '') {
+          throw new SchemaError(
+            `tab ${schema.name}: cannot add column ${missing[j]} at position ${i + 1}, that column holds data without a header`,
+          );
+        }
+        const fill = schema.backfill?.[missing[j]];
+        out[i] = visible ? (fill ?? '') : null;
+      }
+      return out;
+    });
+    w.invalidate();
+    return { created: false, addedColumns: missing };
+  }
+}
+
+// Apply a finished transaction to the book; returns the names of the tabs that changed.
+export function commitTx(book: Book, tx: TxImpl, limits: StoreLimits): string[] {
+  if (tx.changed.size === 0) return [];
+  const next = new Map(book.grids);
+  for (const [name, g] of tx.changed) {
+    g.invalidate();
+    next.set(name, g);
+  }
+  let cells = 0;
+  for (const g of next.values()) cells += g.cellCount();
+  if (cells > limits.maxCells) {
+    throw new CellLimitError(
+      `the workbook would hold ${cells} cells; this store allows at most ${limits.maxCells}`,
+    );
+  }
+  book.grids = next;
+  return [...tx.changed.keys()];
+}

@@ -1,0 +1,41 @@
+// Setup: turn an empty store into a cluster, or upgrade an older one. Idempotent.
+// - Missing tabs are created with their headers (in TAB_ORDER).
+// - Missing columns are appended at the right-hand end; existing data never moves; existing rows
+//   get the schema's backfill (Nodes.schedulable = true) or "".
+// - Sample deployments are written only when the store had no Deployments tab at all (a brand-new
+//   cluster), so running setup again, or on a cluster whose user deleted the samples, adds nothing.
+
+import { SAMPLE_DEPLOYMENTS, TAB_ORDER, TABS } from './schema.ts';
+import type { Store } from './types.ts';
+
+export interface SetupOptions {
+  samples?: boolean; // write the sample deployments into a new cluster (default true)
+}
+
+export interface SetupReport {
+  createdTabs: string[];
+  addedColumns: Record<string, string[]>;
+  samples: string[];
+  changed: boolean;
+}
+
+export async function setupCluster(store: Store, opts: SetupOptions = {}): Promise<SetupReport> {
+  const { value } = await store.transact((tx) => {
+    const report: SetupReport = { createdTabs: [], addedColumns: {}, samples: [], changed: false };
+    const brandNew = !tx.hasTab('Deployments');
+    for (const name of TAB_ORDER) {
+      const r = tx.ensureTab(TABS[name]);
+      if (r.created) report.createdTabs.push(name);
+      else if (r.addedColumns.length > 0) report.addedColumns[name] = r.addedColumns;
+    }
+    if (brandNew && (opts.samples ?? true)) {
+      for (const d of SAMPLE_DEPLOYMENTS) {
+        tx.insert('Deployments', d);
+        report.samples.push(String(d.name));
+      }
+    }
+    report.changed = report.createdTabs.length > 0 || Object.keys(report.addedColumns).length > 0;
+    return report;
+  });
+  return value;
+}
