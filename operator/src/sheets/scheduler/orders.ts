@@ -1,0 +1,235 @@
+// What a schedule means for the sheet and for each node: the Pods rows (spec §3.7), the orders a
+// heartbeat answers with (spec §1.4), spec_hash (spec §3.8), and make-before-break hand-offs.
+import { createHash } from 'node:crypto';
+import { type DeploymentIn, type Row, text } from './model.ts';
+import { type AssignedPort, endpointsFromReport, formatAssigned, parseAssigned } from './ports.ts';
+import type { Placement } from './schedule.ts';
+
+export const LIMITS = {
+  handoffMaxSec: 300, // a migrating pod's old copy is stopped after this even if the new one never reports Running
+} as const;
+
+/** Phases a Pods row may show (SCRI §8). */
+export const POD_PHASES = new Set(['Pending', 'Running', 'Terminating', 'Unschedulable']);
+
+export interface ReportedPod {
+  name: string;
+  phase?: string;
+  container_id?: string;
+  ports?: string;
+  restarts?: number;
+  exit_code?: number | null;
+  message?: string;
+}
+
+export interface Report {
+  node: string;
+  ip: string;
+  pods: ReportedPod[];
+}
+
+export interface PodRow {
+  name: string;
+  deployment: string;
+  node: string;
+  phase: string;
+  container_id: string;
+  ports: string;
+  endpoints: string;
+  restarts: number | string;
+  exit_code: number | string;
+  message: string;
+}
+
+/** A pod moving off a live node: its old copy keeps running until the new one reports Running. */
+export interface Handoff {
+  pod: string;
+  from: string;
+  to: string;
+  ports: AssignedPort[];
+  since: number;
+}
+
+/**
+ * Python's json.dumps of a list of strings (", " separator, non-ASCII as \uXXXX), so our hash
+ * equals the reference's and a kubelet moved between the two does not recreate its containers.
+ */
+function pyJsonList(items: string[]): string {
+  const enc = (s: string) =>
+    JSON.stringify(s).replace(
+      /[\u007f-\uffff]/g,
+      (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+    );
+  return `[${items.map(enc).join(', ')}]`;
+}
+
+export function specHash(
+  dep: Pick<DeploymentIn, 'image' | 'command' | 'env' | 'secretFiles'>,
+  ports: AssignedPort[],
+): string {
+  const body = pyJsonList([dep.image, dep.command, dep.env, dep.secretFiles, formatAssigned(ports)]);
+  return createHash('sha256').update(body).digest('hex').slice(0, 12);
+}
+
+export function normalizePhase(phase: unknown): string {
+  const p = text(phase).trim();
+  if (p === '') return 'Running';
+  return POD_PHASES.has(p) ? p : 'Pending';
+}
+
+/**
+ * The Pods tab after a schedule. `prev` are the current rows by name; `report` is the heartbeat
+ * being answered (if any). Only a pod's own node may vouch for its phase.
+ */
+export function podRows(placements: Placement[], prev: ReadonlyMap<string, Row>, report?: Report): PodRow[] {
+  const reported = new Map<string, ReportedPod>();
+  if (report) for (const p of report.pods) reported.set(p.name, p);
+  return placements.map((pl) => {
+    const row: PodRow = {
+      name: pl.name,
+      deployment: pl.deployment,
+      node: pl.node,
+      phase: 'Pending',
+      container_id: '',
+      ports: formatAssigned(pl.ports),
+      endpoints: '',
+      restarts: '',
+      exit_code: '',
+      message: '',
+    };
+    if (pl.node === '') {
+      row.phase = 'Unschedulable';
+      return row;
+    }
+    if (report && report.node === pl.node) {
+      const r = reported.get(pl.name);
+      if (r) {
+        row.phase = normalizePhase(r.phase);
+        row.container_id = text(r.container_id);
+        row.endpoints = endpointsFromReport(report.ip, r.ports);
+        row.restarts = typeof r.restarts === 'number' ? r.restarts : '';
+        row.exit_code = typeof r.exit_code === 'number' ? r.exit_code : '';
+        row.message = text(
+          r.message === undefined ? (POD_PHASES.has(text(r.phase)) ? '' : r.phase) : r.message,
+        );
+      }
+      return row;
+    }
+    const old = prev.get(pl.name);
+    if (old && text(old.node) === pl.node) {
+      row.phase = text(old.phase) || 'Pending';
+      row.container_id = text(old.container_id);
+      row.endpoints = text(old.endpoints);
+      row.restarts = (old.restarts as number | string | undefined) ?? '';
+      row.exit_code = (old.exit_code as number | string | undefined) ?? '';
+      row.message = text(old.message);
+    }
+    return row;
+  });
+}
+
+export interface RunOrder {
+  name: string;
+  desired: 'Running';
+  image: string;
+  command: string;
+  cpu_req: number;
+  mem_req: number;
+  deployment: string;
+  env: string;
+  secret_files: string;
+  ports: string;
+  spec_hash: string;
+}
+export interface StopOrder {
+  name: string;
+  desired: 'Terminating';
+}
+export type Order = RunOrder | StopOrder;
+
+function runOrder(name: string, dep: DeploymentIn, ports: AssignedPort[]): RunOrder {
+  return {
+    name,
+    desired: 'Running',
+    image: dep.image,
+    command: dep.command,
+    cpu_req: dep.cpuReq,
+    mem_req: dep.memReq,
+    deployment: dep.name,
+    env: dep.env,
+    secret_files: dep.secretFiles,
+    ports: formatAssigned(ports),
+    spec_hash: specHash(dep, ports),
+  };
+}
+
+/** A node's orders: Running for its pods (and hand-offs it still carries), then Terminating. */
+export function nodeOrders(
+  node: string,
+  placements: Placement[],
+  deployments: ReadonlyMap<string, DeploymentIn>,
+  reportedNames: string[],
+  handoffs: ReadonlyMap<string, Handoff>,
+): Order[] {
+  const out: Order[] = [];
+  const keep = new Set<string>();
+  for (const pl of placements) {
+    const dep = deployments.get(pl.deployment);
+    if (!dep) continue;
+    if (pl.node === node) {
+      out.push(runOrder(pl.name, dep, pl.ports));
+      keep.add(pl.name);
+    } else {
+      const h = handoffs.get(pl.name);
+      if (h && h.from === node) {
+        out.push(runOrder(pl.name, dep, h.ports));
+        keep.add(pl.name);
+      }
+    }
+  }
+  for (const name of reportedNames) {
+    if (!keep.has(name)) {
+      out.push({ name, desired: 'Terminating' });
+      keep.add(name); // a name reported twice gets one order
+    }
+  }
+  return out;
+}
+
+export interface HandoffInput {
+  previous: ReadonlyMap<string, Handoff>;
+  /** Pods rows before this schedule. */
+  before: ReadonlyMap<string, Row>;
+  placements: Placement[];
+  freshNodes: ReadonlySet<string>;
+  now: number;
+  /** A heartbeat being answered: a target reporting the pod Running completes its hand-off. */
+  report?: Report;
+}
+
+/** Hand-offs after a schedule: new ones for pods that left a live node, finished ones dropped. */
+export function updateHandoffs(i: HandoffInput): Map<string, Handoff> {
+  const out = new Map<string, Handoff>();
+  const runningOnReporter = new Set<string>();
+  if (i.report)
+    for (const p of i.report.pods) if (normalizePhase(p.phase) === 'Running') runningOnReporter.add(p.name);
+  for (const pl of i.placements) {
+    if (pl.node === '') continue;
+    const old = i.before.get(pl.name);
+    let h = i.previous.get(pl.name);
+    if (h && h.to !== pl.node) h = undefined; // re-moved: the old plan no longer applies
+    if (!h && old) {
+      const from = text(old.node);
+      if (from && from !== pl.node && text(old.phase) === 'Running' && i.freshNodes.has(from)) {
+        h = { pod: pl.name, from, to: pl.node, ports: [], since: i.now };
+        h.ports = parseAssigned(old.ports);
+      }
+    }
+    if (!h) continue;
+    if (!i.freshNodes.has(h.from)) continue; // the old copy is gone with its node
+    if (i.now - h.since > LIMITS.handoffMaxSec) continue;
+    if (i.report && i.report.node === h.to && runningOnReporter.has(pl.name)) continue; // made: break
+    out.set(pl.name, h);
+  }
+  return out;
+}

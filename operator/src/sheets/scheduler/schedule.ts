@@ -1,0 +1,225 @@
+// The scheduler (spec §3) as one pure function: Deployments × Nodes (+ the current Pods for
+// stickiness) → a placement for every replica slot and the allocation of every node.
+import type { DeploymentIn, ExistingPod, NodeIn } from './model.ts';
+import type { AssignedPort, PortSpec } from './ports.ts';
+
+export type NodeStatus = 'Ready' | 'NotReady' | 'SchedulingDisabled';
+
+export interface ScheduleInput {
+  deployments: DeploymentIn[];
+  nodes: NodeIn[];
+  /** Current Pods rows by pod name (node "" = not placed). */
+  existing: ReadonlyMap<string, ExistingPod>;
+  /** Unix seconds. */
+  now: number;
+  nodeTtlSec: number;
+  /** Nodes being drained: they keep nothing and take nothing in this pass. */
+  exclude?: ReadonlySet<string>;
+  /** NODEPORT_RANGE, inclusive. */
+  portRange: [number, number];
+}
+
+export interface Placement {
+  name: string;
+  deployment: string;
+  /** "" = Unschedulable. */
+  node: string;
+  ports: AssignedPort[];
+}
+
+export interface NodeResult {
+  name: string;
+  fresh: boolean;
+  status: NodeStatus;
+  cpuUsed: number;
+  memUsed: number;
+}
+
+export interface ScheduleResult {
+  placements: Placement[];
+  nodes: NodeResult[];
+}
+
+interface NodeAlloc {
+  node: NodeIn;
+  fresh: boolean;
+  keepable: boolean;
+  placeable: boolean;
+  cpu: number;
+  mem: number;
+  /** Bound `port/proto` keys. */
+  bound: Set<string>;
+  /** Lowest port of the range that might still be free (every lower one is bound or fixed). */
+  autoCursor: { tcp: number; udp: number };
+}
+
+const portKey = (port: number, proto: string): string => `${port}/${proto}`;
+
+export function isFresh(node: NodeIn, now: number, ttlSec: number): boolean {
+  return node.lastHeartbeat > 0 && now - node.lastHeartbeat < ttlSec;
+}
+
+/** node_selector ⊆ labels, and every NoSchedule taint tolerated (by `k=v` or bare `k`). */
+export function matches(dep: DeploymentIn, node: NodeIn): boolean {
+  for (const [k, v] of Object.entries(dep.nodeSelector)) {
+    if (node.labels[k] !== v) return false;
+  }
+  for (const t of node.taints) {
+    if (t.effect !== 'NoSchedule') continue;
+    if (!dep.tolerations.has(t.key) && !dep.tolerations.has(`${t.key}=${t.value}`)) return false;
+  }
+  return true;
+}
+
+function fits(a: NodeAlloc, dep: DeploymentIn): boolean {
+  return a.cpu + dep.cpuReq <= a.node.cpuTotal && a.mem + dep.memReq <= a.node.memTotal;
+}
+
+/**
+ * Binds a pod's ports on one node, or returns null when it cannot. `prev` are the pod's previous
+ * host ports (an auto port keeps its old number when still valid). Nothing is committed here.
+ */
+function bindPorts(
+  a: NodeAlloc,
+  specs: PortSpec[],
+  prev: AssignedPort[] | undefined,
+  fixedAnywhere: ReadonlySet<string>,
+  range: [number, number],
+): AssignedPort[] | null {
+  if (specs.length === 0) return [];
+  const taken = new Set<string>();
+  const isFree = (port: number, proto: string) =>
+    !a.bound.has(portKey(port, proto)) && !taken.has(portKey(port, proto));
+  const out: AssignedPort[] = [];
+  for (const s of specs) {
+    if (s.host !== null) {
+      if (!isFree(s.host, s.proto)) return null;
+      taken.add(portKey(s.host, s.proto));
+      out.push({ host: s.host, container: s.container, proto: s.proto });
+      continue;
+    }
+    const old = prev?.find((p) => p.container === s.container && p.proto === s.proto);
+    const oldOk =
+      old !== undefined &&
+      old.host >= range[0] &&
+      old.host <= range[1] &&
+      !fixedAnywhere.has(portKey(old.host, s.proto)) &&
+      isFree(old.host, s.proto);
+    let host = oldOk ? (old as AssignedPort).host : -1;
+    if (host < 0) {
+      for (let p = Math.max(range[0], a.autoCursor[s.proto]); p <= range[1]; p++) {
+        if (!fixedAnywhere.has(portKey(p, s.proto)) && isFree(p, s.proto)) {
+          host = p;
+          break;
+        }
+      }
+    }
+    if (host < 0) return null;
+    taken.add(portKey(host, s.proto));
+    out.push({ host, container: s.container, proto: s.proto });
+  }
+  return out;
+}
+
+function commit(
+  a: NodeAlloc,
+  dep: DeploymentIn,
+  ports: AssignedPort[],
+  range: [number, number],
+  fixed: ReadonlySet<string>,
+) {
+  a.cpu += dep.cpuReq;
+  a.mem += dep.memReq;
+  for (const p of ports) a.bound.add(portKey(p.host, p.proto));
+  // Advance the auto cursors past ports that are now bound or fixed.
+  for (const proto of ['tcp', 'udp'] as const) {
+    let c = Math.max(a.autoCursor[proto], range[0]);
+    while (c <= range[1] && (a.bound.has(portKey(c, proto)) || fixed.has(portKey(c, proto)))) c++;
+    a.autoCursor[proto] = c;
+  }
+}
+
+export function schedule(input: ScheduleInput): ScheduleResult {
+  const exclude = input.exclude ?? new Set<string>();
+  const allocs: NodeAlloc[] = [];
+  const byName = new Map<string, NodeAlloc>();
+  for (const node of input.nodes) {
+    if (byName.has(node.name)) continue; // a duplicated Nodes row: the first one counts
+    const fresh = isFresh(node, input.now, input.nodeTtlSec);
+    const keepable = fresh && !exclude.has(node.name);
+    const a: NodeAlloc = {
+      node,
+      fresh,
+      keepable,
+      placeable: keepable && node.schedulable,
+      cpu: 0,
+      mem: 0,
+      bound: new Set(),
+      autoCursor: { tcp: input.portRange[0], udp: input.portRange[0] },
+    };
+    allocs.push(a);
+    byName.set(node.name, a);
+  }
+
+  const fixed = new Set<string>();
+  for (const d of input.deployments)
+    for (const p of d.ports) if (p.host !== null) fixed.add(portKey(p.host, p.proto));
+
+  // Slots in Deployment-row order, ordinals 1..replicas; a duplicated Deployment name counts once.
+  const slots: { name: string; dep: DeploymentIn }[] = [];
+  const seenDeps = new Set<string>();
+  for (const dep of input.deployments) {
+    if (seenDeps.has(dep.name)) continue;
+    seenDeps.add(dep.name);
+    for (let i = 1; i <= dep.replicas; i++) slots.push({ name: `${dep.name}-${i}`, dep });
+  }
+
+  const placed = new Map<string, Placement>();
+  // Phase 1: running pods keep their node when it is keepable and still matches, fits and binds.
+  for (const { name, dep } of slots) {
+    const prev = input.existing.get(name);
+    if (!prev?.node) continue;
+    const a = byName.get(prev.node);
+    if (!a?.keepable || !matches(dep, a.node) || !fits(a, dep)) continue;
+    const ports = bindPorts(a, dep.ports, prev.ports, fixed, input.portRange);
+    if (!ports) continue;
+    commit(a, dep, ports, input.portRange, fixed);
+    placed.set(name, { name, deployment: dep.name, node: a.node.name, ports });
+  }
+  // Phase 2: the rest go to the placeable node with the most free CPU (first in tab order on ties).
+  for (const { name, dep } of slots) {
+    if (placed.has(name)) continue;
+    const prev = input.existing.get(name);
+    let best: NodeAlloc | null = null;
+    let bestPorts: AssignedPort[] = [];
+    let bestFree = Number.NEGATIVE_INFINITY;
+    for (const a of allocs) {
+      if (!a.placeable) continue;
+      const free = a.node.cpuTotal - a.cpu;
+      if (free <= bestFree) continue;
+      if (!fits(a, dep) || !matches(dep, a.node)) continue;
+      const ports = bindPorts(a, dep.ports, prev?.ports, fixed, input.portRange);
+      if (!ports) continue;
+      best = a;
+      bestPorts = ports;
+      bestFree = free;
+    }
+    if (best) {
+      commit(best, dep, bestPorts, input.portRange, fixed);
+      placed.set(name, { name, deployment: dep.name, node: best.node.name, ports: bestPorts });
+    } else {
+      placed.set(name, { name, deployment: dep.name, node: '', ports: [] });
+    }
+  }
+
+  return {
+    placements: slots.map((s) => placed.get(s.name) as Placement),
+    nodes: allocs.map((a) => ({
+      name: a.node.name,
+      fresh: a.fresh,
+      status: !a.fresh ? 'NotReady' : !a.node.schedulable ? 'SchedulingDisabled' : 'Ready',
+      cpuUsed: a.cpu,
+      memUsed: a.mem,
+    })),
+  };
+}

@@ -1,0 +1,110 @@
+// HMAC request signing (spec §6): HMAC-SHA256, lowercase hex, over "<ts>.<raw body>", headers
+// X-SNCF-Timestamp / X-SNCF-Signature, a ±300 s window — plus what the reference lacks: a replay
+// cache, so a captured request cannot be sent again inside the window.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+export const TIMESTAMP_HEADER = 'X-SNCF-Timestamp';
+export const SIGNATURE_HEADER = 'X-SNCF-Signature';
+
+export const LIMITS = {
+  defaultTtlSec: 300, // reference SIGN_TTL: largest allowed |now - ts|
+  replayCacheMax: 200_000, // signatures remembered at most (~20 MB); beyond it new requests are refused, never old ones forgotten early
+} as const;
+
+export function sign(key: string, timestamp: string, body: string | Uint8Array): string {
+  const h = createHmac('sha256', Buffer.from(key, 'utf8'));
+  h.update(`${timestamp}.`);
+  h.update(typeof body === 'string' ? Buffer.from(body, 'utf8') : body);
+  return h.digest('hex');
+}
+
+/** Headers for one request; every client of ours sends them when a key is set. */
+export function signRequest(
+  key: string,
+  body: string | Uint8Array,
+  nowSec = Math.floor(Date.now() / 1000),
+): Record<string, string> {
+  const ts = String(nowSec);
+  return { [TIMESTAMP_HEADER]: ts, [SIGNATURE_HEADER]: sign(key, ts, body) };
+}
+
+export type VerifyResult = { ok: true } | { ok: false; reason: string };
+
+/** Stateless check: parts present, integer timestamp within ttl, constant-time hex compare. */
+export function verifySignature(
+  key: string,
+  timestamp: string | undefined,
+  signature: string | undefined,
+  body: string | Uint8Array,
+  nowSec: number,
+  ttlSec: number = LIMITS.defaultTtlSec,
+): VerifyResult {
+  if (!key) return { ok: false, reason: 'no signing key' };
+  if (!timestamp || !signature) return { ok: false, reason: 'missing timestamp or signature' };
+  if (!/^-?\d+$/.test(timestamp.trim())) return { ok: false, reason: 'timestamp is not an integer' };
+  const ts = Number(timestamp.trim());
+  if (Math.abs(nowSec - ts) > ttlSec) return { ok: false, reason: 'timestamp outside the window' };
+  const expected = Buffer.from(sign(key, timestamp, body), 'utf8');
+  const given = Buffer.from(signature, 'utf8');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    return { ok: false, reason: 'signature mismatch' };
+  return { ok: true };
+}
+
+/**
+ * Remembers accepted signatures until their timestamp leaves the window. Memory is bounded: an
+ * entry lives at most 2×ttl, and past `max` live entries new requests are refused (fail closed).
+ */
+export class ReplayCache {
+  readonly #seen = new Map<string, number>(); // signature → expiry (Unix s), insertion-ordered
+  readonly #max: number;
+  constructor(max: number = LIMITS.replayCacheMax) {
+    this.#max = max;
+  }
+  get size(): number {
+    return this.#seen.size;
+  }
+  /** True if this signature is new (and remembers it); false if it was seen or the cache is full. */
+  admit(signature: string, timestampSec: number, nowSec: number, ttlSec: number): boolean {
+    this.prune(nowSec);
+    if (this.#seen.has(signature)) return false;
+    if (this.#seen.size >= this.#max) return false;
+    this.#seen.set(signature, timestampSec + ttlSec);
+    return true;
+  }
+  /** Forgets expired entries; a full sweep runs at most once per second unless the cache is full. */
+  prune(nowSec: number): void {
+    if (this.#lastSweep === nowSec && this.#seen.size < this.#max) return;
+    this.#lastSweep = nowSec;
+    for (const [sig, exp] of this.#seen) if (exp < nowSec) this.#seen.delete(sig);
+  }
+  #lastSweep = -1;
+}
+
+/** Verifier the apiserver owns: signature check first, then the replay cache. */
+export class RequestVerifier {
+  readonly #key: string;
+  readonly #ttl: number;
+  readonly #cache: ReplayCache;
+  constructor(key: string, ttlSec: number = LIMITS.defaultTtlSec, cacheMax: number = LIMITS.replayCacheMax) {
+    this.#key = key;
+    this.#ttl = ttlSec;
+    this.#cache = new ReplayCache(cacheMax);
+  }
+  get replayEntries(): number {
+    return this.#cache.size;
+  }
+  verify(
+    timestamp: string | undefined,
+    signature: string | undefined,
+    body: string | Uint8Array,
+    nowSec: number,
+  ): VerifyResult {
+    const r = verifySignature(this.#key, timestamp, signature, body, nowSec, this.#ttl);
+    if (!r.ok) return r;
+    if (!this.#cache.admit(signature as string, Number((timestamp as string).trim()), nowSec, this.#ttl)) {
+      return { ok: false, reason: 'replayed request' };
+    }
+    return { ok: true };
+  }
+}
