@@ -14,6 +14,16 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'envtest',
+          include: ['test/envtest/**/*.test.ts'],
+          globalSetup: ['test/envtest/global-setup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 600_000,

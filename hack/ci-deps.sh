@@ -10,3 +10,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
+
+# kube-apiserver, kine, helm, kubectl for the envtest suite (cold ~15 min on 2 cores, then cached).
+echo "== test binaries (hack/build-testbins.sh)"
+bash hack/build-testbins.sh

@@ -1,0 +1,387 @@
+// A real Kubernetes control plane for tests: kine (memory:// datastore) + kube-apiserver on
+// loopback, token auth, RBAC, our CRDs and the KubeVirt VirtualMachine CRD installed.
+// Used by the vitest global setup of the `envtest` project and by benchmarks that need an API
+// server outside vitest. Binaries come from hack/build-testbins.sh.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createWriteStream, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  ApiextensionsV1Api,
+  KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  PatchStrategy,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+const LIMITS = {
+  readyTimeoutMs: 90_000, // a cold kube-apiserver on 2 busy cores needs 5-30 s to serve /readyz
+  stopTimeoutMs: 15_000, // SIGTERM grace before SIGKILL; the apiserver drains for a few seconds
+  crdEstablishedTimeoutMs: 60_000, // CRDs usually establish in < 1 s; the KubeVirt one is 300 KB
+  pollIntervalMs: 200, // readiness/established polling cadence
+  logTailBytes: 4_000, // how much of a process log goes into an error message
+} as const;
+
+/** The field manager the harness uses when it installs CRDs. */
+export const HARNESS_FIELD_MANAGER = 'retrokube-envtest';
+
+export interface TestBins {
+  dir: string;
+  kubeApiserver: string;
+  kine: string;
+  helm: string;
+  kubectl: string;
+}
+
+/** Where hack/build-testbins.sh puts (or would put) the binaries; env overrides win. */
+export function locateTestBins(): TestBins {
+  const dir =
+    process.env.RETROKUBE_TESTBINS_DIR ??
+    execFileSync('bash', [join(REPO_ROOT, 'hack/build-testbins.sh'), '--print-dir'], {
+      encoding: 'utf8',
+    }).trim();
+  return {
+    dir,
+    kubeApiserver: process.env.KUBE_APISERVER_BIN ?? join(dir, 'kube-apiserver'),
+    kine: process.env.KINE_BIN ?? join(dir, 'kine'),
+    helm: process.env.HELM_BIN ?? join(dir, 'helm'),
+    kubectl: process.env.KUBECTL_BIN ?? join(dir, 'kubectl'),
+  };
+}
+
+/** Throws a message that says how to get the binaries when any of them is missing. */
+export function assertTestBins(bins: TestBins): void {
+  const missing = [bins.kubeApiserver, bins.kine, bins.helm].filter((p) => !existsSync(p));
+  if (missing.length === 0) return;
+  const why = `envtest: test binaries missing (${missing.join(', ')}).`;
+  if (process.env.CI) {
+    throw new Error(`${why} CI must build them first: hack/ci-deps.sh runs hack/build-testbins.sh.`);
+  }
+  throw new Error(
+    `${why} Build them once with: bash hack/build-testbins.sh (needs Go; ~15 min cold, cached afterwards).`,
+  );
+}
+
+/** The CRD files installed into every test API server: ours (crds/*.yaml) + KubeVirt's VM. */
+export function crdFiles(): string[] {
+  const ours = join(REPO_ROOT, 'crds');
+  const files = existsSync(ours)
+    ? readdirSync(ours)
+        .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
+        .sort()
+        .map((f) => join(ours, f))
+    : [];
+  files.push(join(REPO_ROOT, 'test/fixtures/kubevirt/virtualmachines.kubevirt.io.yaml'));
+  return files;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once('error', fail);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? ok(addr.port) : fail(new Error('no port'))));
+    });
+  });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function tail(file: string): string {
+  try {
+    const text = readFileSync(file, 'utf8');
+    return text.slice(-LIMITS.logTailBytes);
+  } catch {
+    return '(no log)';
+  }
+}
+
+interface Proc {
+  child: ChildProcess;
+  exited: Promise<number | null>;
+}
+
+function startProcess(bin: string, args: string[], logFile: string): Proc {
+  const log = createWriteStream(logFile, { flags: 'a' });
+  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout?.pipe(log, { end: false });
+  child.stderr?.pipe(log, { end: false });
+  const exited = new Promise<number | null>((ok) => {
+    child.once('exit', (code) => ok(code));
+    child.once('error', (err) => {
+      log.write(`spawn error: ${err.message}\n`);
+      ok(-1);
+    });
+  });
+  return { child, exited };
+}
+
+async function stopProcess(p: Proc | undefined): Promise<void> {
+  if (!p || p.child.exitCode !== null || p.child.signalCode !== null) return;
+  p.child.kill('SIGTERM');
+  const done = await Promise.race([p.exited.then(() => true), sleep(LIMITS.stopTimeoutMs).then(() => false)]);
+  if (!done) {
+    p.child.kill('SIGKILL');
+    await p.exited;
+  }
+}
+
+/** GET a path on the API server with the admin token; resolves to the HTTP status and body. */
+function httpsGet(
+  url: string,
+  token: string,
+  ca: Buffer | undefined,
+): Promise<{ status: number; body: string }> {
+  return new Promise((ok, fail) => {
+    const req = request(
+      url,
+      {
+        headers: { Authorization: `Bearer ${token}` },
+        ca,
+        rejectUnauthorized: ca !== undefined,
+        timeout: 5_000,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          body += c;
+        });
+        res.on('end', () => ok({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', fail);
+    req.end();
+  });
+}
+
+export interface ControlPlaneOptions {
+  bins?: TestBins;
+  /** Install crds/*.yaml and the KubeVirt VM CRD (default true). */
+  installCrds?: boolean;
+  /** Keep the temp folder (logs, certs) after stop() (default: env RETROKUBE_ENVTEST_KEEP). */
+  keep?: boolean;
+}
+
+export interface ControlPlane {
+  dir: string;
+  server: string;
+  kubeconfigPath: string;
+  adminToken: string;
+  bins: TestBins;
+  /** Stops kube-apiserver, waits `downMs`, starts it again on the same port with the same data. */
+  restartApiServer(downMs?: number): Promise<{ downMs: number; readyMs: number }>;
+  stopApiServer(): Promise<void>;
+  startApiServer(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const bins = opts.bins ?? locateTestBins();
+  assertTestBins(bins);
+  const keep = opts.keep ?? Boolean(process.env.RETROKUBE_ENVTEST_KEEP);
+  const dir = await mkdtemp(join(tmpdir(), 'retrokube-envtest-'));
+  const certDir = join(dir, 'certs');
+  await mkdir(certDir);
+
+  // Service-account signing keys (the apiserver refuses to start without them).
+  const sa = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
+  });
+  await writeFile(join(dir, 'sa.pub'), sa.publicKey);
+  await writeFile(join(dir, 'sa.key'), sa.privateKey, { mode: 0o600 });
+
+  const adminToken = randomBytes(24).toString('hex');
+  await writeFile(join(dir, 'tokens.csv'), `${adminToken},admin,admin-uid,"system:masters"\n`, {
+    mode: 0o600,
+  });
+
+  const kinePort = await freePort();
+  const apiPort = await freePort();
+  const server = `https://127.0.0.1:${apiPort}`;
+
+  const kine = startProcess(
+    bins.kine,
+    [
+      `--listen-address=127.0.0.1:${kinePort}`,
+      '--endpoint=memory://',
+      '--metrics-bind-address=127.0.0.1:0', // kine defaults to :8080, which our operator uses
+    ],
+    join(dir, 'kine.log'),
+  );
+
+  const apiArgs = [
+    `--etcd-servers=http://127.0.0.1:${kinePort}`,
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    `--secure-port=${apiPort}`,
+    `--cert-dir=${certDir}`, // no --tls-cert-file: the apiserver self-signs into this folder once
+    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+    `--service-account-key-file=${join(dir, 'sa.pub')}`,
+    `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+    '--service-cluster-ip-range=10.0.0.0/24',
+    `--token-auth-file=${join(dir, 'tokens.csv')}`,
+    '--authorization-mode=RBAC',
+    '--disable-admission-plugins=ServiceAccount', // no controller-manager creates default SAs
+    '--allow-privileged=true',
+    '--enable-priority-and-fairness=false', // fewer background writes; tests measure our writes
+  ];
+  let api: Proc | undefined;
+  let ca: Buffer | undefined;
+
+  const waitReady = async (): Promise<number> => {
+    const t0 = Date.now();
+    let last = '';
+    while (Date.now() - t0 < LIMITS.readyTimeoutMs) {
+      if (api && api.child.exitCode !== null) {
+        throw new Error(
+          `kube-apiserver exited (${api.child.exitCode}):\n${tail(join(dir, 'kube-apiserver.log'))}`,
+        );
+      }
+      if (kine.child.exitCode !== null) {
+        throw new Error(`kine exited (${kine.child.exitCode}):\n${tail(join(dir, 'kine.log'))}`);
+      }
+      try {
+        const r = await httpsGet(`${server}/readyz`, adminToken, ca);
+        if (r.status === 200) return Date.now() - t0;
+        last = `HTTP ${r.status}: ${r.body.slice(0, 300)}`;
+      } catch (err) {
+        last = (err as Error).message;
+      }
+      await sleep(LIMITS.pollIntervalMs);
+    }
+    throw new Error(
+      `kube-apiserver not ready after ${LIMITS.readyTimeoutMs} ms (${last}):\n${tail(join(dir, 'kube-apiserver.log'))}`,
+    );
+  };
+
+  const startApiServer = async (): Promise<number> => {
+    api = startProcess(bins.kubeApiserver, apiArgs, join(dir, 'kube-apiserver.log'));
+    return waitReady();
+  };
+  const stopApiServer = async (): Promise<void> => {
+    await stopProcess(api);
+  };
+
+  const stopAll = async (): Promise<void> => {
+    await stopProcess(api);
+    await stopProcess(kine);
+    if (!keep) await rm(dir, { recursive: true, force: true });
+  };
+
+  try {
+    await startApiServer();
+    // The self-signed serving cert (leaf + its CA) now exists; trust it from here on.
+    ca = await readFile(join(certDir, 'apiserver.crt'));
+    const kubeconfigPath = join(dir, 'kubeconfig.yaml');
+    await writeFile(kubeconfigPath, kubeconfigYaml(server, join(certDir, 'apiserver.crt'), adminToken), {
+      mode: 0o600,
+    });
+    if (opts.installCrds ?? true) await installCrds(kubeconfigPath, crdFiles());
+    return {
+      dir,
+      server,
+      kubeconfigPath,
+      adminToken,
+      bins,
+      startApiServer,
+      stopApiServer,
+      async restartApiServer(downMs = 0) {
+        const t0 = Date.now();
+        await stopApiServer();
+        if (downMs > 0) await sleep(downMs);
+        const down = Date.now() - t0;
+        const readyMs = await startApiServer();
+        return { downMs: down, readyMs };
+      },
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+export function kubeconfigYaml(server: string, caFile: string, token: string): string {
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    '- name: envtest',
+    '  cluster:',
+    `    server: ${server}`,
+    `    certificate-authority: ${caFile}`,
+    'users:',
+    '- name: admin',
+    '  user:',
+    `    token: ${token}`,
+    'contexts:',
+    '- name: envtest',
+    '  context:',
+    '    cluster: envtest',
+    '    user: admin',
+    '    namespace: default',
+    'current-context: envtest',
+    '',
+  ].join('\n');
+}
+
+/** Server-side applies every CRD in `files` and waits until each is Established. */
+export async function installCrds(kubeconfigPath: string, files: string[]): Promise<string[]> {
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfigPath);
+  const objects = kc.makeApiClient(KubernetesObjectApi);
+  const ext = kc.makeApiClient(ApiextensionsV1Api);
+  const names: string[] = [];
+  for (const file of files) {
+    for (const doc of parseAllDocuments(await readFile(file, 'utf8'))) {
+      if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors[0]?.message}`);
+      const obj = doc.toJS() as KubernetesObject | null;
+      if (!obj) continue;
+      if (obj.kind !== 'CustomResourceDefinition') {
+        throw new Error(`${file}: expected only CustomResourceDefinitions, found ${obj.kind}`);
+      }
+      await objects.patch(
+        obj,
+        undefined,
+        undefined,
+        HARNESS_FIELD_MANAGER,
+        true,
+        PatchStrategy.ServerSideApply,
+      );
+      names.push(obj.metadata?.name ?? '');
+    }
+  }
+  for (const name of names) await waitEstablished(ext, name);
+  return names;
+}
+
+async function waitEstablished(ext: ApiextensionsV1Api, name: string): Promise<void> {
+  const t0 = Date.now();
+  for (;;) {
+    const crd: V1CustomResourceDefinition = await ext.readCustomResourceDefinition({ name });
+    const conds = crd.status?.conditions ?? [];
+    if (conds.some((c) => c.type === 'Established' && c.status === 'True')) return;
+    const refused = conds.find((c) => c.type === 'NamesAccepted' && c.status === 'False');
+    if (refused) throw new Error(`CRD ${name}: names not accepted: ${refused.message}`);
+    if (Date.now() - t0 > LIMITS.crdEstablishedTimeoutMs) {
+      throw new Error(`CRD ${name} not Established after ${LIMITS.crdEstablishedTimeoutMs} ms`);
+    }
+    await sleep(LIMITS.pollIntervalMs);
+  }
+}
