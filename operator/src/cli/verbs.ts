@@ -1,4 +1,7 @@
 import type { Command } from 'commander';
+import { registerDiskVerbs } from './disk.ts';
 
 // Each area of the project adds its verbs here, one line each, so main.ts stays small.
-export function registerVerbs(_program: Command): void {}
+export function registerVerbs(program: Command): void {
+  registerDiskVerbs(program);
+}
