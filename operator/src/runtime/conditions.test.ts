@@ -21,7 +21,12 @@ describe('status conditions', () => {
 
   it('lastTransitionTime stays when the status is unchanged, even if reason and message change', () => {
     const a = setConditions(undefined, [{ type: 'Ready', status: 'False', reason: 'Waiting' }], 1, t0);
-    const b = setConditions(a, [{ type: 'Ready', status: 'False', reason: 'StillWaiting', message: 'x' }], 2, t1);
+    const b = setConditions(
+      a,
+      [{ type: 'Ready', status: 'False', reason: 'StillWaiting', message: 'x' }],
+      2,
+      t1,
+    );
     expect(b[0].lastTransitionTime).toBe('2026-11-29T10:00:00Z');
     expect(b[0].reason).toBe('StillWaiting');
     expect(b[0].observedGeneration).toBe(2);

@@ -63,7 +63,10 @@ export function setConditions(
   return out;
 }
 
-export function findCondition(conditions: readonly Condition[] | undefined, type: string): Condition | undefined {
+export function findCondition(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): Condition | undefined {
   return conditions?.find((c) => c.type === type);
 }
 

@@ -55,7 +55,9 @@ describe('work queue', () => {
   });
 
   it('backs off exponentially per key on failure and resets on forget', () => {
-    const q = new WorkQueue<string>(new RateLimiter({ baseDelayMs: 100, maxDelayMs: 1000, bucketBurst: 1000 }));
+    const q = new WorkQueue<string>(
+      new RateLimiter({ baseDelayMs: 100, maxDelayMs: 1000, bucketBurst: 1000 }),
+    );
     const delays: number[] = [];
     for (let i = 0; i < 6; i++) delays.push(q.limiter.when('k'));
     expect(delays).toEqual([100, 200, 400, 800, 1000, 1000]);
@@ -66,7 +68,9 @@ describe('work queue', () => {
   });
 
   it('addRateLimited delays the key by its backoff', () => {
-    const q = new WorkQueue<string>(new RateLimiter({ baseDelayMs: 100, maxDelayMs: 1000, bucketBurst: 1000 }));
+    const q = new WorkQueue<string>(
+      new RateLimiter({ baseDelayMs: 100, maxDelayMs: 1000, bucketBurst: 1000 }),
+    );
     q.addRateLimited('k');
     vi.advanceTimersByTime(99);
     expect(q.length).toBe(0);

@@ -1,0 +1,218 @@
+// A controller: informer events → keys in a rate-limited work queue → level-triggered reconcile.
+//
+// reconcile(key) reads the current state from the caches, converges, and returns an optional
+// requeueAfterMs. Outcomes:
+//   success           → backoff forgotten; requeued after requeueAfterMs if given
+//   ApiError 409      → requeued with backoff, logged at debug only (someone else wrote first)
+//   TerminalError     → logged, not requeued (the object must change first)
+//   any other error   → logged, requeued with per-key exponential backoff
+// Nothing a reconcile throws reaches the process: the worker catches it.
+import type { Logger } from 'pino';
+import { logger } from '../util/log.ts';
+import { ApiError, type KubeClient, type KubeObject, type ResourceType } from './client.ts';
+import type { EventRecorder } from './events.ts';
+import type { Informer } from './informer.ts';
+import type { OperatorMetrics } from './metrics.ts';
+import { controllerOf, FIELD_MANAGER, isSubset, withAppliedHash } from './objects.ts';
+import { runWorkers, WorkQueue } from './workqueue.ts';
+
+export const LIMITS = {
+  concurrency: 4, // reconciles in flight per controller: enough to hide API latency, gentle on the server
+} as const;
+
+export interface ObjectKeyRef {
+  namespace: string;
+  name: string;
+}
+
+export interface ReconcileResult {
+  requeueAfterMs?: number;
+}
+
+/** An error that retrying cannot fix; the key is not requeued until its object changes. */
+export class TerminalError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TerminalError';
+  }
+}
+
+/** What a reconcile function gets to work with. */
+export interface ReconcileContext {
+  client: KubeClient;
+  recorder: EventRecorder;
+  log: Logger;
+  /** Cache of the primary kind. */
+  primary: Informer<KubeObject>;
+  /** Cache of an owned kind (only objects labelled managed-by retrokube). */
+  owned(type: ResourceType): Informer<KubeObject>;
+  /**
+   * Server-side applies `desired` unless `observed` already has every field of it (and the same
+   * applied-hash); returns the object as stored and whether a write was made.
+   */
+  applyIfChanged<T extends KubeObject>(
+    type: ResourceType,
+    desired: KubeObject,
+    observed: KubeObject | undefined,
+  ): Promise<{ object: T; wrote: boolean }>;
+  /** Applies `status` to /status unless the observed status already equals it. */
+  applyStatusIfChanged(
+    type: ResourceType,
+    observed: KubeObject,
+    status: Record<string, unknown>,
+  ): Promise<boolean>;
+}
+
+export interface ControllerDefinition {
+  name: string;
+  primary: ResourceType;
+  /** Child types; events on them wake the owner named by their controller ownerReference. */
+  owns: ResourceType[];
+  reconcile(ctx: ReconcileContext, key: ObjectKeyRef): Promise<ReconcileResult | undefined>;
+  concurrency?: number;
+}
+
+export interface ControllerDeps {
+  client: KubeClient;
+  recorder: EventRecorder;
+  metrics: OperatorMetrics;
+  informer(type: ResourceType, managedOnly: boolean): Informer<KubeObject>;
+}
+
+export function splitKey(key: string): ObjectKeyRef {
+  const i = key.indexOf('/');
+  return i < 0 ? { namespace: '', name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
+}
+
+export class Controller {
+  readonly def: ControllerDefinition;
+  readonly queue: WorkQueue<string>;
+  private readonly deps: ControllerDeps;
+  private readonly log: Logger;
+  private workers: Promise<void> | undefined;
+  private readonly primary: Informer<KubeObject>;
+  private readonly ownedInformers = new Map<string, Informer<KubeObject>>();
+
+  constructor(def: ControllerDefinition, deps: ControllerDeps) {
+    this.def = def;
+    this.deps = deps;
+    this.log = logger('controller', { controller: def.name });
+    const m = deps.metrics;
+    this.queue = new WorkQueue<string>(undefined, {
+      onDepth: (d) => m.queueDepth.set({ name: def.name }, d),
+      onAdd: () => m.queueAdds.inc({ name: def.name }),
+      onRetry: () => m.queueRetries.inc({ name: def.name }),
+    });
+    m.queueDepth.set({ name: def.name }, 0);
+
+    // Watch setup: the primary kind, and each owned kind mapped back to its controller owner.
+    this.primary = deps.informer(def.primary, false);
+    this.primary.on((_type, obj) => this.queue.add(`${obj.metadata.namespace ?? ''}/${obj.metadata.name}`));
+    const group = def.primary.group;
+    for (const t of def.owns) {
+      const inf = deps.informer(t, true);
+      this.ownedInformers.set(typeId(t), inf);
+      inf.on((_type, obj) => {
+        const owner = controllerOf(obj);
+        if (!owner || owner.kind !== def.primary.kind || owner.apiVersion.split('/')[0] !== group) return;
+        this.queue.add(`${obj.metadata.namespace ?? ''}/${owner.name}`);
+      });
+    }
+  }
+
+  get informers(): Informer<KubeObject>[] {
+    return [this.primary, ...this.ownedInformers.values()];
+  }
+
+  /** Starts the workers; the manager starts and syncs the informers first. */
+  start(): void {
+    const concurrency = this.def.concurrency ?? LIMITS.concurrency;
+    this.workers = runWorkers(this.queue, concurrency, (key) => this.process(key));
+  }
+
+  async stop(): Promise<void> {
+    this.queue.shutDown();
+    await this.workers;
+  }
+
+  private context(key: string): ReconcileContext {
+    const { client } = this.deps;
+    const log = this.log.child({ key });
+    return {
+      client,
+      recorder: this.deps.recorder,
+      log,
+      primary: this.primary,
+      owned: (t) => {
+        const inf = this.ownedInformers.get(typeId(t));
+        if (!inf) throw new Error(`controller ${this.def.name} does not own ${t.plural}.${t.group}`);
+        return inf;
+      },
+      applyIfChanged: async <T extends KubeObject>(
+        type: ResourceType,
+        desired: KubeObject,
+        observed: KubeObject | undefined,
+      ) => {
+        const stamped = withAppliedHash(desired);
+        if (observed && isSubset(stamped, observed)) return { object: observed as T, wrote: false };
+        const object = await client.apply<T>(type, stamped, FIELD_MANAGER);
+        log.debug({ kind: type.kind, name: desired.metadata.name }, 'Applied child');
+        return { object, wrote: true };
+      },
+      applyStatusIfChanged: async (type, observed, status) => {
+        if (isSubset(status, observed.status ?? {})) return false;
+        await client.apply(
+          type,
+          { metadata: { name: observed.metadata.name, namespace: observed.metadata.namespace }, status },
+          FIELD_MANAGER,
+          { subresource: 'status' },
+        );
+        return true;
+      },
+    };
+  }
+
+  private async process(key: string): Promise<void> {
+    const m = this.deps.metrics;
+    const end = m.reconcileTime.startTimer({ controller: this.def.name });
+    let result = 'success';
+    try {
+      const r = await this.def.reconcile(this.context(key), splitKey(key));
+      this.queue.forget(key);
+      if (r?.requeueAfterMs !== undefined && r.requeueAfterMs >= 0) {
+        result = 'requeue_after';
+        this.queue.addAfter(key, r.requeueAfterMs);
+      }
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 409) {
+        result = 'conflict';
+        this.log.debug({ key, err: err.message }, 'Conflict; requeued');
+        this.queue.addRateLimited(key);
+      } else if (err instanceof TerminalError) {
+        result = 'error';
+        m.reconcileErrors.inc({ controller: this.def.name });
+        this.queue.forget(key);
+        this.log.error({ key, err: err.message }, 'Reconcile failed for good; waiting for a change');
+      } else {
+        result = 'error';
+        m.reconcileErrors.inc({ controller: this.def.name });
+        this.log.error(
+          {
+            key,
+            err: err instanceof Error ? err.message : String(err),
+            retries: this.queue.numRequeues(key),
+          },
+          'Reconcile failed; retrying with backoff',
+        );
+        this.queue.addRateLimited(key);
+      }
+    } finally {
+      end();
+      m.reconcileTotal.inc({ controller: this.def.name, result });
+    }
+  }
+}
+
+export function typeId(t: ResourceType): string {
+  return `${t.plural}.${t.group}/${t.version}`;
+}

@@ -1,0 +1,279 @@
+// An informer: LIST then WATCH one resource type into a local cache, forever.
+//
+// - Any watch failure (connection refused, 5xx, 410 Gone, an unparsable line) leads to a fresh
+//   LIST after a capped exponential backoff; the relist diff emits `delete` for objects that
+//   vanished while we were not watching, so nothing is missed.
+// - A watch that ends normally (server timeout, our watchdog) resumes from the last
+//   resourceVersion without a LIST. Bookmarks keep that resourceVersion fresh.
+// - A watchdog aborts a stream that has been silent longer than the server-side timeout plus a
+//   margin (half-open TCP connections otherwise stall a watch forever: client-node #596).
+// - `resync` events for every cached object fire periodically, so a controller re-checks the
+//   world even if an event was somehow lost.
+// - Handlers run synchronously and must only enqueue; an exception in a handler is logged and
+//   never stops the informer.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { logger } from '../util/log.ts';
+import {
+  ApiError,
+  type KubeClient,
+  type KubeObject,
+  type ObjectList,
+  type ResourceType,
+  resourcePath,
+} from './client.ts';
+
+export const LIMITS = {
+  pageSize: 500, // LIST page size: bounds one response's memory on large clusters
+  watchTimeoutSec: 300, // server-side watch timeout; a fresh watch every ~5 min keeps connections honest
+  watchdogMarginMs: 30_000, // silence beyond the server timeout + this margin means a dead connection
+  backoffBaseMs: 200, // first retry after a failed LIST/WATCH
+  backoffMaxMs: 10_000, // retry cap: an API server restart is noticed within 10 s
+  resyncMs: 10 * 60_000, // periodic resync of every cached object (controller-runtime SyncPeriod spirit)
+} as const;
+
+export type InformerEventType = 'add' | 'update' | 'delete' | 'resync';
+export type InformerHandler<T> = (type: InformerEventType, obj: T, old?: T) => void;
+
+export interface InformerOptions {
+  type: ResourceType;
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  resyncMs?: number;
+  watchTimeoutSec?: number;
+  backoffMaxMs?: number;
+}
+
+interface WatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: KubeObject & { code?: number; message?: string };
+}
+
+export function objectKey(obj: KubeObject): string {
+  return obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : `${obj.metadata.name}`;
+}
+
+export class Informer<T extends KubeObject = KubeObject> {
+  readonly opts: InformerOptions;
+  private readonly client: KubeClient;
+  private readonly cache = new Map<string, T>();
+  private readonly handlers: InformerHandler<T>[] = [];
+  private rv = '';
+  private stopped = true;
+  private synced = false;
+  private loop: Promise<void> | undefined;
+  private current: { abort(): void } | undefined;
+  private resyncTimer: ReturnType<typeof setInterval> | undefined;
+  private firstSync: { resolve: () => void; promise: Promise<void> } | undefined;
+  private readonly log;
+  /** Counters for tests and metrics. */
+  readonly stats = { lists: 0, watches: 0, failures: 0, events: 0 };
+
+  constructor(client: KubeClient, opts: InformerOptions) {
+    this.client = client;
+    this.opts = opts;
+    this.log = logger('informer', { resource: opts.type.plural, selector: opts.labelSelector });
+  }
+
+  on(handler: InformerHandler<T>): void {
+    this.handlers.push(handler);
+  }
+
+  get hasSynced(): boolean {
+    return this.synced;
+  }
+
+  get(namespace: string | undefined, name: string): T | undefined {
+    return this.cache.get(namespace ? `${namespace}/${name}` : name);
+  }
+
+  getByKey(key: string): T | undefined {
+    return this.cache.get(key);
+  }
+
+  list(namespace?: string): T[] {
+    const all = [...this.cache.values()];
+    return namespace ? all.filter((o) => o.metadata.namespace === namespace) : all;
+  }
+
+  get size(): number {
+    return this.cache.size;
+  }
+
+  /** Starts the loop; resolves once the first LIST is in the cache. */
+  start(): Promise<void> {
+    if (!this.stopped) return this.firstSync?.promise ?? Promise.resolve();
+    this.stopped = false;
+    let resolve = () => {};
+    const promise = new Promise<void>((r) => {
+      resolve = r;
+    });
+    this.firstSync = { resolve, promise };
+    this.loop = this.run();
+    const resyncMs = this.opts.resyncMs ?? LIMITS.resyncMs;
+    if (resyncMs > 0) {
+      this.resyncTimer = setInterval(() => {
+        for (const o of this.cache.values()) this.emit('resync', o);
+      }, resyncMs);
+      this.resyncTimer.unref();
+    }
+    return promise;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.resyncTimer) clearInterval(this.resyncTimer);
+    this.current?.abort();
+    this.firstSync?.resolve();
+    await this.loop;
+  }
+
+  private emit(type: InformerEventType, obj: T, old?: T): void {
+    this.stats.events++;
+    for (const h of this.handlers) {
+      try {
+        h(type, obj, old);
+      } catch (err) {
+        this.log.error({ err, event: type, key: objectKey(obj) }, 'Informer handler threw; event ignored');
+      }
+    }
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        if (!this.rv) await this.relist();
+        await this.watchOnce();
+        failures = 0;
+      } catch (err) {
+        if (this.stopped) break;
+        this.stats.failures++;
+        failures++;
+        this.rv = ''; // start over with a LIST: safe after a restart, a 410, or a lost stream
+        const cap = this.opts.backoffMaxMs ?? LIMITS.backoffMaxMs;
+        const delay = Math.min(cap, LIMITS.backoffBaseMs * 2 ** Math.min(failures - 1, 20));
+        const jittered = Math.round(delay * (0.8 + Math.random() * 0.4));
+        const gone = err instanceof ApiError && err.status === 410;
+        this.log[failures > 3 && !gone ? 'warn' : 'debug'](
+          { err: (err as Error).message, retryInMs: jittered, failures },
+          'Watch failed; relisting after backoff',
+        );
+        await sleep(gone ? 0 : jittered);
+      }
+    }
+  }
+
+  private async relist(): Promise<void> {
+    this.stats.lists++;
+    const fresh = new Map<string, T>();
+    let cont: string | undefined;
+    let rv = '';
+    do {
+      const page: ObjectList<T> = await this.client.list<T>(this.opts.type, this.opts.namespace, {
+        labelSelector: this.opts.labelSelector,
+        fieldSelector: this.opts.fieldSelector,
+        limit: LIMITS.pageSize,
+        continue: cont,
+      });
+      for (const item of page.items ?? []) {
+        // LIST items carry no apiVersion/kind; set them so cached objects are self-describing.
+        item.apiVersion ??= this.opts.type.group
+          ? `${this.opts.type.group}/${this.opts.type.version}`
+          : this.opts.type.version;
+        item.kind ??= this.opts.type.kind;
+        fresh.set(objectKey(item), item);
+      }
+      cont = page.metadata?.continue || undefined;
+      rv = page.metadata?.resourceVersion ?? rv;
+    } while (cont && !this.stopped);
+    if (this.stopped) return;
+    const old = new Map(this.cache);
+    this.cache.clear();
+    for (const [k, v] of fresh) this.cache.set(k, v);
+    for (const [k, v] of fresh) {
+      const prev = old.get(k);
+      if (!prev) this.emit('add', v);
+      else if (prev.metadata.resourceVersion !== v.metadata.resourceVersion) this.emit('update', v, prev);
+    }
+    for (const [k, v] of old) if (!fresh.has(k)) this.emit('delete', v);
+    this.rv = rv;
+    if (!this.synced) {
+      this.synced = true;
+      this.firstSync?.resolve();
+    }
+  }
+
+  private async watchOnce(): Promise<void> {
+    if (this.stopped) return;
+    this.stats.watches++;
+    const timeoutSec = this.opts.watchTimeoutSec ?? LIMITS.watchTimeoutSec;
+    let gone = false;
+    let watchdog: ReturnType<typeof setTimeout> | undefined;
+    const arm = () => {
+      if (watchdog) clearTimeout(watchdog);
+      watchdog = setTimeout(() => handle.abort(), timeoutSec * 1000 + LIMITS.watchdogMarginMs);
+      watchdog.unref();
+    };
+    const handle = await this.client.stream(
+      resourcePath(this.opts.type, this.opts.namespace),
+      {
+        watch: 1,
+        resourceVersion: this.rv,
+        allowWatchBookmarks: true,
+        timeoutSeconds: Math.round(timeoutSec * (0.9 + Math.random() * 0.2)),
+        labelSelector: this.opts.labelSelector,
+        fieldSelector: this.opts.fieldSelector,
+      },
+      (raw) => {
+        arm();
+        const ev = raw as WatchEvent;
+        if (ev.type === 'ERROR') {
+          if (ev.object?.code === 410) gone = true;
+          throw new ApiError(
+            ev.object?.code ?? 500,
+            'WatchError',
+            ev.object?.message ?? 'watch error',
+            ev.object,
+          );
+        }
+        this.apply(ev);
+      },
+    );
+    this.current = handle;
+    arm();
+    try {
+      await handle.done;
+    } catch (err) {
+      if (gone) throw new ApiError(410, 'Expired', 'watch resourceVersion too old', undefined);
+      throw err;
+    } finally {
+      if (watchdog) clearTimeout(watchdog);
+      this.current = undefined;
+    }
+  }
+
+  private apply(ev: WatchEvent): void {
+    const obj = ev.object as T;
+    const rv = obj.metadata?.resourceVersion;
+    if (ev.type === 'BOOKMARK') {
+      if (rv) this.rv = rv;
+      return;
+    }
+    obj.apiVersion ??= this.opts.type.group
+      ? `${this.opts.type.group}/${this.opts.type.version}`
+      : this.opts.type.version;
+    obj.kind ??= this.opts.type.kind;
+    const key = objectKey(obj);
+    const prev = this.cache.get(key);
+    if (ev.type === 'DELETED') {
+      this.cache.delete(key);
+      this.emit('delete', obj);
+    } else {
+      this.cache.set(key, obj);
+      if (!prev) this.emit('add', obj);
+      else if (prev.metadata.resourceVersion !== rv) this.emit('update', obj, prev);
+    }
+    if (rv) this.rv = rv;
+  }
+}
