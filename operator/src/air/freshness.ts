@@ -1,0 +1,94 @@
+// Replay protection of KubeNet (kube-on-oberon spec §3.4): each receiver remembers, per sender,
+// the last accepted 16-bit counter and when it accepted it. A counter is fresh when it is
+// "newer" in serial-number arithmetic, or when the sender has been silent longer than the TTL
+// (it may have restarted and re-seeded its counter).
+import { LIMITS } from './wire.ts';
+
+/** The pseudo-sender of assignments and specs (the plane uses one counter for both). */
+export const PLANE_SENDER = '*plane';
+
+/** How a counter was judged. */
+export type Freshness =
+  | 'new' // sender unknown: learned and accepted
+  | 'newer' // 0 < d < 32768: accepted
+  | 'relearned' // not newer, but the sender was silent > TTL: accepted and learned again
+  | 'stale'; // refused; nothing updated
+
+/** d = (c − last) MOD 65536, the serial-number distance of counter c past `last`. */
+export function counterDistance(c: number, last: number): number {
+  return (((c - last) % LIMITS.COUNTER_MODULUS) + LIMITS.COUNTER_MODULUS) % LIMITS.COUNTER_MODULUS;
+}
+
+/** True when c is newer than last: 0 < d < 32768. */
+export function counterNewer(c: number, last: number): boolean {
+  const d = counterDistance(c, last);
+  return d > 0 && d < LIMITS.COUNTER_WINDOW;
+}
+
+/** The next counter after c (wraps 0xFFFF → 0). */
+export function nextCounter(c: number): number {
+  return (c + 1) % LIMITS.COUNTER_MODULUS;
+}
+
+interface Entry {
+  name: string;
+  last: number;
+  at: number;
+}
+
+/**
+ * The receiver's table of senders, `capacity` entries (32 on the machines). When it is full an
+ * unknown sender overwrites entry 0, as the reference does.
+ */
+export class FreshnessTable {
+  readonly capacity: number;
+  readonly ttlMs: number;
+  private readonly entries: Entry[] = [];
+
+  constructor(opts: { capacity?: number; ttlMs?: number } = {}) {
+    this.capacity = opts.capacity ?? LIMITS.FRESHNESS_PEERS;
+    this.ttlMs = opts.ttlMs ?? LIMITS.TTL_MS;
+    if (this.capacity < 1) throw new RangeError('a freshness table needs at least one entry');
+  }
+
+  /** Judges without changing anything. */
+  judge(sender: string, counter: number, nowMs: number): Freshness {
+    const e = this.entries.find((x) => x.name === sender);
+    if (!e) return 'new';
+    if (counterNewer(counter, e.last)) return 'newer';
+    if (nowMs - e.at > this.ttlMs) return 'relearned';
+    return 'stale';
+  }
+
+  /** Judges and, when accepted, stores the counter and the time. A refusal updates nothing. */
+  accept(sender: string, counter: number, nowMs: number): Freshness {
+    const verdict = this.judge(sender, counter, nowMs);
+    if (verdict === 'stale') return verdict;
+    const e = this.entries.find((x) => x.name === sender);
+    if (e) {
+      e.last = counter;
+      e.at = nowMs;
+    } else if (this.entries.length < this.capacity) {
+      this.entries.push({ name: sender, last: counter, at: nowMs });
+    } else {
+      this.entries[0] = { name: sender, last: counter, at: nowMs };
+    }
+    return verdict;
+  }
+
+  /** The last accepted counter of a sender, if known. */
+  last(sender: string): number | undefined {
+    return this.entries.find((x) => x.name === sender)?.last;
+  }
+
+  get size(): number {
+    return this.entries.length;
+  }
+
+  clear(): void {
+    this.entries.length = 0;
+  }
+}
+
+/** True for the verdicts that accept the message. */
+export const isFresh = (f: Freshness): boolean => f !== 'stale';
