@@ -131,6 +131,7 @@ export function keyString(grid: Grid, key: Key): string {
 export function checkCell(tab: string, col: string, v: unknown, limits: StoreLimits): Cell {
   if (v === undefined || v === null) return null;
   if (typeof v === 'string') {
+    if (v === '') return null; // an empty string IS an empty cell (xlsx and Google store no "" either)
     if (v.length > limits.maxCellChars) {
       throw new CellLimitError(
         `cell ${tab}.${col} would hold ${v.length} characters; this store allows at most ${limits.maxCellChars} per cell`,
@@ -358,7 +359,7 @@ export class TxImpl implements Tx {
           );
         }
         const fill = schema.backfill?.[missing[j]];
-        out[i] = visible ? (fill ?? '') : null;
+        out[i] = visible ? (fill ?? null) : null;
       }
       return out;
     });

@@ -15,7 +15,7 @@ export interface TabSchema {
   readonly headers: readonly string[];
   // Columns that identify a row. Empty = append-only log (Events, Metrics): rows have no identity.
   readonly key: readonly string[];
-  // Value given to EXISTING rows when the column is added by an upgrade (default "").
+  // Value given to EXISTING rows when the column is added by an upgrade (default: empty).
   readonly backfill?: Readonly<Record<string, string | number | boolean>>;
 }
 

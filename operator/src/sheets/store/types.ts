@@ -9,7 +9,8 @@
 //   by position — spec §2.1). A row whose key columns are all empty (for keyless tabs: a row with
 //   every cell empty) is invisible to reads, but is kept in the sheet.
 //
-// Cells. A cell is string | number | boolean | null (null = empty). A string is ALWAYS stored as
+// Cells. A cell is string | number | boolean | null (null = empty; writing "" stores an empty cell,
+//   which reads back as null — the reference also returns empty cells as null). A string is ALWAYS stored as
 //   text: "=1+1", "+x", "-y", "@z" stay literal strings in every backend; no backend ever turns a
 //   value into a formula (xlsx: shared string cell; Google: valueInputOption RAW). A formula a
 //   PERSON typed is read as its cached result and preserved as a formula until we overwrite that

@@ -1,0 +1,331 @@
+// One suite, every backend: memory, xlsx (real files) and Google (the real googleapis client against
+// our Sheets v4 emulator on 127.0.0.1).
+
+import { promises as fsp } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import ExcelJS from 'exceljs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryStore } from './memory.ts';
+import { OLD_HMAC_SCHEMA, TABS } from './schema.ts';
+import { setupCluster } from './setup.ts';
+import { type BackendFactory, backendFactories } from './testing.ts';
+import { CellLimitError, ConflictError, SchemaError, type Store } from './types.ts';
+import { openXlsxStore, TEMP_PREFIX } from './xlsx.ts';
+
+let tmp: string;
+beforeAll(async () => {
+  tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'sk-store-'));
+});
+afterAll(async () => {
+  await fsp.rm(tmp, { recursive: true, force: true });
+});
+
+const factories = backendFactories(() => tmp);
+
+describe.each(factories)('store backend $name', (f: BackendFactory) => {
+  const open: Store[] = [];
+  afterEach(async () => {
+    for (const s of open.splice(0)) await s.close().catch(() => {});
+    await f.cleanup?.();
+  });
+  async function fresh(): Promise<{ store: Store; reopen: () => Promise<Store> }> {
+    const h = await f.create();
+    open.push(h.store);
+    return {
+      store: h.store,
+      reopen: async () => {
+        const s = await h.reopen();
+        open.push(s);
+        return s;
+      },
+    };
+  }
+
+  it('setup turns an empty store into a cluster with every tab, exact headers and two samples', async () => {
+    const { store, reopen } = await fresh();
+    const r = await setupCluster(store);
+    expect(r.createdTabs).toContain('Deployments');
+    expect(store.headers('Deployments')).toEqual(TABS.Deployments.headers);
+    expect(store.headers('Nodes')).toEqual(TABS.Nodes.headers);
+    expect(store.headers('Layers')).toEqual(TABS.Layers.headers);
+    expect(store.rows('Deployments').map((d) => d.name)).toEqual(['hello', 'web']);
+    const again = await reopen();
+    expect(again.headers('Routes')).toEqual(TABS.Routes.headers);
+    expect(again.rows('Deployments').map((d) => d.name)).toEqual(['hello', 'web']);
+  });
+
+  it('setup is idempotent: a second run changes nothing and adds no samples', async () => {
+    const { store, reopen } = await fresh();
+    await setupCluster(store);
+    await store.transact((tx) => tx.delete('Deployments', 'hello'));
+    const v = store.version();
+    const r = await setupCluster(store);
+    expect(r.changed).toBe(false);
+    expect(store.version()).toBe(v);
+    const again = await reopen();
+    const r2 = await setupCluster(again);
+    expect(r2.changed).toBe(false);
+    expect(again.rows('Deployments').map((d) => d.name)).toEqual(['web']);
+  });
+
+  it('reads and writes by header name, even when a person reordered columns and added their own', async () => {
+    const { store, reopen } = await fresh();
+    // A hand-made Nodes tab: columns shuffled, a "notes" column of the person's own.
+    await store.transact((tx) => {
+      tx.ensureTab({ name: 'Nodes', headers: ['status', 'notes', 'name', 'cpu_total'], key: ['name'] });
+      tx.insert('Nodes', { name: 'n1', status: 'Ready', notes: 'rack 4', cpu_total: 2000 });
+    });
+    await setupCluster(store, { samples: false });
+    await store.transact((tx) => tx.update('Nodes', 'n1', { cpu_used: 300, status: 'NotReady' }));
+    const s2 = await reopen();
+    expect(s2.headers('Nodes').slice(0, 4)).toEqual(['status', 'notes', 'name', 'cpu_total']);
+    const n1 = s2.get('Nodes', 'n1')!;
+    expect(n1).toMatchObject({
+      name: 'n1',
+      status: 'NotReady',
+      notes: 'rack 4',
+      cpu_total: 2000,
+      cpu_used: 300,
+    });
+    // The upgrade backfilled schedulable=true for the existing node.
+    expect(n1.schedulable).toBe(true);
+  });
+
+  it('supports CRUD by key: upsert merges, update/delete report missing rows, Layers use a compound key', async () => {
+    const { store, reopen } = await fresh();
+    await setupCluster(store, { samples: false });
+    const { value } = await store.transact((tx) => [
+      tx.upsert('Deployments', { name: 'web', image: 'nginx', replicas: 2 }),
+      tx.upsert('Deployments', { name: 'web', replicas: 3 }),
+      tx.update('Deployments', 'nope', { replicas: 1 }),
+      tx.delete('Deployments', 'nope'),
+    ]);
+    expect(value).toEqual(['created', 'updated', false, false]);
+    await store.transact((tx) => {
+      tx.insert('Layers', { digest: 'sha256:ab', ordinal: 0, media_type: 'x', data: 'AA' });
+      tx.insert('Layers', { digest: 'sha256:ab', ordinal: 1, media_type: 'x', data: 'BB' });
+    });
+    const s2 = await reopen();
+    expect(s2.get('Deployments', 'web')).toMatchObject({ image: 'nginx', replicas: 3 });
+    expect(s2.get('Layers', ['sha256:ab', 1])?.data).toBe('BB');
+    await s2.transact((tx) => tx.delete('Deployments', 'web'));
+    expect(s2.rows('Deployments')).toEqual([]);
+  });
+
+  it('a failing transaction applies nothing', async () => {
+    const { store } = await fresh();
+    await setupCluster(store, { samples: false });
+    const v = store.version();
+    await expect(
+      store.transact((tx) => {
+        tx.upsert('Deployments', { name: 'a', replicas: 1 });
+        tx.upsert('Deployments', { name: 'b', nosuchcolumn: 1 });
+      }),
+    ).rejects.toBeInstanceOf(SchemaError);
+    expect(store.rows('Deployments')).toEqual([]);
+    expect(store.version()).toBe(v);
+  });
+
+  it('values starting with = + - @ are stored and read back as text, never as formulas', async () => {
+    const { store, reopen } = await fresh();
+    await setupCluster(store, { samples: false });
+    const evil = ['=1+1', '+cmd|calc', '-2+3', '@SUM(A1)', '=HYPERLINK("http://x")'];
+    await store.transact((tx) => {
+      for (const [i, e] of evil.entries()) tx.insert('Events', { ts: i, kind: 'x', object: 'o', message: e });
+    });
+    const s2 = await reopen();
+    expect(s2.rows('Events').map((r) => r.message)).toEqual(evil);
+    if (f.name === 'xlsx') {
+      const wb = new ExcelJS.Workbook();
+      await wb.xlsx.readFile(f.file!());
+      const ws = wb.getWorksheet('Events')!;
+      for (let i = 0; i < evil.length; i++) expect(ws.getCell(i + 2, 4).type).toBe(ExcelJS.ValueType.String);
+    }
+  });
+
+  it('a cell longer than the backend allows is refused with a clear error, not truncated', async () => {
+    const { store } = await fresh();
+    await setupCluster(store, { samples: false });
+    const big = 'x'.repeat(store.limits.maxCellChars + 1);
+    await expect(store.transact((tx) => tx.insert('Secrets', { name: 's', data: big }))).rejects.toThrow(
+      CellLimitError,
+    );
+    await store.transact((tx) => tx.insert('Secrets', { name: 's', data: big.slice(1) }));
+    expect(String(store.get('Secrets', 's')?.data).length).toBe(store.limits.maxCellChars);
+  });
+
+  it('concurrent writers do not lose updates (50 parallel read-modify-write increments)', async () => {
+    const { store, reopen } = await fresh();
+    await setupCluster(store, { samples: false });
+    await store.transact((tx) => tx.insert('Deployments', { name: 'c', replicas: 0 }));
+    await Promise.all(
+      Array.from({ length: 50 }, () =>
+        store.transact((tx) => {
+          const n = Number(tx.get('Deployments', 'c')!.replicas);
+          tx.update('Deployments', 'c', { replicas: n + 1 });
+        }),
+      ),
+    );
+    expect(store.get('Deployments', 'c')!.replicas).toBe(50);
+    await store.flush();
+    expect((await reopen()).get('Deployments', 'c')!.replicas).toBe(50);
+  });
+
+  it('optimistic concurrency: a transaction made against an old version is refused', async () => {
+    const { store } = await fresh();
+    await setupCluster(store, { samples: false });
+    const v = store.version();
+    await store.transact((tx) => tx.insert('Deployments', { name: 'a' }), { ifVersion: v });
+    await expect(
+      store.transact((tx) => tx.insert('Deployments', { name: 'b' }), { ifVersion: v }),
+    ).rejects.toThrow(ConflictError);
+  });
+
+  it('upgrades an old-schema cluster by appending columns at the right, never moving data', async () => {
+    const { store, reopen } = await fresh();
+    await store.transact((tx) => {
+      for (const t of OLD_HMAC_SCHEMA) tx.ensureTab(t);
+      tx.insert('Deployments', { name: 'old', image: 'nginx', replicas: 2, tolerations: 'gpu' });
+      tx.insert('Pods', {
+        name: 'old-1',
+        deployment: 'old',
+        node: 'n1',
+        phase: 'Running',
+        container_id: 'abc',
+      });
+    });
+    const r = await setupCluster(store);
+    expect(r.addedColumns.Deployments).toEqual(['env', 'secret_files', 'ports']);
+    expect(r.samples).toEqual([]); // not a new cluster
+    const s2 = await reopen();
+    expect(s2.headers('Deployments')).toEqual(TABS.Deployments.headers);
+    expect(s2.headers('Pods')).toEqual(TABS.Pods.headers);
+    expect(s2.get('Deployments', 'old')).toMatchObject({
+      image: 'nginx',
+      replicas: 2,
+      tolerations: 'gpu',
+      ports: null,
+    });
+    expect(s2.get('Pods', 'old-1')).toMatchObject({ node: 'n1', container_id: 'abc', endpoints: null });
+    expect(s2.tabs()).toEqual(expect.arrayContaining(['Images', 'Layers', 'Secrets', 'Gateways', 'Routes']));
+  });
+
+  it('buffered changes are acknowledged at once and reach storage within the flush delay', async () => {
+    const { store, reopen } = await fresh();
+    await setupCluster(store, { samples: false });
+    for (let i = 0; i < 20; i++) {
+      await store.transact((tx) => tx.upsert('Nodes', { name: 'n1', last_heartbeat: i }), {
+        durability: 'buffered',
+      });
+    }
+    await store.flush();
+    expect((await reopen()).get('Nodes', 'n1')!.last_heartbeat).toBe(19);
+  });
+});
+
+describe('xlsx backend specifics', () => {
+  it('saves atomically: no temp file is left behind and the file always opens', async () => {
+    const file = path.join(tmp, 'atomic.xlsx');
+    const s = await openXlsxStore(file, { watchMs: 0 });
+    await setupCluster(s);
+    await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        s.transact((tx) => tx.upsert('Deployments', { name: `d${i}`, replicas: i })),
+      ),
+    );
+    await s.close();
+    const names = await fsp.readdir(tmp);
+    expect(names.filter((n) => n.startsWith(TEMP_PREFIX))).toEqual([]);
+    const wb = new ExcelJS.Workbook();
+    await wb.xlsx.readFile(file);
+    expect(wb.getWorksheet('Deployments')!.rowCount).toBe(33);
+  });
+
+  it('a burst of heartbeats is saved in few writes (write-behind), not one save per heartbeat', async () => {
+    const file = path.join(tmp, 'burst.xlsx');
+    const s = await openXlsxStore(file, { watchMs: 0, flushDelayMs: 200 });
+    await setupCluster(s);
+    const before = s.saves;
+    for (let i = 0; i < 200; i++) {
+      await s.transact((tx) => tx.upsert('Nodes', { name: `n${i % 10}`, last_heartbeat: i }), {
+        durability: 'buffered',
+      });
+    }
+    await s.flush();
+    expect(s.saves - before).toBeLessThanOrEqual(2);
+    await s.close();
+  });
+
+  it("notices a person's edit of the file, reloads it, and merges: person wins a conflict, our other changes stay", async () => {
+    const file = path.join(tmp, 'external.xlsx');
+    const s = await openXlsxStore(file, { watchMs: 50, flushDelayMs: 5_000 });
+    await setupCluster(s);
+    const seen: string[] = [];
+    s.onChange((ev) => ev.source === 'external' && seen.push(...ev.tabs));
+    // Our buffered change (not yet on disk) to a cell the person does not touch, and one they do.
+    await s.transact(
+      (tx) => {
+        tx.upsert('Nodes', { name: 'n1', last_heartbeat: 111, status: 'Ready' });
+        tx.update('Deployments', 'web', { image: 'ours' });
+      },
+      { durability: 'buffered' },
+    );
+    // A person edits in "Excel": scales web to 7, changes its image too (conflict), adds a row.
+    const wb = new ExcelJS.Workbook();
+    await wb.xlsx.readFile(file);
+    const ws = wb.getWorksheet('Deployments')!;
+    ws.getCell('C3').value = 7; // web.replicas
+    ws.getCell('B3').value = 'theirs'; // web.image (we changed it too)
+    ws.getRow(4).values = ['added-by-hand', 'busybox', 1];
+    ws.getCell('L1').value = 'owner'; // their own column
+    ws.getCell('L3').value = 'alice';
+    await wb.xlsx.writeFile(file);
+    await waitFor(() => seen.includes('Deployments'));
+    const web = s.get('Deployments', 'web')!;
+    expect(web.replicas).toBe(7);
+    expect(web.image).toBe('theirs');
+    expect(web.owner).toBe('alice');
+    expect(s.get('Deployments', 'added-by-hand')?.image).toBe('busybox');
+    expect(s.get('Nodes', 'n1')?.last_heartbeat).toBe(111); // ours kept
+    await s.close();
+    const again = await openXlsxStore(file, { watchMs: 0 });
+    expect(again.get('Nodes', 'n1')?.last_heartbeat).toBe(111);
+    expect(again.get('Deployments', 'web')?.owner).toBe('alice');
+    await again.close();
+  });
+
+  it("keeps a person's formula until that cell is overwritten", async () => {
+    const file = path.join(tmp, 'formula.xlsx');
+    const s0 = await openXlsxStore(file, { watchMs: 0 });
+    await setupCluster(s0);
+    await s0.close();
+    const wb = new ExcelJS.Workbook();
+    await wb.xlsx.readFile(file);
+    wb.getWorksheet('Deployments')!.getCell('C2').value = { formula: '1+2', result: 3 } as ExcelJS.CellValue;
+    await wb.xlsx.writeFile(file);
+    const s = await openXlsxStore(file, { watchMs: 0 });
+    expect(s.get('Deployments', 'hello')!.replicas).toBe(3);
+    await s.transact((tx) => tx.update('Deployments', 'web', { replicas: 5 }));
+    await s.close();
+    const wb2 = new ExcelJS.Workbook();
+    await wb2.xlsx.readFile(file);
+    expect(wb2.getWorksheet('Deployments')!.getCell('C2').formula).toBe('1+2');
+    expect(wb2.getWorksheet('Deployments')!.getCell('C3').value).toBe(5);
+  });
+});
+
+describe('memory backend specifics', () => {
+  it('rejects asynchronous transaction functions (they could interleave and lose updates)', async () => {
+    const s = new MemoryStore();
+    await expect(s.transact(async () => 1)).rejects.toThrow(/synchronous/);
+  });
+});
+
+async function waitFor(pred: () => boolean, ms = 5_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
