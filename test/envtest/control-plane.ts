@@ -220,7 +220,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     [
       `--listen-address=127.0.0.1:${kinePort}`,
       '--endpoint=memory://',
-      '--metrics-bind-address=127.0.0.1:0', // kine defaults to :8080, which our operator uses
+      '--metrics-bind-address=0', // off: kine defaults to :8080, which our operator uses
     ],
     join(dir, 'kine.log'),
   );

@@ -1,0 +1,135 @@
+// The root Dockerfile cannot be built here (no Docker engine), so this checks the invariants we
+// rely on: node:24-slim runtime, non-root user, production dependencies only, one entrypoint, and
+// that everything the entrypoint imports at run time is a production dependency.
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+interface Instruction {
+  op: string;
+  args: string;
+}
+interface Stage {
+  from: string;
+  name: string | undefined;
+  body: Instruction[];
+}
+
+/** Parses a Dockerfile into stages (comments dropped, `\` continuations joined). */
+function parseDockerfile(text: string): Stage[] {
+  const lines = text
+    .replace(/\\\r?\n/g, ' ')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
+  const stages: Stage[] = [];
+  for (const line of lines) {
+    const m = /^(\S+)\s+(.*)$/.exec(line);
+    if (!m) throw new Error(`Dockerfile: cannot parse line: ${line}`);
+    const op = m[1]!.toUpperCase();
+    const args = m[2]!;
+    if (op === 'FROM') {
+      const f = /^(\S+)(?:\s+AS\s+(\S+))?$/i.exec(args);
+      stages.push({ from: f?.[1] ?? args, name: f?.[2], body: [] });
+    } else {
+      const stage = stages.at(-1);
+      if (!stage) throw new Error(`Dockerfile: ${op} before FROM`);
+      stage.body.push({ op, args });
+    }
+  }
+  return stages;
+}
+
+const stages = parseDockerfile(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'));
+const runtime = stages.at(-1)!;
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) return sourceFiles(p);
+    return p.endsWith('.ts') && !p.endsWith('.test.ts') && !p.endsWith('.d.ts') ? [p] : [];
+  });
+}
+
+/** Bare package names a file loads at run time (type-only imports are erased, so skipped). */
+function runtimeImports(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const specs: string[] = [];
+  const re =
+    /^\s*(import|export)\s+(?!type\s)(?:[^'"]*?\sfrom\s+)?['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/gm;
+  for (const m of text.matchAll(re)) {
+    const spec = m[2] ?? m[3];
+    if (!spec || spec.startsWith('.') || spec.startsWith('node:') || builtinModules.includes(spec)) continue;
+    const parts = spec.split('/');
+    specs.push(spec.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!);
+  }
+  return specs;
+}
+
+describe('Dockerfile', () => {
+  it('is multi-stage and every stage, including the runtime, is node:24-slim', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    for (const s of stages) expect(s.from).toMatch(/^node:24-slim(@sha256:[a-f0-9]{64})?$/);
+  });
+
+  it('installs production dependencies only (npm ci --omit=dev) and the runtime copies node_modules from there', () => {
+    const deps = stages.find((s) => s.body.some((i) => i.op === 'RUN' && /\bnpm ci\b/.test(i.args)));
+    expect(deps, 'a stage runs npm ci').toBeDefined();
+    const ci = deps!.body.find((i) => i.op === 'RUN' && /\bnpm ci\b/.test(i.args))!;
+    expect(ci.args).toMatch(/--omit=dev\b/);
+    expect(ci.args).not.toMatch(/--include=dev|--production=false/);
+    const copyModules = runtime.body.find((i) => i.op === 'COPY' && /node_modules/.test(i.args));
+    expect(copyModules?.args).toContain(`--from=${deps!.name}`);
+    // No package manager runs in the runtime stage, so nothing else can sneak in.
+    expect(runtime.body.filter((i) => i.op === 'RUN' && /\bnpm\b|\byarn\b|\bpnpm\b/.test(i.args))).toEqual(
+      [],
+    );
+  });
+
+  it('runs as a non-root user that matches the chart (uid 1000)', () => {
+    const users = runtime.body.filter((i) => i.op === 'USER').map((i) => i.args);
+    expect(users.length).toBeGreaterThan(0);
+    const last = users.at(-1)!;
+    expect(last.split(':')[0]).not.toMatch(/^(root|0)$/);
+    expect(last).toMatch(/^1000(:1000)?$|^node$/);
+    const chart = readFileSync(join(ROOT, 'charts/retrokube/templates/deployment.yaml'), 'utf8');
+    expect(chart).toMatch(/runAsUser: 1000\b/);
+    // USER must come after every COPY/RUN that could need root, i.e. be the last but ENTRYPOINT/CMD/ENV.
+    const afterUser = runtime.body.slice(runtime.body.findLastIndex((i) => i.op === 'USER') + 1);
+    expect(afterUser.filter((i) => ['RUN', 'COPY', 'ADD'].includes(i.op))).toEqual([]);
+  });
+
+  it('has one entrypoint for every role: node operator/src/cli/main.ts, and that file exists', () => {
+    const ep = runtime.body.filter((i) => i.op === 'ENTRYPOINT');
+    expect(ep).toHaveLength(1);
+    expect(JSON.parse(ep[0]!.args)).toEqual(['node', 'operator/src/cli/main.ts']);
+    expect(existsSync(join(ROOT, 'operator/src/cli/main.ts'))).toBe(true);
+  });
+
+  it('copies only paths that exist and keeps test/dev folders out of the build context', () => {
+    for (const i of runtime.body.filter((x) => x.op === 'COPY' && !x.args.includes('--from='))) {
+      const srcs = i.args.split(/\s+/).slice(0, -1);
+      for (const s of srcs) expect(existsSync(join(ROOT, s)), `COPY source ${s}`).toBe(true);
+    }
+    const ignore = readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n');
+    for (const p of ['node_modules', 'test', '.git', '**/*.test.ts']) expect(ignore).toContain(p);
+  });
+
+  it('needs no dev dependency at run time: every package imported under operator/src is a production dependency', () => {
+    const offenders: string[] = [];
+    for (const file of sourceFiles(join(ROOT, 'operator/src'))) {
+      for (const name of runtimeImports(file)) {
+        if (!(name in pkg.dependencies)) offenders.push(`${file.slice(ROOT.length + 1)} imports ${name}`);
+      }
+    }
+    expect(offenders).toEqual([]);
+  });
+});
