@@ -1,0 +1,324 @@
+// The RISC5 processor: registers, flags, H, the instruction interpreter and the memory/I-O
+// split. Built for speed: RAM is one Int32Array, the hot loop keeps PC and flags in locals,
+// allocates nothing, and runs in batches (run(n)). Devices live behind the IoBus interface.
+//
+// Conventions: PC is a word index; addresses are byte addresses; any load/store at an address
+// ≥ memory size goes to the bus (the top 64 bytes are the device registers). Instructions are
+// fetched from RAM, else from the ROM window at 0xFFFFF800 (if a ROM is loaded), else the CPU
+// has "branched into the void" and calls bus.reset() (the hardware/emulator resets to the ROM).
+
+import { fpAdd, fpDiv, fpMul, idiv, idivResult } from './fpu.ts';
+
+export const LIMITS = {
+  romStart: 0xfffff800, // byte address of the boot ROM window (hardware constant)
+  romWords: 512, // ROM size in words (2 KiB, as on the FPGA board)
+  ioStart: 0xffffffc0, // first device register (top 64 bytes of the address space)
+} as const;
+
+const ROM_START_WORD = LIMITS.romStart >>> 2;
+
+/** What the CPU sees of the devices. Reads/writes of the top 64 bytes land here. */
+export interface IoBus {
+  /** A word read at byte address addr (≥ memory size); byte loads take a byte of it. */
+  ioRead(addr: number): number;
+  ioWrite(addr: number, value: number): void;
+  /** Called when the CPU fetches outside RAM and ROM: the machine performs a (warm) reset. */
+  voidFetch(pc: number): void;
+}
+
+export class Risc5 {
+  readonly mem: Int32Array;
+  readonly memBytes: number;
+  readonly memWords: number;
+  /** First byte of the framebuffer; stores at or above it bump fbVersion. */
+  displayStart: number;
+  readonly R = new Int32Array(16);
+  pc = ROM_START_WORD;
+  H = 0;
+  /** N and Z are derived from the last register write (lazy flags). */
+  nz = 0;
+  C = 0;
+  V = 0;
+  rom: Int32Array | null = null;
+  /** Instructions executed since power-on. */
+  instructions = 0;
+  /** Instruction count at the moment of the current I/O access (for the bus's idle logic). */
+  ioInstr = 0;
+  /** Counts framebuffer stores; viewers compare it to skip unchanged frames. */
+  fbVersion = 0;
+  /** Set by the bus during an I/O access to end run() early (idle, or a device wants attention). */
+  stop = false;
+  bus: IoBus;
+
+  constructor(memBytes: number, displayStart: number, bus: IoBus) {
+    this.memBytes = memBytes;
+    this.memWords = memBytes >>> 2;
+    this.mem = new Int32Array(this.memWords);
+    this.displayStart = displayStart;
+    this.bus = bus;
+  }
+
+  get N(): boolean {
+    return this.nz < 0;
+  }
+  get Z(): boolean {
+    return this.nz === 0;
+  }
+  setFlags(n: boolean, z: boolean, c: boolean, v: boolean): void {
+    // Lazy flags cannot hold N and Z both set; the hardware never produces that from one value.
+    this.nz = z ? 0 : n ? -1 : 1;
+    this.C = c ? 1 : 0;
+    this.V = v ? 1 : 0;
+  }
+
+  /** Reset as the hardware does: only PC changes (to the ROM start). */
+  reset(): void {
+    this.pc = ROM_START_WORD;
+  }
+
+  /**
+   * Execute up to n instructions; returns how many ran. Stops early when a device sets `stop`.
+   */
+  run(n: number): number {
+    const mem = this.mem;
+    const R = this.R;
+    const memWords = this.memWords;
+    const memBytes = this.memBytes;
+    const displayStart = this.displayStart;
+    let pc = this.pc;
+    let nz = this.nz;
+    let C = this.C;
+    let V = this.V;
+    let H = this.H;
+    const base = this.instructions;
+    this.stop = false;
+    let i = 0;
+    while (i < n) {
+      let ir: number;
+      if (pc < memWords) {
+        ir = mem[pc];
+      } else if (this.rom !== null && pc >= ROM_START_WORD && pc < ROM_START_WORD + LIMITS.romWords) {
+        ir = this.rom[pc - ROM_START_WORD];
+      } else {
+        // Branched into the void: hand over to the machine (it resets), then reload state.
+        this.pc = pc;
+        this.nz = nz;
+        this.C = C;
+        this.V = V;
+        this.H = H;
+        this.instructions = base + i;
+        this.bus.voidFetch(pc);
+        pc = this.pc;
+        nz = this.nz;
+        C = this.C;
+        V = this.V;
+        H = this.H;
+        i++;
+        continue;
+      }
+      pc++;
+      i++;
+      if (ir >= 0) {
+        // Register instruction (p = 0).
+        const a = (ir >>> 24) & 15;
+        const b = R[(ir >>> 20) & 15];
+        let c: number;
+        if ((ir & 0x40000000) === 0) c = R[ir & 15];
+        else if ((ir & 0x10000000) === 0) c = ir & 0xffff;
+        else c = ir | 0xffff0000;
+        let r: number;
+        switch ((ir >>> 16) & 15) {
+          case 0: // MOV
+            if ((ir & 0x20000000) === 0) r = c;
+            else if ((ir & 0x40000000) !== 0) r = c << 16;
+            else if ((ir & 0x10000000) !== 0)
+              r = (((nz < 0 ? 8 : 0) | (nz === 0 ? 4 : 0) | (C << 1) | V) << 28) | 0xd0;
+            else r = H;
+            break;
+          case 1: // LSL
+            r = b << c;
+            break;
+          case 2: // ASR
+            r = b >> c;
+            break;
+          case 3: // ROR
+            r = (b >>> c) | (b << (32 - (c & 31)));
+            break;
+          case 4: // AND
+            r = b & c;
+            break;
+          case 5: // ANN
+            r = b & ~c;
+            break;
+          case 6: // IOR
+            r = b | c;
+            break;
+          case 7: // XOR
+            r = b ^ c;
+            break;
+          case 8: {
+            // ADD / ADC: carry is bit 32 of the 33-bit sum, as in the hardware adder.
+            const cin = (ir & 0x20000000) !== 0 ? C : 0;
+            const s = (b >>> 0) + (c >>> 0) + cin;
+            r = s | 0;
+            C = s > 0xffffffff ? 1 : 0;
+            V = ((r ^ c) & (r ^ b)) >>> 31;
+            break;
+          }
+          case 9: {
+            // SUB / SBC: C is the borrow.
+            const cin = (ir & 0x20000000) !== 0 ? C : 0;
+            const s = (b >>> 0) - (c >>> 0) - cin;
+            r = s | 0;
+            C = s < 0 ? 1 : 0;
+            V = ((b ^ c) & (r ^ b)) >>> 31;
+            break;
+          }
+          case 10: {
+            // MUL: 64-bit product, low word to a, high word to H.
+            r = Math.imul(b, c);
+            if ((ir & 0x20000000) === 0) H = mulHighSigned(b, c);
+            else H = mulHighUnsigned(b >>> 0, c >>> 0);
+            break;
+          }
+          case 11: {
+            // DIV: floor division for positive divisors; the hardware's serial divider otherwise.
+            if (c > 0) {
+              if ((ir & 0x20000000) === 0) {
+                let q = (b / c) | 0;
+                let rem = b - Math.imul(q, c);
+                if (rem < 0) {
+                  q = (q - 1) | 0;
+                  rem = (rem + c) | 0;
+                }
+                r = q;
+                H = rem;
+              } else {
+                const bu = b >>> 0;
+                const q = Math.floor(bu / c);
+                r = q | 0;
+                H = (bu - q * c) | 0;
+              }
+            } else {
+              idiv(b, c, (ir & 0x20000000) !== 0);
+              r = idivResult[0];
+              H = idivResult[1];
+            }
+            break;
+          }
+          case 12: // FAD (u: FLT, v: FLOOR)
+            r = fpAdd(b, c, (ir & 0x20000000) !== 0, (ir & 0x10000000) !== 0);
+            break;
+          case 13: // FSB
+            r = fpAdd(b, c ^ 0x80000000, (ir & 0x20000000) !== 0, (ir & 0x10000000) !== 0);
+            break;
+          case 14: // FML
+            r = fpMul(b, c);
+            break;
+          default: // FDV
+            r = fpDiv(b, c);
+            break;
+        }
+        R[a] = r;
+        nz = r;
+      } else if ((ir & 0x40000000) === 0) {
+        // Memory instruction (p = 1, q = 0).
+        const addr = (R[(ir >>> 20) & 15] + ((ir << 12) >> 12)) >>> 0;
+        if ((ir & 0x20000000) === 0) {
+          let v: number;
+          if (addr < memBytes) {
+            v = mem[addr >>> 2];
+          } else {
+            this.ioInstr = base + i;
+            v = this.bus.ioRead(addr);
+          }
+          if ((ir & 0x10000000) !== 0) v = (v >>> ((addr & 3) << 3)) & 0xff;
+          R[(ir >>> 24) & 15] = v;
+          nz = v;
+          if (this.stop) break;
+        } else {
+          const v = R[(ir >>> 24) & 15];
+          if (addr < memBytes) {
+            if ((ir & 0x10000000) === 0) {
+              mem[addr >>> 2] = v;
+            } else {
+              const sh = (addr & 3) << 3;
+              const w = addr >>> 2;
+              mem[w] = (mem[w] & ~(0xff << sh)) | ((v & 0xff) << sh);
+            }
+            if (addr >= displayStart) this.fbVersion++;
+          } else {
+            this.ioInstr = base + i;
+            this.bus.ioWrite(addr, (ir & 0x10000000) === 0 ? v : v & 0xff);
+            if (this.stop) break;
+          }
+        }
+      } else {
+        // Branch instruction (p = 1, q = 1).
+        let t: boolean;
+        switch ((ir >>> 24) & 7) {
+          case 0:
+            t = nz < 0;
+            break;
+          case 1:
+            t = nz === 0;
+            break;
+          case 2:
+            t = C !== 0;
+            break;
+          case 3:
+            t = V !== 0;
+            break;
+          case 4:
+            t = C !== 0 || nz === 0;
+            break;
+          case 5:
+            t = nz < 0 !== (V !== 0);
+            break;
+          case 6:
+            t = nz < 0 !== (V !== 0) || nz === 0;
+            break;
+          default:
+            t = true;
+        }
+        if ((ir & 0x08000000) !== 0) t = !t;
+        if (t) {
+          if ((ir & 0x10000000) !== 0) {
+            R[15] = pc << 2;
+            nz = R[15];
+          }
+          if ((ir & 0x20000000) === 0) pc = R[ir & 15] >>> 2;
+          else pc = (pc + ((ir << 8) >> 8)) >>> 0;
+        }
+      }
+    }
+    this.pc = pc;
+    this.nz = nz;
+    this.C = C;
+    this.V = V;
+    this.H = H;
+    this.instructions = base + i;
+    return i;
+  }
+}
+
+/** High word of the signed 64-bit product of two int32 values. */
+function mulHighSigned(a: number, b: number): number {
+  const hi = mulHighUnsigned(a >>> 0, b >>> 0);
+  // Signed correction: high(a·b) = highU − (a<0 ? b : 0) − (b<0 ? a : 0).
+  return (hi - (a < 0 ? b : 0) - (b < 0 ? a : 0)) | 0;
+}
+
+/** High word of the unsigned 64-bit product of two uint32 values, exact via 16-bit limbs. */
+function mulHighUnsigned(a: number, b: number): number {
+  const a0 = a & 0xffff;
+  const a1 = a >>> 16;
+  const b0 = b & 0xffff;
+  const b1 = b >>> 16;
+  const lo = a0 * b0;
+  const m1 = a1 * b0;
+  const m2 = a0 * b1;
+  const hi = a1 * b1;
+  const mid = (lo >>> 16) + (m1 & 0xffff) + (m2 & 0xffff);
+  return (hi + Math.floor(m1 / 65536) + Math.floor(m2 / 65536) + Math.floor(mid / 65536)) | 0;
+}

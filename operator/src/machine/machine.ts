@@ -1,0 +1,688 @@
+// The RISC5 machine (Project Oberon's board, as the pdewacht emulator models it) in one object.
+//
+// ## Using it (the API other parts build on)
+//
+//   import { Machine } from './machine.ts';
+//   const m = new Machine({ disk: fs.readFileSync(copyOfDsk), clock: 'deterministic' });
+//   m.runUntil(() => m.booted, { maxInstructions: 20e6 });   // Oberon.Loop is running
+//   m.runCommand('System.Directory *.Tool');                  // type it, middle-click it
+//   m.runUntilIdle();                                          // until Oberon waits for input
+//   const shot = m.snapshot();                                 // FrameSnapshot (screen-input.ts)
+//   m.serialText(); m.disk.bytes;                              // RS232 output, the disk now
+//
+// - `Machine` is synchronous and single-threaded: you drive it with run(n)/runFor(ms)/
+//   runUntil(pred). With clock 'deterministic' the ms timer is instructions/25,000 (and idle
+//   stretches skip virtual time), so runs are reproducible bit for bit — use it for tests and
+//   the disk builder. With clock 'realtime' the timer is the wall clock; pacing to 25 MHz and
+//   sleeping while idle is the job of the worker runner (runner.ts: MachineRunner), which is
+//   what long-lived machines (CLI, Kube nodes) use.
+// - Input is queued and paced by the machine itself: typeText()/key() push one key stroke into
+//   the 16-byte PS/2 FIFO only when Oberon has drained it, and mouse states (click(), mouse())
+//   are held until Oberon has read them several times and for holdMs of machine time, so no
+//   click is lost however busy the machine is. `inputPending` tells when all input is consumed.
+// - Screen coordinates in click()/moveMouse() are Oberon's (origin bottom-left, y up), the same
+//   as MachineInput.mouse; use `screenToOberon(y)` if you measured y from the top of a PNG.
+// - Boot is native (no ROM bytes): at power-on and on every reset the machine does what the
+//   boot ROM does — SP := stackOrg, MT := 20H; on a cold start (LNK = 0) it loads the inner core
+//   from SD block 80004H on (length from word 16 of the first block; or from RS232 when switch 0
+//   is set), stores MemLim at 12 and stackOrg at 24, sets R0 := 0 and jumps to 0. A ROM image
+//   built with our assembler can be installed instead (setRom()).
+// - The disk is a DiskImage (sd-card.ts) over a Buffer; give it an onWrite hook to write
+//   through to a file. The machine never opens files itself.
+
+import { type IoBus, Risc5 } from './cpu.ts';
+import { type AirPort, Nrf24 } from './nrf24.ts';
+import { textToPs2 } from './ps2.ts';
+import type { FrameSnapshot, MachineInput, MachineScreen, MouseButtons } from './screen-input.ts';
+import { DiskImage, SdCard } from './sd-card.ts';
+
+export const LIMITS = {
+  hz: 25_000_000, // the FPGA board's clock: instructions per emulated second
+  instrPerMs: 25_000, // hz / 1000: the deterministic clock's instructions per timer tick
+  defaultMemBytes: 0x100000, // 1 MiB, the board's RAM
+  defaultDisplayStart: 0xe7f00, // where Wirth's Display module expects the framebuffer
+  defaultWidth: 1024, // board framebuffer width
+  defaultHeight: 768, // board framebuffer height
+  maxMemoryMiB: 32, // the emulator's --mem clamp; larger would move the display beyond Oberon's reach
+  maxWidth: 2048, // the emulator's --size clamp
+  maxHeight: 2048, // the emulator's --size clamp
+  displayMagic: 0x53697a67, // 'Sizg': tells the image's Display.Mod the framebuffer layout
+  keyFifoBytes: 16, // the board's PS/2 FIFO
+  inputQueueItems: 100_000, // queued key strokes/mouse states before new input is refused
+  serialOutKeep: 1 << 20, // RS232 output bytes kept (older bytes are dropped)
+  ledHistoryKeep: 256, // LED values kept for inspection
+  idlePolls: 24, // consecutive quiet polls (timer/empty keyboard reads) that mean "Oberon idles"
+  idlePollGap: 4000, // at most this many instructions between two polls of an idle loop
+  mouseMinReads: 3, // a queued mouse state is read at least this often before the next one
+  clickHoldMs: 40, // a click's press and release each last this long (machine time)
+  fsOffsetBlock: 0x80000, // SD block of Oberon sector 0 (Kernel.FSoffset)
+  bootBlock: 0x80004, // first SD block of the boot area (Oberon sector 2)
+  moduleTable: 0x20, // MT register value set by the boot loader
+} as const;
+
+const ROM_START_WORD = 0xfffff800 >>> 2;
+
+export type ClockMode = 'realtime' | 'deterministic';
+
+export interface MachineOptions {
+  /** The disk (a Buffer is wrapped in a DiskImage). Pass a copy: Oberon writes to it. */
+  disk: DiskImage | Buffer;
+  /** RAM in MiB with the display placed at that address (the emulator's --mem). Omit for the board layout. */
+  memoryMiB?: number;
+  /** Display size (the emulator's --size); only with a custom layout. Width is rounded down to 32. */
+  width?: number;
+  height?: number;
+  clock?: ClockMode;
+  /** Fed into RS232 receive from power-on (Kube's Boot.Run reads it). */
+  commands?: string;
+  /** Switch bits (bit 0: boot from the serial line). */
+  switches?: number;
+  /** Where radio frames go. */
+  air?: AirPort | null;
+  /** Host clock in ms (realtime mode); default performance.now. */
+  now?: () => number;
+}
+
+export interface RunResult {
+  executed: number;
+  /** True when the run ended because Oberon was idle (waiting for time or input). */
+  idle: boolean;
+}
+
+type InputItem =
+  | { kind: 'keys'; bytes: number[] }
+  | {
+      kind: 'mouse';
+      x: number;
+      y: number;
+      buttons: number;
+      holdMs: number;
+      applied: boolean;
+      at: number;
+      reads: number;
+    };
+
+export type ButtonName = 'left' | 'middle' | 'right';
+const BUTTON_BITS: Record<ButtonName, number> = { right: 1 << 24, middle: 1 << 25, left: 1 << 26 };
+
+export class Machine implements MachineScreen, MachineInput, IoBus {
+  readonly cpu: Risc5;
+  readonly disk: DiskImage;
+  readonly sd: SdCard;
+  readonly radio = new Nrf24();
+  readonly clock: ClockMode;
+  readonly memBytes: number;
+  readonly displayStart: number;
+  readonly width: number;
+  readonly height: number;
+  readonly customDisplay: boolean;
+  readonly memLim: number;
+  readonly stackOrg: number;
+  switches: number;
+  commands: string;
+
+  // Devices.
+  private spiSel = 0;
+  private spiFast = false;
+  private serialIn: Uint8Array = new Uint8Array(0);
+  private serialPos = 0;
+  private serialOut: number[] = [];
+  private serialOutTotal = 0;
+  leds = 0;
+  readonly ledHistory: number[] = [];
+  private mouseState = 0;
+  private readonly keyFifo: number[] = [];
+  private readonly input: InputItem[] = [];
+  clipboardIn = '';
+  private clipReadPos = 0;
+  private clipOutLen = 0;
+  private clipOut: number[] = [];
+  /** Called with each text Oberon puts on the clipboard. */
+  onClipboard: ((text: string) => void) | null = null;
+  /** Called with each byte Oberon writes to RS232. */
+  onSerial: ((byte: number) => void) | null = null;
+  onLeds: ((value: number) => void) | null = null;
+
+  // Time and idleness.
+  private readonly hostNow: () => number;
+  private wallStart = 0;
+  /** Virtual instructions skipped while idle (deterministic clock). */
+  private skipped = 0;
+  private lastPoll = 0;
+  private quietPolls = 0;
+  private activity = false;
+  private lastFb = 0;
+  private idleHit = false;
+  /** Times the CPU fetched outside RAM/ROM (each one resets the machine, as on the board). */
+  voidFetches = 0;
+  /** True once Oberon's main loop has run idle at least once since power-on. */
+  booted = false;
+
+  constructor(opts: MachineOptions) {
+    this.disk = opts.disk instanceof DiskImage ? opts.disk : new DiskImage(opts.disk);
+    this.sd = new SdCard(this.disk);
+    this.clock = opts.clock ?? 'realtime';
+    this.hostNow = opts.now ?? (() => performance.now());
+    this.switches = opts.switches ?? 0;
+    this.commands = opts.commands ?? '';
+    this.radio.air = opts.air ?? null;
+    this.radio.now = () => this.timerMs();
+    this.customDisplay =
+      opts.memoryMiB !== undefined || opts.width !== undefined || opts.height !== undefined;
+    if (this.customDisplay) {
+      const mib = Math.min(Math.max(Math.floor(opts.memoryMiB ?? 1), 1), LIMITS.maxMemoryMiB);
+      const w = Math.min(
+        Math.max(Math.floor((opts.width ?? LIMITS.defaultWidth) / 32) * 32, 32),
+        LIMITS.maxWidth,
+      );
+      const h = Math.min(Math.max(Math.floor(opts.height ?? LIMITS.defaultHeight), 1), LIMITS.maxHeight);
+      this.displayStart = mib * 0x100000;
+      this.width = w;
+      this.height = h;
+      this.memBytes = this.displayStart + (w * h) / 8;
+    } else {
+      this.displayStart = LIMITS.defaultDisplayStart;
+      this.width = LIMITS.defaultWidth;
+      this.height = LIMITS.defaultHeight;
+      this.memBytes = LIMITS.defaultMemBytes;
+    }
+    this.memLim = this.displayStart - 16;
+    this.stackOrg = this.displayStart / 2;
+    this.cpu = new Risc5(this.memBytes, this.displayStart, this);
+    this.powerOn();
+  }
+
+  // ---------------------------------------------------------------- power and boot
+
+  /** Power-cycle: RAM and registers cleared, devices reset, cold boot from disk. */
+  powerOn(): void {
+    const cpu = this.cpu;
+    cpu.mem.fill(0);
+    cpu.R.fill(0);
+    cpu.H = 0;
+    cpu.setFlags(false, false, false, false);
+    cpu.instructions = 0;
+    cpu.fbVersion = 0;
+    cpu.pc = ROM_START_WORD;
+    this.skipped = 0;
+    this.wallStart = this.hostNow();
+    this.radio.reset();
+    this.spiSel = 0;
+    this.spiFast = false;
+    this.serialIn = new TextEncoder().encode(this.commands);
+    this.serialPos = 0;
+    this.keyFifo.length = 0;
+    this.input.length = 0;
+    this.mouseState = 0;
+    this.booted = false;
+    this.quietPolls = 0;
+    this.idleHit = false;
+    if (this.customDisplay) {
+      const w = LIMITS.defaultDisplayStart >>> 2;
+      cpu.mem[w] = LIMITS.displayMagic;
+      cpu.mem[w + 1] = this.width;
+      cpu.mem[w + 2] = this.height;
+      cpu.mem[w + 3] = this.displayStart;
+    }
+  }
+
+  /** Warm reset (the board's reset button): only PC changes; the boot code then skips the disk. */
+  reset(): void {
+    this.cpu.reset();
+  }
+
+  /** Install a boot ROM (≤ 512 words, e.g. from asm.ts) instead of the native boot. */
+  setRom(words: Int32Array | null): void {
+    if (words !== null && words.length > 512) throw new Error(`a ROM holds 512 words, got ${words.length}`);
+    if (words === null) {
+      this.cpu.rom = null;
+      return;
+    }
+    const rom = new Int32Array(512);
+    rom.set(words);
+    this.cpu.rom = rom;
+  }
+
+  voidFetch(pc: number): void {
+    if (pc === ROM_START_WORD && this.cpu.rom === null) {
+      this.nativeBoot();
+      return;
+    }
+    this.voidFetches++;
+    this.cpu.reset();
+  }
+
+  /** What the boot ROM does (BootLoad.Mod), performed natively. */
+  private nativeBoot(): void {
+    const cpu = this.cpu;
+    const R = cpu.R;
+    R[14] = this.stackOrg;
+    R[12] = LIMITS.moduleTable;
+    const cold = R[15] === 0;
+    if (cold) this.setLeds(0x80);
+    if ((this.switches & 1) !== 0 && (cold || true)) {
+      this.setLeds(0x81);
+      this.loadFromLine();
+    } else if (cold) {
+      this.setLeds(0x82);
+      this.loadFromDisk();
+    }
+    cpu.mem[12 >>> 2] = this.memLim;
+    cpu.mem[24 >>> 2] = this.stackOrg;
+    this.setLeds(0x84);
+    R[0] = 0;
+    cpu.nz = 0;
+    cpu.pc = 0;
+  }
+
+  private loadFromDisk(): void {
+    const mem = this.cpu.mem;
+    let src = LIMITS.bootBlock;
+    this.disk.readBlock(src, mem, 0);
+    const lim = mem[16 >>> 2];
+    src++;
+    for (let dst = 512; dst < lim && dst + 512 <= this.memBytes; dst += 512) {
+      this.disk.readBlock(src, mem, dst >>> 2);
+      src++;
+    }
+  }
+
+  /** BootLoad.LoadFromLine: [length][address][words…] records from RS232, ended by length 0. */
+  private loadFromLine(): void {
+    const recInt = (): number => {
+      let v = 0;
+      for (let i = 0; i < 4; i++) v |= this.serialReadByte() << (8 * i);
+      return v;
+    };
+    let len = recInt();
+    while (len > 0) {
+      let adr = recInt();
+      do {
+        const dat = recInt();
+        if (adr >>> 0 < this.memBytes) this.cpu.mem[adr >>> 2] = dat;
+        adr += 4;
+        len -= 4;
+      } while (len > 0);
+      len = recInt();
+    }
+  }
+
+  // ---------------------------------------------------------------- time
+
+  /** The millisecond counter Oberon reads at −64. */
+  timerMs(): number {
+    if (this.clock === 'deterministic')
+      return Math.floor((this.cpu.instructions + this.skipped) / LIMITS.instrPerMs);
+    return Math.floor(this.hostNow() - this.wallStart);
+  }
+
+  /** Instructions executed plus idle time skipped (deterministic), i.e. emulated cycles. */
+  get cycles(): number {
+    return this.cpu.instructions + this.skipped;
+  }
+
+  // ---------------------------------------------------------------- running
+
+  /**
+   * Run up to n instructions. Ends early when Oberon idles (then, with the deterministic clock,
+   * virtual time jumps to the next millisecond so waiting costs almost nothing).
+   */
+  run(n: number): RunResult {
+    this.idleHit = false;
+    if (this.radio.hasPending) this.radio.offerPending();
+    this.pumpInput();
+    const executed = this.cpu.run(n);
+    const idle = this.idleHit;
+    if (idle && this.clock === 'deterministic') {
+      const c = this.cycles;
+      this.skipped += LIMITS.instrPerMs - (c % LIMITS.instrPerMs);
+    }
+    return { executed, idle };
+  }
+
+  /** Run until pred() holds (checked between slices); false if maxInstructions ran out first. */
+  runUntil(pred: () => boolean, opts: { maxInstructions?: number; slice?: number } = {}): boolean {
+    const max = opts.maxInstructions ?? 1e9;
+    const slice = opts.slice ?? 100_000;
+    const start = this.cpu.instructions;
+    while (!pred()) {
+      if (this.cpu.instructions - start >= max) return false;
+      this.run(Math.min(slice, max - (this.cpu.instructions - start)));
+    }
+    return true;
+  }
+
+  /** Run for ms of machine time (deterministic clock) — input keeps being fed meanwhile. */
+  runFor(ms: number, maxInstructions = 1e10): void {
+    const end = this.timerMs() + ms;
+    this.runUntil(() => this.timerMs() >= end, { maxInstructions });
+  }
+
+  /** Run until all queued input is consumed and Oberon idles again. */
+  runUntilIdle(maxInstructions = 2e9): boolean {
+    const start = this.cpu.instructions;
+    for (;;) {
+      const r = this.run(200_000);
+      if (r.idle && this.input.length === 0 && this.keyFifo.length === 0) return true;
+      if (this.cpu.instructions - start >= maxInstructions) return false;
+    }
+  }
+
+  // ---------------------------------------------------------------- the bus
+
+  ioRead(addr: number): number {
+    switch (addr - 0xffffffc0) {
+      case 0: // ms timer
+        this.poll();
+        return this.timerMs();
+      case 4: // switches
+        return this.switches;
+      case 8: // RS232 data
+        this.activity = true;
+        return this.serialReadByte();
+      case 12: // RS232 status: bit 0 byte available, bit 1 transmitter ready
+        return (this.serialPos < this.serialIn.length ? 1 : 0) | 2;
+      case 16: // SPI data
+        if (this.spiSel === 1) {
+          this.activity = true;
+          return this.sd.read();
+        }
+        if (this.spiSel === 2) return this.radio.read();
+        return 255;
+      case 20: // SPI status: always ready
+        return 1;
+      case 24: {
+        // mouse and keyboard status
+        this.mouseRead();
+        let v = this.mouseState;
+        if (this.keyFifo.length > 0) v |= 0x10000000;
+        else this.poll();
+        return v;
+      }
+      case 28: // PS/2 data
+        this.activity = true;
+        if (this.keyFifo.length > 0) {
+          const b = this.keyFifo.shift() as number;
+          if (this.keyFifo.length === 0) this.pumpInput();
+          return b;
+        }
+        return 0;
+      case 40: // clipboard control: length of the host text
+        this.activity = true;
+        this.clipReadPos = 0;
+        return this.clipText().length;
+      case 44: {
+        // clipboard data
+        this.activity = true;
+        const t = this.clipText();
+        if (this.clipReadPos < t.length) {
+          const ch = t.charCodeAt(this.clipReadPos++);
+          return ch === 10 ? 13 : ch & 0xff;
+        }
+        return 0;
+      }
+      default:
+        return 0;
+    }
+  }
+
+  ioWrite(addr: number, value: number): void {
+    switch (addr - 0xffffffc0) {
+      case 4:
+        this.setLeds(value & 0xff);
+        return;
+      case 8:
+        this.activity = true;
+        this.serialWrite(value & 0xff);
+        return;
+      case 16:
+        if (this.spiSel === 1) {
+          this.activity = true;
+          this.sd.write(value);
+        } else if (this.spiSel === 2) this.radio.write(value, this.spiFast);
+        return;
+      case 20:
+        this.spiSel = value & 3;
+        this.spiFast = (value & 4) !== 0;
+        this.radio.control(value);
+        return;
+      case 40:
+        this.activity = true;
+        this.clipOutLen = value;
+        this.clipOut = [];
+        if (value === 0) this.emitClipboard();
+        return;
+      case 44:
+        this.activity = true;
+        if (this.clipOut.length < this.clipOutLen) {
+          const b = value & 0xff;
+          this.clipOut.push(b === 13 ? 10 : b);
+          if (this.clipOut.length === this.clipOutLen) this.emitClipboard();
+        }
+        return;
+      default:
+    }
+  }
+
+  /** A poll: the timer, or the keyboard status with no key pending. Enough quiet ones = idle. */
+  private poll(): void {
+    const cpu = this.cpu;
+    const now = cpu.ioInstr;
+    const fb = cpu.fbVersion;
+    if (
+      now - this.lastPoll <= LIMITS.idlePollGap &&
+      !this.activity &&
+      fb === this.lastFb &&
+      this.keyFifo.length === 0
+    ) {
+      if (++this.quietPolls >= LIMITS.idlePolls) {
+        this.quietPolls = 0;
+        this.booted = true;
+        // Idle only when no queued input needs feeding right now.
+        if (this.input.length === 0 || this.mouseHolding()) {
+          this.idleHit = true;
+          cpu.stop = true;
+        }
+      }
+    } else this.quietPolls = 0;
+    this.lastPoll = now;
+    this.lastFb = fb;
+    this.activity = false;
+  }
+
+  private setLeds(v: number): void {
+    this.leds = v;
+    this.ledHistory.push(v);
+    if (this.ledHistory.length > LIMITS.ledHistoryKeep) this.ledHistory.shift();
+    this.onLeds?.(v);
+  }
+
+  private serialReadByte(): number {
+    return this.serialPos < this.serialIn.length ? this.serialIn[this.serialPos++] : 0;
+  }
+
+  private serialWrite(b: number): void {
+    this.serialOut.push(b);
+    this.serialOutTotal++;
+    if (this.serialOut.length > LIMITS.serialOutKeep) this.serialOut.splice(0, this.serialOut.length >> 1);
+    this.onSerial?.(b);
+  }
+
+  /** Bytes Oberon wrote to RS232 (the most recent ones, up to LIMITS.serialOutKeep). */
+  serialOutput(): Uint8Array {
+    return Uint8Array.from(this.serialOut);
+  }
+  serialText(): string {
+    return Buffer.from(this.serialOut).toString('latin1');
+  }
+  /** Append bytes to RS232 receive (after the boot commands). */
+  serialFeed(bytes: Uint8Array | string): void {
+    const add = typeof bytes === 'string' ? new TextEncoder().encode(bytes) : bytes;
+    const rest = this.serialIn.subarray(this.serialPos);
+    const next = new Uint8Array(rest.length + add.length);
+    next.set(rest);
+    next.set(add, rest.length);
+    this.serialIn = next;
+    this.serialPos = 0;
+  }
+
+  private clipText(): string {
+    return this.clipboardIn.replace(/\r\n/g, '\n');
+  }
+  private emitClipboard(): void {
+    const text = Buffer.from(this.clipOut).toString('latin1');
+    this.clipOut = [];
+    this.onClipboard?.(text);
+  }
+
+  // ---------------------------------------------------------------- input
+
+  /** Oberon read the mouse register: count it for the held state and maybe move to the next. */
+  private mouseRead(): void {
+    const head = this.input[0];
+    if (head !== undefined && head.kind === 'mouse' && head.applied) {
+      head.reads++;
+      if (head.reads >= LIMITS.mouseMinReads && this.timerMs() - head.at >= head.holdMs) {
+        this.input.shift();
+        this.pumpInput();
+      }
+    } else if (head !== undefined) this.pumpInput();
+  }
+
+  private mouseHolding(): boolean {
+    const head = this.input[0];
+    return head !== undefined && head.kind === 'mouse' && head.applied && head.reads >= LIMITS.mouseMinReads;
+  }
+
+  /** Feed the head of the input queue when the keyboard FIFO is empty. */
+  private pumpInput(): void {
+    while (this.input.length > 0 && this.keyFifo.length === 0) {
+      const head = this.input[0];
+      if (head.kind === 'keys') {
+        this.input.shift();
+        for (const b of head.bytes) this.keyFifo.push(b);
+        return;
+      }
+      if (!head.applied) {
+        head.applied = true;
+        head.at = this.timerMs();
+        head.reads = 0;
+        this.mouseState = (this.mouseState & ~0xffffff) | (head.y << 12) | head.x;
+        this.mouseState = (this.mouseState & ~0x07000000) | head.buttons;
+      }
+      return;
+    }
+  }
+
+  private enqueue(item: InputItem): void {
+    if (this.input.length >= LIMITS.inputQueueItems) {
+      throw new Error(
+        `input queue full (${LIMITS.inputQueueItems} items): the machine is not consuming input`,
+      );
+    }
+    this.input.push(item);
+    this.pumpInput();
+  }
+
+  /** True while queued key strokes or mouse states have not all been consumed by Oberon. */
+  get inputPending(): boolean {
+    return this.input.length > 0 || this.keyFifo.length > 0;
+  }
+
+  ps2(bytes: readonly number[]): void {
+    if (bytes.length > LIMITS.keyFifoBytes)
+      throw new Error(`a key sequence longer than the ${LIMITS.keyFifoBytes}-byte FIFO`);
+    this.enqueue({ kind: 'keys', bytes: bytes.map((b) => b & 0xff) });
+  }
+
+  mouse(x: number, y: number, buttons: MouseButtons): void {
+    const bits =
+      (buttons.left ? BUTTON_BITS.left : 0) |
+      (buttons.middle ? BUTTON_BITS.middle : 0) |
+      (buttons.right ? BUTTON_BITS.right : 0);
+    this.queueMouse(x, y, bits, 0, true);
+  }
+
+  private queueMouse(x: number, y: number, buttons: number, holdMs: number, coalesce: boolean): void {
+    const cx = Math.min(Math.max(Math.round(x), 0), this.width - 1);
+    const cy = Math.min(Math.max(Math.round(y), 0), this.height - 1);
+    const last = this.input[this.input.length - 1];
+    if (
+      coalesce &&
+      last !== undefined &&
+      last.kind === 'mouse' &&
+      !last.applied &&
+      last.buttons === buttons
+    ) {
+      last.x = cx;
+      last.y = cy;
+      return;
+    }
+    this.enqueue({ kind: 'mouse', x: cx, y: cy, buttons, holdMs, applied: false, at: 0, reads: 0 });
+  }
+
+  /** Type a text (US keyboard; '\n' is Return). Throws on characters without a key. */
+  typeText(text: string): void {
+    for (const seq of textToPs2(text)) this.enqueue({ kind: 'keys', bytes: seq });
+  }
+
+  /** Move the mouse (Oberon coordinates) with the given buttons held. */
+  moveMouse(x: number, y: number, buttons: readonly ButtonName[] = []): void {
+    let bits = 0;
+    for (const b of buttons) bits |= BUTTON_BITS[b];
+    this.queueMouse(x, y, bits, 0, false);
+  }
+
+  /** Press and release a button at (x, y) in Oberon coordinates (y from the bottom). */
+  click(x: number, y: number, button: ButtonName = 'left', holdMs: number = LIMITS.clickHoldMs): void {
+    const bits = BUTTON_BITS[button];
+    this.queueMouse(x, y, 0, 0, false);
+    this.queueMouse(x, y, bits, holdMs, false);
+    this.queueMouse(x, y, 0, holdMs, false);
+  }
+
+  /** Convert a y measured from the top of the screen (PNG, VNC) to Oberon's y (from the bottom). */
+  screenToOberon(yFromTop: number): number {
+    return this.height - 1 - yFromTop;
+  }
+
+  // ---------------------------------------------------------------- screen
+
+  snapshot(): FrameSnapshot {
+    const start = this.displayStart >>> 2;
+    const n = (this.width / 32) * this.height;
+    const words = new Uint32Array(n);
+    words.set(new Uint32Array(this.cpu.mem.buffer, this.cpu.mem.byteOffset + start * 4, n));
+    return { width: this.width, height: this.height, words, version: this.cpu.fbVersion };
+  }
+
+  /** One pixel (x from the left, y from the TOP as in a picture): 1 = foreground. */
+  pixel(x: number, yFromTop: number): number {
+    const line = this.height - 1 - yFromTop;
+    const w = this.cpu.mem[(this.displayStart >>> 2) + line * (this.width / 32) + (x >>> 5)];
+    return (w >>> (x & 31)) & 1;
+  }
+
+  /** Stats for monitoring. */
+  stats(): {
+    instructions: number;
+    cycles: number;
+    timerMs: number;
+    leds: number;
+    serialOutBytes: number;
+    diskWrites: number;
+    radio: Nrf24['stats'];
+    voidFetches: number;
+  } {
+    return {
+      instructions: this.cpu.instructions,
+      cycles: this.cycles,
+      timerMs: this.timerMs(),
+      leds: this.leds,
+      serialOutBytes: this.serialOutTotal,
+      diskWrites: this.disk.writes,
+      radio: { ...this.radio.stats },
+      voidFetches: this.voidFetches,
+    };
+  }
+}

@@ -1,0 +1,143 @@
+// The SD card on SPI device 1, as Oberon's Kernel and boot loader drive it: 6-byte commands
+// (0x40|cmd, 32-bit big-endian argument, CRC), CMD17 read block (reply 0, token 254, 128 words),
+// CMD24 write block (reply 0, token 254 from the host, 128 words, 2 CRC words, data response 5),
+// every other command replies 0 (which makes Oberon treat the card as SDHC: block addressing).
+//
+// The .dsk offset rule: a file that begins with the directory mark 0x9B1EA38D holds only the
+// file system, starting at Oberon sector 1, so SD block b lives at byte (b − 0x80002)·512.
+// Any other file is a whole-card image (offset 0). Reads past the end give zeros; writes past
+// the end grow the image.
+
+export const LIMITS = {
+  blockBytes: 512, // SD block size (SDHC)
+  dirMark: 0x9b1ea38d, // first word of a file-system-only image (the root directory page)
+  fsOnlyOffset: 0x80002, // SD block of .dsk byte 0 in a file-system-only image
+  maxImageBytes: 1 << 30, // refuse to grow an image beyond 1 GiB (a runaway write, not a disk)
+} as const;
+
+/** Backing store of the card: the image bytes plus an optional write-through hook. */
+export class DiskImage {
+  bytes: Buffer;
+  /** Block number that maps to byte 0 of the image. */
+  readonly blockOffset: number;
+  /** Called after every block write with the byte offset and the 512 written bytes. */
+  onWrite: ((offset: number, data: Buffer) => void) | null = null;
+  writes = 0;
+
+  constructor(bytes: Buffer) {
+    this.bytes = bytes;
+    this.blockOffset =
+      bytes.length >= 4 && bytes.readUInt32LE(0) === LIMITS.dirMark ? LIMITS.fsOnlyOffset : 0;
+  }
+
+  /** Copy SD block `block` into dst (128 little-endian words) at word index at. */
+  readBlock(block: number, dst: Int32Array, at: number): void {
+    const off = (block - this.blockOffset) * LIMITS.blockBytes;
+    const b = this.bytes;
+    for (let i = 0; i < 128; i++) {
+      const p = off + i * 4;
+      dst[at + i] = p >= 0 && p + 4 <= b.length ? b.readInt32LE(p) : 0;
+    }
+  }
+
+  writeBlock(block: number, src: Int32Array): void {
+    const off = (block - this.blockOffset) * LIMITS.blockBytes;
+    if (off < 0) return; // below the image (e.g. the boot sector of a file-system-only image)
+    if (off + LIMITS.blockBytes > this.bytes.length) {
+      if (off + LIMITS.blockBytes > LIMITS.maxImageBytes) return;
+      const grown = Buffer.alloc(off + LIMITS.blockBytes);
+      this.bytes.copy(grown);
+      this.bytes = grown;
+    }
+    for (let i = 0; i < 128; i++) this.bytes.writeInt32LE(src[i], off + i * 4);
+    this.writes++;
+    this.onWrite?.(off, this.bytes.subarray(off, off + LIMITS.blockBytes));
+  }
+}
+
+const IDLE = 0;
+const READING = 1;
+const WAIT_TOKEN = 2;
+const WRITING = 3;
+
+export class SdCard {
+  readonly disk: DiskImage;
+  private state = IDLE;
+  private readonly cmd = new Uint8Array(6);
+  private cmdLen = 0;
+  /** Reply words; index −1 means "before the first reply". */
+  private readonly tx = new Int32Array(130);
+  private txCount = 0;
+  private txIdx = 0;
+  private readonly rx = new Int32Array(128);
+  private rxIdx = 0;
+  private writeBlockNo = 0;
+
+  constructor(disk: DiskImage) {
+    this.disk = disk;
+  }
+
+  read(): number {
+    return this.txIdx >= 0 && this.txIdx < this.txCount ? this.tx[this.txIdx] : 255;
+  }
+
+  write(value: number): void {
+    this.txIdx++;
+    switch (this.state) {
+      case IDLE: {
+        const byte = value & 0xff;
+        if (byte !== 0xff || this.cmdLen !== 0) {
+          this.cmd[this.cmdLen++] = byte;
+          if (this.cmdLen === 6) {
+            this.command();
+            this.cmdLen = 0;
+          }
+        }
+        break;
+      }
+      case READING:
+        if (this.txIdx === this.txCount) {
+          this.state = IDLE;
+          this.txCount = 0;
+          this.txIdx = 0;
+        }
+        break;
+      case WAIT_TOKEN:
+        if ((value & 0xff) === 254) this.state = WRITING;
+        break;
+      case WRITING:
+        if (this.rxIdx < 128) this.rx[this.rxIdx] = value;
+        this.rxIdx++;
+        if (this.rxIdx === 128) this.disk.writeBlock(this.writeBlockNo, this.rx);
+        if (this.rxIdx === 130) {
+          this.tx[0] = 5; // data accepted
+          this.txCount = 1;
+          this.txIdx = -1;
+          this.rxIdx = 0;
+          this.state = IDLE;
+        }
+        break;
+    }
+  }
+
+  private command(): void {
+    const c = this.cmd;
+    const op = c[0] & 0x3f;
+    const arg = ((c[1] << 24) | (c[2] << 16) | (c[3] << 8) | c[4]) >>> 0;
+    this.tx[0] = 0;
+    if (op === 17) {
+      this.state = READING;
+      this.tx[1] = 254;
+      this.disk.readBlock(arg, this.tx, 2);
+      this.txCount = 130;
+    } else if (op === 24) {
+      this.state = WAIT_TOKEN;
+      this.writeBlockNo = arg;
+      this.rxIdx = 0;
+      this.txCount = 1;
+    } else {
+      this.txCount = 1;
+    }
+    this.txIdx = -1;
+  }
+}
