@@ -47,6 +47,11 @@ export interface ReconcileContext {
   /** Cache of an owned kind (only objects labelled managed-by retrokube). */
   owned(type: ResourceType): Informer<KubeObject>;
   /**
+   * The freshest known copy of an object of the primary or an owned kind: the informer's, or the
+   * one our own last write returned if the watch has not delivered it yet (saves redundant writes).
+   */
+  cached<T extends KubeObject>(type: ResourceType, namespace: string, name: string): T | undefined;
+  /**
    * Server-side applies `desired` unless `observed` already has every field of it (and the same
    * applied-hash); returns the object as stored and whether a write was made.
    */
@@ -92,6 +97,8 @@ export class Controller {
   private workers: Promise<void> | undefined;
   private readonly primary: Informer<KubeObject>;
   private readonly ownedInformers = new Map<string, Informer<KubeObject>>();
+  /** Objects as returned by our own writes, until the informer catches up with them. */
+  private readonly written = new Map<string, KubeObject>();
 
   constructor(def: ControllerDefinition, deps: ControllerDeps) {
     this.def = def;
@@ -107,12 +114,16 @@ export class Controller {
 
     // Watch setup: the primary kind, and each owned kind mapped back to its controller owner.
     this.primary = deps.informer(def.primary, false);
-    this.primary.on((_type, obj) => this.queue.add(`${obj.metadata.namespace ?? ''}/${obj.metadata.name}`));
+    this.primary.on((type, obj) => {
+      if (type === 'delete') this.forgetWritten(def.primary, obj);
+      this.queue.add(`${obj.metadata.namespace ?? ''}/${obj.metadata.name}`);
+    });
     const group = def.primary.group;
     for (const t of def.owns) {
       const inf = deps.informer(t, true);
       this.ownedInformers.set(typeId(t), inf);
-      inf.on((_type, obj) => {
+      inf.on((type, obj) => {
+        if (type === 'delete') this.forgetWritten(t, obj);
         const owner = controllerOf(obj);
         if (!owner || owner.kind !== def.primary.kind || owner.apiVersion.split('/')[0] !== group) return;
         this.queue.add(`${obj.metadata.namespace ?? ''}/${owner.name}`);
@@ -135,10 +146,36 @@ export class Controller {
     await this.workers;
   }
 
+  private informerFor(t: ResourceType): Informer<KubeObject> {
+    if (typeId(t) === typeId(this.def.primary)) return this.primary;
+    const inf = this.ownedInformers.get(typeId(t));
+    if (!inf) throw new Error(`controller ${this.def.name} does not own ${t.plural}.${t.group}`);
+    return inf;
+  }
+
+  private forgetWritten(t: ResourceType, obj: KubeObject): void {
+    this.written.delete(`${typeId(t)}|${obj.metadata.namespace ?? ''}/${obj.metadata.name}`);
+  }
+
+  private remember(t: ResourceType, obj: KubeObject): void {
+    this.written.set(`${typeId(t)}|${obj.metadata.namespace ?? ''}/${obj.metadata.name}`, obj);
+  }
+
+  private cached<T extends KubeObject>(t: ResourceType, namespace: string, name: string): T | undefined {
+    const fromCache = this.informerFor(t).get(namespace || undefined, name);
+    const id = `${typeId(t)}|${namespace}/${name}`;
+    const mine = this.written.get(id);
+    if (!mine) return fromCache as T | undefined;
+    if (!fromCache || newerThan(mine, fromCache)) return mine as T;
+    this.written.delete(id); // the informer has caught up
+    return fromCache as T;
+  }
+
   private context(key: string): ReconcileContext {
     const { client } = this.deps;
     const log = this.log.child({ key });
     return {
+      cached: (t, ns, name) => this.cached(t, ns, name),
       client,
       recorder: this.deps.recorder,
       log,
@@ -156,17 +193,19 @@ export class Controller {
         const stamped = withAppliedHash(desired);
         if (observed && isSubset(stamped, observed)) return { object: observed as T, wrote: false };
         const object = await client.apply<T>(type, stamped, FIELD_MANAGER);
+        this.remember(type, object);
         log.debug({ kind: type.kind, name: desired.metadata.name }, 'Applied child');
         return { object, wrote: true };
       },
       applyStatusIfChanged: async (type, observed, status) => {
         if (isSubset(status, observed.status ?? {})) return false;
-        await client.apply(
+        const saved = await client.apply<KubeObject>(
           type,
           { metadata: { name: observed.metadata.name, namespace: observed.metadata.namespace }, status },
           FIELD_MANAGER,
           { subresource: 'status' },
         );
+        this.remember(type, saved);
         return true;
       },
     };
@@ -211,6 +250,14 @@ export class Controller {
       m.reconcileTotal.inc({ controller: this.def.name, result });
     }
   }
+}
+
+/** True when `a` has a higher resourceVersion than `b` (numeric where both are numbers, as on etcd and kine). */
+function newerThan(a: KubeObject, b: KubeObject): boolean {
+  const ra = a.metadata.resourceVersion ?? '';
+  const rb = b.metadata.resourceVersion ?? '';
+  if (/^\d+$/.test(ra) && /^\d+$/.test(rb)) return BigInt(ra) > BigInt(rb);
+  return false; // opaque versions: trust the informer
 }
 
 export function typeId(t: ResourceType): string {

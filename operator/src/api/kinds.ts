@@ -1,0 +1,5 @@
+// Every kind retrokube serves. A new kind is one schema file in this folder plus one line here.
+import { OberonAirKind } from './oberonair.ts';
+import type { KindDefinition } from './schema.ts';
+
+export const KINDS: readonly KindDefinition[] = [OberonAirKind];

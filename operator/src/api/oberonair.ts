@@ -1,0 +1,103 @@
+// OberonAir: one radio "air" — a UDP relay that forwards Wirth's 32-byte radio frames between the
+// Oberon machines that joined it. The operator runs it as a Deployment plus a ClusterIP Service.
+import { type Static, Type } from '@sinclair/typebox';
+import { CommonStatus, type KindDefinition, Resources } from './schema.ts';
+
+export const AIR_DEFAULTS = {
+  port: 7524, // the upstream relay's port: machines of the catalog find an air there
+  loss: 0, // a perfect air unless asked otherwise
+  resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { cpu: '200m', memory: '64Mi' } },
+} as const;
+
+export const OberonAirSpec = Type.Object(
+  {
+    loss: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 1,
+        default: AIR_DEFAULTS.loss,
+        description:
+          'Probability (0 to 1) that one delivery of a frame to one receiver is dropped; 0 = no loss.',
+      }),
+    ),
+    port: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 65535,
+        default: AIR_DEFAULTS.port,
+        description: 'UDP port of the relay and of its Service.',
+      }),
+    ),
+    image: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 512,
+        pattern: '^[A-Za-z0-9][A-Za-z0-9._/:@-]*$',
+        description: "Container image with the retrokube CLI; default: the operator's own image.",
+      }),
+    ),
+    resources: Type.Optional(
+      Resources({
+        requests: { ...AIR_DEFAULTS.resources.requests },
+        limits: { ...AIR_DEFAULTS.resources.limits },
+      }),
+    ),
+  },
+  { description: 'Desired state of the air.' },
+);
+
+export const OberonAirStatus = Type.Object(
+  {
+    ...CommonStatus,
+    address: Type.Optional(
+      Type.String({
+        description: 'Where machines send their frames: <service>.<namespace>.svc.cluster.local:<port>.',
+      }),
+    ),
+    readyReplicas: Type.Optional(Type.Integer({ minimum: 0, description: 'Ready relay pods (0 or 1).' })),
+  },
+  { description: 'Observed state of the air.' },
+);
+
+export type OberonAirSpecT = Static<typeof OberonAirSpec>;
+export type OberonAirStatusT = Static<typeof OberonAirStatus>;
+
+/** Child objects are named `rk-air-<name>`; a Service name is a DNS-1035 label of at most 63 characters. */
+export const AIR_NAME_MAX = 63 - 'rk-air-'.length;
+
+export const OberonAirKind: KindDefinition = {
+  kind: 'OberonAir',
+  plural: 'oberonairs',
+  singular: 'oberonair',
+  // Cozystack serves its own OberonAir in apps.cozystack.io; distinct short names keep kubectl unambiguous.
+  shortNames: ['rkair'],
+  categories: ['retrokube'],
+  description: "A radio air for Oberon machines: a UDP relay forwarding Wirth's 32-byte radio frames.",
+  spec: OberonAirSpec,
+  status: OberonAirStatus,
+  printerColumns: [
+    { name: 'Address', type: 'string', jsonPath: '.status.address' },
+    { name: 'Loss', type: 'number', jsonPath: '.spec.loss' },
+    { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+    {
+      name: 'Reason',
+      type: 'string',
+      jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
+      priority: 1,
+    },
+    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  ],
+  validations: [
+    {
+      rule: `size(self.metadata.name) <= ${AIR_NAME_MAX}`,
+      message: `metadata.name must be at most ${AIR_NAME_MAX} characters (the relay Service is named rk-air-<name>)`,
+      fieldPath: '.metadata.name',
+    },
+    {
+      rule: "self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
+      message: 'metadata.name may contain only a-z, 0-9 and - (no dots: it names a Service)',
+      fieldPath: '.metadata.name',
+    },
+  ],
+  source: 'operator/src/api/oberonair.ts',
+};

@@ -1,0 +1,298 @@
+// OberonAir controller: one relay Deployment and one ClusterIP Service per air.
+// Reads top to bottom: watch setup, reconcile, render (pure), status (pure).
+import { AIR_DEFAULTS, type OberonAirSpecT, type OberonAirStatusT } from '../api/oberonair.ts';
+import { GROUP, VERSION } from '../api/schema.ts';
+import { CORE, type KubeObject, type ResourceType } from '../runtime/client.ts';
+import { type ConditionInput, setConditions } from '../runtime/conditions.ts';
+import type {
+  ControllerDefinition,
+  ObjectKeyRef,
+  ReconcileContext,
+  ReconcileResult,
+} from '../runtime/controller.ts';
+import { controllerRef, isControlledBy, MANAGED_BY } from '../runtime/objects.ts';
+import { CHILD_VERBS, type PolicyRule } from '../runtime/rbac.ts';
+import { VERSION as RETROKUBE_VERSION } from '../version.ts';
+
+export const LIMITS = {
+  relayUid: 65534, // "nobody": the relay needs no identity and no file system
+  conflictRecheckMs: 60_000, // a name taken by someone else is re-checked every minute
+} as const;
+
+export const OBERONAIR: ResourceType = {
+  group: GROUP,
+  version: VERSION,
+  plural: 'oberonairs',
+  kind: 'OberonAir',
+  namespaced: true,
+};
+
+/** What this controller needs from the API server (merged into the chart's ClusterRole). */
+export const OBERONAIR_RBAC: PolicyRule[] = [
+  { apiGroups: [GROUP], resources: ['oberonairs'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [GROUP], resources: ['oberonairs/status'], verbs: ['get', 'patch', 'update'] },
+  { apiGroups: [GROUP], resources: ['oberonairs/finalizers'], verbs: ['update'] },
+  { apiGroups: ['apps'], resources: ['deployments'], verbs: CHILD_VERBS },
+  { apiGroups: [''], resources: ['services'], verbs: CHILD_VERBS },
+];
+
+export interface OberonAir extends KubeObject {
+  spec?: Partial<OberonAirSpecT>;
+  status?: OberonAirStatusT;
+}
+
+interface DeploymentStatus {
+  observedGeneration?: number;
+  replicas?: number;
+  updatedReplicas?: number;
+  readyReplicas?: number;
+  availableReplicas?: number;
+  conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
+}
+
+/** The image the relay runs when the spec names none: the operator's own (one image, every role). */
+export function defaultImage(): string {
+  return process.env.RETROKUBE_IMAGE || `ghcr.io/retrokube/retrokube:${RETROKUBE_VERSION}`;
+}
+
+// --- watch setup -------------------------------------------------------------------------------
+
+export function oberonAirController(opts: { image?: string } = {}): ControllerDefinition {
+  const image = opts.image ?? defaultImage();
+  return {
+    name: 'oberonair',
+    primary: OBERONAIR,
+    owns: [CORE.deployment, CORE.service],
+    reconcile: (ctx, key) => reconcile(ctx, key, image),
+  };
+}
+
+// --- reconcile ---------------------------------------------------------------------------------
+
+async function reconcile(
+  ctx: ReconcileContext,
+  key: ObjectKeyRef,
+  image: string,
+): Promise<ReconcileResult | undefined> {
+  const air = ctx.cached<OberonAir>(OBERONAIR, key.namespace, key.name);
+  // Gone, or going: the garbage collector removes the children through their ownerReferences.
+  if (!air || air.metadata.deletionTimestamp) return undefined;
+
+  const spec = withDefaults(air.spec, image);
+  const desired = render(air, spec);
+  const observed: Record<'deployment' | 'service', KubeObject | undefined> = {
+    deployment: undefined,
+    service: undefined,
+  };
+  const conflicts: string[] = [];
+
+  for (const [which, type, obj] of [
+    ['deployment', CORE.deployment, desired.deployment],
+    ['service', CORE.service, desired.service],
+  ] as const) {
+    const name = obj.metadata.name as string;
+    // Owned caches hold only our labelled objects; on a miss, look for someone else's object.
+    const current =
+      ctx.cached(type, key.namespace, name) ?? (await ctx.client.getOrUndefined(type, key.namespace, name));
+    if (current && !isControlledBy(current, air.metadata.uid)) {
+      conflicts.push(`${type.kind} ${name}`);
+      continue; // never take over an object we do not control
+    }
+    const { object, wrote } = await ctx.applyIfChanged(type, obj, current);
+    observed[which] = object;
+    if (wrote && !current) {
+      void ctx.recorder.record(air, 'Normal', 'Created', `Created ${type.kind} ${name}`, 'Create');
+    }
+  }
+
+  const status = computeStatus(air, spec, observed.deployment, conflicts);
+  const changed = await ctx.applyStatusIfChanged(
+    OBERONAIR,
+    air,
+    status as unknown as Record<string, unknown>,
+  );
+  if (changed && conflicts.length) {
+    void ctx.recorder.record(air, 'Warning', 'NameConflict', conflictMessage(conflicts));
+  }
+  const failing = status.conditions?.find(
+    (c) => c.type === 'Degraded' && c.status === 'True' && c.reason === 'RelayFailing',
+  );
+  if (changed && failing) void ctx.recorder.record(air, 'Warning', 'RelayFailing', failing.message);
+  return conflicts.length ? { requeueAfterMs: LIMITS.conflictRecheckMs } : undefined;
+}
+
+// --- render (pure) -----------------------------------------------------------------------------
+
+export interface AirSettings {
+  loss: number;
+  port: number;
+  image: string;
+  resources: { requests?: Record<string, string | number>; limits?: Record<string, string | number> };
+}
+
+export function withDefaults(spec: Partial<OberonAirSpecT> | undefined, image: string): AirSettings {
+  return {
+    loss: spec?.loss ?? AIR_DEFAULTS.loss,
+    port: spec?.port ?? AIR_DEFAULTS.port,
+    image: spec?.image || image,
+    resources: spec?.resources ?? structuredClone(AIR_DEFAULTS.resources),
+  };
+}
+
+export function childName(air: KubeObject): string {
+  return `rk-air-${air.metadata.name}`;
+}
+
+export function airLabels(air: KubeObject): Record<string, string> {
+  return {
+    'app.kubernetes.io/name': 'retrokube-air',
+    'app.kubernetes.io/instance': air.metadata.name as string,
+  };
+}
+
+/** The relay's command line, as `retrokube air relay` parses it. */
+export function relayArgs(s: AirSettings): string[] {
+  return ['air', 'relay', '--port', String(s.port), '--loss', String(s.loss)];
+}
+
+export function render(air: OberonAir, s: AirSettings): { deployment: KubeObject; service: KubeObject } {
+  const name = childName(air);
+  const namespace = air.metadata.namespace;
+  const selector = airLabels(air);
+  const metadata = {
+    name,
+    namespace,
+    labels: {
+      ...selector,
+      'app.kubernetes.io/component': 'air-relay',
+      'app.kubernetes.io/managed-by': MANAGED_BY,
+    },
+    ownerReferences: [controllerRef(air)],
+  };
+  const deployment: KubeObject = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata,
+    spec: {
+      // One relay, replaced not rolled: the peer list lives in memory, two relays would split the air.
+      replicas: 1,
+      strategy: { type: 'Recreate' },
+      selector: { matchLabels: selector },
+      template: {
+        metadata: { labels: { ...selector, 'app.kubernetes.io/component': 'air-relay' } },
+        spec: {
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: LIMITS.relayUid,
+            runAsGroup: LIMITS.relayUid,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          containers: [
+            {
+              name: 'relay',
+              image: s.image,
+              command: ['retrokube'],
+              args: relayArgs(s),
+              ports: [{ name: 'air', containerPort: s.port, protocol: 'UDP' }],
+              resources: s.resources,
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                capabilities: { drop: ['ALL'] },
+              },
+            },
+          ],
+        },
+      },
+    },
+  };
+  const service: KubeObject = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata,
+    spec: {
+      type: 'ClusterIP',
+      selector,
+      ports: [{ name: 'air', port: s.port, targetPort: 'air', protocol: 'UDP' }],
+    },
+  };
+  return { deployment, service };
+}
+
+// --- status (pure) -----------------------------------------------------------------------------
+
+function conflictMessage(conflicts: string[]): string {
+  return `${conflicts.join(' and ')} already exist${conflicts.length === 1 ? 's' : ''} and belong${conflicts.length === 1 ? 's' : ''} to someone else; rename this OberonAir or remove them`;
+}
+
+export function computeStatus(
+  air: OberonAir,
+  s: AirSettings,
+  deployment: KubeObject | undefined,
+  conflicts: string[],
+  now: Date = new Date(),
+): OberonAirStatusT {
+  const generation = air.metadata.generation;
+  const ds = (deployment?.status ?? {}) as DeploymentStatus;
+  const readyReplicas = ds.readyReplicas ?? 0;
+  const depGen = deployment?.metadata.generation ?? 0;
+  const rolledOut = !!deployment && (ds.observedGeneration ?? 0) >= depGen && (ds.updatedReplicas ?? 0) >= 1;
+  const failed = ds.conditions?.find(
+    (c) =>
+      (c.type === 'Progressing' && c.status === 'False' && c.reason === 'ProgressDeadlineExceeded') ||
+      (c.type === 'ReplicaFailure' && c.status === 'True'),
+  );
+  const ready = !conflicts.length && rolledOut && readyReplicas >= 1;
+
+  let conds: ConditionInput[];
+  if (conflicts.length) {
+    const message = conflictMessage(conflicts);
+    conds = [
+      { type: 'Ready', status: 'False', reason: 'NameConflict', message },
+      { type: 'Progressing', status: 'False', reason: 'NameConflict', message },
+      { type: 'Degraded', status: 'True', reason: 'NameConflict', message },
+    ];
+  } else {
+    const failMsg = failed
+      ? `relay Deployment: ${failed.reason ?? failed.type}: ${failed.message ?? ''}`.trim()
+      : '';
+    conds = [
+      ready
+        ? {
+            type: 'Ready',
+            status: 'True',
+            reason: 'RelayReady',
+            message: `the air is up at ${address(air, s)}`,
+          }
+        : {
+            type: 'Ready',
+            status: 'False',
+            reason: failed ? 'RelayFailing' : 'RelayNotReady',
+            message: failed ? failMsg : 'waiting for the relay pod to become ready',
+          },
+      ready || failed
+        ? { type: 'Progressing', status: 'False', reason: ready ? 'RolledOut' : 'RelayFailing', message: '' }
+        : {
+            type: 'Progressing',
+            status: 'True',
+            reason: rolledOut ? 'WaitingForRelay' : 'RollingOut',
+            message: rolledOut ? 'relay pod is starting' : 'relay Deployment is being rolled out',
+          },
+      failed
+        ? { type: 'Degraded', status: 'True', reason: 'RelayFailing', message: failMsg }
+        : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' },
+    ];
+  }
+  return {
+    observedGeneration: generation,
+    address: address(air, s),
+    readyReplicas,
+    conditions: setConditions(air.status?.conditions, conds, generation, now),
+  };
+}
+
+export function address(air: KubeObject, s: AirSettings): string {
+  return `${childName(air)}.${air.metadata.namespace}.svc.cluster.local:${s.port}`;
+}
