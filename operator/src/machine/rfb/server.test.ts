@@ -1,0 +1,300 @@
+import { connect, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { OBERON_PALETTE } from '../png.ts';
+import type { FrameSnapshot, MachineInput, MachineScreen, MouseButtons } from '../screen-input.ts';
+import { type RfbServer, startRfbServer } from './server.ts';
+
+/** A framebuffer we can draw on, standing in for a running machine. */
+class FakeMachine implements MachineScreen, MachineInput {
+  readonly width = 128;
+  readonly height = 64;
+  words = new Uint32Array((128 / 32) * 64);
+  version = 1;
+  keys: number[][] = [];
+  mice: { x: number; y: number; buttons: MouseButtons }[] = [];
+  snapshot(): FrameSnapshot {
+    return { width: this.width, height: this.height, words: this.words.slice(), version: this.version };
+  }
+  set(x: number, y: number): void {
+    this.words[y * 4 + (x >>> 5)] |= 1 << (x & 31);
+    this.version++;
+  }
+  lit(x: number, y: number): boolean {
+    return ((this.words[y * 4 + (x >>> 5)] >>> (x & 31)) & 1) === 1;
+  }
+  ps2(bytes: readonly number[]): void {
+    this.keys.push([...bytes]);
+  }
+  mouse(x: number, y: number, buttons: MouseButtons): void {
+    this.mice.push({ x, y, buttons });
+  }
+}
+
+/** A minimal RFB client speaking the protocol over a raw socket. */
+class RawClient {
+  private buf = Buffer.alloc(0);
+  private waiters: (() => void)[] = [];
+  readonly socket: Socket;
+  constructor(socket: Socket) {
+    this.socket = socket;
+    socket.on('data', (d: Buffer) => {
+      this.buf = Buffer.concat([this.buf, d]);
+      for (const w of this.waiters.splice(0)) w();
+    });
+  }
+  static async open(port: number): Promise<RawClient> {
+    const s = connect(port, '127.0.0.1');
+    await new Promise<void>((r) => s.once('connect', () => r()));
+    return new RawClient(s);
+  }
+  async read(n: number, timeoutMs = 2000): Promise<Buffer> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.buf.length < n) {
+      if (Date.now() > deadline)
+        throw new Error(`timed out waiting for ${n} bytes (have ${this.buf.length})`);
+      await new Promise<void>((r) => {
+        this.waiters.push(r);
+        setTimeout(r, 50);
+      });
+    }
+    const out = this.buf.subarray(0, n);
+    this.buf = this.buf.subarray(n);
+    return out;
+  }
+  pending(): number {
+    return this.buf.length;
+  }
+  write(b: Buffer | number[]): void {
+    this.socket.write(Buffer.from(b));
+  }
+  async handshake(
+    version = 'RFB 003.008\n',
+  ): Promise<{ width: number; height: number; name: string; format: Buffer }> {
+    expect((await this.read(12)).toString()).toBe('RFB 003.008\n');
+    this.write(Buffer.from(version));
+    if (version === 'RFB 003.003\n') {
+      expect((await this.read(4)).readUInt32BE(0)).toBe(1);
+    } else {
+      expect([...(await this.read(2))]).toEqual([1, 1]);
+      this.write([1]);
+      if (version === 'RFB 003.008\n') expect((await this.read(4)).readUInt32BE(0)).toBe(0);
+    }
+    this.write([1]); // shared
+    const init = await this.read(24);
+    const name = (await this.read(init.readUInt32BE(20))).toString();
+    return { width: init.readUInt16BE(0), height: init.readUInt16BE(2), name, format: init.subarray(4, 20) };
+  }
+  requestUpdate(incremental: boolean, x: number, y: number, w: number, h: number): void {
+    const b = Buffer.alloc(10);
+    b[0] = 3;
+    b[1] = incremental ? 1 : 0;
+    b.writeUInt16BE(x, 2);
+    b.writeUInt16BE(y, 4);
+    b.writeUInt16BE(w, 6);
+    b.writeUInt16BE(h, 8);
+    this.write(b);
+  }
+  async readUpdate(
+    bytesPerPixel: number,
+  ): Promise<{ x: number; y: number; w: number; h: number; pixels: Buffer }[]> {
+    const head = await this.read(4);
+    expect(head[0]).toBe(0);
+    const rects = [];
+    for (let i = 0; i < head.readUInt16BE(2); i++) {
+      const rh = await this.read(12);
+      expect(rh.readInt32BE(8)).toBe(0); // Raw
+      const w = rh.readUInt16BE(4);
+      const h = rh.readUInt16BE(6);
+      rects.push({
+        x: rh.readUInt16BE(0),
+        y: rh.readUInt16BE(2),
+        w,
+        h,
+        pixels: await this.read(w * h * bytesPerPixel),
+      });
+    }
+    return rects;
+  }
+  key(keysym: number, down: boolean): void {
+    const b = Buffer.alloc(8);
+    b[0] = 4;
+    b[1] = down ? 1 : 0;
+    b.writeUInt32BE(keysym, 4);
+    this.write(b);
+  }
+  pointer(mask: number, x: number, y: number): void {
+    const b = Buffer.alloc(6);
+    b[0] = 5;
+    b[1] = mask;
+    b.writeUInt16BE(x, 2);
+    b.writeUInt16BE(y, 4);
+    this.write(b);
+  }
+}
+
+const servers: RfbServer[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) await s.close();
+});
+
+async function setup() {
+  const m = new FakeMachine();
+  const server = await startRfbServer({ screen: m, input: m, name: 'test-oberon', pollMs: 5 });
+  servers.push(server);
+  const client = await RawClient.open(server.port);
+  return { m, server, client };
+}
+
+const FG = OBERON_PALETTE.foreground;
+const BG = OBERON_PALETTE.background;
+
+describe('RFB server', () => {
+  it('completes the 3.8 handshake and sends a full frame in 32-bit true colour that matches the framebuffer', async () => {
+    const { m, client } = await setup();
+    m.set(0, 0); // bottom-left
+    m.set(100, 63); // top row
+    m.set(37, 20);
+    const init = await client.handshake();
+    expect(init).toMatchObject({ width: 128, height: 64, name: 'test-oberon' });
+    expect([init.format[0], init.format[3]]).toEqual([32, 1]); // 32 bpp true colour
+    client.requestUpdate(false, 0, 0, 128, 64);
+    const [r] = await client.readUpdate(4);
+    expect(r).toMatchObject({ x: 0, y: 0, w: 128, h: 64 });
+    for (let row = 0; row < 64; row++) {
+      for (let x = 0; x < 128; x++) {
+        const px = r.pixels.readUInt32LE((row * 128 + x) * 4) & 0xffffff;
+        expect(px).toBe(m.lit(x, 63 - row) ? FG : BG);
+      }
+    }
+  });
+
+  it('falls back to RFB 3.3 (server-chosen security None)', async () => {
+    const { client } = await setup();
+    const init = await client.handshake('RFB 003.003\n');
+    expect(init.width).toBe(128);
+    client.requestUpdate(false, 0, 0, 32, 1);
+    expect((await client.readUpdate(4))[0].w).toBe(32);
+  });
+
+  it('answers incremental requests only when the screen changes, with just the changed rectangle', async () => {
+    const { m, client } = await setup();
+    await client.handshake('RFB 003.007\n');
+    client.requestUpdate(false, 0, 0, 128, 64);
+    await client.readUpdate(4);
+    client.requestUpdate(true, 0, 0, 128, 64);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(client.pending()).toBe(0); // nothing changed, nothing sent
+    m.set(70, 10); // word column 2, RFB row 53
+    const rects = await client.readUpdate(4);
+    expect(rects).toHaveLength(1);
+    expect(rects[0]).toMatchObject({ x: 64, y: 53, w: 32, h: 1 });
+    expect(rects[0].pixels.readUInt32LE(6 * 4) & 0xffffff).toBe(FG);
+    expect(rects[0].pixels.readUInt32LE(5 * 4) & 0xffffff).toBe(BG);
+  });
+
+  it('honours SetPixelFormat: 8-bit colour map (with SetColourMapEntries) and 8-bit true colour', async () => {
+    const { m, client } = await setup();
+    m.set(1, 63);
+    await client.handshake();
+    const fmt = Buffer.alloc(20);
+    fmt[0] = 0;
+    fmt[4] = 8; // bpp
+    fmt[5] = 8; // depth
+    fmt[7] = 0; // colour map
+    client.write(fmt);
+    const map = await client.read(18);
+    expect([map[0], map.readUInt16BE(4)]).toEqual([1, 2]);
+    expect(map.readUInt16BE(12) >> 8).toBe(FG >>> 16); // entry 1 red = foreground red
+    client.requestUpdate(false, 0, 0, 4, 1);
+    expect([...(await client.readUpdate(1))[0].pixels]).toEqual([0, 1, 0, 0]);
+
+    const bgr233 = Buffer.alloc(20);
+    bgr233[0] = 0;
+    bgr233[4] = 8;
+    bgr233[5] = 8;
+    bgr233[7] = 1; // true colour
+    bgr233.writeUInt16BE(7, 8); // red max
+    bgr233.writeUInt16BE(7, 10); // green max
+    bgr233.writeUInt16BE(3, 12); // blue max
+    bgr233[14] = 0;
+    bgr233[15] = 3;
+    bgr233[16] = 6;
+    client.write(bgr233);
+    client.requestUpdate(false, 0, 0, 2, 1);
+    const px = (await client.readUpdate(1))[0].pixels;
+    const expect233 = (rgb: number) =>
+      Math.round((((rgb >>> 16) & 255) * 7) / 255) |
+      (Math.round((((rgb >>> 8) & 255) * 7) / 255) << 3) |
+      (Math.round(((rgb & 255) * 3) / 255) << 6);
+    expect([...px]).toEqual([expect233(BG), expect233(FG)]);
+  });
+
+  it('turns X11 key events into PS/2 set-2 sequences (Shift, Enter, Backspace, Esc, arrows, F1)', async () => {
+    const { m, client } = await setup();
+    await client.handshake();
+    const press = (k: number) => {
+      client.key(k, true);
+      client.key(k, false);
+    };
+    press(0x61); // a
+    client.key(0xffe1, true); // Shift_L down
+    press(0x41); // A with shift held
+    client.key(0xffe1, false);
+    press(0x7e); // '~' sent without a Shift event
+    press(0xff0d); // Return
+    press(0xff08); // BackSpace
+    press(0xff1b); // Escape
+    press(0xff52); // Up
+    press(0xffbe); // F1
+    await new Promise((r) => setTimeout(r, 100));
+    expect(m.keys).toEqual([
+      [0x1c],
+      [0xf0, 0x1c],
+      [0x12],
+      [0x1c],
+      [0xf0, 0x1c],
+      [0xf0, 0x12],
+      [0x12, 0x0e, 0xf0, 0x12],
+      [0xf0, 0x0e],
+      [0x5a],
+      [0xf0, 0x5a],
+      [0x66],
+      [0xf0, 0x66],
+      [0x76],
+      [0xf0, 0x76],
+      [0xe0, 0x75],
+      [0xe0, 0xf0, 0x75],
+      [0x05],
+      [0xf0, 0x05],
+    ]);
+  });
+
+  it('turns pointer events into Oberon mouse states with y measured from the bottom', async () => {
+    const { m, client } = await setup();
+    await client.handshake();
+    client.pointer(0, 10, 0); // top-left
+    client.pointer(2, 10, 0); // middle down
+    client.pointer(0, 10, 0);
+    client.pointer(1 | 4, 127, 63); // left + right at bottom-right
+    client.pointer(0, 500, 500); // clamped
+    await new Promise((r) => setTimeout(r, 100));
+    const none = { left: false, middle: false, right: false };
+    expect(m.mice).toEqual([
+      { x: 10, y: 63, buttons: none },
+      { x: 10, y: 63, buttons: { ...none, middle: true } },
+      { x: 10, y: 63, buttons: none },
+      { x: 127, y: 0, buttons: { left: true, middle: false, right: true } },
+      { x: 127, y: 0, buttons: none }, // clamped to the screen's bottom-right corner
+    ]);
+  });
+
+  it('drops a client that speaks nonsense and keeps serving others', async () => {
+    const { server, client } = await setup();
+    await client.handshake();
+    client.write([99]);
+    await new Promise((r) => client.socket.once('close', r));
+    const other = await RawClient.open(server.port);
+    expect((await other.handshake()).width).toBe(128);
+    other.socket.destroy();
+  });
+});
