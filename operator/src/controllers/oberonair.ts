@@ -150,7 +150,7 @@ export function airLabels(air: KubeObject): Record<string, string> {
   };
 }
 
-/** The relay's command line, as `retrokube air relay` parses it. */
+/** The relay's arguments to the image's `retrokube` entrypoint: `retrokube air relay --port P --loss L`. */
 export function relayArgs(s: AirSettings): string[] {
   return ['air', 'relay', '--port', String(s.port), '--loss', String(s.loss)];
 }
@@ -193,7 +193,7 @@ export function render(air: OberonAir, s: AirSettings): { deployment: KubeObject
             {
               name: 'relay',
               image: s.image,
-              command: ['retrokube'],
+              // The image's entrypoint is the retrokube CLI: the arguments pick the verb.
               args: relayArgs(s),
               ports: [{ name: 'air', containerPort: s.port, protocol: 'UDP' }],
               resources: s.resources,
