@@ -280,9 +280,9 @@ export class Cluster {
     this.#writeEvents(tx, events, o.now);
     const byNode = new Map<string, Placement[]>();
     for (const p of result.placements) {
-      let l = byNode.get(p.node);
-      if (!l) byNode.set(p.node, (l = []));
-      l.push(p);
+      const l = byNode.get(p.node);
+      if (l) l.push(p);
+      else byNode.set(p.node, [p]);
     }
     const cache: CachedSchedule = {
       key: this.#scheduleKey(nodes, o.now),

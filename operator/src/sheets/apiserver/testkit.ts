@@ -7,16 +7,33 @@ import { type ApiServer, type ApiServerOptions, createApiServer } from './server
 
 export const TOKEN = 'test-token';
 
+// biome-ignore lint/suspicious/noExplicitAny: tests read JSON replies field by field; each assertion checks the shape.
+export type Json = any;
+export interface Reply {
+  status: number;
+  body: Json;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: tests read JSON replies field by field; each assertion checks the shape.
+export type Json = any;
+export interface Reply {
+  status: number;
+  body: Json;
+}
+export interface PostOptions {
+  token?: string | null;
+  key?: string;
+  raw?: string;
+  headers?: Record<string, string>;
+}
+
 export interface Kit {
   server: ApiServer;
   store: Store;
   url: string;
-  get(kind?: string, token?: string, path?: string): Promise<{ status: number; body: any }>; // any: JSON replies are checked field by field
-  post(
-    body: unknown,
-    o?: { token?: string | null; key?: string; raw?: string; headers?: Record<string, string> },
-  ): Promise<{ status: number; body: any }>; // any: as above
-  heartbeat(node: string, pods?: unknown[], extra?: Record<string, unknown>): Promise<any>; // any: as above
+  get(kind?: string, token?: string, path?: string): Promise<Reply>;
+  post(body: unknown, o?: PostOptions): Promise<Reply>;
+  heartbeat(node: string, pods?: unknown[], extra?: Record<string, unknown>): Promise<Json>;
   close(): Promise<void>;
 }
 

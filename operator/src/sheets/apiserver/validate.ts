@@ -19,19 +19,7 @@ export const LIMITS = {
   resourceMax: 100_000_000, // millicores / MiB a request or a node may state
 } as const;
 
-const Str = (max: number = LIMITS.textChars) => Type.String({ maxLength: max });
 const NumOrStr = Type.Union([Type.Number(), Type.String({ maxLength: 64 }), Type.Null()]);
-const StrOrList = Type.Union([Str(), Type.Array(Str(), { maxItems: 256 }), Type.Null()]);
-const StrOrMap = Type.Union([
-  Str(),
-  Type.Array(Str(), { maxItems: 256 }),
-  Type.Record(
-    Type.String({ maxLength: 256 }),
-    Type.Union([Type.String({ maxLength: 4096 }), Type.Number(), Type.Boolean()]),
-  ),
-  Type.Null(),
-]);
-
 const ReportedPod = Type.Object({
   name: Type.String({ minLength: 1, maxLength: LIMITS.nameChars }),
   phase: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()])),
