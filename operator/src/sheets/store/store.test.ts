@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryStore } from './memory.ts';
 import { OLD_HMAC_SCHEMA, TABS } from './schema.ts';
 import { setupCluster } from './setup.ts';
-import { type BackendFactory, backendFactories } from './testing.ts';
+import { type BackendFactory, backendFactories, closeEmulators } from './testing.ts';
 import { CellLimitError, ConflictError, SchemaError, type Store } from './types.ts';
 import { openXlsxStore, TEMP_PREFIX } from './xlsx.ts';
 
@@ -18,6 +18,7 @@ beforeAll(async () => {
   tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'sk-store-'));
 });
 afterAll(async () => {
+  await closeEmulators();
   await fsp.rm(tmp, { recursive: true, force: true });
 });
 
