@@ -1,0 +1,51 @@
+// A real VNC client (vncsnapshot, TightVNC-based, Debian package installed by hack/ci-deps.sh)
+// against our server: it negotiates its own pixel format and encodings and saves a JPEG.
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { type RfbServer, startRfbServer } from './server.ts';
+
+const run = promisify(execFile);
+
+/** Width and height from a JPEG's SOF marker. */
+function jpegSize(b: Buffer): { width: number; height: number } {
+  let i = 2;
+  while (i < b.length) {
+    const marker = b[i + 1];
+    const len = b.readUInt16BE(i + 2);
+    if (marker >= 0xc0 && marker <= 0xc3)
+      return { height: b.readUInt16BE(i + 5), width: b.readUInt16BE(i + 7) };
+    i += 2 + len;
+  }
+  throw new Error('no SOF marker in the JPEG');
+}
+
+describe('RFB interoperability', () => {
+  it('vncsnapshot connects, negotiates and saves the screen at its size', async () => {
+    const words = new Uint32Array((256 / 32) * 96);
+    for (let y = 0; y < 96; y++) words[y * 8] = 0xffffffff;
+    const screen = { snapshot: () => ({ width: 256, height: 96, words, version: 1 }) };
+    const keys: number[][] = [];
+    let server: RfbServer | undefined;
+    let display = 0;
+    // vncsnapshot takes a display number (port 5900 + n): find a free one
+    for (display = 60; display < 100 && !server; display++) {
+      server = await startRfbServer({
+        screen,
+        input: { ps2: (k) => keys.push([...k]), mouse() {} },
+        port: 5900 + display,
+      }).catch(() => undefined);
+    }
+    if (!server) throw new Error('no free port in 5960..5999 for the vncsnapshot test');
+    try {
+      const out = join(await mkdtemp(join(tmpdir(), 'rk-vnc-')), 'shot.jpg');
+      await run('vncsnapshot', ['-quiet', `127.0.0.1:${server.port - 5900}`, out], { timeout: 20_000 });
+      expect(jpegSize(await readFile(out))).toEqual({ width: 256, height: 96 });
+    } finally {
+      await server.close();
+    }
+  });
+});
