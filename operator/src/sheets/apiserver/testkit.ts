@@ -13,13 +13,6 @@ export interface Reply {
   status: number;
   body: Json;
 }
-
-// biome-ignore lint/suspicious/noExplicitAny: tests read JSON replies field by field; each assertion checks the shape.
-export type Json = any;
-export interface Reply {
-  status: number;
-  body: Json;
-}
 export interface PostOptions {
   token?: string | null;
   key?: string;
