@@ -1,0 +1,344 @@
+import dgram from 'node:dgram';
+import fc from 'fast-check';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from './clock.ts';
+import { clusterTag, heartbeatDatagram, keyFromHex } from './kubenet.ts';
+import { RELAY_LIMITS, type Relay, type RelayOptions, startRelay } from './relay.ts';
+import { relayControl } from './relay-http.ts';
+import { openStation, type Station } from './station.ts';
+import { encodeDatagram } from './wire.ts';
+
+const open: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((x) => x.close()));
+});
+
+async function relay(opts: RelayOptions = {}): Promise<Relay> {
+  const r = await startRelay({ port: 0, bind: '127.0.0.1', ...opts });
+  open.push(r);
+  return r;
+}
+
+interface Probe {
+  st: Station;
+  got: Buffer[];
+  port: number;
+}
+
+async function station(r: Relay, hello = true): Promise<Probe> {
+  const got: Buffer[] = [];
+  const st = await openStation({
+    host: '127.0.0.1',
+    port: r.address.port,
+    bind: '127.0.0.1',
+    helloIntervalMs: 0,
+    hello,
+    onDatagram: (m) => got.push(m),
+  });
+  open.push(st);
+  return { st, got, port: st.local.port };
+}
+
+async function until(cond: () => boolean, ms = 5000, what = 'condition'): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+const settle = (ms = 100) => new Promise((r) => setTimeout(r, ms));
+
+/** A 33-byte frame whose payload says who sent it and a sequence number. */
+function frame(from: number, n = 0): Uint8Array {
+  const p = new Uint8Array(32);
+  p[0] = 1;
+  p[1] = 0xff;
+  p[2] = from;
+  p[3] = 0x42;
+  p[8] = n & 0xff;
+  p[9] = n >> 8;
+  return encodeDatagram(5, p);
+}
+
+describe('the relay on loopback', () => {
+  it('hands each frame to every other station and never back to its sender', async () => {
+    const r = await relay();
+    const s = await Promise.all([0, 1, 2, 3].map(() => station(r)));
+    await until(() => r.peers().length === 4, 5000, 'four stations');
+    await Promise.all(s.map((x, i) => x.st.send(frame(i))));
+    await until(() => s.every((x) => x.got.length >= 3), 5000, 'three frames each');
+    await settle();
+    s.forEach((x, i) => {
+      const senders = x.got.map((m) => m[3]).sort();
+      expect(senders).toEqual([0, 1, 2, 3].filter((j) => j !== i));
+    });
+    expect(r.stats()).toMatchObject({ framesIn: 4, framesOut: 12, hellos: 4, peers: 4 });
+  });
+
+  it('learns stations from hellos alone and never forwards a hello', async () => {
+    const r = await relay();
+    const a = await station(r);
+    const b = await station(r);
+    await until(() => r.peers().length === 2, 5000, 'two hellos');
+    expect(
+      r
+        .peers()
+        .map((p) => p.port)
+        .sort(),
+    ).toEqual([a.port, b.port].sort());
+    await settle();
+    expect(a.got.length + b.got.length).toBe(0);
+  });
+
+  it('learns a station from its first frame even without a hello', async () => {
+    const r = await relay();
+    const a = await station(r);
+    const b = await station(r, false);
+    await until(() => r.peers().length === 1, 5000, 'one hello');
+    await b.st.send(frame(2));
+    await until(() => a.got.length === 1, 5000, 'frame at a');
+    await a.st.send(frame(1));
+    await until(() => b.got.length === 1, 5000, 'frame at b');
+  });
+
+  it('forgets a station silent for more than 60 s (injected clock)', async () => {
+    const clock = new ManualClock(1_000_000);
+    const r = await relay({ clock });
+    const a = await station(r);
+    const b = await station(r);
+    await until(() => r.peers().length === 2, 5000, 'two stations');
+    clock.advance(59_000);
+    await a.st.hello();
+    await until(() => r.stats().hellos === 3, 5000, 'third hello');
+    clock.advance(1_000);
+    expect(r.peers().length).toBe(2); // b silent exactly 60 s: still known
+    clock.advance(1);
+    expect(r.peers().map((p) => p.port)).toEqual([a.port]);
+    expect(r.stats().gone).toBe(1);
+    await a.st.send(frame(1));
+    await settle();
+    expect(b.got.length).toBe(0);
+    // b comes back with a hello and hears the air again
+    await b.st.hello();
+    await until(() => r.peers().length === 2, 5000, 'b back');
+    await a.st.send(frame(1, 2));
+    await until(() => b.got.length === 1, 5000, 'b hears again');
+  });
+
+  it('with loss 0.3 drops 30 % ± 3 % of 10,000 deliveries', async () => {
+    const r = await relay({ loss: 0.3, rate: null });
+    const tx = await station(r);
+    const rx = await station(r);
+    await until(() => r.peers().length === 2, 5000, 'two stations');
+    const total = 10_000;
+    const batch = 250;
+    for (let i = 0; i < total; i += batch) {
+      for (let j = i; j < i + batch; j++) void tx.st.send(frame(1, j));
+      // pace the sender so no kernel buffer overflows: wait until the relay judged the batch
+      await until(() => r.stats().framesIn === i + batch, 10_000, `batch ${i}`);
+    }
+    const st = r.stats();
+    expect(st.framesOut + st.droppedLoss).toBe(total);
+    const ratio = st.droppedLoss / total;
+    expect(ratio).toBeGreaterThan(0.27);
+    expect(ratio).toBeLessThan(0.33);
+    await until(() => rx.got.length === st.framesOut, 10_000, 'all deliveries received');
+    expect(rx.got.length).toBe(st.framesOut);
+  });
+
+  it('ignores datagrams that are neither a hello nor a 33-byte frame, and learns nobody from them', async () => {
+    const r = await relay();
+    const a = await station(r);
+    const junk = await station(r, false);
+    await until(() => r.peers().length === 1, 5000, 'a');
+    for (const size of [0, 1, 2, 32, 34, 64, 512]) {
+      const d = new Uint8Array(size).fill(0x11); // a 1-byte 0x11 is not a hello
+      await junk.st.send(d);
+    }
+    await until(() => r.stats().malformed === 7, 5000, 'seven malformed');
+    await settle();
+    expect(a.got.length).toBe(0);
+    expect(r.peers().length).toBe(1);
+    expect(r.stats().framesIn).toBe(0);
+  });
+
+  it('a flooding station cannot starve the others: its excess is dropped and counted', async () => {
+    const r = await relay();
+    const honest = await Promise.all([0, 1, 2].map(() => station(r)));
+    const flooder = await station(r);
+    await until(() => r.peers().length === 4, 5000, 'four stations');
+    let flooding = true;
+    let flooded = 0;
+    const started = Date.now();
+    // The flooder sends ~5,000 frames/s, 250 times a real station's ~20/s.
+    const flood = (async () => {
+      while (flooding) {
+        for (let k = 0; k < 10; k++) void flooder.st.send(frame(99, flooded++));
+        await settle(2);
+      }
+    })();
+    // Each honest station sends 20 frames at the protocol's pace (one per 50 ms).
+    for (let n = 0; n < 20; n++) {
+      await Promise.all(honest.map((h, i) => h.st.send(frame(i, n))));
+      await settle(50);
+    }
+    flooding = false;
+    await flood;
+    const elapsedS = (Date.now() - started) / 1000;
+    await settle(300);
+    const ceiling = RELAY_LIMITS.RATE_BURST + RELAY_LIMITS.RATE_PER_SECOND * elapsedS + 5;
+    honest.forEach((h, i) => {
+      const fromOthers = h.got.filter((m) => m[3] !== 99);
+      expect(fromOthers.length).toBe(40); // every honest frame of the two others arrived
+      expect(fromOthers.some((m) => m[3] === i)).toBe(false);
+      // and the flood reached it only up to the per-station ceiling
+      expect(h.got.length - fromOthers.length).toBeLessThanOrEqual(ceiling);
+    });
+    const st = r.stats();
+    expect(flooded).toBeGreaterThan(1500);
+    expect(st.droppedRate).toBeGreaterThan(flooded - ceiling - 1);
+    const flooderPeer = r.peers().find((p) => p.port === flooder.port)!;
+    expect(flooderPeer.rateDropped).toBe(st.droppedRate);
+  });
+
+  it('random datagrams never crash it, and it still relays afterwards', async () => {
+    const r = await relay({ rate: null });
+    const a = await station(r);
+    const b = await station(r);
+    await until(() => r.peers().length === 2, 5000, 'two stations');
+    const raw = dgram.createSocket('udp4');
+    open.push({ close: () => new Promise<void>((res) => raw.close(() => res())) });
+    let sent = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.uint8Array({ maxLength: 80 }), fc.uint8Array({ minLength: 33, maxLength: 33 })),
+        async (d) => {
+          await new Promise<void>((res) => raw.send(d, r.address.port, '127.0.0.1', () => res()));
+          sent++;
+        },
+      ),
+      { numRuns: 300 },
+    );
+    await until(
+      () => r.stats().hellos + r.stats().framesIn + r.stats().malformed >= sent + 2,
+      5000,
+      'all judged',
+    );
+    const before = b.got.length;
+    await a.st.send(frame(1, 7));
+    await until(() => b.got.length === before + 1, 5000, 'still relays');
+  });
+});
+
+describe('runtime control of the relay', () => {
+  it('sets loss, switches the air off and on, and reports its state over HTTP on loopback', async () => {
+    const r = await relay({ controlPort: 0 });
+    expect(r.control!.address.address).toBe('127.0.0.1');
+    const url = r.control!.url;
+    const a = await station(r);
+    const b = await station(r);
+    await until(() => r.peers().length === 2, 5000, 'two stations');
+
+    expect((await relayControl(url, 'loss', { loss: 0.25 })).loss).toBe(0.25);
+    await expect(relayControl(url, 'loss', { loss: 1.5 })).rejects.toThrow(/between 0 and 1/);
+    await expect(relayControl(url, 'loss', {})).rejects.toThrow(/"loss" must be a number/);
+    await relayControl(url, 'loss', { loss: 0 });
+
+    const off = await relayControl(url, 'off', {});
+    expect(off.on).toBe(false);
+    expect(off.peers.length).toBe(2);
+    await a.st.send(frame(1));
+    await until(() => r.stats().droppedOff === 1, 5000, 'dropped while off');
+    await settle();
+    expect(b.got.length).toBe(0);
+
+    expect((await relayControl(url, 'on')).on).toBe(true);
+    await a.st.send(frame(1, 1));
+    await until(() => b.got.length === 1, 5000, 'forwarded when on');
+
+    const forgot = await relayControl(url, 'off', { forgetPeers: true });
+    expect(forgot.peers.length).toBe(0);
+    await relayControl(url, 'on');
+    await a.st.send(frame(1, 2));
+    await settle();
+    expect(b.got.length).toBe(1); // b is unknown until it speaks again
+    await b.st.hello();
+    await until(() => r.peers().length === 2, 5000, 'relearned');
+    await a.st.send(frame(1, 3));
+    await until(() => b.got.length === 2, 5000, 'forwarded after relearning');
+
+    const state = await relayControl(url, 'state');
+    expect(state.stats.framesIn).toBe(4);
+    const bad = await fetch(new URL('/nope', url), { method: 'POST' });
+    expect(bad.status).toBe(404);
+    const notJson = await fetch(new URL('/cut', url), { method: 'POST', body: '{' });
+    expect(notJson.status).toBe(400);
+  });
+
+  it('cuts a station by the node name heard in its heartbeats, both ways, and restores it', async () => {
+    const r = await relay({ controlPort: 0 });
+    const url = r.control!.url;
+    const key = keyFromHex('0123456789abcdef');
+    const nodeA = await station(r);
+    const b = await station(r);
+    const c = await station(r);
+    await until(() => r.peers().length === 3, 5000, 'three stations');
+    await nodeA.st.send(
+      heartbeatDatagram({ cluster: clusterTag('kube'), node: 'node-a', ids: [1], counter: 1 }, key),
+    );
+    await until(() => b.got.length === 1 && c.got.length === 1, 5000, 'heartbeat heard');
+    expect(r.peers().find((p) => p.port === nodeA.port)?.name).toBe('node-a');
+
+    const st = await relayControl(url, 'cut', { target: 'node-a' });
+    expect(st.cuts).toEqual(['node-a']);
+    expect(st.peers.find((p) => p.name === 'node-a')?.cut).toBe(true);
+    await nodeA.st.send(frame(1));
+    await b.st.send(frame(2));
+    await until(() => c.got.length === 2, 5000, 'c hears b');
+    await settle();
+    expect(b.got.length).toBe(1); // nothing more from node-a
+    expect(nodeA.got.length).toBe(0); // and node-a hears nothing
+
+    await relayControl(url, 'restore', { target: 'node-a' });
+    await b.st.send(frame(2, 1));
+    await until(() => nodeA.got.length === 1, 5000, 'node-a hears again');
+    await expect(relayControl(url, 'cut', {})).rejects.toThrow(/target/);
+
+    // by address too
+    const cHeard = c.got.length;
+    r.cut(`127.0.0.1:${c.port}`);
+    await b.st.send(frame(2, 2));
+    await until(() => nodeA.got.length === 2, 5000, 'a hears b');
+    await settle();
+    expect(c.got.length).toBe(cHeard);
+    expect(r.restore('*')).toBe(true);
+  });
+
+  it('serves Prometheus metrics from its own registry on a separate port', async () => {
+    const r = await relay({ metricsPort: 0, metricsBind: '127.0.0.1', loss: 0 });
+    const a = await station(r);
+    await station(r);
+    await until(() => r.peers().length === 2, 5000, 'two stations');
+    await a.st.send(frame(1));
+    await until(() => r.stats().framesOut === 1, 5000, 'one delivery');
+    const text = await (await fetch(`${r.metrics!.url}/metrics`)).text();
+    expect(text).toMatch(/^air_relay_frames_in_total 1$/m);
+    expect(text).toMatch(/^air_relay_frames_out_total 1$/m);
+    expect(text).toMatch(/^air_relay_stations 2$/m);
+    expect(text).toMatch(/^air_relay_hellos_total 2$/m);
+    expect(text).toMatch(/^air_relay_dropped_total\{reason="rate"\} 0$/m);
+    expect((await fetch(`${r.metrics!.url}/other`)).status).toBe(404);
+  });
+
+  it('two relays in one process keep separate metrics', async () => {
+    const r1 = await relay({ metricsPort: 0, metricsBind: '127.0.0.1' });
+    const r2 = await relay({ metricsPort: 0, metricsBind: '127.0.0.1' });
+    await station(r1);
+    await until(() => r1.peers().length === 1, 5000, 'one station');
+    const t1 = await (await fetch(`${r1.metrics!.url}/metrics`)).text();
+    const t2 = await (await fetch(`${r2.metrics!.url}/metrics`)).text();
+    expect(t1).toMatch(/^air_relay_stations 1$/m);
+    expect(t2).toMatch(/^air_relay_stations 0$/m);
+  });
+});

@@ -1,0 +1,400 @@
+// The air: a UDP relay that hands every 33-byte radio frame to every other station.
+// Compatible with the reference relay (kube-on-oberon spec §2.4, qemu-kubevirt spec §4): peers are
+// learned from hellos and frames, forgotten after 60 s of silence, frames go to every other peer
+// (never back to the sender), other sizes are ignored, and each delivery may be dropped with
+// probability `loss`. Added: a per-peer rate ceiling, runtime control (air off/on, cut a station),
+// and counters for Prometheus.
+import dgram from 'node:dgram';
+import type { AddressInfo } from 'node:net';
+import { type Logger, logger } from '../util/log.ts';
+import { type Clock, systemClock } from './clock.ts';
+import { decodeKubeData } from './kubenet.ts';
+import { type HttpEndpoint, startRelayControl, startRelayMetrics } from './relay-http.ts';
+import { AIR_PORT, HELLO_BYTE, TYP, LIMITS as WIRE } from './wire.ts';
+
+/** Limits of the relay, each with its reason. */
+export const RELAY_LIMITS = {
+  /** Stations hello every 5 s; 60 s of silence (12 missed hellos) means the station is gone. */
+  PEER_TTL_MS: WIRE.RELAY_PEER_TTL_MS,
+  /** A station sends at most ~20 frames/s (SCC waits 50 ms per send); 10× that is never a real station. */
+  RATE_PER_SECOND: 200,
+  /** Bursts up to 2 s of the ceiling pass, so a busy but honest plane is never clipped. */
+  RATE_BURST: 400,
+  /** Bounds memory if someone sprays source addresses; far above any real air (8 nodes + plane + tools). */
+  MAX_PEERS: 1024,
+  /** A bigger kernel receive buffer rides out bursts while the relay is busy fanning out. */
+  RECV_BUFFER_BYTES: 4 * 1024 * 1024,
+} as const;
+
+export interface RelayPeer {
+  /** "IP:PORT" as the relay sees the station. */
+  address: string;
+  host: string;
+  port: number;
+  firstSeenMs: number;
+  lastSeenMs: number;
+  /** The node name heard in this station's heartbeats, if any. */
+  name?: string;
+  /** The cluster tag heard in this station's messages, if any. */
+  cluster?: number;
+  /** True once the station sent an assignment or a spec: a control plane. */
+  plane: boolean;
+  framesIn: number;
+  rateDropped: number;
+  cut: boolean;
+}
+
+export interface RelayStats {
+  hellos: number;
+  framesIn: number;
+  /** Deliveries: one frame handed to one receiver. */
+  framesOut: number;
+  malformed: number;
+  droppedLoss: number;
+  droppedRate: number;
+  droppedOff: number;
+  droppedCut: number;
+  sendErrors: number;
+  peers: number;
+  joined: number;
+  gone: number;
+}
+
+export type RelayEvent =
+  | { type: 'joined'; peer: RelayPeer }
+  | { type: 'gone'; peer: RelayPeer }
+  | { type: 'frame'; from: RelayPeer; channel: number; receivers: number };
+
+export interface RelayState {
+  on: boolean;
+  loss: number;
+  address: string;
+  cuts: string[];
+  peers: RelayPeer[];
+  stats: RelayStats;
+}
+
+export interface RelayOptions {
+  /** UDP port; 0 picks a free one. Default 7524. */
+  port?: number;
+  /** Address to bind. Default 0.0.0.0 (machines reach the relay from elsewhere). */
+  bind?: string;
+  /** Probability 0..1 that one delivery is dropped. Default 0. */
+  loss?: number;
+  peerTtlMs?: number;
+  /** Per-peer ceiling (token bucket); null switches it off. */
+  rate?: { perSecond: number; burst: number } | null;
+  clock?: Clock;
+  /** Uniform 0..1 source for loss decisions (tests may seed one). */
+  random?: () => number;
+  /** Called for joins, departures and (if `frameEvents`) every frame. */
+  onEvent?: (e: RelayEvent) => void;
+  frameEvents?: boolean;
+  log?: Logger;
+  /** Serve Prometheus GET /metrics on this TCP port (0 = any free port). Default: none. */
+  metricsPort?: number;
+  /** Default 0.0.0.0, so a Prometheus elsewhere can scrape. */
+  metricsBind?: string;
+  /** Serve the control API on this TCP port (0 = any free port). Default: none. */
+  controlPort?: number;
+  /** Default 127.0.0.1: whoever reaches the control endpoint can silence the air. */
+  controlBind?: string;
+}
+
+export interface Relay {
+  /** Where the relay listens. */
+  readonly address: AddressInfo;
+  /** The metrics endpoint, when `metricsPort` was given. */
+  readonly metrics?: HttpEndpoint;
+  /** The control endpoint, when `controlPort` was given. */
+  readonly control?: HttpEndpoint;
+  readonly stats: () => RelayStats;
+  readonly state: () => RelayState;
+  readonly peers: () => RelayPeer[];
+  setLoss(p: number): void;
+  readonly loss: () => number;
+  /** Stops forwarding. With forgetPeers the table empties too, as when the relay is replaced. */
+  off(opts?: { forgetPeers?: boolean }): void;
+  on(): void;
+  readonly isOn: () => boolean;
+  /**
+   * Cuts stations off the air (nothing from them is forwarded and nothing reaches them) by
+   * "IP:PORT", by IP, or by the node name heard in heartbeats. The cut outlives the peer entry,
+   * so a restarted machine stays cut. Returns how many current peers match.
+   */
+  cut(target: string): number;
+  /** Undoes `cut(target)`; "*" restores every station. Returns whether something was cut. */
+  restore(target: string): boolean;
+  /** Drops peers silent for longer than the TTL (also done on every datagram). */
+  expire(): void;
+  close(): Promise<void>;
+}
+
+export function checkLoss(p: number): number {
+  if (typeof p !== 'number' || !Number.isFinite(p) || p < 0 || p > 1) {
+    throw new RangeError(`loss ${p} must be a probability between 0 and 1 (for example 0.3)`);
+  }
+  return p;
+}
+
+interface PeerEntry extends RelayPeer {
+  tokens: number;
+  refillAt: number;
+}
+
+const publicPeer = (p: PeerEntry): RelayPeer => {
+  const { tokens: _t, refillAt: _r, ...rest } = p;
+  return { ...rest };
+};
+
+/** Starts a relay on a UDP socket. Resolves once it listens. */
+export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
+  const clock = opts.clock ?? systemClock;
+  const random = opts.random ?? Math.random;
+  const ttl = opts.peerTtlMs ?? RELAY_LIMITS.PEER_TTL_MS;
+  const rate =
+    opts.rate === null
+      ? null
+      : (opts.rate ?? { perSecond: RELAY_LIMITS.RATE_PER_SECOND, burst: RELAY_LIMITS.RATE_BURST });
+  const log = opts.log ?? logger('air-relay');
+  let loss = checkLoss(opts.loss ?? 0);
+  let on = true;
+  const cuts = new Set<string>();
+  const peers = new Map<string, PeerEntry>();
+  const s: Omit<RelayStats, 'peers'> = {
+    hellos: 0,
+    framesIn: 0,
+    framesOut: 0,
+    malformed: 0,
+    droppedLoss: 0,
+    droppedRate: 0,
+    droppedOff: 0,
+    droppedCut: 0,
+    sendErrors: 0,
+    joined: 0,
+    gone: 0,
+  };
+
+  const isCut = (p: PeerEntry): boolean =>
+    cuts.size > 0 && (cuts.has(p.address) || cuts.has(p.host) || (p.name !== undefined && cuts.has(p.name)));
+
+  const expire = (now: number): void => {
+    for (const [k, p] of peers) {
+      if (now - p.lastSeenMs > ttl) {
+        peers.delete(k);
+        s.gone++;
+        log.debug({ station: k }, 'station gone');
+        opts.onEvent?.({ type: 'gone', peer: publicPeer(p) });
+      }
+    }
+  };
+
+  const touch = (host: string, port: number, now: number): PeerEntry | undefined => {
+    const key = `${host}:${port}`;
+    let p = peers.get(key);
+    if (p) {
+      p.lastSeenMs = now;
+      return p;
+    }
+    if (peers.size >= RELAY_LIMITS.MAX_PEERS) return undefined;
+    p = {
+      address: key,
+      host,
+      port,
+      firstSeenMs: now,
+      lastSeenMs: now,
+      plane: false,
+      framesIn: 0,
+      rateDropped: 0,
+      cut: false,
+      tokens: rate?.burst ?? 0,
+      refillAt: now,
+    };
+    peers.set(key, p);
+    s.joined++;
+    log.debug({ station: key }, 'station joined');
+    opts.onEvent?.({ type: 'joined', peer: publicPeer(p) });
+    return p;
+  };
+
+  const withinRate = (p: PeerEntry, now: number): boolean => {
+    if (!rate) return true;
+    const elapsed = now - p.refillAt;
+    if (elapsed > 0) {
+      p.tokens = Math.min(rate.burst, p.tokens + (elapsed * rate.perSecond) / 1000);
+      p.refillAt = now;
+    }
+    if (p.tokens < 1) return false;
+    p.tokens -= 1;
+    return true;
+  };
+
+  /** Labels a station from what it says: heartbeats name a node, assignments/specs mark a plane. */
+  const learn = (p: PeerEntry, msg: Buffer): void => {
+    const typ = msg[4];
+    if (typ !== TYP.HEARTBEAT && typ !== TYP.ASSIGN && typ !== TYP.SPEC) return;
+    const len = msg[5] | (msg[6] << 8) | (msg[7] << 16) | (msg[8] << 24);
+    if (len < 0 || len > WIRE.DATA_BYTES) return;
+    const d = decodeKubeData(typ, msg.subarray(1 + WIRE.SCC_HEADER_BYTES, 1 + WIRE.SCC_HEADER_BYTES + len));
+    if (!d.ok) return;
+    p.cluster = d.msg.cluster;
+    if (d.msg.typ === TYP.HEARTBEAT) p.name = d.msg.node;
+    else p.plane = true;
+  };
+
+  const onSendError = (err: Error | null): void => {
+    if (err) s.sendErrors++;
+  };
+
+  const socket = dgram.createSocket({ type: 'udp4', recvBufferSize: RELAY_LIMITS.RECV_BUFFER_BYTES });
+
+  socket.on('message', (msg, rinfo) => {
+    const now = clock.now();
+    expire(now);
+    if (msg.length === 1 && msg[0] === HELLO_BYTE) {
+      s.hellos++;
+      if (on) touch(rinfo.address, rinfo.port, now);
+      return;
+    }
+    if (msg.length !== WIRE.DATAGRAM_BYTES) {
+      s.malformed++;
+      return;
+    }
+    s.framesIn++;
+    if (!on) {
+      s.droppedOff++;
+      return;
+    }
+    const from = touch(rinfo.address, rinfo.port, now);
+    if (!from) return;
+    from.framesIn++;
+    if (!withinRate(from, now)) {
+      from.rateDropped++;
+      s.droppedRate++;
+      return;
+    }
+    learn(from, msg);
+    if (isCut(from)) {
+      s.droppedCut++;
+      return;
+    }
+    let receivers = 0;
+    for (const p of peers.values()) {
+      if (p === from) continue;
+      if (isCut(p)) {
+        s.droppedCut++;
+        continue;
+      }
+      if (loss > 0 && random() < loss) {
+        s.droppedLoss++;
+        continue;
+      }
+      socket.send(msg, p.port, p.host, onSendError);
+      s.framesOut++;
+      receivers++;
+    }
+    if (opts.frameEvents)
+      opts.onEvent?.({ type: 'frame', from: publicPeer(from), channel: msg[0], receivers });
+  });
+  // A UDP socket reports ICMP errors of earlier sends here on some systems; they never stop the air.
+  socket.on('error', (err) => {
+    s.sendErrors++;
+    log.warn({ err: err.message }, 'udp error');
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    socket.once('error', reject);
+    socket.bind(opts.port ?? AIR_PORT, opts.bind ?? '0.0.0.0', () => {
+      socket.off('error', reject);
+      resolve();
+    });
+  });
+  const address = socket.address();
+  let closed = false;
+
+  const stats = (): RelayStats => ({ ...s, peers: peers.size });
+  const peerList = (): RelayPeer[] => [...peers.values()].map((p) => ({ ...publicPeer(p), cut: isCut(p) }));
+
+  const relay: Relay = {
+    address,
+    stats,
+    peers: () => {
+      expire(clock.now());
+      return peerList();
+    },
+    state: () => {
+      expire(clock.now());
+      return {
+        on,
+        loss,
+        address: `${address.address}:${address.port}`,
+        cuts: [...cuts],
+        peers: peerList(),
+        stats: stats(),
+      };
+    },
+    setLoss: (p) => {
+      loss = checkLoss(p);
+      log.info({ loss }, 'loss set');
+    },
+    loss: () => loss,
+    off: (o = {}) => {
+      on = false;
+      if (o.forgetPeers) {
+        s.gone += peers.size;
+        peers.clear();
+      }
+      log.info({ forgetPeers: Boolean(o.forgetPeers) }, 'air off');
+    },
+    on: () => {
+      on = true;
+      log.info('air on');
+    },
+    isOn: () => on,
+    cut: (target) => {
+      const t = target.trim();
+      if (!t) throw new Error('cut needs a station: IP:PORT, IP, or a node name heard on the air');
+      cuts.add(t);
+      log.info({ target: t }, 'station cut off the air');
+      return [...peers.values()].filter((p) => p.address === t || p.host === t || p.name === t).length;
+    },
+    restore: (target) => {
+      const t = target.trim();
+      if (t === '*') {
+        const had = cuts.size > 0;
+        cuts.clear();
+        return had;
+      }
+      return cuts.delete(t);
+    },
+    expire: () => expire(clock.now()),
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await Promise.all([metrics?.close(), control?.close()]);
+      await new Promise<void>((resolve) => socket.close(() => resolve()));
+    },
+  };
+  let metrics: HttpEndpoint | undefined;
+  let control: HttpEndpoint | undefined;
+  try {
+    if (opts.metricsPort !== undefined)
+      metrics = await startRelayMetrics(relay, opts.metricsPort, opts.metricsBind);
+    if (opts.controlPort !== undefined)
+      control = await startRelayControl(relay, opts.controlPort, opts.controlBind);
+  } catch (e) {
+    await relay.close();
+    throw e;
+  }
+  return { ...relay, metrics, control };
+}
+
+/** One line for people: what the air carried so far. */
+export function relaySummary(st: RelayStats, loss: number, on: boolean): string {
+  const dropped = st.droppedLoss + st.droppedRate + st.droppedOff + st.droppedCut;
+  return (
+    `air ${on ? 'on' : 'OFF'}: ${st.peers} stations, ${st.framesIn} frames in, ${st.framesOut} out, ` +
+    `${dropped} dropped (loss ${st.droppedLoss}, rate ${st.droppedRate}, off ${st.droppedOff}, cut ${st.droppedCut}), ` +
+    `${st.malformed} malformed, loss ${Math.round(loss * 100)}%`
+  );
+}

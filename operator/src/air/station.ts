@@ -1,0 +1,73 @@
+// A station on the air: a UDP socket that says hello to the relay every 5 s and hands every
+// datagram it hears to a callback. The listener, the injector, the tests and the benchmark use it.
+import dgram from 'node:dgram';
+import type { AddressInfo } from 'node:net';
+import { AIR_PORT, helloDatagram, LIMITS } from './wire.ts';
+
+export interface StationOptions {
+  /** Relay host name or IP. */
+  host: string;
+  port?: number;
+  /** Local address to bind; default 0.0.0.0 so a relay elsewhere can answer. */
+  bind?: string;
+  /** 0 disables the periodic hello (one is still sent at start unless `hello` is false). */
+  helloIntervalMs?: number;
+  hello?: boolean;
+  onDatagram?: (msg: Buffer, at: number) => void;
+}
+
+export interface Station {
+  readonly local: AddressInfo;
+  send(datagram: Uint8Array): Promise<void>;
+  hello(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Parses RELAY as host[:port] (default port 7524); [v6]:port is accepted too. */
+export function parseRelayAddress(text: string): { host: string; port: number } {
+  const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(text) ?? /^([^:]+)(?::(\d+))?$/.exec(text);
+  if (!m?.[1]) throw new Error(`relay "${text}" is not HOST or HOST:PORT (for example 127.0.0.1:7524)`);
+  const port = m[2] === undefined ? AIR_PORT : Number(m[2]);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new Error(`relay port in "${text}" must be 1..65535`);
+  }
+  return { host: m[1], port };
+}
+
+export async function openStation(opts: StationOptions): Promise<Station> {
+  const port = opts.port ?? AIR_PORT;
+  const socket = dgram.createSocket({ type: 'udp4', recvBufferSize: 1 << 20 });
+  socket.on('message', (msg) => opts.onDatagram?.(msg, Date.now()));
+  // ICMP "port unreachable" while the relay is away must not end the station: keep listening.
+  socket.on('error', () => {});
+  await new Promise<void>((resolve, reject) => {
+    socket.once('error', reject);
+    socket.bind(0, opts.bind ?? '0.0.0.0', () => {
+      socket.off('error', reject);
+      resolve();
+    });
+  });
+  let closed = false;
+  const send = (d: Uint8Array): Promise<void> =>
+    new Promise((resolve) => {
+      if (closed) return resolve();
+      // A failed send (relay gone, name not resolvable yet) is like a frame lost on the air.
+      socket.send(d, port, opts.host, () => resolve());
+    });
+  const hello = (): Promise<void> => send(helloDatagram());
+  const every = opts.helloIntervalMs ?? LIMITS.HELLO_INTERVAL_MS;
+  const timer = every > 0 ? setInterval(() => void hello(), every) : undefined;
+  timer?.unref();
+  if (opts.hello !== false) await hello();
+  return {
+    local: socket.address(),
+    send,
+    hello,
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      if (timer) clearInterval(timer);
+      await new Promise<void>((resolve) => socket.close(() => resolve()));
+    },
+  };
+}
