@@ -1,0 +1,75 @@
+// Node failover is driven by a timer: a node that stops heartbeating loses its pods after the TTL
+// even when no request at all arrives (the reference only notices on the next request).
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MemoryStore } from '../store/memory.ts';
+import { Cluster } from './cluster.ts';
+import { type Kit, running, startKit } from './testkit.ts';
+
+let kit: Kit | undefined;
+afterEach(async () => {
+  await kit?.close();
+  kit = undefined;
+  vi.useRealTimers();
+});
+
+const until = async (cond: () => boolean, ms: number) => {
+  const t0 = Date.now();
+  while (!cond()) {
+    if (Date.now() - t0 > ms) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+describe('timer-driven failover', () => {
+  it('with a 2 s TTL, pods leave a silent node and it turns NotReady with no further requests', async () => {
+    kit = await startKit({ nodeTtlSec: 2, tickMs: 100 });
+    await kit.post({ action: 'apply', deployments: [{ name: 'web', image: 'x', replicas: 2 }] });
+    const a = await kit.heartbeat('a');
+    await kit.heartbeat('a', running(a));
+    await kit.heartbeat('b'); // b gets nothing: both pods went to a first (sticky afterwards)
+    // Keep b alive, stop a. No request touches the apiserver except b's heartbeats... then none at all.
+    const store = kit.store;
+    const podsOn = (node: string) => store.rows('Pods').filter((p) => p.node === node).length;
+    expect(podsOn('a')).toBe(2);
+    const keepB = setInterval(() => void kit?.heartbeat('b').catch(() => {}), 500);
+    try {
+      await until(() => podsOn('b') === 2, 6000);
+    } finally {
+      clearInterval(keepB);
+    }
+    expect(store.rows('Nodes').find((n) => n.name === 'a')?.status).toBe('NotReady');
+    const events = store.rows('Events').map((e) => `${e.kind} ${e.object} ${e.message}`);
+    expect(events).toContainEqual(expect.stringMatching(/^Node a NotReady/));
+    expect(events).toContainEqual('Pod web-1 moved a -> b');
+  });
+
+  it('a one-node cluster whose node dies shows NotReady without any request (the reference never does)', async () => {
+    kit = await startKit({ nodeTtlSec: 1, tickMs: 50 });
+    await kit.heartbeat('solo');
+    await until(() => kit?.store.rows('Nodes')[0].status === 'NotReady', 4000);
+  });
+
+  it('at the real 30 s TTL (fake timers): fresh at 29 s, failed over at 30 s, with no request', async () => {
+    vi.useFakeTimers({ now: new Date('2026-11-29T10:00:00Z'), toFake: ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout', 'Date'] });
+    const store = new MemoryStore();
+    const cluster = new Cluster({ store });
+    expect(cluster.nodeTtlSec).toBe(30);
+    await cluster.start({ samples: false });
+    await cluster.apply({ deployments: [{ name: 'web', image: 'x', replicas: 1 }] });
+    await cluster.heartbeat({ node: 'a', cpu_total: 1000, mem_total: 1000, pods: [] });
+    await vi.advanceTimersByTimeAsync(1000);
+    await cluster.heartbeat({ node: 'b', cpu_total: 1000, mem_total: 1000, pods: [] });
+    const nodeOf = () => store.rows('Pods')[0].node;
+    expect(nodeOf()).toBe('a');
+    // b keeps heartbeating through the cluster object (no HTTP, no reconcile from a's side).
+    for (let s = 1; s < 29; s++) {
+      await vi.advanceTimersByTimeAsync(1000);
+      if (s % 5 === 0) await cluster.heartbeat({ node: 'b', cpu_total: 1000, mem_total: 1000, pods: [] });
+    }
+    expect(nodeOf()).toBe('a'); // 29 s of silence: still fresh
+    await vi.advanceTimersByTimeAsync(1100); // the 30th second passes; only the timer runs
+    expect(nodeOf()).toBe('b');
+    expect(store.rows('Nodes').find((n) => n.name === 'a')?.status).toBe('NotReady');
+    await cluster.stop();
+  });
+});
