@@ -443,7 +443,11 @@ export class SheetsEmulator {
       c0: a.startCol,
       r1: a.endRow ?? sheet.rowCount,
       c1: a.endCol ?? sheet.columnCount,
-      explicitEnd: a.endRow !== undefined && a.endCol !== undefined,
+      // A single cell ("Sheet1!A2") is only an anchor: Google writes the whole block from there.
+      explicitEnd:
+        a.endRow !== undefined &&
+        a.endCol !== undefined &&
+        range.slice(range.lastIndexOf('!') + 1).includes(':'),
     };
   }
 

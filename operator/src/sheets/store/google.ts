@@ -109,7 +109,10 @@ export class GoogleStore extends StoreBase {
     s.rememberWritten(book);
     const pollMs = opts.pollMs ?? LIMITS.pollMs;
     if (pollMs > 0) {
-      s.poller = setInterval(() => void s.poll().catch((e) => log.warn({ err: String(e) }, 'poll failed')), pollMs);
+      s.poller = setInterval(
+        () => void s.poll().catch((e) => log.warn({ err: String(e) }, 'poll failed')),
+        pollMs,
+      );
       s.poller.unref();
     }
     return s;
@@ -225,7 +228,10 @@ export class GoogleStore extends StoreBase {
             addSheet: {
               properties: {
                 title: t,
-                gridProperties: { rowCount: Math.max(needRows + LIMITS.growRows, 100), columnCount: Math.max(needCols, 26) },
+                gridProperties: {
+                  rowCount: Math.max(needRows + LIMITS.growRows, 100),
+                  columnCount: Math.max(needCols, 26),
+                },
               },
             },
           });
@@ -233,12 +239,20 @@ export class GoogleStore extends StoreBase {
         }
         if (needRows > info.rowCount) {
           requests.push({
-            appendDimension: { sheetId: info.sheetId, dimension: 'ROWS', length: needRows - info.rowCount + LIMITS.growRows },
+            appendDimension: {
+              sheetId: info.sheetId,
+              dimension: 'ROWS',
+              length: needRows - info.rowCount + LIMITS.growRows,
+            },
           });
         }
         if (needCols > info.columnCount) {
           requests.push({
-            appendDimension: { sheetId: info.sheetId, dimension: 'COLUMNS', length: needCols - info.columnCount },
+            appendDimension: {
+              sheetId: info.sheetId,
+              dimension: 'COLUMNS',
+              length: needCols - info.columnCount,
+            },
           });
         }
       }
@@ -312,7 +326,10 @@ export class GoogleStore extends StoreBase {
         if (!retriable || attempt >= LIMITS.maxAttempts) throw toStoreError(e);
         this.retries++;
         const delay = Math.random() * Math.min(LIMITS.backoffMaxMs, base * 2 ** (attempt - 1));
-        log.warn({ status, attempt, delayMs: Math.round(delay) }, 'Google Sheets asked us to slow down; backing off');
+        log.warn(
+          { status, attempt, delayMs: Math.round(delay) },
+          'Google Sheets asked us to slow down; backing off',
+        );
         await sleep(delay);
       }
     }
@@ -433,4 +450,3 @@ function sleep(ms: number): Promise<void> {
 export async function openGoogleStore(opts: GoogleOptions): Promise<GoogleStore> {
   return GoogleStore.open(opts);
 }
-

@@ -64,7 +64,7 @@ function mergeGrid(b: Grid | undefined, o: Grid, t: Grid): { grid: Grid; oursWon
   let oursWon = false;
   const headers = [...t.headers];
   for (const h of o.headers) {
-    if (h !== '' && !headers.includes(h) && !(b && b.headers.includes(h))) {
+    if (h !== '' && !headers.includes(h) && !b?.headers.includes(h)) {
       headers.push(h); // a column we added since the base
       oursWon = true;
     }

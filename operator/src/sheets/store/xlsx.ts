@@ -35,7 +35,7 @@ import { logger } from '../../util/log.ts';
 import { StoreBase } from './base.ts';
 import { diffTabs, mergeBooks, sameCell } from './merge.ts';
 import { Book, cellValue, type Formula, Grid, isFormula, type StoredCell } from './model.ts';
-import type { Cell, Durability, StoreLimits } from './types.ts';
+import type { Cell, Durability } from './types.ts';
 
 const log = logger('sheets-store-xlsx');
 
