@@ -85,6 +85,7 @@ async function reconcile(
     service: undefined,
   };
   const conflicts: string[] = [];
+  const created: string[] = [];
 
   for (const [which, type, obj] of [
     ['deployment', CORE.deployment, desired.deployment],
@@ -100,10 +101,10 @@ async function reconcile(
     }
     const { object, wrote } = await ctx.applyIfChanged(type, obj, current);
     observed[which] = object;
-    if (wrote && !current) {
-      void ctx.recorder.record(air, 'Normal', 'Created', `Created ${type.kind} ${name}`, 'Create');
-    }
+    if (wrote && !current) created.push(`${type.kind} ${name}`);
   }
+  if (created.length)
+    void ctx.recorder.record(air, 'Normal', 'Created', `Created ${created.join(' and ')}`, 'Create');
 
   const status = computeStatus(air, spec, observed.deployment, conflicts);
   const changed = await ctx.applyStatusIfChanged(
