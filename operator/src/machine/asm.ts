@@ -238,8 +238,11 @@ function encode(ln: Line, pcByte: number, syms: Map<string, number>, strict: boo
     );
   }
   // Branches: B, BL, Bcc, BLcc, BR.
-  const bm = /^B(L?)([A-Z]*)$/.exec(op);
-  if (bm && (bm[2] in CONDS || (bm[1] === 'L' && bm[2] === '')) && !(op in REG_OPS)) {
+  // "B" + condition first (BLE, BLS, BLT are conditions), else "BL" + condition (link).
+  let bm: [string, string, string] | null = null;
+  if (op.startsWith('B') && op.slice(1) in CONDS) bm = [op, '', op.slice(1)];
+  else if (op.startsWith('BL') && op.slice(2) in CONDS) bm = [op, 'L', op.slice(2)];
+  if (bm !== null) {
     need(args, 1, op);
     const cond = CONDS[bm[2]];
     const link = bm[1] === 'L' ? 1 : 0;

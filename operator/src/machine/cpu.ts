@@ -200,7 +200,9 @@ export class Risc5 {
                 H = (bu - q * c) | 0;
               }
             } else {
-              idiv(b, c, (ir & 0x20000000) !== 0);
+              // Signed when u = 0, as RISC5.v wires the divider (.u(~u)); the pdewacht emulator
+              // passes u itself here, which differs only for a negative dividend.
+              idiv(b, c, (ir & 0x20000000) === 0);
               r = idivResult[0];
               H = idivResult[1];
             }

@@ -34,6 +34,7 @@ import { type IoBus, Risc5 } from './cpu.ts';
 import { type AirPort, Nrf24 } from './nrf24.ts';
 import { textToPs2 } from './ps2.ts';
 import type { FrameSnapshot, MachineInput, MachineScreen, MouseButtons } from './screen-input.ts';
+import { leftmostInk, lowestInkRow, titleBars } from './screen-scan.ts';
 import { DiskImage, SdCard } from './sd-card.ts';
 
 export const LIMITS = {
@@ -89,6 +90,8 @@ export interface RunResult {
   idle: boolean;
 }
 
+type MouseItem = Extract<InputItem, { kind: 'mouse' }>;
+
 type InputItem =
   | { kind: 'keys'; bytes: number[] }
   | {
@@ -96,11 +99,19 @@ type InputItem =
       x: number;
       y: number;
       buttons: number;
+      /** Keep the current mouse state (a pause between steps). */
+      keep: boolean;
       holdMs: number;
       applied: boolean;
       at: number;
       reads: number;
-    };
+    }
+  /** A step that looks at the machine (e.g. the screen) when reached and returns the next items. */
+  | { kind: 'action'; run: () => InputItem[] };
+
+function mouseItem(x: number, y: number, buttons: number, holdMs: number): MouseItem {
+  return { kind: 'mouse', x, y, buttons, keep: false, holdMs, applied: false, at: 0, reads: 0 };
+}
 
 export type ButtonName = 'left' | 'middle' | 'right';
 const BUTTON_BITS: Record<ButtonName, number> = { right: 1 << 24, middle: 1 << 25, left: 1 << 26 };
@@ -547,6 +558,15 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
         this.pumpInput();
       }
     } else if (head !== undefined) this.pumpInput();
+    // Actions run only here, at a mouse poll with the key FIFO drained: Oberon has handled
+    // every key and click before them, so the screen shows their effect.
+    let next = this.input[0];
+    while (next !== undefined && next.kind === 'action' && this.keyFifo.length === 0) {
+      this.input.shift();
+      this.input.unshift(...next.run());
+      this.pumpInput();
+      next = this.input[0];
+    }
   }
 
   private mouseHolding(): boolean {
@@ -563,12 +583,15 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
         for (const b of head.bytes) this.keyFifo.push(b);
         return;
       }
+      if (head.kind === 'action') return;
       if (!head.applied) {
         head.applied = true;
         head.at = this.timerMs();
         head.reads = 0;
-        this.mouseState = (this.mouseState & ~0xffffff) | (head.y << 12) | head.x;
-        this.mouseState = (this.mouseState & ~0x07000000) | head.buttons;
+        if (!head.keep) {
+          this.mouseState = (this.mouseState & ~0xffffff) | (head.y << 12) | head.x;
+          this.mouseState = (this.mouseState & ~0x07000000) | head.buttons;
+        }
       }
       return;
     }
@@ -618,7 +641,65 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
       last.y = cy;
       return;
     }
-    this.enqueue({ kind: 'mouse', x: cx, y: cy, buttons, holdMs, applied: false, at: 0, reads: 0 });
+    this.enqueue(mouseItem(cx, cy, buttons, holdMs));
+  }
+
+  /** Let holdMs of machine time pass (and Oberon poll a few times) before the next queued input. */
+  pause(holdMs: number): void {
+    this.enqueue({ ...mouseItem(0, 0, 0, holdMs), keep: true });
+  }
+
+  /**
+   * Run an Oberon command the way a person does: put the caret at the end of the text of the
+   * lowest viewer in the system track (System.Tool after boot), type Return and the command,
+   * then middle-click its first letter. The line is found on the screen when it is reached in
+   * the input queue, so commands queue up behind earlier input. Each call adds one line.
+   */
+  runCommand(command: string): void {
+    if (/[\r\n]/.test(command)) throw new Error('runCommand takes one line; call it once per command');
+    const keys = textToPs2(`\r${command}`); // validate now, not when the queue reaches it
+    this.enqueue({
+      kind: 'action',
+      run: () => {
+        const area = this.commandArea();
+        const yBelow = Math.min(area.lowest + 8, this.height - 2);
+        return [
+          mouseItem(area.x0 + 40, this.screenToOberon(yBelow), 0, 0),
+          mouseItem(area.x0 + 40, this.screenToOberon(yBelow), BUTTON_BITS.left, LIMITS.clickHoldMs),
+          mouseItem(area.x0 + 40, this.screenToOberon(yBelow), 0, LIMITS.clickHoldMs),
+          // The pointer is drawn into the framebuffer: park it in the user track before scanning.
+          mouseItem(8, this.height >> 1, 0, 0),
+          ...keys.map((bytes): InputItem => ({ kind: 'keys', bytes })),
+          { ...mouseItem(0, 0, 0, LIMITS.clickHoldMs), keep: true },
+          {
+            kind: 'action',
+            run: () => {
+              const a = this.commandArea();
+              const snap = this.snapshot();
+              const x = leftmostInk(snap, a.x0, this.width, a.lowest - 10, a.lowest - 1);
+              const px = (x < 0 ? a.x0 : x) + 2;
+              const py = this.screenToOberon(a.lowest - 6);
+              return [
+                mouseItem(px, py, 0, 0),
+                mouseItem(px, py, BUTTON_BITS.middle, LIMITS.clickHoldMs),
+                mouseItem(px, py, 0, LIMITS.clickHoldMs),
+              ];
+            },
+          },
+        ];
+      },
+    });
+  }
+
+  /** The text area of the lowest viewer in the system track, and its lowest inked row. */
+  private commandArea(): { x0: number; top: number; lowest: number } {
+    const snap = this.snapshot();
+    const trackX = Math.floor((this.width * 5) / 8); // Oberon's default system track starts at 5/8
+    const x0 = trackX + 20; // right of the viewer's left border and scroll bar
+    const bars = titleBars(snap, x0, this.width - 8);
+    const top = bars.length > 0 ? bars[bars.length - 1] + 15 : 0;
+    const lowest = lowestInkRow(snap, x0, this.width - 8, top, this.height);
+    return { x0, top, lowest: lowest < 0 ? top + 12 : lowest };
   }
 
   /** Type a text (US keyboard; '\n' is Return). Throws on characters without a key. */

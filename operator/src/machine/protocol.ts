@@ -1,0 +1,70 @@
+// Messages between a MachineRunner (main thread) and its worker (worker.ts). Plain data only.
+
+import type { ButtonName, ClockMode } from './machine.ts';
+import type { FrameSnapshot, MouseButtons } from './screen-input.ts';
+
+export interface WorkerInit {
+  diskPath: string;
+  clock: ClockMode;
+  /** Deterministic clock only: run as fast as the host can instead of pacing to the wall clock. */
+  fast: boolean;
+  memoryMiB?: number;
+  width?: number;
+  height?: number;
+  commands?: string;
+  switches?: number;
+  air?: { host: string; port: number; localPort?: number };
+  /** Push framebuffer snapshots to the main thread when the screen changes. */
+  frames: boolean;
+}
+
+export type ToWorker =
+  | { t: 'typeText'; text: string }
+  | { t: 'ps2'; bytes: number[] }
+  | { t: 'mouse'; x: number; y: number; buttons: MouseButtons }
+  | { t: 'click'; x: number; y: number; button: ButtonName; holdMs?: number }
+  | { t: 'move'; x: number; y: number; buttons: ButtonName[] }
+  | { t: 'runCommand'; command: string }
+  | { t: 'pause'; ms: number }
+  | { t: 'serialIn'; data: string }
+  | { t: 'clipboard'; text: string }
+  | { t: 'frames'; on: boolean }
+  | { t: 'query'; id: number }
+  | { t: 'snapshot'; id: number }
+  | { t: 'powerCycle' }
+  | { t: 'reset' }
+  | { t: 'stop'; id: number };
+
+export interface MachineState {
+  booted: boolean;
+  idle: boolean;
+  inputPending: boolean;
+  instructions: number;
+  timerMs: number;
+  leds: number;
+  diskWrites: number;
+  radio: { sent: number; received: number; dropped: number };
+  air: {
+    sent: number;
+    received: number;
+    sendErrors: number;
+    ignored: number;
+    resolves: number;
+    localPort: number;
+  } | null;
+  /** Host CPU time used by the worker thread so far (ms). */
+  cpuMs: number;
+  voidFetches: number;
+}
+
+export type FromWorker =
+  | { t: 'ready'; airPort: number | null }
+  | { t: 'serial'; bytes: Uint8Array }
+  | { t: 'leds'; value: number }
+  | { t: 'clipboard'; text: string }
+  | { t: 'booted' }
+  | { t: 'frame'; snap: FrameSnapshot }
+  | { t: 'state'; id: number; state: MachineState }
+  | { t: 'snapshot'; id: number; snap: FrameSnapshot }
+  | { t: 'stopped'; id: number }
+  | { t: 'error'; message: string };

@@ -1,0 +1,302 @@
+// MachineRunner: a RISC5 machine in a worker thread, driven from the main thread.
+//
+//   const m = await MachineRunner.start({ disk: 'Oberon.dsk', commands: 'Boot.Run' });
+//   await m.waitForBoot();
+//   m.runCommand('System.Directory *.Mod');   // types the command and middle-clicks it
+//   await m.waitForIdle();
+//   const shot = await m.freshSnapshot();      // or m.snapshot() (last pushed frame, sync)
+//   m.serialText();                            // everything Oberon wrote to RS232
+//   await m.stop();
+//
+// The disk runs on a temporary copy unless `inPlace` is set. Real-time by default: 25 MHz
+// paced to the wall clock; while Oberon idles the worker sleeps (≈ no host CPU) and wakes on
+// input or radio frames. `clock: 'deterministic'` makes the ms timer instructions/25,000.
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { ButtonName, ClockMode } from './machine.ts';
+import type { FromWorker, MachineState, ToWorker, WorkerInit } from './protocol.ts';
+import { textToPs2 } from './ps2.ts';
+import type { FrameSnapshot, MachineInput, MachineScreen, MouseButtons } from './screen-input.ts';
+
+export const LIMITS = {
+  serialKeepBytes: 1 << 20, // RS232 output kept on the main side
+  pollMs: 25, // how often wait helpers re-check their condition
+  defaultWaitMs: 30_000, // default timeout of wait helpers
+} as const;
+
+export interface RunnerOptions {
+  /** The .dsk file. Copied to a temporary file first unless inPlace is true. */
+  disk: string;
+  inPlace?: boolean;
+  clock?: ClockMode;
+  /** Deterministic clock only: do not pace to the wall clock (runs flat out). */
+  fast?: boolean;
+  memoryMiB?: number;
+  width?: number;
+  height?: number;
+  /** Text fed to RS232 receive from power-on (e.g. "Boot.Run" commands separated by ';'). */
+  commands?: string;
+  switches?: number;
+  /** The air relay (UDP) for the radio; localPort 0 = any. */
+  air?: { host: string; port: number; localPort?: number };
+  /** Keep a current screen for snapshot() (pushed by the worker when the screen changes). Default true. */
+  frames?: boolean;
+}
+
+export class MachineRunner implements MachineScreen, MachineInput {
+  private readonly worker: Worker;
+  readonly diskPath: string;
+  private readonly tempDir: string | null;
+  private serial: number[] = [];
+  private serialTotal = 0;
+  private lastFrame: FrameSnapshot;
+  private nextId = 1;
+  private readonly pending = new Map<number, (msg: FromWorker) => void>();
+  private bootedFlag = false;
+  private exited = false;
+  private error: Error | null = null;
+  leds = 0;
+  /** Local UDP port of the radio's air socket (when an air was given). */
+  airPort: number | null = null;
+  onClipboard: ((text: string) => void) | null = null;
+  onSerial: ((bytes: Uint8Array) => void) | null = null;
+  onFrame: ((snap: FrameSnapshot) => void) | null = null;
+
+  private constructor(
+    worker: Worker,
+    diskPath: string,
+    tempDir: string | null,
+    width: number,
+    height: number,
+  ) {
+    this.worker = worker;
+    this.diskPath = diskPath;
+    this.tempDir = tempDir;
+    this.lastFrame = { width, height, words: new Uint32Array((width / 32) * height), version: -1 };
+  }
+
+  static async start(opts: RunnerOptions): Promise<MachineRunner> {
+    if (!fs.existsSync(opts.disk)) throw new Error(`disk image ${opts.disk} does not exist`);
+    let diskPath = path.resolve(opts.disk);
+    let tempDir: string | null = null;
+    if (!opts.inPlace) {
+      tempDir = fs.mkdtempSync(path.join(os.tmpdir(), 'retrokube-machine-'));
+      const copy = path.join(tempDir, path.basename(diskPath));
+      fs.copyFileSync(diskPath, copy);
+      diskPath = copy;
+    }
+    const init: WorkerInit = {
+      diskPath,
+      clock: opts.clock ?? 'realtime',
+      fast: opts.fast ?? false,
+      memoryMiB: opts.memoryMiB,
+      width: opts.width,
+      height: opts.height,
+      commands: opts.commands,
+      switches: opts.switches,
+      air: opts.air,
+      frames: opts.frames ?? true,
+    };
+    const custom = opts.memoryMiB !== undefined || opts.width !== undefined || opts.height !== undefined;
+    const width = custom ? Math.floor((opts.width ?? 1024) / 32) * 32 : 1024;
+    const height = custom ? (opts.height ?? 768) : 768;
+    const worker = new Worker(new URL('./worker.ts', import.meta.url), { workerData: init });
+    const runner = new MachineRunner(worker, diskPath, tempDir, width, height);
+    await runner.attach();
+    return runner;
+  }
+
+  private attach(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      let ready = false;
+      this.worker.on('message', (msg: FromWorker) => {
+        switch (msg.t) {
+          case 'ready':
+            ready = true;
+            this.airPort = msg.airPort;
+            resolve();
+            return;
+          case 'serial': {
+            for (const b of msg.bytes) this.serial.push(b);
+            this.serialTotal += msg.bytes.length;
+            if (this.serial.length > LIMITS.serialKeepBytes) this.serial.splice(0, this.serial.length >> 1);
+            this.onSerial?.(msg.bytes);
+            return;
+          }
+          case 'leds':
+            this.leds = msg.value;
+            return;
+          case 'clipboard':
+            this.onClipboard?.(msg.text);
+            return;
+          case 'booted':
+            this.bootedFlag = true;
+            return;
+          case 'frame':
+            this.lastFrame = msg.snap;
+            this.onFrame?.(msg.snap);
+            return;
+          case 'error':
+            this.error = new Error(`machine: ${msg.message}`);
+            if (!ready) reject(this.error);
+            return;
+          default: {
+            const cb = this.pending.get(msg.id);
+            if (cb !== undefined) {
+              this.pending.delete(msg.id);
+              cb(msg);
+            }
+          }
+        }
+      });
+      this.worker.on('error', (err) => {
+        this.error = err;
+        if (!ready) reject(err);
+      });
+      this.worker.on('exit', () => {
+        this.exited = true;
+        for (const cb of this.pending.values()) cb({ t: 'error', message: 'machine worker exited' });
+        this.pending.clear();
+        if (!ready) reject(this.error ?? new Error('machine worker exited during start'));
+      });
+    });
+  }
+
+  private send(msg: ToWorker): void {
+    if (this.exited) throw new Error('the machine is stopped');
+    this.worker.postMessage(msg);
+  }
+
+  private request(make: (id: number) => ToWorker): Promise<FromWorker> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, (msg) => (msg.t === 'error' ? reject(new Error(msg.message)) : resolve(msg)));
+      try {
+        this.send(make(id));
+      } catch (err) {
+        this.pending.delete(id);
+        reject(err);
+      }
+    });
+  }
+
+  // ------------------------------------------------------------------ input
+
+  ps2(bytes: readonly number[]): void {
+    this.send({ t: 'ps2', bytes: [...bytes] });
+  }
+  mouse(x: number, y: number, buttons: MouseButtons): void {
+    this.send({
+      t: 'mouse',
+      x,
+      y,
+      buttons: { left: buttons.left, middle: buttons.middle, right: buttons.right },
+    });
+  }
+  /** Type text on a US keyboard ('\n' = Return), one key at a time as Oberon consumes them. */
+  typeText(text: string): void {
+    textToPs2(text); // throws here, in the caller, on a character without a key
+    this.send({ t: 'typeText', text });
+  }
+  /** Click at (x, y) in Oberon coordinates (y from the bottom; see screenToOberon). */
+  click(x: number, y: number, button: ButtonName = 'left', holdMs?: number): void {
+    this.send({ t: 'click', x, y, button, holdMs });
+  }
+  moveMouse(x: number, y: number, buttons: ButtonName[] = []): void {
+    this.send({ t: 'move', x, y, buttons });
+  }
+  /** Type the command on a new line of the lowest system-track viewer and middle-click it. */
+  runCommand(command: string): void {
+    if (/[\r\n]/.test(command)) throw new Error('runCommand takes one line; call it once per command');
+    textToPs2(command);
+    this.send({ t: 'runCommand', command });
+  }
+  pause(ms: number): void {
+    this.send({ t: 'pause', ms });
+  }
+  /** More bytes for RS232 receive. */
+  serialFeed(data: string): void {
+    this.send({ t: 'serialIn', data });
+  }
+  setClipboard(text: string): void {
+    this.send({ t: 'clipboard', text });
+  }
+  screenToOberon(yFromTop: number): number {
+    return this.lastFrame.height - 1 - yFromTop;
+  }
+
+  // ------------------------------------------------------------------ output
+
+  /** The last screen the worker pushed (it pushes when the screen changes). */
+  snapshot(): FrameSnapshot {
+    return this.lastFrame;
+  }
+  /** The screen right now. */
+  async freshSnapshot(): Promise<FrameSnapshot> {
+    const msg = await this.request((id) => ({ t: 'snapshot', id }));
+    if (msg.t !== 'snapshot') throw new Error('unexpected reply');
+    this.lastFrame = msg.snap;
+    return msg.snap;
+  }
+  async state(): Promise<MachineState> {
+    const msg = await this.request((id) => ({ t: 'query', id }));
+    if (msg.t !== 'state') throw new Error('unexpected reply');
+    return msg.state;
+  }
+  serialText(): string {
+    return Buffer.from(this.serial).toString('latin1');
+  }
+  get booted(): boolean {
+    return this.bootedFlag;
+  }
+
+  // ------------------------------------------------------------------ waiting
+
+  /** Resolve when pred() is true (checked every 25 ms); reject after timeoutMs. */
+  async waitFor(
+    pred: () => boolean | Promise<boolean>,
+    timeoutMs: number = LIMITS.defaultWaitMs,
+    what = 'condition',
+  ): Promise<void> {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      if (this.error !== null) throw this.error;
+      if (await pred()) return;
+      if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, LIMITS.pollMs));
+    }
+  }
+  waitForBoot(timeoutMs = LIMITS.defaultWaitMs): Promise<void> {
+    return this.waitFor(() => this.bootedFlag, timeoutMs, 'Oberon to boot');
+  }
+  /** Until all queued input is consumed and Oberon idles. */
+  waitForIdle(timeoutMs = LIMITS.defaultWaitMs): Promise<void> {
+    return this.waitFor(async () => (await this.state()).idle, timeoutMs, 'the machine to idle');
+  }
+  waitForSerial(match: string | RegExp, timeoutMs = LIMITS.defaultWaitMs): Promise<void> {
+    const test = () =>
+      typeof match === 'string' ? this.serialText().includes(match) : match.test(this.serialText());
+    return this.waitFor(test, timeoutMs, `serial output ${String(match)}`);
+  }
+
+  // ------------------------------------------------------------------ power
+
+  powerCycle(): void {
+    this.bootedFlag = false;
+    this.send({ t: 'powerCycle' });
+  }
+  reset(): void {
+    this.send({ t: 'reset' });
+  }
+  /** Stop the machine, flush the disk, remove the temporary copy (unless keepDisk). */
+  async stop(opts: { keepDisk?: boolean } = {}): Promise<void> {
+    if (!this.exited) {
+      await this.request((id) => ({ t: 'stop', id })).catch(() => undefined);
+      await this.worker.terminate();
+    }
+    if (this.tempDir !== null && !opts.keepDisk) fs.rmSync(this.tempDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,254 @@
+// A machine in its own thread: owns the Machine, the disk file (write-through) and the UDP
+// air socket, paces the CPU to 25 MHz of wall-clock time and sleeps while Oberon idles
+// (woken early by input or a radio frame). Driven by messages (protocol.ts).
+
+import fs from 'node:fs';
+import { parentPort, workerData } from 'node:worker_threads';
+import { UdpAir } from './air-udp.ts';
+import { LIMITS as MACHINE_LIMITS, Machine } from './machine.ts';
+import type { FromWorker, MachineState, ToWorker, WorkerInit } from './protocol.ts';
+
+export const LIMITS = {
+  chunk: 250_000, // instructions per CPU call (10 ms of machine time) between host checks
+  sliceHostMs: 12, // longest stretch of host time spent emulating before yielding to messages
+  maxCreditMs: 40, // catch-up horizon: a machine that fell behind does not sprint longer than this
+  idleSleepMs: 16, // sleep while Oberon idles (woken early by input/radio): one 60 Hz frame, as the reference
+  frameMinMs: 40, // at most 25 pushed screen frames per second
+} as const;
+
+const port = parentPort;
+if (port === null) throw new Error('worker.ts must run as a worker thread');
+const init = workerData as WorkerInit;
+
+function post(msg: FromWorker, transfer?: ArrayBuffer[]): void {
+  port?.postMessage(msg, transfer ?? []);
+}
+
+const fd = fs.openSync(init.diskPath, 'r+');
+const machine = new Machine({
+  disk: fs.readFileSync(init.diskPath),
+  clock: init.clock,
+  memoryMiB: init.memoryMiB,
+  width: init.width,
+  height: init.height,
+  commands: init.commands,
+  switches: init.switches,
+});
+machine.disk.onWrite = (offset, data) => {
+  fs.writeSync(fd, data, 0, data.length, offset);
+};
+
+let serialBuf: number[] = [];
+machine.onSerial = (b) => {
+  serialBuf.push(b);
+};
+let ledsChanged = false;
+machine.onLeds = () => {
+  ledsChanged = true;
+};
+machine.onClipboard = (text) => post({ t: 'clipboard', text });
+
+let air: UdpAir | null = null;
+let running = true;
+let frames = init.frames;
+let lastFrameVersion = -1;
+let lastFrameAt = 0;
+let bootedSent = false;
+let lastIdle = false;
+let timer: NodeJS.Timeout | null = null;
+let immediate: NodeJS.Immediate | null = null;
+let credit = 0;
+let last = performance.now();
+const virtualStart = performance.now();
+
+function schedule(ms: number): void {
+  if (!running || timer !== null || immediate !== null) return;
+  if (ms <= 0) immediate = setImmediate(slice);
+  else timer = setTimeout(slice, ms);
+}
+
+/** Input or a radio frame arrived: run now instead of finishing the idle sleep. */
+function wake(): void {
+  if (timer !== null) {
+    clearTimeout(timer);
+    timer = null;
+  }
+  schedule(0);
+}
+
+function slice(): void {
+  timer = null;
+  immediate = null;
+  if (!running) return;
+  const now = performance.now();
+  let idle = false;
+  if (init.clock === 'deterministic' && init.fast) {
+    credit = MACHINE_LIMITS.instrPerMs * LIMITS.sliceHostMs * 10;
+  } else if (init.clock === 'deterministic') {
+    // Virtual time may not run ahead of the wall clock.
+    credit = (now - virtualStart) * MACHINE_LIMITS.instrPerMs - machine.cycles;
+  } else if (!machine.booted) {
+    // Boot flat out: the timer follows the wall clock anyway, and nobody wants to wait 0.3 s.
+    credit = MACHINE_LIMITS.instrPerMs * LIMITS.sliceHostMs * 10;
+  } else {
+    credit = Math.min(
+      credit + (now - last) * MACHINE_LIMITS.instrPerMs,
+      LIMITS.maxCreditMs * MACHINE_LIMITS.instrPerMs,
+    );
+  }
+  last = now;
+  const deadline = now + LIMITS.sliceHostMs;
+  while (credit > 0) {
+    const r = machine.run(Math.min(credit, LIMITS.chunk));
+    credit -= r.executed;
+    if (r.idle) {
+      idle = true;
+      if (init.clock === 'deterministic')
+        credit = (performance.now() - virtualStart) * MACHINE_LIMITS.instrPerMs - machine.cycles;
+      if (!(init.clock === 'deterministic' && init.fast)) break;
+    }
+    if (performance.now() >= deadline) break;
+  }
+  lastIdle = idle;
+  publish();
+  if (idle && init.clock === 'realtime') {
+    credit = 0;
+    schedule(LIMITS.idleSleepMs);
+  } else if (credit <= 0) schedule(Math.max(1, Math.ceil(-credit / MACHINE_LIMITS.instrPerMs)));
+  else schedule(0);
+}
+
+function publish(): void {
+  if (serialBuf.length > 0) {
+    const bytes = Uint8Array.from(serialBuf);
+    serialBuf = [];
+    post({ t: 'serial', bytes }, [bytes.buffer as ArrayBuffer]);
+  }
+  if (ledsChanged) {
+    ledsChanged = false;
+    post({ t: 'leds', value: machine.leds });
+  }
+  if (!bootedSent && machine.booted) {
+    bootedSent = true;
+    post({ t: 'booted' });
+  }
+  if (frames) {
+    const now = performance.now();
+    if (machine.cpu.fbVersion !== lastFrameVersion && now - lastFrameAt >= LIMITS.frameMinMs) {
+      lastFrameAt = now;
+      const snap = machine.snapshot();
+      lastFrameVersion = snap.version;
+      post({ t: 'frame', snap }, [snap.words.buffer as ArrayBuffer]);
+    }
+  }
+}
+
+function state(): MachineState {
+  const s = machine.stats();
+  return {
+    booted: machine.booted,
+    idle: lastIdle && !machine.inputPending,
+    inputPending: machine.inputPending,
+    instructions: s.instructions,
+    timerMs: s.timerMs,
+    leds: s.leds,
+    diskWrites: s.diskWrites,
+    radio: s.radio,
+    air: air === null ? null : { ...air.stats, localPort: air.localPort },
+    cpuMs: process.threadCpuUsage
+      ? process.threadCpuUsage().user / 1000 + process.threadCpuUsage().system / 1000
+      : 0,
+    voidFetches: s.voidFetches,
+  };
+}
+
+function handle(msg: ToWorker): void {
+  switch (msg.t) {
+    case 'typeText':
+      machine.typeText(msg.text);
+      break;
+    case 'ps2':
+      machine.ps2(msg.bytes);
+      break;
+    case 'mouse':
+      machine.mouse(msg.x, msg.y, msg.buttons);
+      break;
+    case 'click':
+      machine.click(msg.x, msg.y, msg.button, msg.holdMs);
+      break;
+    case 'move':
+      machine.moveMouse(msg.x, msg.y, msg.buttons);
+      break;
+    case 'runCommand':
+      machine.runCommand(msg.command);
+      break;
+    case 'pause':
+      machine.pause(msg.ms);
+      break;
+    case 'serialIn':
+      machine.serialFeed(msg.data);
+      break;
+    case 'clipboard':
+      machine.clipboardIn = msg.text;
+      break;
+    case 'frames':
+      frames = msg.on;
+      lastFrameVersion = -1;
+      break;
+    case 'query':
+      post({ t: 'state', id: msg.id, state: state() });
+      return;
+    case 'snapshot': {
+      const snap = machine.snapshot();
+      post({ t: 'snapshot', id: msg.id, snap }, [snap.words.buffer as ArrayBuffer]);
+      return;
+    }
+    case 'powerCycle':
+      machine.powerOn();
+      bootedSent = false;
+      break;
+    case 'reset':
+      machine.reset();
+      break;
+    case 'stop':
+      running = false;
+      if (timer !== null) clearTimeout(timer);
+      if (immediate !== null) clearImmediate(immediate);
+      publish();
+      air?.close();
+      fs.fsyncSync(fd);
+      fs.closeSync(fd);
+      post({ t: 'stopped', id: msg.id });
+      port?.close();
+      return;
+  }
+  wake();
+}
+
+port.on('message', (msg: ToWorker) => {
+  try {
+    handle(msg);
+  } catch (err) {
+    post({ t: 'error', message: (err as Error).message });
+  }
+});
+
+async function main(): Promise<void> {
+  if (init.air !== undefined) {
+    air = new UdpAir({
+      host: init.air.host,
+      port: init.air.port,
+      localPort: init.air.localPort,
+      onFrame: (ch, payload) => {
+        machine.radio.receive(ch, payload);
+        wake();
+      },
+    });
+    await air.start();
+    machine.radio.air = air;
+  }
+  post({ t: 'ready', airPort: air?.localPort ?? null });
+  schedule(0);
+}
+
+main().catch((err: Error) => post({ t: 'error', message: err.message }));
