@@ -63,12 +63,12 @@ interface Spreadsheet {
 
 export interface EmulatorOptions {
   quotas?: Partial<
-    Pick<
-      typeof LIMITS,
+    Record<
       | 'readsPerMinutePerUser'
       | 'writesPerMinutePerUser'
       | 'readsPerMinutePerProject'
-      | 'writesPerMinutePerProject'
+      | 'writesPerMinutePerProject',
+      number
     >
   >;
   maxCells?: number;
