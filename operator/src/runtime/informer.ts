@@ -65,6 +65,7 @@ export class Informer<T extends KubeObject = KubeObject> {
   private current: { abort(): void } | undefined;
   private resyncTimer: ReturnType<typeof setInterval> | undefined;
   private firstSync: { resolve: () => void; promise: Promise<void> } | undefined;
+  private pause: AbortController | undefined;
   private readonly log;
   /** Counters for tests and metrics. */
   readonly stats = { lists: 0, watches: 0, failures: 0, events: 0 };
@@ -124,6 +125,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     this.stopped = true;
     if (this.resyncTimer) clearInterval(this.resyncTimer);
     this.current?.abort();
+    this.pause?.abort();
     this.firstSync?.resolve();
     await this.loop;
   }
@@ -159,7 +161,9 @@ export class Informer<T extends KubeObject = KubeObject> {
           { err: (err as Error).message, retryInMs: jittered, failures },
           'Watch failed; relisting after backoff',
         );
-        await sleep(gone ? 0 : jittered);
+        this.pause = new AbortController();
+        await sleep(gone ? 0 : jittered, undefined, { signal: this.pause.signal }).catch(() => {});
+        this.pause = undefined;
       }
     }
   }
@@ -241,6 +245,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       },
     );
     this.current = handle;
+    if (this.stopped) handle.abort();
     arm();
     try {
       await handle.done;
