@@ -362,7 +362,9 @@ export function isConverged(v: ClusterView, replicas?: number): boolean {
 export function formatRecord(rec: FrameRecord, sinceMs: number): string {
   const t = ((rec.t - sinceMs) / 1000).toFixed(2).padStart(8);
   const flag =
-    rec.verdict === 'ok' ? '' : `  ${rec.verdict.toUpperCase()}${rec.reason ? ` (${rec.reason})` : ''}`;
+    rec.verdict === 'ok' || rec.verdict === 'not-kube'
+      ? ''
+      : `  ${rec.verdict.toUpperCase()}${rec.reason ? ` (${rec.reason})` : ''}`;
   if (rec.kind && rec.cluster !== undefined) {
     const tag = `[${String(rec.cluster).padStart(3)}]`;
     if (rec.kind === 'spec') {

@@ -1,9 +1,17 @@
 import type { Command } from 'commander';
+import { registerAirVerbs } from '../air/cli.ts';
+import { registerSheetsControlPlaneVerbs } from '../sheets/ctl/verbs.ts';
 import { registerDiskVerbs } from './disk.ts';
+import { registerKubeDiskVerbs } from './kube-disk.ts';
+import { registerMachineVerbs } from './machine.ts';
 import { registerOperatorVerbs } from './operator.ts';
 
 // Each area of the project adds its verbs here, one line each, so main.ts stays small.
 export function registerVerbs(program: Command): void {
+  registerAirVerbs(program);
   registerDiskVerbs(program);
+  registerKubeDiskVerbs(program);
+  registerMachineVerbs(program);
   registerOperatorVerbs(program);
+  registerSheetsControlPlaneVerbs(program);
 }

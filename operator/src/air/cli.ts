@@ -1,0 +1,360 @@
+// `retrokube air ...`: the relay, the passive listener, the injector, and the relay's remote control.
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { FORGERY_KINDS, type ForgeryKind, runInjector } from './inject.ts';
+import { checkClusterName, keyFromHex } from './kubenet.ts';
+import { startListener } from './listen.ts';
+import { checkLoss, type RelayState, relaySummary, startRelay } from './relay.ts';
+import { DEFAULT_CONTROL_PORT, DEFAULT_CONTROL_URL, relayControl } from './relay-http.ts';
+import { parseRelayAddress } from './station.ts';
+import { AIR_PORT, fromHex, LIMITS } from './wire.ts';
+
+const CLI_LIMITS = {
+  /** The relay prints a one-line summary this often (seconds) unless told otherwise. */
+  SUMMARY_S: 60,
+  /** Default Prometheus port of the relay (next to the air's 7524 and control 7525, in the 9xxx exporter range). */
+  METRICS_PORT: 9524,
+} as const;
+
+const out = (s: string): void => void process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
+
+function intIn(name: string, lo: number, hi: number): (v: string) => number {
+  return (v) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < lo || n > hi)
+      throw new InvalidArgumentError(`${name} must be a whole number ${lo}..${hi}`);
+    return n;
+  };
+}
+
+function probability(v: string): number {
+  const n = Number(v);
+  try {
+    return checkLoss(n);
+  } catch {
+    throw new InvalidArgumentError(`"${v}" is not a probability between 0 and 1 (for example 0.3)`);
+  }
+}
+
+function key(v: string): Uint8Array {
+  try {
+    return keyFromHex(v);
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message);
+  }
+}
+
+function cluster(v: string): string {
+  try {
+    checkClusterName(v);
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message);
+  }
+  return v;
+}
+
+function ids(v: string): number[] {
+  const list = v.trim() === '' ? [] : v.split(',').map((x) => Number(x.trim()));
+  if (
+    list.length > LIMITS.PODS_PER_NODE ||
+    list.some((x) => !Number.isInteger(x) || x < 1 || x > LIMITS.MAX_POD_ID)
+  ) {
+    throw new InvalidArgumentError(
+      `ids must be up to ${LIMITS.PODS_PER_NODE} comma-separated pod ids 1..255, or "" for none`,
+    );
+  }
+  return list;
+}
+
+const controlOption = (): Option =>
+  new Option('--control <url>', 'control endpoint of the relay').default(
+    process.env.RETROKUBE_AIR_CONTROL ?? DEFAULT_CONTROL_URL,
+    '$RETROKUBE_AIR_CONTROL or ' + DEFAULT_CONTROL_URL,
+  );
+
+function printState(st: RelayState, json: boolean): void {
+  if (json) {
+    out(JSON.stringify(st, null, 2));
+    return;
+  }
+  out(relaySummary(st.stats, st.loss, st.on));
+  if (st.cuts.length) out(`cut off the air: ${st.cuts.join(', ')}`);
+  out(
+    `${'STATION'.padEnd(22)} ${'NAME'.padEnd(7)} ${'ROLE'.padEnd(6)} ${'FRAMES'.padStart(7)} ${'HEARD'.padStart(7)} CUT`,
+  );
+  const now = Math.max(0, ...st.peers.map((p) => p.lastSeenMs));
+  for (const p of st.peers) {
+    const role = p.plane ? 'plane' : p.name ? 'node' : '-';
+    const ago = `${((now - p.lastSeenMs) / 1000).toFixed(1)}s`;
+    out(
+      `${p.address.padEnd(22)} ${(p.name ?? '-').padEnd(7)} ${role.padEnd(6)} ${String(p.framesIn).padStart(7)} ${ago.padStart(7)} ${p.cut ? 'yes' : ''}`,
+    );
+  }
+}
+
+export function registerAirVerbs(program: Command): void {
+  const air = program
+    .command('air')
+    .description("the air: the UDP relay that carries Wirth's radio frames, and tools to listen and intrude");
+
+  air
+    .command('relay')
+    .description('run the air: forward every 33-byte frame to every other station')
+    .addOption(
+      new Option('--port <n>', 'UDP port of the air').argParser(intIn('port', 0, 65535)).default(AIR_PORT),
+    )
+    .option('--bind <addr>', 'address to bind the air on', '0.0.0.0')
+    .addOption(
+      new Option('--loss <p>', 'drop each delivery with this probability').argParser(probability).default(0),
+    )
+    .addOption(
+      new Option('--metrics-port <n>', 'Prometheus /metrics TCP port')
+        .argParser(intIn('metrics port', 0, 65535))
+        .default(CLI_LIMITS.METRICS_PORT),
+    )
+    .option('--metrics-bind <addr>', 'address for /metrics', '0.0.0.0')
+    .option('--no-metrics', 'serve no /metrics')
+    .addOption(
+      new Option('--control-port <n>', 'control endpoint TCP port')
+        .argParser(intIn('control port', 0, 65535))
+        .default(DEFAULT_CONTROL_PORT),
+    )
+    .option(
+      '--control-bind <addr>',
+      'address for the control endpoint (loopback: whoever reaches it can silence the air)',
+      '127.0.0.1',
+    )
+    .option('--no-control', 'serve no control endpoint')
+    .addOption(
+      new Option('--summary <s>', 'seconds between summary lines (0 = none)')
+        .argParser(intIn('summary', 0, 86400))
+        .default(CLI_LIMITS.SUMMARY_S),
+    )
+    .option('--no-rate-limit', `no per-station ceiling (default ${200} frames/s, burst ${400})`)
+    .option('-v, --verbose', 'print a line per frame')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  retrokube air relay                          # udp/7524, control on 127.0.0.1:7525, metrics on :9524
+  retrokube air relay --port 0 --loss 0.3      # a free port and a lossy air, as in the DR test
+  retrokube air loss 0 --control http://127.0.0.1:7525`,
+    )
+    .action(async (o) => {
+      const relay = await startRelay({
+        port: o.port,
+        bind: o.bind,
+        loss: o.loss,
+        rate: o.rateLimit ? undefined : null,
+        metricsPort: o.metrics ? o.metricsPort : undefined,
+        metricsBind: o.metricsBind,
+        controlPort: o.control ? o.controlPort : undefined,
+        controlBind: o.controlBind,
+        frameEvents: Boolean(o.verbose),
+        onEvent: (e) => {
+          if (e.type === 'joined') out(`station ${e.peer.address} joined`);
+          else if (e.type === 'gone') out(`station ${e.peer.address} gone`);
+          else out(`${e.from.address} ch ${e.channel} -> ${e.receivers} stations`);
+        },
+      });
+      out(`air relay on udp/${relay.address.port}${o.loss > 0 ? `, loss ${Math.round(o.loss * 100)}%` : ''}`);
+      if (relay.control) out(`control on ${relay.control.url}`);
+      if (relay.metrics) out(`metrics on ${relay.metrics.url}/metrics`);
+      const expiry = setInterval(() => relay.expire(), 1000);
+      const summary =
+        o.summary > 0
+          ? setInterval(() => out(relaySummary(relay.stats(), relay.loss(), relay.isOn())), o.summary * 1000)
+          : undefined;
+      await new Promise<void>((resolve) => {
+        const stop = (): void => resolve();
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+      clearInterval(expiry);
+      if (summary) clearInterval(summary);
+      out(relaySummary(relay.stats(), relay.loss(), relay.isOn()));
+      await relay.close();
+    });
+
+  air
+    .command('listen')
+    .description('a passive station: decode every frame, verify MACs and counters, show the cluster view')
+    .argument('<relay>', 'relay HOST[:PORT] (port 7524 by default)')
+    .addOption(
+      new Option('--key <hex>', 'cluster key, up to 16 hex digits (default: the all-zero key)').argParser(
+        key,
+      ),
+    )
+    .addOption(
+      new Option('--cluster <name>', 'cluster name (its tag selects the frames)')
+        .argParser(cluster)
+        .default('kube'),
+    )
+    .addOption(new Option('--json', 'one JSON object per frame').conflicts('table'))
+    .addOption(new Option('--table', 'redraw the cluster view in place every second').conflicts('json'))
+    .addOption(
+      new Option('--duration <s>', 'stop after this many seconds and print the view').argParser(
+        intIn('duration', 1, 86400 * 365),
+      ),
+    )
+    .addHelpText(
+      'after',
+      `
+Examples:
+  retrokube air listen 127.0.0.1 --key 0123456789abcdef          # a line per frame
+  retrokube air listen relay:7524 --cluster lab --table          # the live cluster view
+  retrokube air listen 127.0.0.1 --json --duration 30 > air.jsonl`,
+    )
+    .action(async (relayText: string, o) => {
+      const { host, port } = parseRelayAddress(relayText);
+      const output = o.json ? 'json' : o.table ? 'table' : 'text';
+      const listener = await startListener({ host, port, cluster: o.cluster, key: o.key, output });
+      if (output === 'text')
+        out(
+          `listening on the air at ${host}:${port} as udp/${listener.station.local.port} (cluster ${o.cluster})`,
+        );
+      await new Promise<void>((resolve) => {
+        const timer = o.duration ? setTimeout(resolve, o.duration * 1000) : undefined;
+        const stop = (): void => {
+          if (timer) clearTimeout(timer);
+          resolve();
+        };
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+      await listener.close();
+      const v = listener.view();
+      if (output === 'json') out(JSON.stringify({ view: v }));
+      else if (output === 'text') {
+        const c = v.counts;
+        out(
+          `${c.frames} frames: ${c.ok} ok, ${c.forged} forged, ${c.stale} stale, ${c.otherCluster} other cluster, ${c.malformed} malformed`,
+        );
+      }
+    });
+
+  air
+    .command('inject')
+    .description("the intruder of the DR test: forgeries sent right after the plane's assignment to a node")
+    .argument('<relay>', 'relay HOST[:PORT]')
+    .requiredOption('--node <name>', 'node whose assignments trigger the forgeries')
+    .addOption(new Option('--cluster <name>', 'cluster name').argParser(cluster).default('kube'))
+    .addOption(new Option('--key <hex>', 'the real cluster key (default: all zero)').argParser(key))
+    .addOption(
+      new Option('--forge <kind...>', 'forgeries to send after each assignment')
+        .choices([...FORGERY_KINDS])
+        .default([]),
+    )
+    .addOption(
+      new Option('--wrong-key <hex>', 'key of a wrong-key forgery (default: the real key XOR a5)').argParser(
+        key,
+      ),
+    )
+    .addOption(
+      new Option('--raw <hex...>', 'verbatim 33-byte frames to send too (e.g. a recorded genuine frame)'),
+    )
+    .addOption(
+      new Option('--ids <list>', 'ids of the forged assignment ("" = run nothing)')
+        .argParser(ids)
+        .default([]),
+    )
+    .addOption(
+      new Option('--ahead <k>', 'forged counter = heard plane counter + k')
+        .argParser(intIn('ahead', 0, 32767))
+        .default(2),
+    )
+    .addOption(
+      new Option('--rounds <r>', 'inject after this many assignments')
+        .argParser(intIn('rounds', 1, 1000))
+        .default(1),
+    )
+    .addOption(
+      new Option('--skip <k>', 'assignments to only record first (replay material)')
+        .argParser(intIn('skip', 0, 1000))
+        .default(0),
+    )
+    .addOption(
+      new Option('--timeout <s>', 'give up after this many seconds')
+        .argParser(intIn('timeout', 1, 3600))
+        .default(30),
+    )
+    .option('--json', 'print the result as JSON')
+    .addHelpText(
+      'after',
+      `
+Forgery kinds: other-cluster (tag + 1, real key), zero-key ("unsigned"), wrong-key, replay (an earlier
+genuine assignment of the node with other ids), signed (real key, counter = heard + ahead: obeyed).
+
+Examples:
+  retrokube air inject 127.0.0.1 --node node-a --key 0123456789abcdef --forge other-cluster --rounds 3
+  retrokube air inject 127.0.0.1 --node node-a --key 0123456789abcdef --forge replay --skip 5
+  retrokube air inject 127.0.0.1 --node node-a --raw 0501ff2a61...`,
+    )
+    .action(async (relayText: string, o) => {
+      const { host, port } = parseRelayAddress(relayText);
+      const raw = ((o.raw as string[] | undefined) ?? []).map((h) => {
+        const b = fromHex(h);
+        if (b.length !== LIMITS.DATAGRAM_BYTES)
+          throw new Error(
+            `--raw frame must be ${LIMITS.DATAGRAM_BYTES} bytes (66 hex digits), got ${b.length}`,
+          );
+        return b;
+      });
+      const res = await runInjector({
+        host,
+        port,
+        node: o.node,
+        cluster: o.cluster,
+        key: o.key,
+        wrongKey: o.wrongKey,
+        forgeries: o.forge as ForgeryKind[],
+        raw,
+        ids: o.ids,
+        ahead: o.ahead,
+        rounds: o.rounds,
+        skip: o.skip,
+        timeoutMs: o.timeout * 1000,
+        onInject: o.json
+          ? undefined
+          : (e) =>
+              out(
+                `round ${e.round}: ${e.forgery.kind} ${e.raw}${e.forgery.note ? `  (${e.forgery.note})` : ''}`,
+              ),
+      });
+      if (o.json) out(JSON.stringify(res));
+      else out(`injected after ${res.rounds} assignments`);
+      if (res.timedOut)
+        throw new Error(`heard only ${res.assignmentsHeard} assignments to ${o.node} in ${o.timeout} s`);
+    });
+
+  const controlVerb = (name: string, description: string, example: string) =>
+    air
+      .command(name)
+      .description(description)
+      .addOption(controlOption())
+      .option('-o, --output <format>', 'table or json', 'table')
+      .addHelpText('after', `\nExample:\n  ${example}`);
+  const show = (o: { output: string }) => (st: RelayState) => printState(st, o.output === 'json');
+
+  controlVerb('state', "show the relay's stations, loss and counters", 'retrokube air state -o json').action(
+    async (o) => show(o)(await relayControl(o.control, 'state')),
+  );
+  controlVerb(
+    'off',
+    'switch the air off: stop forwarding (keep the peer table unless --forget)',
+    'retrokube air off --forget',
+  )
+    .option('--forget', 'also forget every station, as when the relay is replaced')
+    .action(async (o) => show(o)(await relayControl(o.control, 'off', { forgetPeers: Boolean(o.forget) })));
+  controlVerb('on', 'switch the air on again', 'retrokube air on').action(async (o) =>
+    show(o)(await relayControl(o.control, 'on')),
+  );
+  controlVerb('loss', 'set the probability of dropping each delivery', 'retrokube air loss 0.3')
+    .argument('<p>', 'probability 0..1', probability)
+    .action(async (p: number, o) => show(o)(await relayControl(o.control, 'loss', { loss: p })));
+  controlVerb('cut', 'cut one station off the air (by node name, IP:PORT or IP)', 'retrokube air cut node-a')
+    .argument('<station>', 'node name heard in heartbeats, IP:PORT or IP')
+    .action(async (t: string, o) => show(o)(await relayControl(o.control, 'cut', { target: t })));
+  controlVerb('restore', 'put a cut station back on the air ("*" for all)', 'retrokube air restore node-a')
+    .argument('<station>', 'as given to cut, or "*"')
+    .action(async (t: string, o) => show(o)(await relayControl(o.control, 'restore', { target: t })));
+}
