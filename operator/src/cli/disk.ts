@@ -1,9 +1,10 @@
 // `retrokube disk ...`: the Oberon file system on .dsk images from the host, the base image,
 // and (when the machine can boot) the disk builder.
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { BASE_IMAGE, findBaseImage } from '../machine/base-image.ts';
+import { buildDisk, CompileError } from '../machine/builder/build.ts';
 import { formatDate } from '../machine/fs/format.ts';
 import { fromOberonText, toOberonText } from '../machine/fs/text.ts';
 import { OberonVolume } from '../machine/fs/volume.ts';
@@ -144,6 +145,59 @@ export function registerDiskVerbs(program: Command): void {
         throw new Error(`${path} has ${problems.length} problems:\n  ${problems.join('\n  ')}`);
       process.stdout.write(`${path}: consistent\n`);
     });
+
+  disk
+    .command('build')
+    .description("compile Oberon sources with the base image's own compiler (ORP) into a bootable disk")
+    .requiredOption('--out <file>', 'the disk to write')
+    .option('--base <file>', 'base image (default: the one `retrokube disk base` finds)')
+    .option('--file <file...>', 'extra host files copied onto the disk as they are')
+    .option('--grow <size>', 'grow the result, e.g. 8M, so Oberon has room for new files')
+    .option('-o, --output <format>', 'json for machines')
+    .argument('<sources...>', 'X.Mod files, compiled in this order (imports first)')
+    .addHelpText(
+      'after',
+      '\nExample:\n  retrokube disk build --out kube.dsk --grow 8M images/oberon/Kube.Mod images/oberon/Boot.Mod\n',
+    )
+    .action(
+      async (
+        sources: string[],
+        opts: { out: string; base?: string; file?: string[]; grow?: string; output?: string },
+      ) => {
+        const format = outputFormat(opts.output);
+        const basePath = opts.base ?? (await findBaseImage()).path;
+        const growTo = opts.grow ? parseSize(opts.grow) : undefined;
+        const texts = await Promise.all(
+          sources.map(async (f) => ({ name: basename(f), text: (await readFile(f)).toString('latin1') })),
+        );
+        const files = await Promise.all(
+          (opts.file ?? []).map(async (f) => ({ name: basename(f), data: await readFile(f) })),
+        );
+        let result: ReturnType<typeof buildDisk>;
+        try {
+          result = buildDisk({ base: await readFile(basePath), sources: texts, files, growTo });
+        } catch (err) {
+          if (err instanceof CompileError && format === 'json') {
+            process.stdout.write(
+              `${JSON.stringify({ ok: false, file: err.file, module: err.module, messages: err.messages })}\n`,
+            );
+          }
+          throw err;
+        }
+        const tmp = `${opts.out}.${process.pid}.tmp`;
+        await writeFile(tmp, result.disk);
+        await rename(tmp, opts.out);
+        if (format === 'json') {
+          const modules = result.modules.map((m) => ({ ...m, key: m.key.toString(16).padStart(8, '0') }));
+          process.stdout.write(`${JSON.stringify({ ok: true, out: opts.out, modules }, null, 2)}\n`);
+        } else {
+          for (const m of result.modules) process.stdout.write(`${m.log}\n`);
+          process.stdout.write(
+            `wrote ${opts.out} (${result.disk.length} bytes, ${result.instructions} instructions)\n`,
+          );
+        }
+      },
+    );
 
   disk
     .command('base')
