@@ -1,0 +1,202 @@
+// A Kube cluster for the e2e suites: a real air relay on 127.0.0.1, a passive listener that
+// judges every frame (AirView), a plane and N nodes as emulated RISC5 machines booted from the
+// Kube disk with their role commands on the serial port. Everything is judged from the air, as
+// the reference's harness does (kube-on-oberon spec §8.1): never by asking the plane.
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { clusterTag, keyFromHex } from '../../operator/src/air/kubenet.ts';
+import { type Listener, startListener } from '../../operator/src/air/listen.ts';
+import { type Relay, startRelay } from '../../operator/src/air/relay.ts';
+import type { FrameRecord } from '../../operator/src/air/view.ts';
+import { buildKubeDisk } from '../../operator/src/cli/kube-disk.ts';
+import { OberonVolume } from '../../operator/src/machine/fs/volume.ts';
+import { MachineRunner } from '../../operator/src/machine/runner.ts';
+
+export const HARNESS = {
+  beatMs: 1000, // heartbeat and assignment period
+  ttlMs: 5000, // a node unheard this long is NotReady
+  pollMs: 500, // wait() re-checks this often, as the reference harness does
+  roundGapMs: 300, // assignments closer than this belong to one round
+} as const;
+
+/** The Kube disk for tests: RETROKUBE_KUBE_DISK if set, else built (and cached) from images/oberon. */
+export async function kubeDisk(): Promise<string> {
+  const env = process.env.RETROKUBE_KUBE_DISK;
+  if (env) return env;
+  return (await buildKubeDisk()).path;
+}
+
+export interface ClusterOptions {
+  nodes: string[];
+  key?: string;
+  cluster?: string;
+  /** Boot commands of the plane; default Start, Serve (no deployment). */
+  plane?: string;
+  /** Give each node its Join command at boot (default true). */
+  join?: boolean;
+}
+
+export interface WindowView {
+  running: Map<string, number[]>;
+  assigned: Map<string, number[]>;
+}
+
+const sameSet = (a: readonly number[], b: readonly number[]): boolean =>
+  a.length === b.length &&
+  [...a].sort((x, y) => x - y).every((x, i) => x === [...b].sort((p, q) => p - q)[i]);
+
+export class KubeCluster {
+  readonly records: FrameRecord[] = [];
+  readonly tag: number;
+  readonly key: string;
+  readonly cluster: string;
+  readonly machines = new Map<string, MachineRunner>();
+  private readonly disks = new Map<string, string>();
+  private readonly commands = new Map<string, string>();
+  listener!: Listener;
+  readonly relay: Relay;
+  private readonly dir: string;
+  private readonly disk: string;
+  private constructor(relay: Relay, dir: string, disk: string, opts: ClusterOptions) {
+    this.relay = relay;
+    this.dir = dir;
+    this.disk = disk;
+    this.key = opts.key ?? '0123456789abcdef';
+    this.cluster = opts.cluster ?? 'kube';
+    this.tag = clusterTag(this.cluster);
+  }
+
+  static async start(opts: ClusterOptions): Promise<KubeCluster> {
+    const disk = await kubeDisk();
+    const relay = await startRelay({ port: 0, bind: '127.0.0.1', rate: null });
+    const dir = mkdtempSync(join(tmpdir(), 'retrokube-kube-e2e-'));
+    const c = new KubeCluster(relay, dir, disk, opts);
+    const { cluster, key } = c;
+    c.listener = await startListener({
+      host: '127.0.0.1',
+      port: relay.address.port,
+      cluster,
+      key: keyFromHex(key),
+      output: 'none',
+      onRecord: (r) => c.records.push(r),
+    });
+    c.commands.set('plane', opts.plane ?? `Kube.Start;KubeNet.Serve ${cluster} ${key}`);
+    for (const n of opts.nodes)
+      c.commands.set(n, opts.join === false ? '' : `KubeNet.Join ${n} ${cluster} ${key}`);
+    await Promise.all(['plane', ...opts.nodes].map((m) => c.on(m)));
+    return c;
+  }
+
+  /** Each machine has its own disk for the whole run, so a restart keeps what it wrote. */
+  diskOf(name: string): string {
+    let d = this.disks.get(name);
+    if (!d) {
+      d = join(this.dir, `${name}.dsk`);
+      copyFileSync(this.disk, d);
+      this.disks.set(name, d);
+    }
+    return d;
+  }
+
+  /** Power on (a cold boot from the machine's disk, with its boot commands). */
+  async on(name: string, commands?: string): Promise<void> {
+    if (this.machines.has(name)) throw new Error(`${name} is already on`);
+    const m = await MachineRunner.start({
+      disk: this.diskOf(name),
+      inPlace: true,
+      commands: commands ?? this.commands.get(name) ?? '',
+      air: { host: '127.0.0.1', port: this.relay.address.port },
+      frames: false,
+    });
+    this.machines.set(name, m);
+  }
+
+  /** Power off: the machine stops at once; its disk keeps what was written. */
+  async off(name: string): Promise<void> {
+    const m = this.machines.get(name);
+    if (!m) return;
+    this.machines.delete(name);
+    await m.stop();
+  }
+
+  /** Runs Oberon commands on a machine (sent on its serial port, read by Boot's task). */
+  run(name: string, commands: string): void {
+    const m = this.machines.get(name);
+    if (!m) throw new Error(`${name} is off`);
+    m.serialFeed(`${commands};`);
+  }
+
+  /** A file from a machine's disk (the machine should be off so that everything is written). */
+  readFile(name: string, file: string): string {
+    const vol = OberonVolume.fromBuffer(readFileSync(this.diskOf(name)));
+    return vol.read(file).toString('latin1').replace(/\r/g, '\n');
+  }
+
+  /** Frames of this cluster that the listener accepted (signed with the key and fresh). */
+  air(sinceMs = 0): FrameRecord[] {
+    return this.records.filter(
+      (r) => r.t >= sinceMs && r.kind !== undefined && r.cluster === this.tag && r.verdict === 'ok',
+    );
+  }
+
+  /** The last heartbeat and the last assignment of each node heard in the window. */
+  view(windowMs: number = HARNESS.ttlMs): WindowView {
+    const since = Date.now() - windowMs;
+    const running = new Map<string, number[]>();
+    const assigned = new Map<string, number[]>();
+    for (const r of this.air(since)) {
+      if (r.kind === 'heartbeat' && r.node) running.set(r.node, r.ids ?? []);
+      if (r.kind === 'assign' && r.node) assigned.set(r.node, r.ids ?? []);
+    }
+    return { running, assigned };
+  }
+
+  /** Reported ids total R with no duplicates, and each reporting node runs what it was assigned. */
+  converged(replicas: number, nodes?: string[]): boolean {
+    const v = this.view();
+    const reporting = [...v.running.keys()].filter((n) => !nodes || nodes.includes(n));
+    const all = reporting.flatMap((n) => v.running.get(n) ?? []);
+    if (all.length !== replicas || new Set(all).size !== all.length) return false;
+    return reporting.every(
+      (n) => v.assigned.has(n) && sameSet(v.assigned.get(n) ?? [], v.running.get(n) ?? []),
+    );
+  }
+
+  /** Assignment rounds since a time: ids per node of each round (frames < 300 ms apart). */
+  rounds(sinceMs: number): Map<string, number[]>[] {
+    const out: Map<string, number[]>[] = [];
+    let last = -Infinity;
+    for (const r of this.air(sinceMs)) {
+      if (r.kind !== 'assign' || !r.node) continue;
+      if (r.t - last > HARNESS.roundGapMs || out.length === 0) out.push(new Map());
+      out[out.length - 1].set(r.node, r.ids ?? []);
+      last = r.t;
+    }
+    return out;
+  }
+
+  /** Polls until test() holds; returns the ms it took, or throws naming what did not happen. */
+  async wait(test: () => boolean, timeoutMs: number, what: string): Promise<number> {
+    const t0 = Date.now();
+    for (;;) {
+      if (test()) return Date.now() - t0;
+      if (Date.now() - t0 > timeoutMs) {
+        const v = this.view();
+        throw new Error(
+          `${what}: not within ${timeoutMs / 1000} s (running ${JSON.stringify([...v.running])}, assigned ${JSON.stringify([...v.assigned])})`,
+        );
+      }
+      await sleep(HARNESS.pollMs);
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.machines.keys()].map((m) => this.off(m)));
+    await this.listener.close();
+    await this.relay.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
