@@ -269,14 +269,14 @@ export class MachineRunner implements MachineScreen, MachineInput {
       await new Promise((r) => setTimeout(r, LIMITS.pollMs));
     }
   }
-  waitForBoot(timeoutMs = LIMITS.defaultWaitMs): Promise<void> {
+  waitForBoot(timeoutMs: number = LIMITS.defaultWaitMs): Promise<void> {
     return this.waitFor(() => this.bootedFlag, timeoutMs, 'Oberon to boot');
   }
   /** Until all queued input is consumed and Oberon idles. */
-  waitForIdle(timeoutMs = LIMITS.defaultWaitMs): Promise<void> {
+  waitForIdle(timeoutMs: number = LIMITS.defaultWaitMs): Promise<void> {
     return this.waitFor(async () => (await this.state()).idle, timeoutMs, 'the machine to idle');
   }
-  waitForSerial(match: string | RegExp, timeoutMs = LIMITS.defaultWaitMs): Promise<void> {
+  waitForSerial(match: string | RegExp, timeoutMs: number = LIMITS.defaultWaitMs): Promise<void> {
     const test = () =>
       typeof match === 'string' ? this.serialText().includes(match) : match.test(this.serialText());
     return this.waitFor(test, timeoutMs, `serial output ${String(match)}`);

@@ -1,0 +1,140 @@
+// `retrokube machine run DISK`: boot a RISC5 machine on a .dsk (a copy unless --in-place),
+// optionally on an air, with a VNC server, a screenshot, and commands typed or fed to RS232.
+import { writeFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { snapshotToPng } from '../machine/png.ts';
+import { type RfbServer, startRfbServer } from '../machine/rfb/server.ts';
+import { MachineRunner, type RunnerOptions } from '../machine/runner.ts';
+
+interface RunOpts {
+  commands?: string;
+  exec: string[];
+  air?: string;
+  airPort?: string;
+  vnc?: string;
+  vncHost: string;
+  screenshot?: string;
+  memory?: string;
+  deterministic?: boolean;
+  inPlace?: boolean;
+  for?: string;
+  json?: boolean;
+}
+
+/** "relay:7524" / "127.0.0.1:7524" / "[::1]:7524" → host and port. */
+export function parseHostPort(text: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(text.trim());
+  const port = m ? Number(m[3]) : Number.NaN;
+  if (!m || port < 1 || port > 65535)
+    throw new Error(`--air "${text}" is not HOST:PORT (for example 127.0.0.1:7524)`);
+  return { host: m[1] ?? m[2], port };
+}
+
+function intOption(name: string, text: string, min: number, max: number): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new Error(`${name} must be a whole number from ${min} to ${max}, got "${text}"`);
+  return n;
+}
+
+async function run(disk: string, o: RunOpts): Promise<void> {
+  const opts: RunnerOptions = {
+    disk,
+    inPlace: o.inPlace ?? false,
+    clock: o.deterministic ? 'deterministic' : 'realtime',
+    commands: o.commands,
+  };
+  if (o.memory !== undefined) opts.memoryMiB = intOption('--memory', o.memory, 1, 32);
+  if (o.air !== undefined) {
+    opts.air = parseHostPort(o.air);
+    if (o.airPort !== undefined) opts.air.localPort = intOption('--air-port', o.airPort, 0, 65535);
+  }
+  const vncPort = o.vnc === undefined ? undefined : intOption('--vnc', o.vnc, 0, 65535);
+  const seconds = o.for === undefined ? undefined : Number(o.for);
+  if (seconds !== undefined && !(seconds > 0))
+    throw new Error(`--for must be a positive number of seconds, got "${o.for}"`);
+
+  const m = await MachineRunner.start(opts);
+  m.onSerial = (bytes) => process.stdout.write(Buffer.from(bytes));
+  let vnc: RfbServer | null = null;
+  const stop = async (): Promise<void> => {
+    await vnc?.close();
+    const st = await m.state().catch(() => null);
+    await m.stop();
+    if (o.json && st !== null) process.stdout.write(`${JSON.stringify({ disk: m.diskPath, ...st })}\n`);
+  };
+  try {
+    if (vncPort !== undefined) {
+      vnc = await startRfbServer({
+        screen: m,
+        input: m,
+        port: vncPort,
+        host: o.vncHost,
+        name: `Oberon ${disk}`,
+      });
+      process.stderr.write(`VNC on ${o.vncHost}:${vnc.port}\n`);
+    }
+    if (m.airPort !== null) process.stderr.write(`radio on the air ${o.air} from UDP port ${m.airPort}\n`);
+    await m.waitForBoot(60_000);
+    for (const cmd of o.exec) m.runCommand(cmd);
+    if (o.screenshot !== undefined) {
+      await m.waitForIdle(120_000);
+      writeFileSync(o.screenshot, snapshotToPng(await m.freshSnapshot()));
+      process.stderr.write(`screenshot written to ${o.screenshot}\n`);
+      if (vncPort === undefined && o.air === undefined && seconds === undefined) return;
+    }
+    await new Promise<void>((resolve) => {
+      const done = () => resolve();
+      process.once('SIGINT', done);
+      process.once('SIGTERM', done);
+      if (seconds !== undefined) setTimeout(done, seconds * 1000);
+    });
+  } finally {
+    await stop();
+  }
+}
+
+export function registerMachineVerbs(program: Command): void {
+  const machine = program.command('machine').description('RISC5 machines (Project Oberon) in TypeScript');
+  machine
+    .command('run')
+    .description(
+      'boot a machine on a .dsk image (on a temporary copy unless --in-place) and run it until Ctrl-C',
+    )
+    .argument('<disk>', 'Oberon disk image (.dsk)')
+    .option(
+      '--commands <text>',
+      'text fed to the serial port from power-on (commands separated by ";", read by Boot.Run)',
+    )
+    .option(
+      '--exec <command>',
+      'type this command into System.Tool and middle-click it after boot (repeatable)',
+      (v: string, acc: string[]) => [...acc, v],
+      [] as string[],
+    )
+    .option('--air <host:port>', 'connect the radio to the air relay at HOST:PORT (UDP)')
+    .option('--air-port <port>', 'local UDP port of the radio (default: any)')
+    .option('--vnc <port>', 'serve the screen and input over RFB/VNC on this port (0 = any free port)')
+    .option('--vnc-host <host>', 'address the VNC server listens on', '127.0.0.1')
+    .option(
+      '--screenshot <file.png>',
+      'write a PNG of the screen once the machine idles after boot (and --exec); exits unless --vnc/--air/--for',
+    )
+    .option('--memory <MiB>', 'RAM in MiB with the display placed above it (1-32; default: the board layout)')
+    .option(
+      '--deterministic',
+      'timer from the instruction count (reproducible runs) instead of the wall clock',
+    )
+    .option('--in-place', 'write to DISK itself instead of a temporary copy')
+    .option('--for <seconds>', 'stop after this many seconds')
+    .option('--json', 'print the machine state as JSON when it stops')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  retrokube machine run Oberon.dsk --screenshot boot.png
+  retrokube machine run Oberon.dsk --exec "System.Directory *.Mod" --vnc 5900
+  retrokube machine run kube.dsk --air 127.0.0.1:7524 --commands "KubeNet.Join a kube 00c0ffee"`,
+    )
+    .action((disk: string, o: RunOpts) => run(disk, o));
+}
