@@ -4,7 +4,7 @@ import { readFile, rename, writeFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { BASE_IMAGE, findBaseImage } from '../machine/base-image.ts';
-import { buildDisk, CompileError } from '../machine/builder/build.ts';
+import type { BuildResult } from '../machine/builder/build.ts';
 import { formatDate } from '../machine/fs/format.ts';
 import { fromOberonText, toOberonText } from '../machine/fs/text.ts';
 import { OberonVolume } from '../machine/fs/volume.ts';
@@ -173,7 +173,8 @@ export function registerDiskVerbs(program: Command): void {
         const files = await Promise.all(
           (opts.file ?? []).map(async (f) => ({ name: basename(f), data: await readFile(f) })),
         );
-        let result: ReturnType<typeof buildDisk>;
+        const { buildDisk, CompileError } = await import('../machine/builder/build.ts'); // loads the emulator
+        let result: BuildResult;
         try {
           result = buildDisk({ base: await readFile(basePath), sources: texts, files, growTo });
         } catch (err) {
