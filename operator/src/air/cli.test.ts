@@ -1,0 +1,174 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { assignDatagram, clusterTag, heartbeatDatagram, keyFromHex, specDatagram } from './kubenet.ts';
+import { openStation } from './station.ts';
+
+const MAIN = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
+const NODE = process.execPath;
+const KEY_HEX = '0123456789abcdef';
+const KEY = keyFromHex(KEY_HEX);
+const TAG = clusterTag('kube');
+
+const cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.splice(0).reverse()) await c();
+});
+
+function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(NODE, [MAIN, ...args], { timeout: 90_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Starts a long-running verb and resolves once its stdout matches `ready`. */
+function start(
+  args: string[],
+  ready: RegExp,
+): Promise<{ proc: ChildProcess; out: () => string; match: RegExpMatchArray }> {
+  const proc = spawn(NODE, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let text = '';
+  let err = '';
+  cleanup.push(
+    () =>
+      new Promise<void>((r) => {
+        if (proc.exitCode !== null) return r();
+        proc.once('exit', () => r());
+        proc.kill('SIGTERM');
+      }),
+  );
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`no "${ready}" from ${args[1]}: ${text} ${err}`)),
+      15_000,
+    );
+    proc.stderr!.on('data', (d) => {
+      err += d;
+    });
+    proc.stdout!.on('data', (d) => {
+      text += d;
+      const m = text.match(ready);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ proc, out: () => text, match: m });
+      }
+    });
+    proc.once('exit', (code) => reject(new Error(`${args[1]} exited ${code}: ${err}`)));
+  });
+}
+
+describe('retrokube air verbs as real processes', () => {
+  it('relay, listen --json, inject and the control verbs work together', async () => {
+    const relay = await start(
+      [
+        'air',
+        'relay',
+        '--port',
+        '0',
+        '--bind',
+        '127.0.0.1',
+        '--control-port',
+        '0',
+        '--metrics-port',
+        '0',
+        '--metrics-bind',
+        '127.0.0.1',
+        '--summary',
+        '0',
+      ],
+      /air relay on udp\/(\d+)\ncontrol on (\S+)\nmetrics on (\S+)\n/,
+    );
+    const port = Number(relay.match[1]);
+    const control = relay.match[2];
+    const metrics = relay.match[3];
+
+    // the plane starts at once; the listener and the injector join while it runs
+    const listenP = start(['air', 'listen', `127.0.0.1:${port}`, '--key', KEY_HEX, '--json'], /\n/);
+    const inject = cli([
+      ...['air', 'inject', `127.0.0.1:${port}`, '--node', 'node-a', '--key', KEY_HEX],
+      ...['--forge', 'zero-key', 'signed', '--skip', '2', '--json', '--timeout', '60'],
+    ]);
+
+    // a plane and a node in this process: assignments and specs from one, heartbeats from the other
+    const plane = await openStation({ host: '127.0.0.1', port, bind: '127.0.0.1', helloIntervalMs: 0 });
+    const node = await openStation({ host: '127.0.0.1', port, bind: '127.0.0.1', helloIntervalMs: 0 });
+    cleanup.push(
+      () => plane.close(),
+      () => node.close(),
+    );
+    let pc = 100;
+    let nc = 5;
+    const timer = setInterval(() => {
+      void plane.send(assignDatagram({ cluster: TAG, node: 'node-a', ids: [1, 2], counter: pc++ }, KEY));
+      void plane.send(specDatagram({ cluster: TAG, podId: 1, image: 'Ticker', counter: pc++ }, KEY));
+      void node.send(heartbeatDatagram({ cluster: TAG, node: 'node-a', ids: [1, 2], counter: nc++ }, KEY));
+    }, 150);
+    cleanup.push(() => clearInterval(timer));
+
+    const listen = await listenP;
+    const inj = await inject;
+    expect(inj.stderr).toBe('');
+    expect(inj.code).toBe(0);
+    const result = JSON.parse(inj.stdout);
+    expect(result.injected.map((i: { kind: string }) => i.kind)).toEqual(['zero-key', 'signed']);
+
+    // control verbs, side by side
+    const [loss, cut, bad] = await Promise.all([
+      cli(['air', 'loss', '0.5', '--control', control, '-o', 'json']),
+      cli(['air', 'cut', 'node-a', '--control', control]),
+      cli(['air', 'loss', '2', '--control', control]),
+    ]);
+    expect(loss.code).toBe(0);
+    expect(JSON.parse(loss.stdout).loss).toBe(0.5);
+    expect(cut.stdout).toMatch(/cut off the air: node-a/);
+    expect(cut.stdout).toMatch(/node-a\s+node/);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/probability between 0 and 1/);
+    const state = await (await fetch(`${control}/state`)).json();
+    expect(state.loss).toBe(0.5);
+    expect(state.peers.find((p: { name?: string }) => p.name === 'node-a').cut).toBe(true);
+    expect(state.peers.some((p: { plane: boolean }) => p.plane)).toBe(true);
+    const m = await (await fetch(`${metrics}`)).text();
+    expect(m).toMatch(/^air_relay_frames_in_total \d+$/m);
+    expect(m).toMatch(/^air_relay_dropped_total\{reason="cut"\} \d+$/m);
+
+    // the listener's JSON lines judge the forgeries, and its final line carries the view
+    const exited = new Promise<void>((r) => listen.proc.once('exit', () => r()));
+    listen.proc.kill('SIGTERM');
+    await exited;
+    const lines = listen
+      .out()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const byRaw = new Map(lines.filter((l) => l.raw).map((l) => [l.raw, l]));
+    const [zero, signed] = result.injected;
+    expect(byRaw.get(zero.raw).verdict).toBe('forged');
+    expect(byRaw.get(signed.raw).verdict).toBe('ok');
+    expect(lines.some((l) => l.kind === 'spec' && l.image === 'Ticker' && l.auth === true)).toBe(true);
+    const final = lines.at(-1).view;
+    expect(final.nodes[0]).toMatchObject({ name: 'node-a', running: [1, 2] });
+    expect(final.pods[0]).toMatchObject({ id: 1, image: 'Ticker' });
+    expect(final.counts.forged).toBeGreaterThanOrEqual(1);
+  }, 180_000);
+
+  it('explains bad arguments in one line and exits non-zero', async () => {
+    const [r1, r2, r3, r4] = await Promise.all([
+      cli(['air', 'listen', '127.0.0.1', '--key', 'xyz']),
+      cli(['air', 'inject', '127.0.0.1', '--node', 'a', '--ids', '0']),
+      cli(['air', 'state', '--control', 'http://127.0.0.1:1']),
+      cli(['air', 'listen', 'host:99999']),
+    ]);
+    expect(r1.code).not.toBe(0);
+    expect(r1.stderr).toMatch(/not a hex digit/);
+    expect(r2.code).not.toBe(0);
+    expect(r2.stderr).toMatch(/pod ids 1..255/);
+    expect(r3.code).not.toBe(0);
+    expect(r3.stderr).toMatch(/unreachable/);
+    expect(r4.code).not.toBe(0);
+    expect(r4.stderr).toMatch(/port/);
+  }, 120_000);
+});
