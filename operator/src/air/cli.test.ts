@@ -2,6 +2,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { assignDatagram, clusterTag, heartbeatDatagram, keyFromHex, specDatagram } from './kubenet.ts';
+import type { RelayState } from './relay.ts';
 import { openStation } from './station.ts';
 
 const MAIN = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
@@ -127,7 +128,7 @@ describe('retrokube air verbs as real processes', () => {
     expect(cut.stdout).toMatch(/node-a\s+node/);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/probability between 0 and 1/);
-    const state = await (await fetch(`${control}/state`)).json();
+    const state = (await (await fetch(`${control}/state`)).json()) as RelayState;
     expect(state.loss).toBe(0.5);
     expect(state.peers.find((p: { name?: string }) => p.name === 'node-a').cut).toBe(true);
     expect(state.peers.some((p: { plane: boolean }) => p.plane)).toBe(true);
