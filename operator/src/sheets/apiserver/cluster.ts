@@ -228,7 +228,7 @@ export class Cluster {
             ? {
                 kind: 'Pod',
                 object: r.name,
-                message: `moved ${text(b.node) || '(unscheduled)'} -> ${r.node}`,
+                message: text(b.node) ? `moved ${text(b.node)} -> ${r.node}` : `scheduled to ${r.node}`,
               }
             : { kind: 'Pod', object: r.name, message: `Unschedulable: left ${text(b.node)}, no node fits` },
         );

@@ -24,7 +24,10 @@ describe('concurrency', () => {
     const k = kit;
     const clients = Array.from({ length: 50 }, async (_, i) => {
       const replies = [
-        await k.post({ action: 'apply', deployments: [{ name: `d${i}`, image: 'x', replicas: 1, cpu_req: 1, mem_req: 1 }] }),
+        await k.post({
+          action: 'apply',
+          deployments: [{ name: `d${i}`, image: 'x', replicas: 1, cpu_req: 1, mem_req: 1 }],
+        }),
         await k.post({ action: 'label', name: 'shared', spec: `k${i}=v${i}` }),
         await k.post({ node: `n${i}`, cpu_total: 1000, mem_total: 1000 }),
         await k.get('pods'),

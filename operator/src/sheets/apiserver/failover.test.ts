@@ -50,7 +50,10 @@ describe('timer-driven failover', () => {
   });
 
   it('at the real 30 s TTL (fake timers): fresh at 29 s, failed over at 30 s, with no request', async () => {
-    vi.useFakeTimers({ now: new Date('2026-11-29T10:00:00Z'), toFake: ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout', 'Date'] });
+    vi.useFakeTimers({
+      now: new Date('2026-11-29T10:00:00Z'),
+      toFake: ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout', 'Date'],
+    });
     const store = new MemoryStore();
     const cluster = new Cluster({ store });
     expect(cluster.nodeTtlSec).toBe(30);

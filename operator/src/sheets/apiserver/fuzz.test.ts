@@ -23,15 +23,73 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const ACTIONS = ['apply', 'scale', 'delete', 'cordon', 'uncordon', 'drain', 'migrate', 'label', 'taint', 'heartbeat', 'nope', ''];
-const FIELDS = ['name', 'replicas', 'node', 'spec', 'kind', 'deployments', 'gateways', 'routes', 'secrets', 'pods', 'cpu_total', 'mem_total', 'ip', 'image', 'ports'];
+const ACTIONS = [
+  'apply',
+  'scale',
+  'delete',
+  'cordon',
+  'uncordon',
+  'drain',
+  'migrate',
+  'label',
+  'taint',
+  'heartbeat',
+  'nope',
+  '',
+];
+const FIELDS = [
+  'name',
+  'replicas',
+  'node',
+  'spec',
+  'kind',
+  'deployments',
+  'gateways',
+  'routes',
+  'secrets',
+  'pods',
+  'cpu_total',
+  'mem_total',
+  'ip',
+  'image',
+  'ports',
+];
 const NAMES = ['web', 'web-1', 'a', 'b', '', '=1+1', '@x', '-1', 'x'.repeat(300), '../etc', '\u0000', 'é'];
-const scalar = fc.oneof(fc.constantFrom(...NAMES), fc.string(), fc.integer(), fc.double(), fc.boolean(), fc.constant(null));
-const deployment = fc.dictionary(
-  fc.constantFrom('name', 'image', 'replicas', 'cpu_req', 'mem_req', 'command', 'node_selector', 'tolerations', 'env', 'secret_files', 'ports', 'extra'),
-  fc.oneof(scalar, fc.array(scalar, { maxLength: 3 }), fc.dictionary(fc.string({ maxLength: 5 }), scalar, { maxKeys: 2 })),
+const scalar = fc.oneof(
+  fc.constantFrom(...NAMES),
+  fc.string(),
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
 );
-const value = fc.oneof(scalar, fc.array(deployment, { maxLength: 3 }), fc.array(scalar, { maxLength: 3 }), deployment);
+const deployment = fc.dictionary(
+  fc.constantFrom(
+    'name',
+    'image',
+    'replicas',
+    'cpu_req',
+    'mem_req',
+    'command',
+    'node_selector',
+    'tolerations',
+    'env',
+    'secret_files',
+    'ports',
+    'extra',
+  ),
+  fc.oneof(
+    scalar,
+    fc.array(scalar, { maxLength: 3 }),
+    fc.dictionary(fc.string({ maxLength: 5 }), scalar, { maxKeys: 2 }),
+  ),
+);
+const value = fc.oneof(
+  scalar,
+  fc.array(deployment, { maxLength: 3 }),
+  fc.array(scalar, { maxLength: 3 }),
+  deployment,
+);
 const body = fc.record({
   token: fc.oneof(fc.constant(TOKEN), fc.constant(TOKEN), fc.string(), fc.integer()),
   action: fc.option(fc.constantFrom(...ACTIONS), { nil: undefined }),
@@ -45,7 +103,10 @@ describe('random input', () => {
         const payload: Record<string, unknown> = { token: b.token, ...b.fields };
         if (b.action !== undefined) payload.action = b.action;
         const r = await kit.post(payload, { token: null });
-        if (r.status >= 500) throw new Error(`${r.status} for ${JSON.stringify(payload).slice(0, 300)}: ${JSON.stringify(r.body)}`);
+        if (r.status >= 500)
+          throw new Error(
+            `${r.status} for ${JSON.stringify(payload).slice(0, 300)}: ${JSON.stringify(r.body)}`,
+          );
       }),
       { numRuns: 300 },
     );
@@ -53,12 +114,26 @@ describe('random input', () => {
 
   it('random raw bytes, queries and signature headers get 4xx, never 5xx', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.string({ maxLength: 200 }), fc.string({ maxLength: 60 }), fc.string({ maxLength: 20 }), async (raw, q, ts) => {
-        const p = await fetch(`${kit.url}/`, { method: 'POST', body: raw, headers: { 'x-sncf-timestamp': ts.replace(/[^\x20-\x7e]/g, ''), 'content-type': 'application/json' } });
-        expect(p.status).toBeLessThan(500);
-        const g = await fetch(`${kit.url}/?${encodeURIComponent(q)}=1&token=${encodeURIComponent(q)}&kind=${encodeURIComponent(q)}&kind=x`);
-        expect(g.status).toBeLessThan(500);
-      }),
+      fc.asyncProperty(
+        fc.string({ maxLength: 200 }),
+        fc.string({ maxLength: 60 }),
+        fc.string({ maxLength: 20 }),
+        async (raw, q, ts) => {
+          const p = await fetch(`${kit.url}/`, {
+            method: 'POST',
+            body: raw,
+            headers: {
+              'x-sncf-timestamp': ts.replace(/[^\x20-\x7e]/g, ''),
+              'content-type': 'application/json',
+            },
+          });
+          expect(p.status).toBeLessThan(500);
+          const g = await fetch(
+            `${kit.url}/?${encodeURIComponent(q)}=1&token=${encodeURIComponent(q)}&kind=${encodeURIComponent(q)}&kind=x`,
+          );
+          expect(g.status).toBeLessThan(500);
+        },
+      ),
       { numRuns: 150 },
     );
   });

@@ -101,7 +101,6 @@ export async function createApiServer(o: ApiServerOptions): Promise<ApiServer> {
   const app = Fastify({
     logger: false,
     bodyLimit: BODY_LIMITS.bodyBytes,
-    maxParamLength: 1024,
     return503OnClosing: true,
   });
   // The body stays raw bytes until the signature over exactly those bytes has been checked.

@@ -1,0 +1,118 @@
+// A client of the apiserver contract (spec §1), the same wire format the reference clients use.
+// Every POST is signed (spec §6) when a signing key is set.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { signRequest } from '../signing.ts';
+
+export const LIMITS = {
+  timeoutMs: 30_000, // the reference clients' curl/urllib timeout
+} as const;
+
+export const DEFAULT_TOKEN = 'CHANGE_ME_super_secret';
+
+export interface ClientConfig {
+  url: string;
+  token: string;
+  key?: string;
+  timeoutMs?: number;
+}
+
+export class HttpStatusError extends Error {
+  readonly status: number;
+  readonly body: unknown;
+  constructor(status: number, body: unknown) {
+    const detail =
+      body && typeof body === 'object' && 'error' in body
+        ? String((body as { error: unknown }).error)
+        : String(body).slice(0, 200);
+    const hint = status === 401 ? ' (check --token, and --key if the apiserver requires signing)' : '';
+    super(`HTTP ${status}: ${detail}${hint}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+export class SheetsClient {
+  readonly cfg: ClientConfig;
+  constructor(cfg: ClientConfig) {
+    this.cfg = cfg;
+  }
+
+  /** GET ?token=&kind= → items. Works with Apps Script style URLs that already carry a `?`. */
+  async get(kind: string): Promise<Record<string, unknown>[]> {
+    const q = new URLSearchParams({ token: this.cfg.token, kind });
+    const sep = this.cfg.url.includes('?') ? '&' : '?';
+    const r = await fetch(`${this.cfg.url}${sep}${q}`, {
+      signal: AbortSignal.timeout(this.cfg.timeoutMs ?? LIMITS.timeoutMs),
+    });
+    const body = await readJson(r);
+    if (!r.ok) throw new HttpStatusError(r.status, body);
+    const items = (body as { items?: unknown }).items;
+    if (!Array.isArray(items))
+      throw new Error(`the apiserver answered without an items list: ${JSON.stringify(body).slice(0, 200)}`);
+    return items as Record<string, unknown>[];
+  }
+
+  /** POST a JSON body (the token is added), signed when a key is set. */
+  async post(body: Record<string, unknown>): Promise<unknown> {
+    const raw = JSON.stringify({ token: this.cfg.token, ...body });
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (this.cfg.key) Object.assign(headers, signRequest(this.cfg.key, raw));
+    const r = await fetch(this.cfg.url, {
+      method: 'POST',
+      body: raw,
+      headers,
+      signal: AbortSignal.timeout(this.cfg.timeoutMs ?? LIMITS.timeoutMs),
+    });
+    const reply = await readJson(r);
+    if (!r.ok) throw new HttpStatusError(r.status, reply);
+    return reply;
+  }
+}
+
+async function readJson(r: Response): Promise<unknown> {
+  const text = await r.text();
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** Reads `.skctl.env` (KEY=value lines, # comments, optional quotes) if the file exists. */
+export function readEnvFile(file: string): Record<string, string> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return {};
+  }
+  const out: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/)) {
+    const m = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+    if (!m || line.trim().startsWith('#')) continue;
+    out[m[1]] = m[2].replace(/^(['"])(.*)\1$/, '$2');
+  }
+  return out;
+}
+
+/** Flags win over the environment, which wins over `.skctl.env` in the current directory. */
+export function resolveConfig(
+  flags: { server?: string; token?: string; key?: string },
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): ClientConfig {
+  const file = readEnvFile(path.join(cwd, '.skctl.env'));
+  const url = flags.server ?? env.WEBAPP_URL ?? file.WEBAPP_URL;
+  if (!url)
+    throw new Error(
+      'no apiserver URL: pass --server http://HOST:8787 or set WEBAPP_URL (or a .skctl.env file)',
+    );
+  if (!/^https?:\/\//.test(url))
+    throw new Error(`--server ${JSON.stringify(url)} must start with http:// or https://`);
+  return {
+    url,
+    token: flags.token ?? env.TOKEN ?? file.TOKEN ?? DEFAULT_TOKEN,
+    key: flags.key ?? env.SIGNING_KEY ?? file.SIGNING_KEY ?? undefined,
+  };
+}

@@ -1,0 +1,276 @@
+// CLI verbs of the Sheeternetes control plane: `retrokube sheets serve|ctl|up`, and `retrokube skctl`
+// (the same as `sheets ctl`, named after the reference tool).
+import { readFile } from 'node:fs/promises';
+import { type Command, Option } from 'commander';
+import { serveUntilSignal } from '../apiserver/serve.ts';
+import { DEFAULT_TOKEN } from '../apiserver/server.ts';
+import { runUp } from '../local/up.ts';
+import { resolveConfig, SheetsClient } from './client.ts';
+import { KIND_ALIASES, renderTable } from './table.ts';
+
+/** The `sheets` group, shared with the node and image verbs: found if it exists, else created. */
+export function sheetsGroup(program: Command): Command {
+  return (
+    program.commands.find((c) => c.name() === 'sheets') ??
+    program
+      .command('sheets')
+      .description('Sheeternetes: a container orchestrator whose control plane is a spreadsheet')
+  );
+}
+
+function positiveInt(flag: string, min = 0, max = 65535) {
+  return (v: string): number => {
+    if (!/^\d+$/.test(v)) throw new Error(`${flag} "${v}" must be a whole number`);
+    const n = Number(v);
+    if (n < min || n > max) throw new Error(`${flag} ${n} must be between ${min} and ${max}`);
+    return n;
+  };
+}
+
+export function registerSheetsControlPlaneVerbs(program: Command): void {
+  const sheets = sheetsGroup(program);
+  registerServe(sheets);
+  addCtlVerbs(
+    sheets.command('ctl').description('talk to a Sheeternetes apiserver (the reference skctl, plus -o json)'),
+  );
+  addCtlVerbs(program.command('skctl').description('alias of `retrokube sheets ctl`'));
+  registerUp(sheets);
+}
+
+function registerServe(sheets: Command): void {
+  sheets
+    .command('serve')
+    .description('run the apiserver over a workbook (xlsx file, memory:, or google:<spreadsheetId>)')
+    .option('--workbook <file>', 'the cluster store', process.env.WORKBOOK ?? 'cluster.xlsx')
+    .option(
+      '--port <n>',
+      'listen port (0 = any free port)',
+      positiveInt('--port'),
+      Number(process.env.PORT ?? 8787),
+    )
+    .option('--host <addr>', 'listen address', '0.0.0.0')
+    .addOption(
+      new Option('--token <t>', 'shared token (env TOKEN)').default(
+        process.env.TOKEN ?? DEFAULT_TOKEN,
+        'CHANGE_ME_super_secret',
+      ),
+    )
+    .addOption(
+      new Option('--key <k>', 'HMAC signing key: every POST must be signed (env SIGNING_KEY)').default(
+        process.env.SIGNING_KEY || undefined,
+        'none',
+      ),
+    )
+    .option(
+      '--node-ttl <s>',
+      'seconds before a silent node is NotReady',
+      positiveInt('--node-ttl', 1, 86400),
+      Number(process.env.NODE_TTL ?? 30),
+    )
+    .option(
+      '--sign-ttl <s>',
+      'largest allowed signature clock skew in seconds',
+      positiveInt('--sign-ttl', 1, 86400),
+      Number(process.env.SIGN_TTL ?? 300),
+    )
+    .option(
+      '--nodeport-range <lo-hi>',
+      'host ports for auto-assigned pod ports',
+      process.env.NODEPORT_RANGE ?? '30000-32767',
+    )
+    .option(
+      '--metrics-interval <s>',
+      'seconds between Metrics-tab samples',
+      positiveInt('--metrics-interval', 1, 86400),
+      15,
+    )
+    .option(
+      '--metrics-retention <s>',
+      'seconds of samples kept in the Metrics tab',
+      positiveInt('--metrics-retention', 1, 31 * 86400),
+      3600,
+    )
+    .option('--no-samples', 'do not write the sample deployments into a new workbook')
+    .option('--google-credentials <file>', 'credentials JSON for a google: workbook')
+    .option('--google-root-url <url>', 'Sheets API root URL (an emulator)')
+    .addHelpText(
+      'after',
+      '\nExample:\n  retrokube sheets serve --workbook cluster.xlsx --port 8787 --token s3cret --key signing-key\n',
+    )
+    .action(async (o) => serveUntilSignal(o));
+}
+
+function registerUp(sheets: Command): void {
+  sheets
+    .command('up')
+    .description('a local cluster: apiserver + node agents + sample deployments, then the pods table')
+    .option('--nodes <n>', 'node agents to start', positiveInt('--nodes', 0, 50), 3)
+    .option('--workbook <file>', 'the cluster store', 'cluster.xlsx')
+    .option('--port <n>', 'apiserver port (0 = any free port)', positiveInt('--port'), 8787)
+    .addOption(
+      new Option('--token <t>', 'shared token').default(
+        process.env.TOKEN ?? DEFAULT_TOKEN,
+        'CHANGE_ME_super_secret',
+      ),
+    )
+    .option(
+      '--wait <s>',
+      'seconds to wait for pods to run before printing',
+      positiveInt('--wait', 0, 600),
+      30,
+    )
+    .option('--detach', 'print the table and exit (stops the cluster) instead of running until Ctrl-C')
+    .addHelpText(
+      'after',
+      '\nExample:\n  retrokube sheets up --nodes 3 --workbook cluster.xlsx\n  retrokube skctl --server http://127.0.0.1:8787 get pods\n',
+    )
+    .action(async (o) => {
+      await runUp({
+        nodes: o.nodes,
+        workbook: o.workbook,
+        port: o.port,
+        token: o.token,
+        waitSec: o.wait,
+        detach: Boolean(o.detach),
+      });
+    });
+}
+
+interface CtlFlags {
+  server?: string;
+  token?: string;
+  key?: string;
+  output?: string;
+}
+
+function addCtlVerbs(ctl: Command): void {
+  ctl
+    .option('-s, --server <url>', 'apiserver URL (env WEBAPP_URL, or .skctl.env)')
+    .option('--token <t>', 'shared token (env TOKEN)')
+    .option('--key <k>', 'HMAC signing key (env SIGNING_KEY); requests are signed when set')
+    .option('-o, --output <fmt>', 'table (default) or json', 'table')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  retrokube skctl -s http://127.0.0.1:8787 --token s3cret get pods\n  retrokube skctl scale web 4\n  retrokube skctl get nodes -o json\n',
+    );
+
+  const flags = (): CtlFlags => {
+    const o = ctl.opts() as CtlFlags;
+    if (o.output !== 'table' && o.output !== 'json') throw new Error(`-o ${o.output}: use table or json`);
+    return o;
+  };
+  const client = () => new SheetsClient(resolveConfig(flags()));
+  const print = (reply: unknown): void => {
+    process.stdout.write(`${JSON.stringify(reply, null, 2)}\n`);
+  };
+  const post = async (body: Record<string, unknown>): Promise<void> => print(await client().post(body));
+
+  ctl
+    .command('get')
+    .argument('[kind]', 'pods | nodes | deployments | gateways | routes | events | metrics', 'pods')
+    .description('list objects (events: the last 25, no header)')
+    .addHelpText('after', '\nExample:\n  retrokube skctl get nodes\n')
+    .action(async (k: string) => {
+      const kind = KIND_ALIASES[k];
+      if (!kind) throw new Error(`unknown kind: ${k} (use ${Object.keys(KIND_ALIASES).join(', ')})`);
+      const items = await client().get(kind);
+      if (flags().output === 'json') print({ items });
+      else process.stdout.write(renderTable(kind, items));
+    });
+
+  ctl
+    .command('apply')
+    .argument('<file>', 'JSON file with deployments, gateways, routes (and secrets); - for stdin')
+    .description('create or update objects from a JSON file')
+    .addHelpText(
+      'after',
+      '\nExample:\n  retrokube skctl apply hello-web.json   # {"deployments":[{"name":"web","image":"nginx:alpine","replicas":2}]}\n',
+    )
+    .action(async (file: string) => {
+      const text = file === '-' ? await readStdin() : await readFile(file, 'utf8');
+      let doc: unknown;
+      try {
+        doc = JSON.parse(text);
+      } catch (err) {
+        throw new Error(`${file} is not valid JSON: ${(err as Error).message}`);
+      }
+      if (!doc || typeof doc !== 'object' || Array.isArray(doc))
+        throw new Error(
+          `${file} must hold a JSON object with "deployments" (and optionally "gateways", "routes", "secrets")`,
+        );
+      const d = doc as Record<string, unknown>;
+      const body: Record<string, unknown> = {
+        action: 'apply',
+        deployments: d.deployments ?? [],
+        gateways: d.gateways ?? [],
+        routes: d.routes ?? [],
+      };
+      if (d.secrets) body.secrets = d.secrets;
+      await post(body);
+    });
+
+  ctl
+    .command('scale')
+    .argument('<deployment>')
+    .argument('<replicas>', 'a whole number')
+    .description('set the replica count')
+    .addHelpText('after', '\nExample:\n  retrokube skctl scale web 4\n')
+    .action(async (name: string, n: string) => {
+      if (!/^\d+$/.test(n)) throw new Error(`replicas "${n}" must be a whole number`);
+      await post({ action: 'scale', name, replicas: Number(n) });
+    });
+
+  ctl
+    .command('delete')
+    .argument('<kindOrName>', 'deployment | gateway | route, or a deployment name')
+    .argument('[name]')
+    .description('delete a deployment (default), gateway or route')
+    .addHelpText('after', '\nExamples:\n  retrokube skctl delete web\n  retrokube skctl delete route api\n')
+    .action(async (a: string, b?: string) => {
+      if (b === undefined) return post({ action: 'delete', kind: 'deployment', name: a });
+      if (!['deployment', 'gateway', 'route', 'secret'].includes(a))
+        throw new Error(`delete ${a}: the kind must be deployment, gateway, route or secret`);
+      return post({ action: 'delete', kind: a, name: b });
+    });
+
+  for (const verb of ['cordon', 'uncordon', 'drain'] as const) {
+    ctl
+      .command(verb)
+      .argument('<node>')
+      .description(
+        verb === 'drain' ? 'cordon the node and move its pods away (make-before-break)' : `${verb} a node`,
+      )
+      .addHelpText('after', `\nExample:\n  retrokube skctl ${verb} node-a\n`)
+      .action(async (name: string) => post({ action: verb, name }));
+  }
+
+  ctl
+    .command('migrate')
+    .argument('<pod>')
+    .argument('<node>')
+    .description('move one pod to a node; the old copy runs until the new one does')
+    .addHelpText('after', '\nExample:\n  retrokube skctl migrate web-1 node-b\n')
+    .action(async (pod: string, node: string) => post({ action: 'migrate', name: pod, node }));
+
+  ctl
+    .command('label')
+    .argument('<node>')
+    .argument('<spec>', 'k=v to set, k- to remove')
+    .description('set or remove a node label')
+    .addHelpText('after', '\nExample:\n  retrokube skctl label node-a disk=ssd\n')
+    .action(async (name: string, spec: string) => post({ action: 'label', name, spec }));
+
+  ctl
+    .command('taint')
+    .argument('<node>')
+    .argument('<spec>', 'k=v:NoSchedule to add, k- to remove')
+    .description('add or remove a node taint')
+    .addHelpText('after', '\nExample:\n  retrokube skctl taint node-a gpu=yes:NoSchedule\n')
+    .action(async (name: string, spec: string) => post({ action: 'taint', name, spec }));
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}

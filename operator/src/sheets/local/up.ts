@@ -1,0 +1,115 @@
+// `retrokube sheets up`: the embedded default. An apiserver over a local workbook, N node agents as
+// child processes (`retrokube sheets node`), the sample deployments, then the ctl tables.
+// Nodes are never faked: if the node agent cannot start, `up` says so and runs the apiserver alone.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { openWorkbook } from '../apiserver/open.ts';
+import { createApiServer } from '../apiserver/server.ts';
+import { SheetsClient } from '../ctl/client.ts';
+import { renderTable } from '../ctl/table.ts';
+import { SAMPLE_DEPLOYMENTS } from '../store/schema.ts';
+
+export const LIMITS = {
+  agentProbeMs: 20_000, // `sheets node --help` must answer within this to count as available
+  stopGraceMs: 5_000, // node agents get this long after SIGTERM before SIGKILL
+  pollMs: 500, // how often `up` looks at the Pods tab while waiting
+} as const;
+
+const MAIN = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
+
+export interface UpOptions {
+  nodes: number;
+  workbook: string;
+  port: number;
+  token: string;
+  waitSec: number;
+  detach: boolean;
+  out?: (s: string) => void;
+}
+
+/** Whether this build has the node agent verb. */
+export function nodeAgentAvailable(): boolean {
+  const r = spawnSync(process.execPath, [MAIN, 'sheets', 'node', '--help'], {
+    timeout: LIMITS.agentProbeMs,
+    encoding: 'utf8',
+  });
+  return r.status === 0;
+}
+
+export function nodeAgentArgs(url: string, token: string, name: string): string[] {
+  return [MAIN, 'sheets', 'node', '--server', url, '--token', token, '--name', name];
+}
+
+export async function runUp(o: UpOptions): Promise<{ agents: number; running: number }> {
+  const out = o.out ?? ((s: string) => process.stdout.write(s));
+  const store = await openWorkbook(o.workbook);
+  const server = await createApiServer({ store, token: o.token, samples: true });
+  const addr = await server.listen(o.port, '127.0.0.1');
+  out(`apiserver listening on ${addr} · workbook ${o.workbook} (${store.backend})\n`);
+  const client = new SheetsClient({ url: addr, token: o.token });
+  // The samples exist in a brand-new workbook; in an existing one, add any that are missing.
+  const have = new Set(store.rows('Deployments').map((d) => String(d.name)));
+  const missing = SAMPLE_DEPLOYMENTS.filter((d) => !have.has(String(d.name)));
+  if (missing.length > 0) await client.post({ action: 'apply', deployments: missing });
+
+  const agents: ChildProcess[] = [];
+  if (o.nodes > 0) {
+    if (nodeAgentAvailable()) {
+      for (let i = 0; i < o.nodes; i++) {
+        const name = `node-${String.fromCharCode(97 + (i % 26))}${i >= 26 ? i : ''}`;
+        const child = spawn(process.execPath, nodeAgentArgs(addr, o.token, name), {
+          stdio: ['ignore', 'ignore', 'inherit'],
+        });
+        agents.push(child);
+      }
+      out(`started ${agents.length} node agents (retrokube sheets node)\n`);
+    } else {
+      out(
+        'the node agent (`retrokube sheets node`) is not available in this build: running the apiserver alone, with no nodes\n',
+      );
+    }
+  }
+
+  const stopAll = async () => {
+    await Promise.all(
+      agents.map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            if (c.exitCode !== null || c.signalCode !== null) return resolve();
+            const kill = setTimeout(() => c.kill('SIGKILL'), LIMITS.stopGraceMs);
+            c.once('exit', () => {
+              clearTimeout(kill);
+              resolve();
+            });
+            c.kill('SIGTERM');
+          }),
+      ),
+    );
+    await server.close();
+    await store.close();
+  };
+
+  // Wait for the pods to run (or the deadline), then show the cluster.
+  const deadline = Date.now() + o.waitSec * 1000;
+  let pods = await client.get('pods');
+  while (agents.length > 0 && Date.now() < deadline) {
+    if (pods.length > 0 && pods.every((p) => p.phase === 'Running')) break;
+    await new Promise((r) => setTimeout(r, LIMITS.pollMs));
+    pods = await client.get('pods');
+  }
+  out(`\n${renderTable('nodes', await client.get('nodes'))}\n${renderTable('pods', pods)}`);
+  const running = pods.filter((p) => p.phase === 'Running').length;
+  if (o.detach) {
+    await stopAll();
+    return { agents: agents.length, running };
+  }
+  out(
+    `\nrunning; try: retrokube skctl --server ${addr} --token <token> get pods   (Ctrl-C stops the cluster)\n`,
+  );
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+  await stopAll();
+  return { agents: agents.length, running };
+}
