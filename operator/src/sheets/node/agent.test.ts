@@ -1,0 +1,268 @@
+// The node agent against the real apiserver (fastify, on 127.0.0.1) over a memory store:
+// real heartbeats, real child processes, real WASI modules in worker threads.
+
+import { existsSync, promises as fsp, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type ApiServer, createApiServer } from '../apiserver/server.ts';
+import { SheetsClient } from '../ctl/client.ts';
+import { digestOf, importImage, WASM_MEDIA_TYPE, wasmConfig } from '../images/sicf.ts';
+import { helloWasm } from '../images/wasm-hello.ts';
+import { MemoryStore } from '../store/memory.ts';
+import type { Store } from '../store/types.ts';
+import { type AgentOptions, NodeAgent, parsePorts, portsText } from './agent.ts';
+import { dockerRunArgs } from './runtimes/docker.ts';
+
+const TOKEN = 'agent-test-token';
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
+});
+
+async function cluster(
+  opts: { key?: string } = {},
+): Promise<{ store: Store; server: ApiServer; url: string }> {
+  const store = new MemoryStore();
+  const server = await createApiServer({
+    store,
+    token: TOKEN,
+    samples: false,
+    metricsIntervalSec: 3600,
+    signingKey: opts.key,
+  });
+  const url = (await server.listen(0, '127.0.0.1')).replace('[::1]', '127.0.0.1');
+  cleanups.push(() => server.close());
+  return { store, server, url };
+}
+
+async function agent(url: string, o: Partial<AgentOptions> = {}): Promise<NodeAgent> {
+  const workDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'sk-agent-'));
+  const a = new NodeAgent({
+    server: url,
+    token: TOKEN,
+    name: 'node-a',
+    ip: '127.0.0.1',
+    cpuTotal: 4000,
+    memTotal: 4096,
+    intervalMs: 150,
+    runtimes: ['wasm', 'process'],
+    workDir,
+    backoffBaseMs: 100,
+    backoffMaxMs: 2_000,
+    stopGraceMs: 1_000,
+    ...o,
+  });
+  cleanups.push(async () => {
+    await a.stop();
+    await fsp.rm(workDir, { recursive: true, force: true });
+  });
+  a.start();
+  return a;
+}
+
+async function deploy(store: Store, d: Record<string, string | number>): Promise<void> {
+  await store.transact((tx) => tx.upsert('Deployments', { cpu_req: 100, mem_req: 16, ...d }));
+}
+
+async function until<T>(what: string, fn: () => T | undefined | false, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('node agent', () => {
+  it('runs a WASM module straight from the sheet cells after verifying its digest ("hello" on stdout)', async () => {
+    const { store } = await cluster();
+    const mod = helloWasm('hello\n');
+    await importImage(
+      store,
+      'hello-wasm:v1',
+      [{ bytes: mod, mediaType: WASM_MEDIA_TYPE }],
+      wasmConfig(digestOf(mod)),
+    );
+    await deploy(store, { name: 'hello', image: 'sicf:hello-wasm:v1', replicas: 1 });
+    const a = await agent((await cluster0(store)).url);
+    const log = a.logFile('hello-1');
+    await until(
+      'hello in the pod log',
+      () => existsSync(log) && readFileSync(log, 'utf8').startsWith('hello\n'),
+    );
+    // The module ran to completion (exit 0) and is restarted with backoff like any Deployment pod.
+    await until('a restart', () => a.status().find((p) => p.name === 'hello-1' && p.restarts >= 1));
+    expect(a.status()[0]).toMatchObject({ exit_code: 0 });
+    await until(
+      'the apiserver to show the pod on node-a',
+      () => store.get('Pods', 'hello-1')?.node === 'node-a',
+    );
+  });
+
+  it('refuses to run a module whose chunk was tampered with, and says why', async () => {
+    const { store, url } = await cluster();
+    const mod = helloWasm('hello\n');
+    await importImage(
+      store,
+      'hello-wasm:v1',
+      [{ bytes: mod, mediaType: WASM_MEDIA_TYPE }],
+      wasmConfig(digestOf(mod)),
+    );
+    // Flip one base64 character of the layer chunk (still valid base64, different bytes).
+    await store.transact((tx) => {
+      const row = tx.rows('Layers')[0];
+      const data = String(row.data);
+      const i = 40;
+      tx.update('Layers', [String(row.digest), Number(row.ordinal)], {
+        data: data.slice(0, i) + (data[i] === 'A' ? 'B' : 'A') + data.slice(i + 1),
+      });
+    });
+    await deploy(store, { name: 'hello', image: 'sicf:hello-wasm:v1', replicas: 1 });
+    const a = await agent(url);
+    const st = await until('a reason', () => a.status().find((p) => p.message));
+    expect(st.message).toMatch(/digest mismatch/);
+    expect(st.phase).toBe('Pending');
+    expect(existsSync(a.logFile('hello-1'))).toBe(false);
+  });
+
+  it('runs process pods, restarts a crashing one with growing backoff, and reports exit code and restarts', async () => {
+    const { store, url } = await cluster();
+    await deploy(store, { name: 'crash', image: 'process', replicas: 1, command: 'echo started; exit 3' });
+    const a = await agent(url);
+    await until('three restarts', () => a.status().find((p) => p.restarts >= 3), 15_000);
+    const t = Date.now();
+    const before = a.status()[0].restarts;
+    await new Promise((r) => setTimeout(r, 700));
+    // Backoff 100, 200, 400, 800 ms …: after 3 restarts the next one waits >= 800 ms.
+    expect(a.status()[0].restarts - before).toBeLessThanOrEqual(1);
+    expect(Date.now() - t).toBeGreaterThanOrEqual(700);
+    expect(a.status()[0]).toMatchObject({ exit_code: 3 });
+    expect(a.status()[0].message).toMatch(/exited with code 3; restarting in/);
+    expect(readFileSync(a.logFile('crash-1'), 'utf8')).toMatch(/^started\nstarted\nstarted\n/);
+    await until(
+      'restarts reported to the Pods tab',
+      () => Number(store.get('Pods', 'crash-1')?.restarts) >= 3,
+    );
+  });
+
+  it('a failed heartbeat never stops running pods', async () => {
+    const { store, url, server } = await cluster();
+    await deploy(store, { name: 'svc', image: 'process', replicas: 1, command: 'sleep 30' });
+    const a = await agent(url);
+    const st = await until('svc running', () => a.status().find((p) => p.phase === 'Running'));
+    const pid = Number(String(st.container_id).replace('proc-', ''));
+    expect(alive(pid)).toBe(true);
+    await server.close(); // the apiserver goes away
+    await until('a failed heartbeat', () => !a.lastHeartbeatOk);
+    await new Promise((r) => setTimeout(r, 500)); // several more failed rounds
+    expect(alive(pid)).toBe(true);
+    expect(a.status()[0]).toMatchObject({ phase: 'Running', restarts: 0 });
+  });
+
+  it('stops a pod the apiserver no longer orders here (scale to zero)', async () => {
+    const { store, url } = await cluster();
+    await deploy(store, { name: 'svc', image: 'process', replicas: 1, command: 'sleep 30' });
+    const a = await agent(url);
+    const st = await until('svc running', () => a.status().find((p) => p.phase === 'Running'));
+    const pid = Number(String(st.container_id).replace('proc-', ''));
+    const ctl = new SheetsClient({ url, token: TOKEN });
+    expect(await ctl.post({ action: 'scale', name: 'svc', replicas: 0 })).toEqual({ result: 'scaled' });
+    await until('the pod to be gone', () => a.status().length === 0 && !alive(pid));
+  });
+
+  it('signs its heartbeats when a key is set; without the key the apiserver refuses them', async () => {
+    const { url } = await cluster({ key: 'node-signing-key' });
+    const good = await agent(url, { key: 'node-signing-key', name: 'signed' });
+    const bad = await agent(url, { name: 'unsigned' });
+    await until('signed heartbeats', () => good.heartbeats >= 2);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(bad.heartbeats).toBe(0);
+    expect(bad.lastHeartbeatOk).toBe(false);
+  });
+
+  it('leaves an image it cannot run Pending with the reason (docker image on a node without Docker)', async () => {
+    const { store, url } = await cluster();
+    await deploy(store, { name: 'web', image: 'nginx:alpine', replicas: 1 });
+    const a = await agent(url);
+    const st = await until('a reason', () => a.status().find((p) => p.message));
+    expect(st.message).toMatch(/needs the docker runtime; this node runs wasm, process/);
+  });
+});
+
+describe('docker runtime command line (unexercised: no Docker engine here)', () => {
+  it("builds the reference kubelet's docker run: name, labels, network alias, limits, env, secrets, ports, sh -c", () => {
+    const args = dockerRunArgs(
+      {
+        pod: 'web-1',
+        node: 'node-a',
+        deployment: 'web',
+        image: 'nginx:alpine',
+        command: 'nginx -g "daemon off;"',
+        env: { MODE: 'prod', X: 'a=b' },
+        cpuReq: 100,
+        memReq: 32,
+        ports: parsePorts('30000:80/tcp,53:53/udp'),
+        specHash: 'abc123',
+        secretFiles: [{ file: '/tmp/sk-secrets/web-1.tls', path: '/etc/tls' }],
+        logFile: '/dev/null',
+      },
+      { network: 'sheeternetes', publishAddr: '10.0.0.5' },
+    );
+    expect(args).toEqual([
+      'run',
+      '-d',
+      '--name',
+      'sk_web-1',
+      '--label',
+      'sheeternetes=1',
+      '--label',
+      'sheeternetes.pod=web-1',
+      '--label',
+      'sheeternetes.node=node-a',
+      '--label',
+      'sheeternetes.spec=abc123',
+      '--network',
+      'sheeternetes',
+      '--network-alias',
+      'web',
+      '--cpus',
+      '0.100',
+      '--memory',
+      '32m',
+      '-e',
+      'MODE=prod',
+      '-e',
+      'X=a=b',
+      '-v',
+      '/tmp/sk-secrets/web-1.tls:/etc/tls:ro',
+      '-p',
+      '10.0.0.5:30000:80/tcp',
+      '-p',
+      '10.0.0.5:53:53/udp',
+      'nginx:alpine',
+      'sh',
+      '-c',
+      'nginx -g "daemon off;"',
+    ]);
+    expect(portsText('30000:80/tcp')).toBe('0.0.0.0:30000->80/tcp');
+  });
+});
+
+// The first test builds its cluster from a store it filled first.
+async function cluster0(store: Store): Promise<{ url: string }> {
+  const server = await createApiServer({ store, token: TOKEN, samples: false, metricsIntervalSec: 3600 });
+  const url = (await server.listen(0, '127.0.0.1')).replace('[::1]', '127.0.0.1');
+  cleanups.push(() => server.close());
+  return { url };
+}

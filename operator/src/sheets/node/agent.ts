@@ -1,0 +1,489 @@
+// The node agent (our kubelet, spec §4 and §1.4). Every interval:
+//   1. report this node's pods (phase, container id, ports, restarts, exit code, message),
+//   2. heartbeat to the apiserver (signed when a key is set) and receive the desired pods,
+//   3. converge: start missing Running pods (recreate on a changed spec_hash), stop Terminating ones
+//      and any pod no longer ordered here.
+// Fixing the reference's hazards:
+//   - a FAILED heartbeat changes nothing: running pods keep running (the reference kubelet treats a
+//     failed POST as "no pods" and removes every container);
+//   - a crashed pod is restarted by the agent itself with exponential backoff (10 s, 20 s, … 5 min,
+//     reset after 10 min of healthy running), even while the apiserver is unreachable;
+//   - it reports Pending/Running, the last exit code, restarts and a reason (the reference always
+//     says Running);
+//   - images from the sheet are digest-verified before anything runs.
+
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { logger } from '../../util/log.ts';
+import { SheetsClient } from '../ctl/client.ts';
+import { ImageError, pullImage } from '../images/sicf.ts';
+import type { Order, RunOrder } from '../scheduler/orders.ts';
+import { DockerRuntime, dockerAvailable } from './runtimes/docker.ts';
+import { ProcessRuntime } from './runtimes/process.ts';
+import type { PodSpec, RunningPod, Runtime } from './runtimes/types.ts';
+import { WasmRuntime } from './runtimes/wasm.ts';
+
+export const LIMITS = {
+  intervalMs: 10_000, // reference INTERVAL (10 s); the apiserver's node TTL is 30 s
+  backoffBaseMs: 10_000, // first restart delay after a crash (Kubernetes CrashLoopBackOff)
+  backoffMaxMs: 300_000, // restart delay cap (Kubernetes: 5 min)
+  backoffResetMs: 600_000, // a pod that ran this long without crashing starts its backoff over
+  stopGraceMs: 10_000, // SIGTERM → SIGKILL for process pods
+  imageRetryMs: 10_000, // a pod whose image cannot be fetched/verified is retried after this
+  imageCacheEntries: 32, // verified modules kept in memory by layer digest
+} as const;
+
+export type RuntimeName = 'wasm' | 'process' | 'docker';
+
+export interface AgentOptions {
+  server: string;
+  token: string;
+  key?: string;
+  name: string;
+  ip?: string;
+  cpuTotal?: number;
+  memTotal?: number;
+  intervalMs?: number;
+  runtimes: RuntimeName[];
+  workDir?: string; // logs/ and secrets/ live here
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  stopGraceMs?: number;
+  dockerNetwork?: string;
+  publishAddr?: string;
+  // Tests and `sheets up` may supply runtimes (e.g. to use a docker runtime without probing).
+  runtimeImpls?: Partial<Record<RuntimeName, Runtime>>;
+}
+
+export interface PodStatus {
+  name: string;
+  phase: 'Pending' | 'Running';
+  container_id: string | null;
+  ports: string;
+  restarts: number;
+  exit_code: number | null;
+  message: string | null;
+}
+
+interface Entry {
+  name: string;
+  order: RunOrder;
+  run: RunningPod | undefined;
+  launching: boolean;
+  stopping: boolean;
+  restarts: number;
+  exitCode: number | null;
+  message: string | null;
+  backoffStep: number;
+  startedAt: number;
+  timer: NodeJS.Timeout | undefined;
+  runtime: RuntimeName | undefined;
+}
+
+export class NodeAgent {
+  readonly opts: AgentOptions;
+  readonly registry = new Registry();
+  private readonly log;
+  private readonly client: SheetsClient;
+  private readonly entries = new Map<string, Entry>();
+  private readonly runtimes = new Map<RuntimeName, Runtime>();
+  private readonly modules = new Map<string, Uint8Array>(); // layer digest → verified bytes
+  private loop: NodeJS.Timeout | undefined;
+  private running = false;
+  private ticking: Promise<void> | undefined;
+  private readonly workDir: string;
+  lastHeartbeatOk = false;
+  heartbeats = 0;
+  private readonly mHeartbeats: Counter<'result'>;
+  private readonly mRestarts: Counter;
+  private readonly mPods: Gauge<'phase'>;
+
+  constructor(opts: AgentOptions) {
+    this.opts = opts;
+    this.log = logger('sheets-node', { node: opts.name });
+    const interval = opts.intervalMs ?? LIMITS.intervalMs;
+    this.client = new SheetsClient({
+      url: opts.server,
+      token: opts.token,
+      key: opts.key,
+      timeoutMs: Math.min(30_000, Math.max(2_000, interval)),
+    });
+    this.workDir = opts.workDir ?? path.join(os.tmpdir(), `sk-node-${opts.name}`);
+    mkdirSync(path.join(this.workDir, 'logs'), { recursive: true });
+    mkdirSync(path.join(this.workDir, 'secrets'), { recursive: true, mode: 0o700 });
+    for (const r of opts.runtimes) {
+      const impl = opts.runtimeImpls?.[r] ?? this.makeRuntime(r);
+      if (impl) this.runtimes.set(r, impl);
+    }
+    this.mHeartbeats = new Counter({
+      name: 'sk_node_heartbeats_total',
+      help: 'heartbeats sent, by result',
+      labelNames: ['result'],
+      registers: [this.registry],
+    });
+    this.mRestarts = new Counter({
+      name: 'sk_node_pod_restarts_total',
+      help: 'pod restarts after a crash',
+      registers: [this.registry],
+    });
+    this.mPods = new Gauge({
+      name: 'sk_node_pods',
+      help: 'pods on this node, by phase',
+      labelNames: ['phase'],
+      registers: [this.registry],
+    });
+  }
+
+  private makeRuntime(r: RuntimeName): Runtime | undefined {
+    if (r === 'wasm') return new WasmRuntime();
+    if (r === 'process') return new ProcessRuntime();
+    if (!dockerAvailable()) {
+      this.log.warn('docker runtime requested but no Docker engine answers; docker images stay Pending');
+      return undefined;
+    }
+    return new DockerRuntime({
+      network: this.opts.dockerNetwork ?? 'sheeternetes',
+      publishAddr: this.opts.publishAddr,
+    });
+  }
+
+  enabledRuntimes(): RuntimeName[] {
+    return [...this.runtimes.keys()];
+  }
+
+  logFile(pod: string): string {
+    return path.join(this.workDir, 'logs', `${pod}.log`);
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.log.info(
+      { server: this.opts.server, runtimes: this.enabledRuntimes(), signed: Boolean(this.opts.key) },
+      `node ${this.opts.name} starting`,
+    );
+    const loop = async () => {
+      if (!this.running) return;
+      this.ticking = this.tick();
+      await this.ticking;
+      if (this.running) this.loop = setTimeout(() => void loop(), this.opts.intervalMs ?? LIMITS.intervalMs);
+    };
+    void loop();
+  }
+
+  // Stop the loop; stop every pod unless told to leave them running.
+  async stop(stopPods = true): Promise<void> {
+    this.running = false;
+    if (this.loop) clearTimeout(this.loop);
+    await this.ticking?.catch(() => {});
+    if (stopPods) await Promise.all([...this.entries.values()].map((e) => this.remove(e)));
+  }
+
+  status(): PodStatus[] {
+    return [...this.entries.values()].map((e) => ({
+      name: e.name,
+      phase: e.run ? 'Running' : 'Pending',
+      container_id: e.run?.id ?? null,
+      ports: portsText(e.order.ports),
+      restarts: e.restarts,
+      exit_code: e.exitCode,
+      message: e.message,
+    }));
+  }
+
+  // One observe → heartbeat → converge round.
+  async tick(): Promise<void> {
+    const pods = this.status();
+    for (const phase of ['Pending', 'Running'] as const)
+      this.mPods.set({ phase }, pods.filter((p) => p.phase === phase).length);
+    let reply: unknown;
+    try {
+      reply = await this.client.post({
+        node: this.opts.name,
+        ip: this.opts.ip ?? primaryIp(),
+        cpu_total: this.opts.cpuTotal ?? os.availableParallelism() * 1000,
+        mem_total: this.opts.memTotal ?? Math.floor(os.totalmem() / 1024 / 1024),
+        pods,
+      });
+    } catch (e) {
+      // The reference stops every pod here. We keep them: the apiserver being away says nothing
+      // about whether they should run.
+      this.lastHeartbeatOk = false;
+      this.mHeartbeats.inc({ result: 'failed' });
+      this.log.warn({ err: String(e) }, 'heartbeat failed; pods keep running');
+      return;
+    }
+    this.heartbeats++;
+    this.lastHeartbeatOk = true;
+    this.mHeartbeats.inc({ result: 'ok' });
+    const orders = (reply as { pods?: unknown }).pods;
+    if (!Array.isArray(orders)) {
+      this.log.warn(
+        { reply: JSON.stringify(reply).slice(0, 200) },
+        'heartbeat reply without a pods list; nothing changed',
+      );
+      return;
+    }
+    await this.converge(orders as Order[]);
+  }
+
+  private async converge(orders: Order[]): Promise<void> {
+    const wanted = new Set<string>();
+    const work: Promise<void>[] = [];
+    for (const o of orders) {
+      if (!o || typeof o.name !== 'string') continue;
+      const e = this.entries.get(o.name);
+      if (o.desired === 'Terminating') {
+        if (e) work.push(this.remove(e));
+        continue;
+      }
+      if (o.desired !== 'Running') continue;
+      wanted.add(o.name);
+      if (e && o.spec_hash && e.order.spec_hash && o.spec_hash !== e.order.spec_hash) {
+        this.log.info({ pod: o.name }, 'spec changed; recreating');
+        work.push(this.remove(e).then(() => this.add(o)));
+      } else if (!e) {
+        this.add(o);
+      } else {
+        e.order = o;
+      }
+    }
+    // Garbage: pods here that the apiserver no longer orders here (only after a good heartbeat).
+    for (const e of this.entries.values()) if (!wanted.has(e.name)) work.push(this.remove(e));
+    await Promise.all(work);
+  }
+
+  private add(order: RunOrder): void {
+    const e: Entry = {
+      name: order.name,
+      order,
+      run: undefined,
+      launching: false,
+      stopping: false,
+      restarts: 0,
+      exitCode: null,
+      message: null,
+      backoffStep: 0,
+      startedAt: 0,
+      timer: undefined,
+      runtime: undefined,
+    };
+    this.entries.set(order.name, e);
+    this.schedule(e, 0);
+  }
+
+  private schedule(e: Entry, delay: number): void {
+    if (e.timer) clearTimeout(e.timer);
+    e.timer = setTimeout(() => {
+      e.timer = undefined;
+      void this.launch(e);
+    }, delay);
+  }
+
+  private async remove(e: Entry): Promise<void> {
+    if (this.entries.get(e.name) === e) this.entries.delete(e.name);
+    e.stopping = true;
+    if (e.timer) clearTimeout(e.timer);
+    const run = e.run;
+    if (run) {
+      this.log.info({ pod: e.name }, 'stopping pod');
+      await run.stop(this.opts.stopGraceMs ?? LIMITS.stopGraceMs);
+    }
+  }
+
+  private async launch(e: Entry): Promise<void> {
+    if (e.stopping || e.run || e.launching) return;
+    e.launching = true;
+    try {
+      const plan = await this.plan(e.order);
+      if ('wait' in plan) {
+        e.message = plan.wait;
+        this.log.warn({ pod: e.name, reason: plan.wait }, 'pod cannot start yet');
+        if (!e.stopping) this.schedule(e, LIMITS.imageRetryMs);
+        return;
+      }
+      if (e.stopping) return;
+      const run = await plan.runtime.start(plan.spec);
+      if (e.stopping) {
+        await run.stop(this.opts.stopGraceMs ?? LIMITS.stopGraceMs);
+        return;
+      }
+      e.run = run;
+      e.runtime = plan.runtime.name;
+      e.startedAt = Date.now();
+      e.message = null;
+      this.log.info({ pod: e.name, image: e.order.image, runtime: plan.runtime.name, id: run.id }, 'run pod');
+      void run.exited.then((x) => this.onExit(e, run, x.code, x.message));
+    } catch (err) {
+      e.message = `failed to start: ${err instanceof Error ? err.message : String(err)}`;
+      e.exitCode = null;
+      this.log.warn({ pod: e.name, err: e.message }, 'FAILED to start');
+      this.backoff(e);
+    } finally {
+      e.launching = false;
+    }
+  }
+
+  private onExit(e: Entry, run: RunningPod, code: number, message?: string): void {
+    if (e.run !== run) return;
+    e.run = undefined;
+    if (e.stopping) return;
+    e.exitCode = code;
+    e.restarts++;
+    this.mRestarts.inc();
+    if (Date.now() - e.startedAt >= LIMITS.backoffResetMs) e.backoffStep = 0;
+    const delay = this.backoff(e);
+    e.message = `${message ?? `exited with code ${code}`}; restarting in ${Math.round(delay / 1000)}s`;
+    this.log.info(
+      { pod: e.name, code, restarts: e.restarts, delayMs: delay },
+      'pod exited; restarting after backoff',
+    );
+  }
+
+  private backoff(e: Entry): number {
+    const base = this.opts.backoffBaseMs ?? LIMITS.backoffBaseMs;
+    const max = this.opts.backoffMaxMs ?? LIMITS.backoffMaxMs;
+    const delay = Math.min(max, base * 2 ** e.backoffStep);
+    e.backoffStep++;
+    if (!e.stopping) this.schedule(e, delay);
+    return delay;
+  }
+
+  // Which runtime runs this order, and with what. {wait} = not startable now (reason).
+  private async plan(o: RunOrder): Promise<{ runtime: Runtime; spec: PodSpec } | { wait: string }> {
+    const image = String(o.image ?? '');
+    let kind: RuntimeName;
+    let module: Uint8Array | undefined;
+    if (image === 'process' || image.startsWith('process:')) kind = 'process';
+    else if (image.startsWith('sicf:') || image.startsWith('wasm:')) {
+      const ref = image.replace(/^(sicf|wasm):/, '');
+      const pulled = await this.pull(ref);
+      if ('wait' in pulled) return pulled;
+      if (pulled.wasm) {
+        kind = 'wasm';
+        module = pulled.wasm;
+      } else {
+        return {
+          wait: `image ${image} is a container image in cells; running those needs Docker with SICF load, which this agent does not do`,
+        };
+      }
+    } else kind = 'docker';
+    const runtime = this.runtimes.get(kind);
+    if (!runtime) {
+      return {
+        wait: `image ${image} needs the ${kind} runtime; this node runs ${this.enabledRuntimes().join(', ') || 'none'}`,
+      };
+    }
+    const secretFiles = await this.secrets(o);
+    return {
+      runtime,
+      spec: {
+        pod: o.name,
+        node: this.opts.name,
+        deployment: String(o.deployment ?? ''),
+        image: kind === 'wasm' ? image.replace(/^(sicf|wasm):/, '') : image,
+        command: String(o.command ?? ''),
+        env: parseEnv(String(o.env ?? '')),
+        cpuReq: Number(o.cpu_req) || 0,
+        memReq: Number(o.mem_req) || 0,
+        ports: parsePorts(String(o.ports ?? '')),
+        specHash: String(o.spec_hash ?? ''),
+        secretFiles,
+        logFile: this.logFile(o.name),
+        module,
+      },
+    };
+  }
+
+  // Fetch the image from the apiserver's Images/Layers tabs and verify every digest.
+  private async pull(ref: string): Promise<{ wasm?: Uint8Array } | { wait: string }> {
+    try {
+      const [images, layers] = await Promise.all([this.client.get('images'), this.client.get('layers')]);
+      const img = images.find((r) => r.name === ref);
+      const firstLayer = String(img?.layers ?? '').split(',')[0];
+      const cached = firstLayer ? this.modules.get(firstLayer) : undefined;
+      if (cached && String(img?.layers).split(',').length === 1) return { wasm: cached };
+      const pulled = pullImage({ images: images as never, layers: layers as never }, ref);
+      if (pulled.config.architecture !== 'wasm') return {};
+      const layer = pulled.layers[0];
+      if (!layer || pulled.layers.length !== 1)
+        return { wait: `image ${ref}: a wasm image must have exactly one layer` };
+      this.modules.set(layer.digest, layer.bytes);
+      while (this.modules.size > LIMITS.imageCacheEntries)
+        this.modules.delete(this.modules.keys().next().value as string);
+      return { wasm: layer.bytes };
+    } catch (e) {
+      if (e instanceof ImageError) return { wait: e.message };
+      return { wait: `cannot fetch image ${ref}: ${e instanceof Error ? e.message : String(e)}` };
+    }
+  }
+
+  private async secrets(o: RunOrder): Promise<{ file: string; path: string }[]> {
+    const wanted = String(o.secret_files ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    if (wanted.length === 0) return [];
+    const rows = await this.client.get('secrets');
+    const out: { file: string; path: string }[] = [];
+    for (const w of wanted) {
+      const i = w.indexOf(':');
+      const name = i < 0 ? w : w.slice(0, i);
+      const target = i < 0 ? `/run/secrets/${name}` : w.slice(i + 1);
+      const row = rows.find((r) => r.name === name);
+      if (!row) {
+        this.log.warn({ pod: o.name, secret: name }, 'secret not found');
+        continue;
+      }
+      const data = String(row.data ?? '');
+      if (!/^[A-Za-z0-9+/]*={0,2}$/.test(data)) {
+        this.log.warn({ pod: o.name, secret: name }, 'secret is not valid base64');
+        continue;
+      }
+      const file = path.join(this.workDir, 'secrets', `${o.name}.${name.replace(/[^A-Za-z0-9._-]/g, '_')}`);
+      writeFileSync(file, Buffer.from(data, 'base64'), { mode: 0o600 });
+      out.push({ file, path: target });
+    }
+    return out;
+  }
+}
+
+export function parseEnv(text: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const item of text.split(',')) {
+    const s = item.trim();
+    const i = s.indexOf('=');
+    if (i > 0) env[s.slice(0, i)] = s.slice(i + 1);
+  }
+  return env;
+}
+
+export function parsePorts(text: string): PodSpec['ports'] {
+  const out: PodSpec['ports'] = [];
+  for (const item of text.split(',')) {
+    const m = /^\s*(\d+):(\d+)(?:\/(tcp|udp))?\s*$/i.exec(item);
+    if (m)
+      out.push({
+        host: Number(m[1]),
+        container: Number(m[2]),
+        proto: (m[3]?.toLowerCase() ?? 'tcp') as 'tcp' | 'udp',
+      });
+  }
+  return out;
+}
+
+// docker-ps style "0.0.0.0:30000->80/tcp, …", the text the reference kubelet reports.
+export function portsText(assigned: string): string {
+  return parsePorts(String(assigned ?? ''))
+    .map((p) => `0.0.0.0:${p.host}->${p.container}/${p.proto}`)
+    .join(', ');
+}
+
+function primaryIp(): string {
+  for (const list of Object.values(os.networkInterfaces())) {
+    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  return '127.0.0.1';
+}
