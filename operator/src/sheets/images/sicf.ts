@@ -123,9 +123,9 @@ export async function importImage(
       chunksAdded += chunks.length;
       if (chunksAdded > LIMITS.maxChunks)
         throw new ImageError(`image ${name} needs more than ${LIMITS.maxChunks} chunks`);
-      chunks.forEach((data, ordinal) =>
-        tx.insert('Layers', { digest: l.digest, ordinal, media_type: l.mediaType, data }),
-      );
+      for (const [ordinal, data] of chunks.entries()) {
+        tx.insert('Layers', { digest: l.digest, ordinal, media_type: l.mediaType, data });
+      }
       existing.add(l.digest);
       report.push({ digest: l.digest, chunks: chunks.length, reused: false, bytes: l.bytes.length });
     }
