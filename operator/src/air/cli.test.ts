@@ -130,8 +130,8 @@ describe('retrokube air verbs as real processes', () => {
     expect(bad.stderr).toMatch(/probability between 0 and 1/);
     const state = (await (await fetch(`${control}/state`)).json()) as RelayState;
     expect(state.loss).toBe(0.5);
-    expect(state.peers.find((p: { name?: string }) => p.name === 'node-a').cut).toBe(true);
-    expect(state.peers.some((p: { plane: boolean }) => p.plane)).toBe(true);
+    expect(state.peers.find((p) => p.name === 'node-a')?.cut).toBe(true);
+    expect(state.peers.some((p) => p.plane)).toBe(true);
     const m = await (await fetch(`${metrics}`)).text();
     expect(m).toMatch(/^air_relay_frames_in_total \d+$/m);
     expect(m).toMatch(/^air_relay_dropped_total\{reason="cut"\} \d+$/m);
