@@ -34,6 +34,11 @@ export interface FileInfo {
   adr: number; // DiskAdr of the header
 }
 
+export interface DirectoryShape {
+  names: string[];
+  children: DirectoryShape[];
+}
+
 export class DiskFormatError extends Error {
   override name = 'DiskFormatError';
 }
@@ -439,6 +444,18 @@ export class OberonVolume {
     };
     walk(FORMAT.dirRootAdr, 0);
     return problems;
+  }
+
+  /** The directory tree: the names on each page and its child pages, in order (for comparisons). */
+  directoryShape(): DirectoryShape {
+    const store = this.pages();
+    const walk = (adr: number): DirectoryShape => {
+      const page = store.getPage(adr);
+      const names = page.e.slice(0, page.m).map((e) => e.name);
+      const children = page.p0 === 0 ? [] : [page.p0, ...page.e.slice(0, page.m).map((e) => e.p)].map(walk);
+      return { names, children };
+    };
+    return walk(FORMAT.dirRootAdr);
   }
 
   /** Sectors in use (as Oberon's boot would count them, including the 64 reserved ones). */
