@@ -85,6 +85,17 @@ describe('the Oberon base image on our machine', () => {
     expect(fs.readFileSync(copyBaseImage()).includes(Buffer.from('Copied.Tool\0'))).toBe(false);
   });
 
+  it('runs several commands in a row, each on its own new line (caret at the end of the text)', () => {
+    const { m, file } = bootBase();
+    m.runCommand('System.CopyFiles System.Tool => One.Tool ~');
+    m.runCommand('System.CopyFiles System.Tool => Two.Tool ~');
+    m.runCommand('System.CopyFiles System.Tool => Three.Tool ~');
+    expect(m.runUntilIdle(100_000_000)).toBe(true);
+    const onDisk = fs.readFileSync(file);
+    for (const name of ['One.Tool', 'Two.Tool', 'Three.Tool'])
+      expect(onDisk.includes(Buffer.from(`${name}\0`))).toBe(true);
+  });
+
   it('feeds the boot command string to RS232 receive and captures what is transmitted', () => {
     // A program that echoes the serial input back, upper-cased, while bytes are available.
     const prog = assemble(`

@@ -663,10 +663,12 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
       run: () => {
         const area = this.commandArea();
         const yBelow = Math.min(area.lowest + 8, this.height - 2);
+        // Below the last line and far right: Oberon puts the caret at the end of the last line.
+        const x = this.width - 12;
         return [
-          mouseItem(area.x0 + 40, this.screenToOberon(yBelow), 0, 0),
-          mouseItem(area.x0 + 40, this.screenToOberon(yBelow), BUTTON_BITS.left, LIMITS.clickHoldMs),
-          mouseItem(area.x0 + 40, this.screenToOberon(yBelow), 0, LIMITS.clickHoldMs),
+          mouseItem(x, this.screenToOberon(yBelow), 0, 0),
+          mouseItem(x, this.screenToOberon(yBelow), BUTTON_BITS.left, LIMITS.clickHoldMs),
+          mouseItem(x, this.screenToOberon(yBelow), 0, LIMITS.clickHoldMs),
           // The pointer is drawn into the framebuffer: park it in the user track before scanning.
           mouseItem(8, this.height >> 1, 0, 0),
           ...keys.map((bytes): InputItem => ({ kind: 'keys', bytes })),

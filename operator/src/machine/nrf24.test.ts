@@ -1,7 +1,7 @@
-import dgram from 'node:dgram';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UdpAir } from './air-udp.ts';
 import { Nrf24 } from './nrf24.ts';
+import { relay } from './test-relay.ts';
 
 // Drive a radio the way SCC.Mod does: spiCtrl writes (select = device 2, bit 3 = CE, bit 2 = fast)
 // and SPI data bytes/words.
@@ -53,22 +53,6 @@ function readPayload(r: Nrf24): Uint8Array {
   }
   r.control(0);
   return out;
-}
-
-/** A relay stub: learns stations from any datagram and forwards 33-byte frames to all others. */
-async function relay(): Promise<{ port: number; heard: Buffer[]; close: () => void }> {
-  const sock = dgram.createSocket('udp4');
-  const stations = new Map<string, { address: string; port: number }>();
-  const heard: Buffer[] = [];
-  sock.on('message', (msg, from) => {
-    const key = `${from.address}:${from.port}`;
-    stations.set(key, { address: from.address, port: from.port });
-    heard.push(msg);
-    if (msg.length !== 33) return;
-    for (const [k, s] of stations) if (k !== key) sock.send(msg, s.port, s.address);
-  });
-  await new Promise<void>((r) => sock.bind(0, '127.0.0.1', r));
-  return { port: sock.address().port, heard, close: () => sock.close() };
 }
 
 const until = async (pred: () => boolean, ms = 3000) => {
