@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
-import { readFile, stat } from 'node:fs/promises';
+import { mkdtemp, open, readFile, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FORMAT, MAX_FILE_BYTES } from './format.ts';
@@ -131,6 +133,23 @@ describe('Oberon file system on the base image', () => {
     expect(again.list()).toHaveLength(136);
     expect(() => again.grow(100 * 1024 * 1024)).toThrow(/64 MiB/);
     expect(() => again.grow(1000)).toThrow(/1 KiB/);
+  });
+
+  it('works on a whole-card image, where the file system starts at SD block 0x80000 (256 MiB)', async () => {
+    const fsImage = await readFile(await baseImageCopy());
+    const path = join(await mkdtemp(join(tmpdir(), 'rk-card-')), 'card.img');
+    const fh = await open(path, 'w');
+    await fh.write(fsImage, 0, fsImage.length, 0x10000000 + 1024); // sector 1 (the root) and on; sparse before
+    await fh.close();
+    const vol = await OberonVolume.open(path);
+    expect(vol.kind).toBe('card');
+    expect(vol.list()).toHaveLength(136);
+    vol.write('Card.Txt', Buffer.from('on a card'));
+    await vol.save(path);
+    const again = await OberonVolume.open(path);
+    expect(again.read('Card.Txt').toString()).toBe('on a card');
+    expect(again.read('System.Tool')).toEqual(OberonVolume.fromBuffer(fsImage).read('System.Tool'));
+    expect(again.check()).toEqual([]);
   });
 
   it('refuses a file that is not an Oberon disk', () => {
