@@ -12,7 +12,7 @@
 // contiguous ordinals, clean base64, and the config digest of the Images row.
 
 import { createHash } from 'node:crypto';
-import type { Row, Store } from '../store/types.ts';
+import type { Row, Store, Tx } from '../store/types.ts';
 
 export const LIMITS = {
   chunkCharsCap: 49_000, // SICF: "SHOULD be capped near 49,000" base64 chars
@@ -92,6 +92,21 @@ export async function importImage(
   config: ImageConfig,
   now: Date = new Date(),
 ): Promise<ImportResult> {
+  const { value } = await store.transact((tx) =>
+    importImageTx(tx, store.limits.maxCellChars, name, layers, config, now),
+  );
+  return value;
+}
+
+// The same, inside a caller's transaction (setup writes the sample image with the samples).
+export function importImageTx(
+  tx: Tx,
+  maxCellChars: number,
+  name: string,
+  layers: LayerInput[],
+  config: ImageConfig,
+  now: Date = new Date(),
+): ImportResult {
   if (!/^[A-Za-z0-9][A-Za-z0-9._/-]*(:[A-Za-z0-9._-]+)?$/.test(name)) {
     throw new ImageError(
       `image name ${JSON.stringify(name)} is not valid; use repo[:tag], e.g. hello-wasm:v1`,
@@ -103,43 +118,40 @@ export async function importImage(
       `image ${name} is ${total} bytes; images in cells are limited to ${LIMITS.maxImageBytes} (use an OCI registry image)`,
     );
   }
-  const chunkChars = chunkCharsFor(store.limits.maxCellChars);
+  const chunkChars = chunkCharsFor(maxCellChars);
   const prepared = layers.map((l) => ({ ...l, digest: digestOf(l.bytes) }));
   const configBytes = Buffer.from(JSON.stringify(config), 'utf8');
   const configB64 = configBytes.toString('base64');
-  if (configB64.length > store.limits.maxCellChars)
+  if (configB64.length > maxCellChars)
     throw new ImageError(`image ${name}: its config does not fit one cell`);
   const digest = digestOf(configBytes);
-  const { value } = await store.transact((tx) => {
-    const existing = new Set(tx.rows('Layers').map((r) => String(r.digest)));
-    const report: ImportResult['layers'] = [];
-    let chunksAdded = 0;
-    for (const l of prepared) {
-      if (existing.has(l.digest)) {
-        report.push({ digest: l.digest, chunks: 0, reused: true, bytes: l.bytes.length });
-        continue;
-      }
-      const chunks = chunkLayer(l.bytes, chunkChars);
-      chunksAdded += chunks.length;
-      if (chunksAdded > LIMITS.maxChunks)
-        throw new ImageError(`image ${name} needs more than ${LIMITS.maxChunks} chunks`);
-      for (const [ordinal, data] of chunks.entries()) {
-        tx.insert('Layers', { digest: l.digest, ordinal, media_type: l.mediaType, data });
-      }
-      existing.add(l.digest);
-      report.push({ digest: l.digest, chunks: chunks.length, reused: false, bytes: l.bytes.length });
+  const existing = new Set(tx.rows('Layers').map((r) => String(r.digest)));
+  const report: ImportResult['layers'] = [];
+  let chunksAdded = 0;
+  for (const l of prepared) {
+    if (existing.has(l.digest)) {
+      report.push({ digest: l.digest, chunks: 0, reused: true, bytes: l.bytes.length });
+      continue;
     }
-    tx.upsert('Images', {
-      name,
-      digest,
-      config: configB64,
-      layers: prepared.map((l) => l.digest).join(','),
-      created: now.toISOString().replace(/\.\d{3}Z$/, 'Z'),
-      size: total,
-    });
-    return report;
+    const chunks = chunkLayer(l.bytes, chunkChars);
+    chunksAdded += chunks.length;
+    if (chunksAdded > LIMITS.maxChunks)
+      throw new ImageError(`image ${name} needs more than ${LIMITS.maxChunks} chunks`);
+    for (const [ordinal, data] of chunks.entries()) {
+      tx.insert('Layers', { digest: l.digest, ordinal, media_type: l.mediaType, data });
+    }
+    existing.add(l.digest);
+    report.push({ digest: l.digest, chunks: chunks.length, reused: false, bytes: l.bytes.length });
+  }
+  tx.upsert('Images', {
+    name,
+    digest,
+    config: configB64,
+    layers: prepared.map((l) => l.digest).join(','),
+    created: now.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    size: total,
   });
-  return { name, digest, layers: value, size: total };
+  return { name, digest, layers: report, size: total };
 }
 
 export interface PulledImage {

@@ -127,8 +127,10 @@ export function tabSchema(name: string): TabSchema | undefined {
 // The two sample deployments `setup` writes into a new cluster (spec §2.5: Apps Script setup()
 // writes two samples). They run without Docker: a WASM hello from the image store and a small
 // HTTP server process. Column values use the reference cell formats (spec §2.1).
+export const SAMPLE_WASM_IMAGE = 'hello-wasm:v1';
+
 export const SAMPLE_DEPLOYMENTS: readonly Record<string, string | number>[] = [
-  { name: 'hello', image: 'sicf:hello-wasm:v1', replicas: 1, cpu_req: 50, mem_req: 16, command: '' },
+  { name: 'hello', image: `sicf:${SAMPLE_WASM_IMAGE}`, replicas: 1, cpu_req: 50, mem_req: 16, command: '' },
   {
     name: 'web',
     image: 'process',
@@ -136,6 +138,6 @@ export const SAMPLE_DEPLOYMENTS: readonly Record<string, string | number>[] = [
     cpu_req: 100,
     mem_req: 32,
     command:
-      "node -e \"require('node:http').createServer((q,s)=>s.end('hello from '+process.env.SK_POD+'\\n')).listen(Number(process.env.PORT||0))\"",
+      "node -e \"require('node:http').createServer((q,s)=>s.end('hello from '+process.env.SK_POD+'\\n')).listen(Number(process.env.PORT||0),function(){console.log('listening on',this.address().port)})\"",
   },
 ];

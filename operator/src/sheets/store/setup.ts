@@ -2,10 +2,12 @@
 // - Missing tabs are created with their headers (in TAB_ORDER).
 // - Missing columns are appended at the right-hand end; existing data never moves; existing rows
 //   get the schema's backfill (Nodes.schedulable = true) or "".
-// - Sample deployments are written only when the store had no Deployments tab at all (a brand-new
+// - Sample deployments (and the sample WASM image "hello" runs) are written only when the store had no Deployments tab at all (a brand-new
 //   cluster), so running setup again, or on a cluster whose user deleted the samples, adds nothing.
 
-import { SAMPLE_DEPLOYMENTS, TAB_ORDER, TABS } from './schema.ts';
+import { digestOf, importImageTx, WASM_MEDIA_TYPE, wasmConfig } from '../images/sicf.ts';
+import { helloWasm } from '../images/wasm-hello.ts';
+import { SAMPLE_DEPLOYMENTS, SAMPLE_WASM_IMAGE, TAB_ORDER, TABS } from './schema.ts';
 import type { Store } from './types.ts';
 
 export interface SetupOptions {
@@ -32,6 +34,19 @@ export async function setupCluster(store: Store, opts: SetupOptions = {}): Promi
       for (const d of SAMPLE_DEPLOYMENTS) {
         tx.insert('Deployments', d);
         report.samples.push(String(d.name));
+      }
+      // The "hello" sample runs a WASM module from the cluster's own image store.
+      if (!tx.get('Images', SAMPLE_WASM_IMAGE)) {
+        const mod = helloWasm(
+          'hello from Sheeternetes: this WebAssembly module was stored in spreadsheet cells\n',
+        );
+        importImageTx(
+          tx,
+          store.limits.maxCellChars,
+          SAMPLE_WASM_IMAGE,
+          [{ bytes: mod, mediaType: WASM_MEDIA_TYPE }],
+          wasmConfig(digestOf(mod)),
+        );
       }
     }
     report.changed = report.createdTabs.length > 0 || Object.keys(report.addedColumns).length > 0;

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import ExcelJS from 'exceljs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { pullImage } from '../images/sicf.ts';
 import { MemoryStore } from './memory.ts';
 import { OLD_HMAC_SCHEMA, TABS } from './schema.ts';
 import { setupCluster } from './setup.ts';
@@ -51,6 +52,12 @@ describe.each(factories)('store backend $name', (f: BackendFactory) => {
     expect(store.headers('Nodes')).toEqual(TABS.Nodes.headers);
     expect(store.headers('Layers')).toEqual(TABS.Layers.headers);
     expect(store.rows('Deployments').map((d) => d.name)).toEqual(['hello', 'web']);
+    // The "hello" sample's WASM module is in the cluster's own image store, and verifies.
+    const img = pullImage(
+      { images: store.rows('Images'), layers: store.rows('Layers') },
+      'sicf:hello-wasm:v1',
+    );
+    expect(img.config.architecture).toBe('wasm');
     const again = await reopen();
     expect(again.headers('Routes')).toEqual(TABS.Routes.headers);
     expect(again.rows('Deployments').map((d) => d.name)).toEqual(['hello', 'web']);
