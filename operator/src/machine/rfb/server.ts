@@ -339,7 +339,12 @@ export async function startRfbServer(opts: RfbServerOptions): Promise<RfbServer>
     socket.setTimeout(LIMITS.handshakeTimeoutMs, () => drop(c, 'handshake timeout'));
     socket.on('data', (chunk: Buffer) => {
       c.buf = c.buf.length === 0 ? chunk : Buffer.concat([c.buf, chunk]);
-      handle(c);
+      try {
+        handle(c);
+      } catch (err) {
+        // e.g. the machine refused the input: this client goes, the server and the machine stay
+        drop(c, `error handling a message: ${(err as Error).message}`);
+      }
     });
     socket.on('error', (err) => log.debug({ err: err.message }, 'rfb socket error'));
     socket.on('close', () => {
