@@ -242,10 +242,6 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     else p.plane = true;
   };
 
-  const onSendError = (err: Error | null): void => {
-    if (err) s.sendErrors++;
-  };
-
   const socket = dgram.createSocket({ type: 'udp4', recvBufferSize: RELAY_LIMITS.RECV_BUFFER_BYTES });
 
   socket.on('message', (msg, rinfo) => {
@@ -289,14 +285,15 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
         s.droppedLoss++;
         continue;
       }
-      socket.send(msg, p.port, p.host, onSendError);
+      socket.send(msg, p.port, p.host);
       s.framesOut++;
       receivers++;
     }
     if (opts.frameEvents)
       opts.onEvent?.({ type: 'frame', from: publicPeer(from), channel: msg[0], receivers });
   });
-  // A UDP socket reports ICMP errors of earlier sends here on some systems; they never stop the air.
+  // Failed sends (no callback per send: it costs a closure call per delivery) and ICMP errors of
+  // earlier sends arrive here; they are counted and never stop the air.
   socket.on('error', (err) => {
     s.sendErrors++;
     log.warn({ err: err.message }, 'udp error');

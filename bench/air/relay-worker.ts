@@ -1,0 +1,15 @@
+// Runs one relay in its own thread (its own core), so the benchmark's stations do not share its CPU.
+import { performance } from 'node:perf_hooks';
+import { parentPort } from 'node:worker_threads';
+import { startRelay } from '../../operator/src/air/relay.ts';
+
+const relay = await startRelay({ port: 0, bind: '127.0.0.1', rate: null });
+parentPort!.postMessage({ type: 'ready', port: relay.address.port });
+parentPort!.on('message', async (m: { type: string }) => {
+  if (m.type === 'stats')
+    parentPort!.postMessage({ type: 'stats', stats: relay.stats(), elu: performance.eventLoopUtilization() });
+  if (m.type === 'close') {
+    await relay.close();
+    process.exit(0);
+  }
+});

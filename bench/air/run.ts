@@ -1,0 +1,163 @@
+// Benchmark of the air relay: how many frames per second one relay thread forwards to 20
+// stations, and how much latency it adds over a direct UDP hop. Writes bench/results/air.json.
+//
+//   node_modules/.bin/node bench/air/run.ts [--seconds 3]
+import dgram from 'node:dgram';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
+import { encodeDatagram } from '../../operator/src/air/wire.ts';
+
+const BENCH = {
+  /** Receiving stations: the issue asks for 20. */
+  RECEIVERS: 20,
+  /** Frames in flight during the throughput run: enough to keep the relay busy, few enough for kernel buffers. */
+  WINDOW: 256,
+  /** Latency samples, one every 2 ms (a lightly loaded air: well above the real ~15 frames/s). */
+  LATENCY_SAMPLES: 1000,
+  LATENCY_GAP_MS: 2,
+} as const;
+
+const secondsArg = process.argv.indexOf('--seconds');
+const SECONDS = secondsArg > 0 ? Number(process.argv[secondsArg + 1]) : 3;
+
+type Stats = { framesIn: number; framesOut: number; droppedLoss: number; peers: number };
+type Answer = { stats: Stats; elu: { idle: number; active: number; utilization: number } };
+
+function sock(): Promise<dgram.Socket> {
+  const s = dgram.createSocket({ type: 'udp4', recvBufferSize: 4 << 20 });
+  return new Promise((r) => s.bind(0, '127.0.0.1', () => r(s)));
+}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function frame(seq: number): Buffer {
+  const p = new Uint8Array(32);
+  p[0] = 1;
+  p[1] = 0xff;
+  p[3] = 0x60;
+  new DataView(p.buffer).setUint32(8, seq, true);
+  return Buffer.from(encodeDatagram(5, p));
+}
+
+const worker = new Worker(new URL('./relay-worker.ts', import.meta.url));
+const ask = <T>(type: string, answer: string): Promise<T> =>
+  new Promise((resolve) => {
+    const on = (m: { type: string } & T) => {
+      if (m.type === answer) {
+        worker.off('message', on);
+        resolve(m);
+      }
+    };
+    worker.on('message', on);
+    worker.postMessage({ type });
+  });
+const { port } = await new Promise<{ port: number }>((resolve) => {
+  worker.once('message', (m) => resolve(m));
+});
+
+// 20 receivers and one sender, all registered by hello.
+const receivers = await Promise.all(Array.from({ length: BENCH.RECEIVERS }, sock));
+const counts = new Array<number>(BENCH.RECEIVERS).fill(0);
+const arrivals = new Map<number, bigint>(); // seq → first arrival at receiver 0 (latency run)
+receivers.forEach((r, i) => {
+  r.on('message', (m) => {
+    counts[i]++;
+    if (i === 0 && latencyRun) arrivals.set(m.readUInt32LE(9), process.hrtime.bigint());
+  });
+});
+let latencyRun = false;
+const sender = await sock();
+for (const s of [...receivers, sender]) s.send(Uint8Array.of(0xff), port, '127.0.0.1');
+for (let i = 0; i < 200; i++) {
+  const st = (await ask<{ stats: Stats }>('stats', 'stats')).stats;
+  if (st.peers === BENCH.RECEIVERS + 1) break;
+  await sleep(10);
+}
+
+// Throughput: keep WINDOW frames in flight, judged by what the slowest... receiver 0 got.
+const beforeA = await ask<Answer>('stats', 'stats');
+const before = beforeA.stats;
+const t0 = process.hrtime.bigint();
+const end = Date.now() + SECONDS * 1000;
+let sent = 0;
+let writtenOff = 0; // frames a kernel buffer dropped: without this the window would close for good
+let lastCount = 0;
+let lastProgress = Date.now();
+while (Date.now() < end) {
+  while (sent - counts[0] - writtenOff < BENCH.WINDOW) sender.send(frame(sent++), port, '127.0.0.1');
+  await new Promise((r) => setImmediate(r));
+  if (counts[0] !== lastCount) {
+    lastCount = counts[0];
+    lastProgress = Date.now();
+  } else if (Date.now() - lastProgress > 50) {
+    writtenOff = sent - counts[0];
+    lastProgress = Date.now();
+  }
+}
+const t1 = process.hrtime.bigint();
+const afterA = await ask<Answer>('stats', 'stats');
+const after = afterA.stats;
+const relayBusy =
+  (afterA.elu.active - beforeA.elu.active) /
+  (afterA.elu.active + afterA.elu.idle - beforeA.elu.active - beforeA.elu.idle);
+const elapsedS = Number(t1 - t0) / 1e9;
+const framesPerS = (after.framesIn - before.framesIn) / elapsedS;
+const deliveriesPerS = (after.framesOut - before.framesOut) / elapsedS;
+await sleep(300);
+
+// Latency: one frame every 2 ms through the relay, then the same over a direct UDP hop.
+async function latency(targetPort: number, viaRelay: boolean): Promise<number[]> {
+  arrivals.clear();
+  latencyRun = true;
+  const sentAt = new Map<number, bigint>();
+  const base = viaRelay ? 1_000_000 : 2_000_000;
+  for (let i = 0; i < BENCH.LATENCY_SAMPLES; i++) {
+    sentAt.set(base + i, process.hrtime.bigint());
+    sender.send(frame(base + i), targetPort, '127.0.0.1');
+    await sleep(BENCH.LATENCY_GAP_MS);
+  }
+  await sleep(200);
+  latencyRun = false;
+  const us: number[] = [];
+  for (const [seq, t] of sentAt) {
+    const a = arrivals.get(seq);
+    if (a) us.push(Number(a - t) / 1000);
+  }
+  return us.sort((a, b) => a - b);
+}
+const pct = (xs: number[], p: number) =>
+  xs[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))] ?? Number.NaN;
+const viaRelay = await latency(port, true);
+const direct = await latency(receivers[0].address().port, false);
+
+const result = {
+  benchmark: 'air',
+  date: new Date().toISOString(),
+  node: process.versions.node,
+  cores: (await import('node:os')).availableParallelism(),
+  receivers: BENCH.RECEIVERS,
+  seconds: Number(elapsedS.toFixed(2)),
+  framesPerSecond: Math.round(framesPerS),
+  deliveriesPerSecond: Math.round(deliveriesPerS),
+  /** Share of the relay thread's time spent working during the run (1 = one core saturated). */
+  relayThreadBusy: Number(relayBusy.toFixed(2)),
+  framesLostInKernel: writtenOff,
+  latencyUs: {
+    relayP50: Math.round(pct(viaRelay, 50)),
+    relayP99: Math.round(pct(viaRelay, 99)),
+    directP50: Math.round(pct(direct, 50)),
+    directP99: Math.round(pct(direct, 99)),
+    addedP50: Math.round(pct(viaRelay, 50) - pct(direct, 50)),
+    samples: viaRelay.length,
+  },
+};
+console.log(
+  `relay → ${BENCH.RECEIVERS} stations: ${result.framesPerSecond} frames/s in, ${result.deliveriesPerSecond} deliveries/s out (relay thread busy ${Math.round(relayBusy * 100)} %)`,
+);
+console.log(
+  `latency: via relay p50 ${result.latencyUs.relayP50} µs, p99 ${result.latencyUs.relayP99} µs; direct p50 ${result.latencyUs.directP50} µs; added p50 ${result.latencyUs.addedP50} µs`,
+);
+mkdirSync(new URL('../results/', import.meta.url), { recursive: true });
+writeFileSync(new URL('../results/air.json', import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
+
+worker.postMessage({ type: 'close' });
+for (const s of [...receivers, sender]) s.close();
