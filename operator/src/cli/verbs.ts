@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { registerAirVerbs } from '../air/cli.ts';
 import { registerSheetsControlPlaneVerbs } from '../sheets/ctl/verbs.ts';
+import { registerSheetsNodeVerbs } from '../sheets/node/cli.ts';
 import { registerDiskVerbs } from './disk.ts';
 import { registerKubeDiskVerbs } from './kube-disk.ts';
 import { registerMachineVerbs } from './machine.ts';
@@ -14,4 +15,5 @@ export function registerVerbs(program: Command): void {
   registerMachineVerbs(program);
   registerOperatorVerbs(program);
   registerSheetsControlPlaneVerbs(program);
+  registerSheetsNodeVerbs(program);
 }
