@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { baseImageCopy } from '../machine/fs/test-support.ts';
+import { OberonVolume } from '../machine/fs/volume.ts';
 import { parseSize, registerDiskVerbs } from './disk.ts';
 
 const run = promisify(execFile);
@@ -49,6 +50,22 @@ describe('retrokube disk', () => {
     await expect(inProcess('disk', 'put', disk, '--as', '9bad', join(dir, 'Hi.Mod'))).rejects.toThrow(
       /bad Oberon file name: "9bad" must start with a letter/,
     );
+  }, 120_000);
+
+  it('disk build compiles sources into a new disk and fails with the position of a compile error', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'rk-build-'));
+    await writeFile(join(dir, 'Hi.Mod'), 'MODULE Hi;\n  PROCEDURE Run*;\n  END Run;\nEND Hi.\n');
+    await writeFile(join(dir, 'Bad.Mod'), 'MODULE Bad;\nBEGIN y := 2\nEND Bad.\n');
+    const base = await baseImageCopy();
+    const out = join(dir, 'out.dsk');
+    await inProcess('disk', 'build', '--base', base, '--out', out, '--grow', '2M', join(dir, 'Hi.Mod'));
+    const vol = await OberonVolume.open(out);
+    expect(vol.exists('Hi.rsc') && vol.exists('Hi.Mod')).toBe(true);
+    expect((await stat(out)).size).toBe(2 * 1024 * 1024);
+    await expect(
+      inProcess('disk', 'build', '--base', base, '--out', join(dir, 'bad.dsk'), join(dir, 'Bad.Mod')),
+    ).rejects.toThrow(/Bad does not compile:\n {2}Bad.Mod:2:\d+ \(pos \d+\): undef/);
+    await expect(stat(join(dir, 'bad.dsk'))).rejects.toThrow(/ENOENT/);
   }, 120_000);
 
   it('reads sizes like 8M, 512K and plain bytes, and rejects anything else', () => {
