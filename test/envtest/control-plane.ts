@@ -4,7 +4,7 @@
 // server outside vitest. Binaries come from hack/build-testbins.sh.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
@@ -71,9 +71,12 @@ export function assertTestBins(bins: TestBins): void {
   );
 }
 
-/** The CRD files installed into every test API server: ours (crds/*.yaml) + KubeVirt's VM. */
+/**
+ * The CRD files installed into every test API server: ours (crds/*.yaml, or the folder named by
+ * RETROKUBE_ENVTEST_CRDS) + KubeVirt's VirtualMachine.
+ */
 export function crdFiles(): string[] {
-  const ours = join(REPO_ROOT, 'crds');
+  const ours = process.env.RETROKUBE_ENVTEST_CRDS ?? join(REPO_ROOT, 'crds');
   const files = existsSync(ours)
     ? readdirSync(ours)
         .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
@@ -114,14 +117,14 @@ interface Proc {
 }
 
 function startProcess(bin: string, args: string[], logFile: string): Proc {
-  const log = createWriteStream(logFile, { flags: 'a' });
-  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout?.pipe(log, { end: false });
-  child.stderr?.pipe(log, { end: false });
+  // The child writes its log straight to the file: no pipes for this process to keep open.
+  const fd = openSync(logFile, 'a');
+  const child = spawn(bin, args, { stdio: ['ignore', fd, fd] });
+  closeSync(fd);
   const exited = new Promise<number | null>((ok) => {
     child.once('exit', (code) => ok(code));
     child.once('error', (err) => {
-      log.write(`spawn error: ${err.message}\n`);
+      appendFileSync(logFile, `spawn error: ${err.message}\n`);
       ok(-1);
     });
   });
@@ -131,40 +134,55 @@ function startProcess(bin: string, args: string[], logFile: string): Proc {
 async function stopProcess(p: Proc | undefined): Promise<void> {
   if (!p || p.child.exitCode !== null || p.child.signalCode !== null) return;
   p.child.kill('SIGTERM');
-  const done = await Promise.race([p.exited.then(() => true), sleep(LIMITS.stopTimeoutMs).then(() => false)]);
-  if (!done) {
-    p.child.kill('SIGKILL');
-    await p.exited;
-  }
+  // A cleared timer, not a bare sleep: a pending 15 s timer would keep the process alive.
+  const timer = setTimeout(() => p.child.kill('SIGKILL'), LIMITS.stopTimeoutMs);
+  await p.exited;
+  clearTimeout(timer);
 }
 
-/** GET a path on the API server with the admin token; resolves to the HTTP status and body. */
-function httpsGet(
-  url: string,
-  token: string,
-  ca: Buffer | undefined,
+/** Where and how the harness talks to the API server itself (raw HTTPS, no typed client). */
+export interface ApiTarget {
+  server: string;
+  token: string;
+  /** The serving cert bundle to trust; undefined only before it exists (readiness polling). */
+  ca: Buffer | undefined;
+}
+
+/**
+ * One raw request to the API server. The harness does not send objects through client-node's
+ * typed serializer: it drops JSON keys that are not model attribute names (for a CRD, every
+ * `x-kubernetes-*` schema keyword), which silently changes what is applied.
+ */
+export function kubeRequest(
+  t: ApiTarget,
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType = 'application/json',
 ): Promise<{ status: number; body: string }> {
   return new Promise((ok, fail) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const headers: Record<string, string> = {
+      Authorization: `Bearer ${t.token}`,
+      Accept: 'application/json',
+    };
+    if (payload !== undefined) headers['Content-Type'] = contentType;
     const req = request(
-      url,
-      {
-        headers: { Authorization: `Bearer ${token}` },
-        ca,
-        rejectUnauthorized: ca !== undefined,
-        timeout: 5_000,
-      },
+      `${t.server}${path}`,
+      // agent: false: no keep-alive socket outlives the request (it would hold the process open).
+      { method, headers, ca: t.ca, rejectUnauthorized: t.ca !== undefined, timeout: 30_000, agent: false },
       (res) => {
-        let body = '';
+        let text = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => {
-          body += c;
+          text += c;
         });
-        res.on('end', () => ok({ status: res.statusCode ?? 0, body }));
+        res.on('end', () => ok({ status: res.statusCode ?? 0, body: text }));
       },
     );
-    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timeout`)));
     req.on('error', fail);
-    req.end();
+    req.end(payload);
   });
 }
 
@@ -257,7 +275,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         throw new Error(`kine exited (${kine.child.exitCode}):\n${tail(join(dir, 'kine.log'))}`);
       }
       try {
-        const r = await httpsGet(`${server}/readyz`, adminToken, ca);
+        const r = await kubeRequest({ server, token: adminToken, ca }, 'GET', '/readyz');
         if (r.status === 200) return Date.now() - t0;
         last = `HTTP ${r.status}: ${r.body.slice(0, 300)}`;
       } catch (err) {
@@ -292,7 +310,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     await writeFile(kubeconfigPath, kubeconfigYaml(server, join(certDir, 'apiserver.crt'), adminToken), {
       mode: 0o600,
     });
-    if (opts.installCrds ?? true) await installCrds(kubeconfigPath, crdFiles());
+    if (opts.installCrds ?? true) await installCrds({ server, token: adminToken, ca }, crdFiles());
     return {
       dir,
       server,
@@ -342,40 +360,43 @@ export function kubeconfigYaml(server: string, caFile: string, token: string): s
 }
 
 /** Server-side applies every CRD in `files` and waits until each is Established. */
-export async function installCrds(kubeconfigPath: string, files: string[]): Promise<string[]> {
-  const kc = new KubeConfig();
-  kc.loadFromFile(kubeconfigPath);
-  const objects = kc.makeApiClient(KubernetesObjectApi);
-  const ext = kc.makeApiClient(ApiextensionsV1Api);
+export async function installCrds(t: ApiTarget, files: string[]): Promise<string[]> {
   const names: string[] = [];
   for (const file of files) {
     for (const doc of parseAllDocuments(await readFile(file, 'utf8'))) {
       if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors[0]?.message}`);
-      const obj = doc.toJS() as KubernetesObject | null;
+      const obj = doc.toJS() as CrdLike | null;
       if (!obj) continue;
-      if (obj.kind !== 'CustomResourceDefinition') {
-        throw new Error(`${file}: expected only CustomResourceDefinitions, found ${obj.kind}`);
+      const name = obj.metadata?.name;
+      if (obj.kind !== 'CustomResourceDefinition' || !name) {
+        throw new Error(`${file}: expected only named CustomResourceDefinitions, found ${obj.kind}`);
       }
-      await objects.patch(
-        obj,
-        undefined,
-        undefined,
-        HARNESS_FIELD_MANAGER,
-        true,
-        PatchStrategy.ServerSideApply,
-      );
-      names.push(obj.metadata?.name ?? '');
+      const path = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}?fieldManager=${HARNESS_FIELD_MANAGER}&force=true`;
+      const r = await kubeRequest(t, 'PATCH', path, obj, 'application/apply-patch+yaml');
+      if (r.status !== 200 && r.status !== 201) {
+        throw new Error(
+          `${file}: the API server refused CRD ${name} (HTTP ${r.status}): ${r.body.slice(0, 2_000)}`,
+        );
+      }
+      names.push(name);
     }
   }
-  for (const name of names) await waitEstablished(ext, name);
+  for (const name of names) await waitEstablished(t, name);
   return names;
 }
 
-async function waitEstablished(ext: ApiextensionsV1Api, name: string): Promise<void> {
+interface CrdLike {
+  kind?: string;
+  metadata?: { name?: string };
+  status?: { conditions?: { type: string; status: string; message?: string }[] };
+}
+
+async function waitEstablished(t: ApiTarget, name: string): Promise<void> {
   const t0 = Date.now();
   for (;;) {
-    const crd: V1CustomResourceDefinition = await ext.readCustomResourceDefinition({ name });
-    const conds = crd.status?.conditions ?? [];
+    const r = await kubeRequest(t, 'GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+    if (r.status !== 200) throw new Error(`CRD ${name}: HTTP ${r.status}: ${r.body.slice(0, 500)}`);
+    const conds = (JSON.parse(r.body) as CrdLike).status?.conditions ?? [];
     if (conds.some((c) => c.type === 'Established' && c.status === 'True')) return;
     const refused = conds.find((c) => c.type === 'NamesAccepted' && c.status === 'False');
     if (refused) throw new Error(`CRD ${name}: names not accepted: ${refused.message}`);
