@@ -21,7 +21,7 @@ const secondsArg = process.argv.indexOf('--seconds');
 const SECONDS = secondsArg > 0 ? Number(process.argv[secondsArg + 1]) : 3;
 
 type Stats = { framesIn: number; framesOut: number; droppedLoss: number; peers: number };
-type Answer = { stats: Stats; elu: { idle: number; active: number; utilization: number } };
+type Answer = { stats: Stats; elu: { idle: number; active: number; utilization: number }; cpuUs: number };
 
 function sock(): Promise<dgram.Socket> {
   const s = dgram.createSocket({ type: 'udp4', recvBufferSize: 4 << 20 });
@@ -100,9 +100,16 @@ const relayBusy =
   (afterA.elu.active - beforeA.elu.active) /
   (afterA.elu.active + afterA.elu.idle - beforeA.elu.active - beforeA.elu.idle);
 const elapsedS = Number(t1 - t0) / 1e9;
+const relayCpuS = (afterA.cpuUs - beforeA.cpuUs) / 1e6;
+const framesPerCoreS = (after.framesIn - before.framesIn) / relayCpuS;
 const framesPerS = (after.framesIn - before.framesIn) / elapsedS;
 const deliveriesPerS = (after.framesOut - before.framesOut) / elapsedS;
-await sleep(300);
+// Let the relay drain what is still queued before measuring latency.
+for (let prev = -1, cur = after.framesOut; cur !== prev; ) {
+  await sleep(200);
+  prev = cur;
+  cur = (await ask<Answer>('stats', 'stats')).stats.framesOut;
+}
 
 // Latency: one frame every 2 ms through the relay, then the same over a direct UDP hop.
 async function latency(targetPort: number, viaRelay: boolean): Promise<number[]> {
@@ -138,6 +145,10 @@ const result = {
   seconds: Number(elapsedS.toFixed(2)),
   framesPerSecond: Math.round(framesPerS),
   deliveriesPerSecond: Math.round(deliveriesPerS),
+  /** Frames in per second of the relay thread's own CPU time: the rate one core sustains. */
+  framesPerCoreSecond: Math.round(framesPerCoreS),
+  deliveriesPerCoreSecond: Math.round((after.framesOut - before.framesOut) / relayCpuS),
+  relayCpuSeconds: Number(relayCpuS.toFixed(2)),
   /** Share of the relay thread's time spent working during the run (1 = one core saturated). */
   relayThreadBusy: Number(relayBusy.toFixed(2)),
   framesLostInKernel: writtenOff,
@@ -151,7 +162,7 @@ const result = {
   },
 };
 console.log(
-  `relay → ${BENCH.RECEIVERS} stations: ${result.framesPerSecond} frames/s in, ${result.deliveriesPerSecond} deliveries/s out (relay thread busy ${Math.round(relayBusy * 100)} %)`,
+  `relay → ${BENCH.RECEIVERS} stations: ${result.framesPerSecond} frames/s in, ${result.deliveriesPerSecond} deliveries/s out (relay thread busy ${Math.round(relayBusy * 100)} %); per core-second of the relay thread: ${result.framesPerCoreSecond} frames, ${result.deliveriesPerCoreSecond} deliveries`,
 );
 console.log(
   `latency: via relay p50 ${result.latencyUs.relayP50} µs, p99 ${result.latencyUs.relayP99} µs; direct p50 ${result.latencyUs.directP50} µs; added p50 ${result.latencyUs.addedP50} µs`,
