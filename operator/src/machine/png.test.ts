@@ -1,6 +1,6 @@
 import { PNG } from 'pngjs';
 import { describe, expect, it } from 'vitest';
-import { BLACK_WHITE_PALETTE, OBERON_PALETTE, snapshotToPng } from './png.ts';
+import { BLACK_WHITE_PALETTE, OBERON_PALETTE, snapshotToPng, snapshotToRgba } from './png.ts';
 import type { FrameSnapshot } from './screen-input.ts';
 
 function frame(width: number, height: number, set: [number, number][]): FrameSnapshot {
@@ -21,7 +21,9 @@ describe('framebuffer PNG', () => {
       [33, 3],
       [63, 1],
     ]);
-    const png = PNG.sync.read(snapshotToPng(snap));
+    const file = snapshotToPng(snap);
+    expect([file[24], file[25]]).toEqual([1, 3]); // IHDR: 1 bit per pixel, indexed colour
+    const png = PNG.sync.read(file); // pngjs checks the CRCs and the zlib stream
     expect([png.width, png.height]).toEqual([64, 4]);
     expect(pixel(png, 0, 3)).toBe(OBERON_PALETTE.foreground); // (0,0) is bottom-left
     expect(pixel(png, 33, 0)).toBe(OBERON_PALETTE.foreground); // y = 3 is the top row
@@ -32,6 +34,12 @@ describe('framebuffer PNG', () => {
     for (let r = 0; r < 4; r++)
       for (let x = 0; x < 64; x++) if (pixel(png, x, r) === OBERON_PALETTE.foreground) lit++;
     expect(lit).toBe(3);
+  });
+
+  it('gives RGBA pixels top line first for viewers that draw themselves', () => {
+    const rgba = snapshotToRgba(frame(32, 2, [[3, 1]]), BLACK_WHITE_PALETTE);
+    expect([...rgba.subarray(12, 16)]).toEqual([255, 255, 255, 255]); // (3, 1) is in the top row
+    expect([...rgba.subarray(32 * 4 + 12, 32 * 4 + 16)]).toEqual([0, 0, 0, 255]);
   });
 
   it('can draw plain black and white', () => {

@@ -95,15 +95,61 @@ export interface Rect {
   h: number;
 }
 
+const littleEndianHost = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
 /** Raw-encoded pixels of a rectangle (RFB y from the top; Oberon line 0 at the bottom). */
 export function rawRect(snap: FrameSnapshot, r: Rect, pixels: [Buffer, Buffer]): Buffer {
+  const bpp = pixels[0].length;
+  const span = snap.width >>> 5;
+  const n = r.w * r.h;
+  // Typed arrays of the pixel size write one pixel per store; their bytes are the client's bytes
+  // when the host is little-endian (values read LE from the encoded pixels round-trip exactly).
+  let out: Uint8Array | Uint16Array | Uint32Array;
+  let v0: number;
+  let v1: number;
+  if (bpp === 1) {
+    out = new Uint8Array(n);
+    v0 = pixels[0][0];
+    v1 = pixels[1][0];
+  } else if (bpp === 2 && littleEndianHost) {
+    out = new Uint16Array(n);
+    v0 = pixels[0].readUInt16LE(0);
+    v1 = pixels[1].readUInt16LE(0);
+  } else if (bpp === 4 && littleEndianHost) {
+    out = new Uint32Array(n);
+    v0 = pixels[0].readUInt32LE(0);
+    v1 = pixels[1].readUInt32LE(0);
+  } else {
+    return rawRectBytes(snap, r, pixels);
+  }
+  let o = 0;
+  for (let row = r.y; row < r.y + r.h; row++) {
+    const base = (snap.height - 1 - row) * span;
+    let x = r.x;
+    const end = r.x + r.w;
+    while (x < end) {
+      const word = snap.words[base + (x >>> 5)];
+      const stop = Math.min(end, (x | 31) + 1);
+      if (word === 0) {
+        out.fill(v0, o, o + (stop - x));
+        o += stop - x;
+        x = stop;
+        continue;
+      }
+      for (; x < stop; x++) out[o++] = (word >>> (x & 31)) & 1 ? v1 : v0;
+    }
+  }
+  return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+}
+
+/** The general path (any pixel size and host): copy the encoded pixel bytes one by one. */
+function rawRectBytes(snap: FrameSnapshot, r: Rect, pixels: [Buffer, Buffer]): Buffer {
   const bpp = pixels[0].length;
   const out = Buffer.alloc(r.w * r.h * bpp);
   const span = snap.width >>> 5;
   let o = 0;
   for (let row = r.y; row < r.y + r.h; row++) {
-    const line = snap.height - 1 - row;
-    const base = line * span;
+    const base = (snap.height - 1 - row) * span;
     for (let x = r.x; x < r.x + r.w; x++) {
       const bit = (snap.words[base + (x >>> 5)] >>> (x & 31)) & 1;
       pixels[bit].copy(out, o);

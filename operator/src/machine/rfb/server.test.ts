@@ -229,6 +229,34 @@ describe('RFB server', () => {
     expect([...px]).toEqual([expect233(BG), expect233(FG)]);
   });
 
+  it('honours 16-bit RGB565 in both byte orders', async () => {
+    const { m, client } = await setup();
+    m.set(1, 63);
+    await client.handshake();
+    const rgb565 = (rgb: number) =>
+      (Math.round((((rgb >>> 16) & 255) * 31) / 255) << 11) |
+      (Math.round((((rgb >>> 8) & 255) * 63) / 255) << 5) |
+      Math.round(((rgb & 255) * 31) / 255);
+    for (const bigEndian of [false, true]) {
+      const f = Buffer.alloc(20);
+      f[4] = 16;
+      f[5] = 16;
+      f[6] = bigEndian ? 1 : 0;
+      f[7] = 1;
+      f.writeUInt16BE(31, 8);
+      f.writeUInt16BE(63, 10);
+      f.writeUInt16BE(31, 12);
+      f[14] = 11;
+      f[15] = 5;
+      f[16] = 0;
+      client.write(f);
+      client.requestUpdate(false, 0, 0, 2, 1);
+      const px = (await client.readUpdate(2))[0].pixels;
+      const read = (i: number) => (bigEndian ? px.readUInt16BE(i * 2) : px.readUInt16LE(i * 2));
+      expect([read(0), read(1)]).toEqual([rgb565(BG), rgb565(FG)]);
+    }
+  });
+
   it('turns X11 key events into PS/2 set-2 sequences (Shift, Enter, Backspace, Esc, arrows, F1)', async () => {
     const { m, client } = await setup();
     await client.handshake();
