@@ -91,12 +91,10 @@ export const OberonAirKind: KindDefinition = {
     {
       rule: `size(self.metadata.name) <= ${AIR_NAME_MAX}`,
       message: `metadata.name must be at most ${AIR_NAME_MAX} characters (the relay Service is named rk-air-<name>)`,
-      fieldPath: '.metadata.name',
     },
     {
       rule: "self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
       message: 'metadata.name may contain only a-z, 0-9 and - (no dots: it names a Service)',
-      fieldPath: '.metadata.name',
     },
   ],
   source: 'operator/src/api/oberonair.ts',

@@ -250,6 +250,7 @@ export class KubeClient {
         this.notify('GET', path, res.statusCode ?? 0);
         if ((res.statusCode ?? 0) >= 400) {
           const chunks: Buffer[] = [];
+          res.on('error', reject);
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => {
             const text = Buffer.concat(chunks).toString('utf8');
@@ -266,6 +267,8 @@ export class KubeClient {
           return;
         }
         const lines = createInterface({ input: res, crlfDelay: Number.POSITIVE_INFINITY });
+        // readline re-emits stream errors; the response's own handler below settles `done`.
+        lines.on('error', () => {});
         lines.on('line', (line) => {
           if (!line.trim()) return;
           let ev: unknown;

@@ -173,7 +173,7 @@ export class Controller {
 
   private context(key: string): ReconcileContext {
     const { client } = this.deps;
-    const log = this.log.child({ key });
+    const log = this.log.child({ object: key });
     return {
       cached: (t, ns, name) => this.cached(t, ns, name),
       client,
@@ -225,13 +225,13 @@ export class Controller {
     } catch (err) {
       if (err instanceof ApiError && err.status === 409) {
         result = 'conflict';
-        this.log.debug({ key, err: err.message }, 'Conflict; requeued');
+        this.log.debug({ object: key, err: err.message }, 'Conflict; requeued');
         this.queue.addRateLimited(key);
       } else if (err instanceof TerminalError) {
         result = 'error';
         m.reconcileErrors.inc({ controller: this.def.name });
         this.queue.forget(key);
-        this.log.error({ key, err: err.message }, 'Reconcile failed for good; waiting for a change');
+        this.log.error({ object: key, err: err.message }, 'Reconcile failed for good; waiting for a change');
       } else {
         result = 'error';
         m.reconcileErrors.inc({ controller: this.def.name });

@@ -136,7 +136,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       try {
         h(type, obj, old);
       } catch (err) {
-        this.log.error({ err, event: type, key: objectKey(obj) }, 'Informer handler threw; event ignored');
+        this.log.error({ err, event: type, object: objectKey(obj) }, 'Informer handler threw; event ignored');
       }
     }
   }

@@ -122,7 +122,8 @@ export class Manager {
     const host = this.opts.bindAddress ?? '0.0.0.0';
     if (this.opts.metricsPort !== undefined)
       this.servers.push(await listen(handler, this.opts.metricsPort, host));
-    if (this.opts.healthPort !== undefined && this.opts.healthPort !== this.opts.metricsPort) {
+    const hp = this.opts.healthPort;
+    if (hp !== undefined && (hp === 0 || hp !== this.opts.metricsPort)) {
       this.servers.push(await listen(handler, this.opts.healthPort, host));
     }
     if (this.elector) {
