@@ -163,6 +163,7 @@ export class XlsxStore extends StoreBase {
   }
 
   private async loadInitial(): Promise<void> {
+    await this.removeStaleTemps();
     let bytes: Buffer;
     try {
       bytes = await fsp.readFile(this.file);
@@ -176,6 +177,25 @@ export class XlsxStore extends StoreBase {
     this.base = book.snapshot();
     this.rememberWritten(book);
     this.stamp = await this.stampOf(bytes);
+  }
+
+  // Temp files of a save that was killed mid-way (kill -9, power loss) hold nothing acknowledged:
+  // remove those whose writer process is gone.
+  private async removeStaleTemps(): Promise<void> {
+    const dir = path.dirname(this.file);
+    const prefix = `${TEMP_PREFIX}${path.basename(this.file)}.`;
+    let names: string[] = [];
+    try {
+      names = await fsp.readdir(dir);
+    } catch {
+      return;
+    }
+    for (const n of names) {
+      if (!n.startsWith(prefix)) continue;
+      const pid = Number(n.slice(prefix.length).split('.')[0]);
+      if (!Number.isInteger(pid) || pid === process.pid || processAlive(pid)) continue;
+      await fsp.rm(path.join(dir, n), { force: true }).catch(() => {});
+    }
   }
 
   private rememberWritten(book: Book): void {
@@ -410,6 +430,15 @@ async function parse(bytes: Buffer, file: string): Promise<{ wb: ExcelJS.Workboo
     );
   }
   return { wb, book: bookFromWorkbook(wb) };
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 function sha256(b: Buffer): string {
