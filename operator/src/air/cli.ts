@@ -159,7 +159,6 @@ Examples:
       out(`air relay on udp/${relay.address.port}${o.loss > 0 ? `, loss ${Math.round(o.loss * 100)}%` : ''}`);
       if (relay.control) out(`control on ${relay.control.url}`);
       if (relay.metrics) out(`metrics on ${relay.metrics.url}/metrics`);
-      const expiry = setInterval(() => relay.expire(), 1000);
       const summary =
         o.summary > 0
           ? setInterval(() => out(relaySummary(relay.stats(), relay.loss(), relay.isOn())), o.summary * 1000)
@@ -169,7 +168,6 @@ Examples:
         process.once('SIGINT', stop);
         process.once('SIGTERM', stop);
       });
-      clearInterval(expiry);
       if (summary) clearInterval(summary);
       out(relaySummary(relay.stats(), relay.loss(), relay.isOn()));
       await relay.close();

@@ -126,6 +126,17 @@ describe('the relay on loopback', () => {
     await until(() => b.got.length === 1, 5000, 'b hears again');
   });
 
+  it('reports a silent station gone even when the air is quiet', async () => {
+    const clock = new ManualClock(0);
+    const events: string[] = [];
+    const r = await relay({ clock, onEvent: (e) => events.push(e.type) });
+    await station(r);
+    await until(() => events.includes('joined'), 5000, 'joined');
+    clock.advance(60_001);
+    await until(() => events.includes('gone'), 5000, 'gone without traffic');
+    expect(r.stats()).toMatchObject({ joined: 1, gone: 1, peers: 0 });
+  });
+
   it('with loss 0.3 drops 30 % ± 3 % of 10,000 deliveries', async () => {
     const r = await relay({ loss: 0.3, rate: null });
     const tx = await station(r);

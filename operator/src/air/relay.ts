@@ -20,6 +20,8 @@ export const RELAY_LIMITS = {
   RATE_PER_SECOND: 200,
   /** Bursts up to 2 s of the ceiling pass, so a busy but honest plane is never clipped. */
   RATE_BURST: 400,
+  /** How often silent stations are looked for when no datagram arrives. */
+  SWEEP_MS: 1000,
   /** Bounds memory if someone sprays source addresses; far above any real air (8 nodes + plane + tools). */
   MAX_PEERS: 1024,
   /** A bigger kernel receive buffer rides out bursts while the relay is busy fanning out. */
@@ -308,6 +310,9 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   });
   const address = socket.address();
   let closed = false;
+  // Silent stations are also swept on a timer, so "gone" is reported even on a quiet air.
+  const sweep = setInterval(() => expire(clock.now()), RELAY_LIMITS.SWEEP_MS);
+  sweep.unref();
 
   const stats = (): RelayStats => ({ ...s, peers: peers.size });
   const peerList = (): RelayPeer[] => [...peers.values()].map((p) => ({ ...publicPeer(p), cut: isCut(p) }));
@@ -368,6 +373,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     close: async () => {
       if (closed) return;
       closed = true;
+      clearInterval(sweep);
       await Promise.all([metrics?.close(), control?.close()]);
       await new Promise<void>((resolve) => socket.close(() => resolve()));
     },
