@@ -9,6 +9,21 @@ export interface PageStore {
   allocSector(hint: number): number;
 }
 
+export const LIMITS = {
+  maxDepth: 8, // a B-tree of 65,536 sectors with >= 12 entries a page is at most 5 levels deep; more is a cycle
+} as const;
+
+/** Thrown when the directory's page pointers do not form a tree (a corrupt disk). */
+export class DirectoryCycleError extends Error {
+  override name = 'DirectoryCycleError';
+}
+
+function tooDeep(adr: number): never {
+  throw new DirectoryCycleError(
+    `corrupt directory: pages nest deeper than ${LIMITS.maxDepth} levels at sector ${adr / FORMAT.adrFactor} (a page points back into the tree)`,
+  );
+}
+
 const N = FORMAT.dirHalf;
 const PAGE = FORMAT.dirPageSize;
 
@@ -30,7 +45,8 @@ function childLeftOf(a: DirPage, r: number): number {
 
 export function search(store: PageStore, name: string): number {
   let adr: number = FORMAT.dirRootAdr;
-  for (;;) {
+  for (let depth = 0; ; depth++) {
+    if (depth > LIMITS.maxDepth) tooDeep(adr);
     const a = store.getPage(adr);
     const r = locate(a, name);
     if (r < a.m && a.e[r].name === name) return a.e[r].adr;
@@ -43,7 +59,14 @@ interface Rise {
   entry: DirEntry; // the entry that climbs to the parent after a split
 }
 
-function insertInto(store: PageStore, name: string, pageAdr: number, fad: number): Rise | undefined {
+function insertInto(
+  store: PageStore,
+  name: string,
+  pageAdr: number,
+  fad: number,
+  depth = 0,
+): Rise | undefined {
+  if (depth > LIMITS.maxDepth) tooDeep(pageAdr);
   const a = store.getPage(pageAdr);
   let r = locate(a, name);
   if (r < a.m && a.e[r].name === name) {
@@ -56,7 +79,7 @@ function insertInto(store: PageStore, name: string, pageAdr: number, fad: number
   if (child === 0) {
     u = { name, adr: fad, p: 0 };
   } else {
-    const rise = insertInto(store, name, child, fad);
+    const rise = insertInto(store, name, child, fad, depth + 1);
     if (!rise) return undefined;
     u = rise.entry;
   }
@@ -198,7 +221,8 @@ interface Removal {
   under: boolean; // the page is now below N entries
 }
 
-function deleteFrom(store: PageStore, name: string, dpg0: number): Removal {
+function deleteFrom(store: PageStore, name: string, dpg0: number, depth = 0): Removal {
+  if (depth > LIMITS.maxDepth) tooDeep(dpg0);
   const a = store.getPage(dpg0);
   const r = locate(a, name);
   const dpg1 = childLeftOf(a, r);
@@ -211,14 +235,14 @@ function deleteFrom(store: PageStore, name: string, dpg0: number): Removal {
       for (let i = r; i < a.m; i++) a.e[i] = a.e[i + 1];
     } else {
       // replace the entry by its in-order predecessor (the rightmost entry of the left subtree)
-      h = takeRightmost(store, a, r, dpg1);
+      h = takeRightmost(store, a, r, dpg1, depth + 1);
       if (h) h = underflow(store, a, dpg1, r);
     }
     store.putPage(dpg0, a);
     return { fad, under: h };
   }
   if (dpg1 === 0) return { fad: 0, under: false };
-  const sub = deleteFrom(store, name, dpg1);
+  const sub = deleteFrom(store, name, dpg1, depth + 1);
   if (sub.under) {
     const h = underflow(store, a, dpg1, r);
     store.putPage(dpg0, a);
@@ -227,11 +251,12 @@ function deleteFrom(store: PageStore, name: string, dpg0: number): Removal {
   return sub;
 }
 
-function takeRightmost(store: PageStore, a: DirPage, r: number, dpg1: number): boolean {
+function takeRightmost(store: PageStore, a: DirPage, r: number, dpg1: number, depth: number): boolean {
+  if (depth > LIMITS.maxDepth) tooDeep(dpg1);
   const b = store.getPage(dpg1);
   const dpg2 = b.e[b.m - 1].p;
   if (dpg2 !== 0) {
-    let h = takeRightmost(store, a, r, dpg2);
+    let h = takeRightmost(store, a, r, dpg2, depth + 1);
     if (h) {
       h = underflow(store, b, dpg2, b.m);
       store.putPage(dpg1, b);
@@ -266,14 +291,15 @@ export interface ListedEntry {
 /** All entries in name order. */
 export function enumerate(store: PageStore): ListedEntry[] {
   const out: ListedEntry[] = [];
-  const walk = (adr: number): void => {
+  const walk = (adr: number, depth: number): void => {
+    if (depth > LIMITS.maxDepth) tooDeep(adr);
     const a = store.getPage(adr);
-    if (a.p0 !== 0) walk(a.p0);
+    if (a.p0 !== 0) walk(a.p0, depth + 1);
     for (let i = 0; i < a.m; i++) {
       out.push({ name: a.e[i].name, adr: a.e[i].adr });
-      if (a.e[i].p !== 0) walk(a.e[i].p);
+      if (a.e[i].p !== 0) walk(a.e[i].p, depth + 1);
     }
   };
-  walk(FORMAT.dirRootAdr);
+  walk(FORMAT.dirRootAdr, 0);
   return out;
 }

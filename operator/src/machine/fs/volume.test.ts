@@ -152,6 +152,17 @@ describe('Oberon file system on the base image', () => {
     expect(again.check()).toEqual([]);
   });
 
+  it('reports a directory whose pages point back into the tree instead of hanging', async () => {
+    const image = await readFile(await baseImageCopy());
+    const leaf = image.readInt32LE(8); // the root's first child page
+    image.writeInt32LE(FORMAT.dirRootAdr, (leaf / 29 - 1) * 1024 + 8); // that leaf's p0 → the root
+    const vol = OberonVolume.fromBuffer(image);
+    expect(() => vol.list()).toThrow(/corrupt directory/);
+    expect(() => vol.exists('Zzz')).not.toThrow(); // search of names right of the loop still works
+    expect(() => vol.write('Aaa', Buffer.from('x'))).toThrow(/corrupt directory/);
+    expect(vol.check().join('\n')).toMatch(/reached twice/);
+  });
+
   it('refuses a file that is not an Oberon disk', () => {
     expect(() => OberonVolume.fromBuffer(Buffer.alloc(4096))).toThrow(/not an Oberon disk image/);
   });

@@ -198,26 +198,36 @@ export class OberonVolume {
     const used = new Uint8Array(LIMITS.maxSectors);
     const problems: string[] = [];
     for (let k = 0; k < FORMAT.reservedSectors; k++) used[k] = 1;
-    const claim = (adr: number, what: string): void => {
+    /** Marks a sector as used; false when the address itself is corrupt. */
+    const claim = (adr: number, what: string): boolean => {
       let k: number;
       try {
         k = this.sectorOf(adr);
       } catch (err) {
         problems.push(`${what}: ${(err as Error).message}`);
-        return;
+        return false;
       }
       if (k < FORMAT.reservedSectors) {
         if (adr !== FORMAT.dirRootAdr) problems.push(`${what}: sector ${k} is in the boot area`);
-        return; // the root page sits in the reserved area, already marked
+        return true; // the root page sits in the reserved area, already marked
       }
       if (used[k]) problems.push(`${what}: sector ${k} is used twice`);
       used[k] = 1;
+      return true;
     };
     const pages = [FORMAT.dirRootAdr as number];
+    const seenPages = new Set<number>();
     const headers: { name: string; adr: number }[] = [];
     while (pages.length > 0) {
       const adr = pages.pop() as number;
-      claim(adr, `directory page ${adr / FORMAT.adrFactor}`);
+      if (seenPages.has(adr)) {
+        problems.push(
+          `directory page at sector ${adr / FORMAT.adrFactor} is reached twice (the directory is not a tree)`,
+        );
+        continue;
+      }
+      seenPages.add(adr);
+      if (!claim(adr, `directory page ${adr / FORMAT.adrFactor}`)) continue;
       const sector = this.getSector(adr);
       if (!isDirPage(sector)) {
         problems.push(`directory page at sector ${adr / FORMAT.adrFactor} has no directory mark`);
@@ -231,16 +241,14 @@ export class OberonVolume {
       }
     }
     for (const { name, adr } of headers) {
-      claim(adr, `header of ${name}`);
-      let h: FileHeader;
+      if (!claim(adr, `header of ${name}`)) continue;
       try {
-        h = this.header(adr, name);
+        const h = this.header(adr, name);
+        for (let i = 0; i < indexSectorCount(h.aleng); i++) claim(h.ext[i], `index sector ${i} of ${name}`);
+        for (const s of this.dataSectors(h).slice(1)) claim(s, `data of ${name}`); // sec[0] is the header
       } catch (err) {
-        problems.push((err as Error).message);
-        continue;
+        problems.push(`${name}: ${(err as Error).message}`);
       }
-      for (const s of this.dataSectors(h).slice(1)) claim(s, `data of ${name}`); // sec[0] is the header
-      for (let i = 0; i < indexSectorCount(h.aleng); i++) claim(h.ext[i], `index sector ${i} of ${name}`);
     }
     return { used, problems };
   }
@@ -410,6 +418,7 @@ export class OberonVolume {
     let leafDepth = -1;
     let previous: string | undefined;
     const walk = (adr: number, depth: number): void => {
+      if (depth > dir.LIMITS.maxDepth) return; // reported by scanUsed as a page reached twice
       let page: DirPage;
       try {
         page = store.getPage(adr);
@@ -449,10 +458,15 @@ export class OberonVolume {
   /** The directory tree: the names on each page and its child pages, in order (for comparisons). */
   directoryShape(): DirectoryShape {
     const store = this.pages();
-    const walk = (adr: number): DirectoryShape => {
+    const walk = (adr: number, depth = 0): DirectoryShape => {
+      if (depth > dir.LIMITS.maxDepth)
+        throw new dir.DirectoryCycleError('corrupt directory: pages nest too deep');
       const page = store.getPage(adr);
       const names = page.e.slice(0, page.m).map((e) => e.name);
-      const children = page.p0 === 0 ? [] : [page.p0, ...page.e.slice(0, page.m).map((e) => e.p)].map(walk);
+      const children =
+        page.p0 === 0
+          ? []
+          : [page.p0, ...page.e.slice(0, page.m).map((e) => e.p)].map((p) => walk(p, depth + 1));
       return { names, children };
     };
     return walk(FORMAT.dirRootAdr);
