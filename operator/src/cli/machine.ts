@@ -16,6 +16,7 @@ interface RunOpts {
   screenshot?: string;
   memory?: string;
   deterministic?: boolean;
+  jit?: boolean;
   inPlace?: boolean;
   for?: string;
   json?: boolean;
@@ -43,6 +44,7 @@ async function run(disk: string, o: RunOpts): Promise<void> {
     inPlace: o.inPlace ?? false,
     clock: o.deterministic ? 'deterministic' : 'realtime',
     commands: o.commands,
+    jit: o.jit ?? false,
   };
   if (o.memory !== undefined) opts.memoryMiB = intOption('--memory', o.memory, 1, 32);
   if (o.air !== undefined) {
@@ -125,6 +127,7 @@ export function registerMachineVerbs(program: Command): void {
       '--deterministic',
       'timer from the instruction count (reproducible runs) instead of the wall clock',
     )
+    .option('--jit', 'translate hot RISC5 code to JavaScript (faster loops, slower branchy code)')
     .option('--in-place', 'write to DISK itself instead of a temporary copy')
     .option('--for <seconds>', 'stop after this many seconds')
     .option('--json', 'print the machine state as JSON when it stops')

@@ -2,19 +2,45 @@ import { describe, expect, it } from 'vitest';
 import { assemble } from './asm.ts';
 import { type IoBus, Risc5 } from './cpu.ts';
 
+// Every program runs twice: on the interpreter and on the block translator; both must agree.
+let jitMode = false;
+
 /** Run a conformance program until it reaches the label `halt` (a branch to itself). */
 function exec(src: string, bus?: Partial<IoBus>): Risc5 {
+  if (!jitMode) {
+    jitMode = true;
+    try {
+      const j = exec(src, bus);
+      const i = execOn(src, bus, false);
+      expect(Array.from(j.R), 'translator and interpreter agree on registers').toEqual(Array.from(i.R));
+      expect([j.nz < 0, j.nz === 0, j.C, j.V, j.H], 'and on flags and H').toEqual([
+        i.nz < 0,
+        i.nz === 0,
+        i.C,
+        i.V,
+        i.H,
+      ]);
+      return j;
+    } finally {
+      jitMode = false;
+    }
+  }
+  return execOn(src, bus, true);
+}
+
+function execOn(src: string, bus: Partial<IoBus> | undefined, jit: boolean): Risc5 {
   const prog = assemble(`${src}\nhalt: B halt\n`);
   const io: IoBus = {
     ioRead: bus?.ioRead ?? (() => 0),
     ioWrite: bus?.ioWrite ?? (() => {}),
     voidFetch: bus?.voidFetch ?? (() => {}),
   };
-  const cpu = new Risc5(0x10000, 0xf000, io);
+  const cpu = new Risc5(0x10000, 0xf000, io, { jit });
   cpu.mem.set(prog.words);
   cpu.pc = 0;
   const halt = (prog.symbols.get('halt') as number) >>> 2;
   for (let i = 0; i < 1000 && cpu.pc !== halt; i++) cpu.run(1);
+  expect(cpu.pc, `program reached halt (${jit ? 'translator' : 'interpreter'})`).toBe(halt);
   expect(cpu.pc, 'program reached halt').toBe(halt);
   return cpu;
 }
@@ -199,7 +225,10 @@ describe('RISC5 memory and branches', () => {
       ioWrite: (a, v) => writes.push([a, v]),
     });
     expect(c.R[2]).toBe(1234);
+    // (exec runs the program on the translator and then on the interpreter)
     expect(writes).toEqual([
+      [0xffffffc8, 0x41],
+      [0xffffffc4, 0x41],
       [0xffffffc8, 0x41],
       [0xffffffc4, 0x41],
     ]);
@@ -238,6 +267,23 @@ describe('RISC5 memory and branches', () => {
     const c = exec(`MOV R1, 0\nBL sub\nADD R1, R1, 10\nB halt
       sub: ADD R1, R1, 1\nB R15`);
     expect(c.R[1]).toBe(11);
+  });
+
+  it('re-translates code that the program itself overwrites (as Oberon does when it loads modules)', () => {
+    // Patch the immediate of the instruction at 'target' after running it once.
+    const c = exec(`MOV R1, 0
+      MOV R6, 2
+    again: BL target
+      MOV R3, R2
+      LDW R4, R0, patch
+      STW R4, R0, target
+      SUB R6, R6, 1
+      BNE again
+      B halt
+    target: MOV R2, 1
+      B R15
+    patch: MOV R2, 7`);
+    expect([c.R[3], c.R[2]]).toEqual([7, 7]);
   });
 
   it('resets through the bus when it branches into the void (outside RAM and ROM)', () => {

@@ -8,6 +8,7 @@
 // has "branched into the void" and calls bus.reset() (the hardware/emulator resets to the ROM).
 
 import { fpAdd, fpDiv, fpMul, idiv, idivResult } from './fpu.ts';
+import { type BlockFn, complexOp, LIMITS as JIT_LIMITS, type JitHelpers, translate } from './jit.ts';
 
 export const LIMITS = {
   romStart: 0xfffff800, // byte address of the boot ROM window (hardware constant)
@@ -49,13 +50,84 @@ export class Risc5 {
   /** Set by the bus during an I/O access to end run() early (idle, or a device wants attention). */
   stop = false;
   bus: IoBus;
+  /** Translate hot RISC5 code to JS blocks (jit.ts); false = the plain interpreter only. */
+  readonly jit: boolean;
+  private readonly blocks: (BlockFn | undefined)[];
+  /** 1 for every RAM word covered by a translated block (stores there invalidate it). */
+  private readonly codeMark: Uint8Array;
+  /** How often each block start ran in the interpreter (translation starts at LIMITS.hotBlock). */
+  private readonly hits: Uint16Array;
+  private readonly pageBlocks = new Map<number, number[]>();
+  private readonly blockLength = new Map<number, number>();
+  private readonly helpers: JitHelpers = { mulHighSigned, mulHighUnsigned };
+  /** Blocks translated since power-on (a measure of code churn). */
+  translations = 0;
 
-  constructor(memBytes: number, displayStart: number, bus: IoBus) {
+  constructor(memBytes: number, displayStart: number, bus: IoBus, opts: { jit?: boolean } = {}) {
     this.memBytes = memBytes;
     this.memWords = memBytes >>> 2;
     this.mem = new Int32Array(this.memWords);
     this.displayStart = displayStart;
     this.bus = bus;
+    this.jit = opts.jit ?? true;
+    this.blocks = this.jit ? new Array(this.memWords).fill(undefined) : [];
+    this.codeMark = new Uint8Array(this.jit ? this.memWords : 0);
+    this.hits = new Uint16Array(this.jit ? this.memWords : 0);
+  }
+
+  /** Forget every translation (after RAM was changed behind the CPU's back, e.g. a boot load). */
+  flushCode(): void {
+    if (!this.jit) return;
+    for (const starts of this.pageBlocks.values()) for (const pc of starts) this.blocks[pc] = undefined;
+    this.pageBlocks.clear();
+    this.blockLength.clear();
+    this.codeMark.fill(0);
+    this.hits.fill(0);
+  }
+
+  /** A store hit translated code at word w: drop the translations of its page. */
+  invalidate(w: number): void {
+    const page = w >>> JIT_LIMITS.pageShift;
+    const starts = this.pageBlocks.get(page);
+    if (starts === undefined) {
+      this.codeMark[w] = 0;
+      return;
+    }
+    this.pageBlocks.delete(page);
+    for (const pc of starts) {
+      if (this.blocks[pc] === undefined) continue;
+      this.blocks[pc] = undefined;
+      const len = this.blockLength.get(pc) ?? 0;
+      this.blockLength.delete(pc);
+      for (let i = 0; i < len; i++) this.codeMark[pc + i] = 0;
+    }
+    // Blocks of other pages may still cover words here; re-mark them.
+    for (const [pc, len] of this.blockLength) {
+      if (pc + len > page << JIT_LIMITS.pageShift && pc < (page + 1) << JIT_LIMITS.pageShift) {
+        for (let i = 0; i < len; i++) this.codeMark[pc + i] = 1;
+      }
+    }
+  }
+
+  private compile(pc: number): BlockFn {
+    const { fn, length } = translate(this, pc, this.helpers);
+    this.translations++;
+    this.blocks[pc] = fn;
+    this.blockLength.set(pc, length);
+    for (let i = 0; i < length; i++) this.codeMark[pc + i] = 1;
+    const first = pc >>> JIT_LIMITS.pageShift;
+    const last = (pc + length - 1) >>> JIT_LIMITS.pageShift;
+    for (let p = first; p <= last; p++) {
+      const list = this.pageBlocks.get(p);
+      if (list === undefined) this.pageBlocks.set(p, [pc]);
+      else list.push(pc);
+    }
+    return fn;
+  }
+
+  /** DIV and FPU operations for translated code (sets H for DIV). */
+  complexOp(ir: number, b: number, c: number): number {
+    return complexOp(this, ir, b, c);
   }
 
   get N(): boolean {
@@ -80,7 +152,40 @@ export class Risc5 {
    * Execute up to n instructions; returns how many ran. Stops early when a device sets `stop`.
    */
   run(n: number): number {
+    this.stop = false;
+    if (!this.jit) return this.interpret(n);
+    const start = this.instructions;
+    const end = start + n;
+    const R = this.R;
     const mem = this.mem;
+    const cm = this.codeMark;
+    const blocks = this.blocks;
+    const hits = this.hits;
+    while (this.instructions < end) {
+      const pc = this.pc;
+      if (pc < this.memWords) {
+        const f = blocks[pc];
+        if (f !== undefined) f(this, R, mem, cm);
+        else if (hits[pc] >= JIT_LIMITS.hotBlock) this.compile(pc)(this, R, mem, cm);
+        else this.interpret(end - this.instructions, true); // cold code, until a hot branch target
+      } else {
+        this.interpret(1); // the ROM window, or a branch into the void
+      }
+      if (this.stop) break;
+    }
+    return this.instructions - start;
+  }
+
+  /**
+   * The plain interpreter: up to n instructions, one at a time. With toHot it also returns when
+   * a taken branch lands on translated or hot code (counting how often each target is reached).
+   */
+  interpret(n: number, toHot = false): number {
+    const hits = this.hits;
+    const blocks = this.blocks;
+    const mem = this.mem;
+    const cm = this.codeMark;
+    const jit = this.jit;
     const R = this.R;
     const memWords = this.memWords;
     const memBytes = this.memBytes;
@@ -91,7 +196,6 @@ export class Risc5 {
     let V = this.V;
     let H = this.H;
     const base = this.instructions;
-    this.stop = false;
     let i = 0;
     while (i < n) {
       let ir: number;
@@ -249,6 +353,7 @@ export class Risc5 {
               mem[w] = (mem[w] & ~(0xff << sh)) | ((v & 0xff) << sh);
             }
             if (addr >= displayStart) this.fbVersion++;
+            if (jit && cm[addr >>> 2] !== 0) this.invalidate(addr >>> 2);
           } else {
             this.ioInstr = base + i;
             this.bus.ioWrite(addr, (ir & 0x10000000) === 0 ? v : v & 0xff);
@@ -291,6 +396,8 @@ export class Risc5 {
           }
           if ((ir & 0x20000000) === 0) pc = R[ir & 15] >>> 2;
           else pc = (pc + ((ir << 8) >> 8)) >>> 0;
+          if (toHot && pc < memWords && (blocks[pc] !== undefined || ++hits[pc] >= JIT_LIMITS.hotBlock))
+            break;
         }
       }
     }

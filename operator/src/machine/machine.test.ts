@@ -54,6 +54,18 @@ describe('the Oberon base image on our machine', () => {
     expect(Buffer.from(a.snapshot().words.buffer).equals(Buffer.from(b.snapshot().words.buffer))).toBe(true);
   });
 
+  it('boots identically with the block translator: same instruction count, same screen', () => {
+    const a = bootBase().m;
+    const b = new Machine({ disk: fs.readFileSync(copyBaseImage()), clock: 'deterministic', jit: true });
+    expect(b.runUntil(() => b.booted, { maxInstructions: 20_000_000, slice: 10_000_000 })).toBe(true);
+    expect(b.cpu.instructions).toBe(a.cpu.instructions);
+    b.runCommand('System.Directory *.Tool');
+    a.runCommand('System.Directory *.Tool');
+    expect(a.runUntilIdle(50_000_000) && b.runUntilIdle(50_000_000)).toBe(true);
+    expect(b.cpu.translations).toBeGreaterThan(10);
+    expect(Buffer.from(a.snapshot().words.buffer).equals(Buffer.from(b.snapshot().words.buffer))).toBe(true);
+  });
+
   it('runs a typed, middle-clicked command: System.Directory opens a viewer listing the tools', () => {
     const { m } = bootBase();
     const before = m.snapshot();

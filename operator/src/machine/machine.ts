@@ -82,6 +82,11 @@ export interface MachineOptions {
   air?: AirPort | null;
   /** Host clock in ms (realtime mode); default performance.now. */
   now?: () => number;
+  /**
+   * Translate hot RISC5 code to JavaScript blocks (jit.ts). Off by default: it runs tight loops
+   * 4× faster but Oberon's compiler (branchy code, hot and cold mixed) 1.5× slower (bench/machine).
+   */
+  jit?: boolean;
 }
 
 export interface RunResult {
@@ -199,7 +204,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     }
     this.memLim = this.displayStart - 16;
     this.stackOrg = this.displayStart / 2;
-    this.cpu = new Risc5(this.memBytes, this.displayStart, this);
+    this.cpu = new Risc5(this.memBytes, this.displayStart, this, { jit: opts.jit ?? false });
     this.powerOn();
   }
 
@@ -209,6 +214,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
   powerOn(): void {
     const cpu = this.cpu;
     cpu.mem.fill(0);
+    cpu.flushCode();
     cpu.R.fill(0);
     cpu.H = 0;
     cpu.setFlags(false, false, false, false);
@@ -278,6 +284,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
       this.setLeds(0x82);
       this.loadFromDisk();
     }
+    cpu.flushCode(); // the loader wrote RAM directly
     cpu.mem[12 >>> 2] = this.memLim;
     cpu.mem[24 >>> 2] = this.stackOrg;
     this.setLeds(0x84);

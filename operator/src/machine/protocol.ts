@@ -16,6 +16,7 @@ export interface WorkerInit {
   air?: { host: string; port: number; localPort?: number };
   /** Push framebuffer snapshots to the main thread when the screen changes. */
   frames: boolean;
+  jit: boolean;
 }
 
 export type ToWorker =

@@ -44,6 +44,8 @@ export interface RunnerOptions {
   air?: { host: string; port: number; localPort?: number };
   /** Keep a current screen for snapshot() (pushed by the worker when the screen changes). Default true. */
   frames?: boolean;
+  /** Translate hot code to JavaScript (see MachineOptions.jit). */
+  jit?: boolean;
 }
 
 export class MachineRunner implements MachineScreen, MachineInput {
@@ -99,6 +101,7 @@ export class MachineRunner implements MachineScreen, MachineInput {
       switches: opts.switches,
       air: opts.air,
       frames: opts.frames ?? true,
+      jit: opts.jit ?? false,
     };
     const custom = opts.memoryMiB !== undefined || opts.width !== undefined || opts.height !== undefined;
     const width = custom ? Math.floor((opts.width ?? 1024) / 32) * 32 : 1024;

@@ -33,6 +33,7 @@ const machine = new Machine({
   height: init.height,
   commands: init.commands,
   switches: init.switches,
+  jit: init.jit,
 });
 machine.disk.onWrite = (offset, data) => {
   fs.writeSync(fd, data, 0, data.length, offset);
