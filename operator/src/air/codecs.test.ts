@@ -205,8 +205,19 @@ describe('counter freshness (serial-number arithmetic, 5 s silence rule, 32 peer
     expect(t.accept(PLANE_SENDER, 1000, 6001)).toBe('relearned');
     expect(t.accept(PLANE_SENDER, 1001, 6002)).toBe('newer');
   });
-  it('keeps 32 senders and overwrites entry 0 when a 33rd appears', () => {
+  it('keeps 32 senders; a 33rd takes the stalest entry (our machines)', () => {
     const t = new FreshnessTable();
+    for (let i = 0; i < 32; i++) t.accept(`n${i}`, 10, 100 - i); // n31 was accepted longest ago
+    t.accept(PLANE_SENDER, 11, 200); // a new sender: the stalest entry (n31) makes room
+    expect(t.size).toBe(32);
+    expect(t.last('n31')).toBeUndefined();
+    expect(t.last('n0')).toBe(10);
+    // an intruder spraying fresh names never pushes out a sender that spoke more recently
+    for (let i = 0; i < 31; i++) t.accept(`x${i}`, 1, 150);
+    expect(t.last(PLANE_SENDER)).toBe(11);
+  });
+  it('keeps 32 senders and overwrites entry 0 when a 33rd appears (the reference)', () => {
+    const t = new FreshnessTable({ eviction: 'first' });
     for (let i = 0; i < 32; i++) t.accept(`n${i}`, 10, 0);
     expect(t.size).toBe(32);
     t.accept('n32', 10, 0);

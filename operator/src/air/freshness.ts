@@ -37,17 +37,24 @@ interface Entry {
 }
 
 /**
- * The receiver's table of senders, `capacity` entries (32 on the machines). When it is full an
- * unknown sender overwrites entry 0, as the reference does.
+ * Which entry an unknown sender takes when the table is full:
+ * - `stalest`: the entry accepted longest ago (our KubeNet.Mod), so 32 fresh names sprayed by an
+ *   intruder cannot push out the plane that spoke a moment ago;
+ * - `first`: entry 0, as the reference KubeNet does.
  */
+export type Eviction = 'stalest' | 'first';
+
+/** The receiver's table of senders, `capacity` entries (32 on the machines). */
 export class FreshnessTable {
   readonly capacity: number;
   readonly ttlMs: number;
+  readonly eviction: Eviction;
   private readonly entries: Entry[] = [];
 
-  constructor(opts: { capacity?: number; ttlMs?: number } = {}) {
+  constructor(opts: { capacity?: number; ttlMs?: number; eviction?: Eviction } = {}) {
     this.capacity = opts.capacity ?? LIMITS.FRESHNESS_PEERS;
     this.ttlMs = opts.ttlMs ?? LIMITS.TTL_MS;
+    this.eviction = opts.eviction ?? 'stalest';
     if (this.capacity < 1) throw new RangeError('a freshness table needs at least one entry');
   }
 
@@ -71,7 +78,13 @@ export class FreshnessTable {
     } else if (this.entries.length < this.capacity) {
       this.entries.push({ name: sender, last: counter, at: nowMs });
     } else {
-      this.entries[0] = { name: sender, last: counter, at: nowMs };
+      let victim = 0;
+      if (this.eviction === 'stalest') {
+        for (let i = 1; i < this.entries.length; i++) {
+          if (this.entries[i].at - this.entries[victim].at < 0) victim = i;
+        }
+      }
+      this.entries[victim] = { name: sender, last: counter, at: nowMs };
     }
     return verdict;
   }

@@ -124,6 +124,8 @@ export interface AirViewOptions {
   /** The cluster's 8-byte key. Default the all-zero key, as KubeNet uses without one. */
   key?: Uint8Array;
   ttlMs?: number;
+  /** Freshness-table eviction: 'stalest' as our machines (default), 'first' as the reference. */
+  eviction?: Eviction;
 }
 
 interface NodeState {
@@ -146,7 +148,7 @@ export class AirView {
   readonly tag: number;
   readonly ttlMs: number;
   private readonly key: Uint8Array;
-  private readonly freshness = new FreshnessTable({ capacity: VIEW_LIMITS.FRESHNESS_PEERS });
+  private readonly freshness: FreshnessTable;
   private readonly nodes = new Map<string, NodeState>();
   private readonly images = new Map<number, string>();
   private planeHeardMs: number | null = null;
@@ -175,6 +177,7 @@ export class AirView {
     this.key = opts.key ?? ZERO_KEY;
     if (this.key.length !== LIMITS.KEY_BYTES) throw new RangeError('the cluster key must be 8 bytes');
     this.ttlMs = opts.ttlMs ?? VIEW_LIMITS.TTL_MS;
+    this.freshness = new FreshnessTable({ capacity: VIEW_LIMITS.FRESHNESS_PEERS, eviction: opts.eviction });
   }
 
   /** Decodes, judges and applies one datagram. Returns null for anything that is not a frame. */
