@@ -24,8 +24,12 @@ export class DiskImage {
   onWrite: ((offset: number, data: Buffer) => void) | null = null;
   writes = 0;
 
+  /** The backing store; `bytes` is its used part (the image as a file would hold it). */
+  private capacity: Buffer;
+
   constructor(bytes: Buffer) {
     this.bytes = bytes;
+    this.capacity = bytes;
     this.blockOffset =
       bytes.length >= 4 && bytes.readUInt32LE(0) === LIMITS.dirMark ? LIMITS.fsOnlyOffset : 0;
   }
@@ -44,10 +48,15 @@ export class DiskImage {
     const off = (block - this.blockOffset) * LIMITS.blockBytes;
     if (off < 0) return; // below the image (e.g. the boot sector of a file-system-only image)
     if (off + LIMITS.blockBytes > this.bytes.length) {
-      if (off + LIMITS.blockBytes > LIMITS.maxImageBytes) return;
-      const grown = Buffer.alloc(off + LIMITS.blockBytes);
-      this.bytes.copy(grown);
-      this.bytes = grown;
+      const need = off + LIMITS.blockBytes;
+      if (need > LIMITS.maxImageBytes) return;
+      if (need > this.capacity.length) {
+        // Grow the backing store geometrically: a compile appends many blocks in a row.
+        const grown = Buffer.alloc(Math.min(Math.max(need, this.capacity.length * 2), LIMITS.maxImageBytes));
+        this.bytes.copy(grown);
+        this.capacity = grown;
+      }
+      this.bytes = this.capacity.subarray(0, need);
     }
     for (let i = 0; i < 128; i++) this.bytes.writeInt32LE(src[i], off + i * 4);
     this.writes++;
