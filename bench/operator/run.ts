@@ -7,6 +7,7 @@
 //   node_modules/.bin/node bench/operator/run.ts [--count 500] [--concurrency 16]
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { OBERONAIR, type OberonAir } from '../../operator/src/controllers/oberonair.ts';
@@ -114,6 +115,7 @@ async function main(): Promise<void> {
       }
     }
     const m0 = await metrics(metricsPort);
+    const rssAtStartMiB = peakRssMiB(pid); // with no objects: the cost of the code itself
 
     // Create COUNT airs with bounded concurrency.
     const t0 = performance.now();
@@ -184,6 +186,8 @@ async function main(): Promise<void> {
       writesWhileQuiet: writes(m2) - writes(m1),
       quietSeconds: LIMITS.quietMs / 1000,
       operatorPeakRssMiB: +peakRssMiB(pid).toFixed(1),
+      operatorRssAtStartMiB: +rssAtStartMiB.toFixed(1),
+      loadAverage1m: +(loadavg()[0] ?? 0).toFixed(1),
       node: process.versions.node,
     };
     console.log(JSON.stringify(result, null, 2));

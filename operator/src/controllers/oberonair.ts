@@ -87,22 +87,28 @@ async function reconcile(
   const conflicts: string[] = [];
   const created: string[] = [];
 
-  for (const [which, type, obj] of [
+  // The two children are independent: converge them side by side.
+  const children = [
     ['deployment', CORE.deployment, desired.deployment],
     ['service', CORE.service, desired.service],
-  ] as const) {
-    const name = obj.metadata.name as string;
-    // Owned caches hold only our labelled objects; on a miss, look for someone else's object.
-    const current =
-      ctx.cached(type, key.namespace, name) ?? (await ctx.client.getOrUndefined(type, key.namespace, name));
-    if (current && !isControlledBy(current, air.metadata.uid)) {
-      conflicts.push(`${type.kind} ${name}`);
-      continue; // never take over an object we do not control
-    }
-    const { object, wrote } = await ctx.applyIfChanged(type, obj, current);
-    observed[which] = object;
-    if (wrote && !current) created.push(`${type.kind} ${name}`);
-  }
+  ] as const;
+  await Promise.all(
+    children.map(async ([which, type, obj]) => {
+      const name = obj.metadata.name as string;
+      // Owned caches hold only our labelled objects; on a miss, look for someone else's object.
+      const current =
+        ctx.cached(type, key.namespace, name) ?? (await ctx.client.getOrUndefined(type, key.namespace, name));
+      if (current && !isControlledBy(current, air.metadata.uid)) {
+        conflicts.push(`${type.kind} ${name}`);
+        return; // never take over an object we do not control
+      }
+      const { object, wrote } = await ctx.applyIfChanged(type, obj, current);
+      observed[which] = object;
+      if (wrote && !current) created.push(`${type.kind} ${name}`);
+    }),
+  );
+  conflicts.sort();
+  created.sort();
   if (created.length)
     void ctx.recorder.record(air, 'Normal', 'Created', `Created ${created.join(' and ')}`, 'Create');
 

@@ -158,6 +158,7 @@ export class Controller {
   }
 
   private remember(t: ResourceType, obj: KubeObject): void {
+    delete obj.metadata.managedFields; // as in the informer caches: large, never read
     this.written.set(`${typeId(t)}|${obj.metadata.namespace ?? ''}/${obj.metadata.name}`, obj);
   }
 

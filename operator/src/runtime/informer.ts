@@ -42,6 +42,8 @@ export interface InformerOptions {
   resyncMs?: number;
   watchTimeoutSec?: number;
   backoffMaxMs?: number;
+  /** Keep managedFields in cached objects (default false: they are large and controllers never read them). */
+  keepManagedFields?: boolean;
 }
 
 interface WatchEvent {
@@ -186,6 +188,7 @@ export class Informer<T extends KubeObject = KubeObject> {
           ? `${this.opts.type.group}/${this.opts.type.version}`
           : this.opts.type.version;
         item.kind ??= this.opts.type.kind;
+        if (!this.opts.keepManagedFields) delete item.metadata.managedFields;
         fresh.set(objectKey(item), item);
       }
       cont = page.metadata?.continue || undefined;
@@ -269,6 +272,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       ? `${this.opts.type.group}/${this.opts.type.version}`
       : this.opts.type.version;
     obj.kind ??= this.opts.type.kind;
+    if (!this.opts.keepManagedFields) delete obj.metadata.managedFields;
     const key = objectKey(obj);
     const prev = this.cache.get(key);
     if (ev.type === 'DELETED') {

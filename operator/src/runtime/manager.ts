@@ -124,7 +124,7 @@ export class Manager {
       this.servers.push(await listen(handler, this.opts.metricsPort, host));
     const hp = this.opts.healthPort;
     if (hp !== undefined && (hp === 0 || hp !== this.opts.metricsPort)) {
-      this.servers.push(await listen(handler, this.opts.healthPort, host));
+      this.servers.push(await listen(handler, hp, host));
     }
     if (this.elector) {
       this.electorLoop = this.elector.start();
