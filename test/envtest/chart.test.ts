@@ -1,0 +1,507 @@
+// The Helm chart, checked with the real helm binary and the real test API server: lint, render
+// matrices, values.schema.json refusals, server-side dry-run apply of everything it renders, and
+// RBAC by impersonating the chart's ServiceAccount.
+import { execFile } from 'node:child_process';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  ApiException,
+  AppsV1Api,
+  AuthorizationV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  EventsV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+  RbacAuthorizationV1Api,
+} from '@kubernetes/client-node';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments, stringify } from 'yaml';
+import { REPO_ROOT } from './control-plane.ts';
+import {
+  adminKubeConfig,
+  freshNamespace,
+  kubeconfigPath,
+  serviceAccountKubeConfig,
+  testBins,
+} from './harness.ts';
+
+const CHART = join(REPO_ROOT, 'charts/retrokube');
+const FIELD_MANAGER = 'retrokube-chart-test';
+
+interface Manifest extends KubernetesObject {
+  spec?: Record<string, unknown> & {
+    template?: { spec: { securityContext: Record<string, unknown>; containers: Container[] } };
+  };
+  rules?: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+}
+interface Container {
+  args: string[];
+  ports: { name: string; containerPort: number }[];
+  livenessProbe: { httpGet: { path: string; port: string } };
+  readinessProbe: { httpGet: { path: string; port: string } };
+  resources: Record<string, unknown>;
+  securityContext: Record<string, unknown>;
+}
+
+function helm(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((ok) => {
+    execFile(testBins().helm, args, { maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      ok({ code, stdout, stderr });
+    });
+  });
+}
+
+/** kubectl from the helm layer, admin kubeconfig, manifests on stdin. */
+function kubectl(args: string[], stdin: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((ok) => {
+    const child = execFile(
+      testBins().kubectl,
+      ['--kubeconfig', kubeconfigPath(), ...args],
+      { maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        ok({ code, stdout, stderr });
+      },
+    );
+    child.stdin?.end(stdin);
+  });
+}
+
+/** Server-side apply of YAML documents (dry run when asked), as our field manager. */
+function serverSideApply(docs: Manifest[], dryRun: boolean) {
+  const yaml = docs.map((d) => `---\n${stringify(d)}`).join('');
+  const flags = [
+    'apply',
+    '--server-side',
+    '--force-conflicts',
+    `--field-manager=${FIELD_MANAGER}`,
+    '-f',
+    '-',
+  ];
+  return kubectl(dryRun ? [...flags, '--dry-run=server'] : flags, yaml);
+}
+
+function setArgs(values: Record<string, string>): string[] {
+  return Object.entries(values).flatMap(([k, v]) => ['--set', `${k}=${v}`]);
+}
+
+async function render(
+  values: Record<string, string> = {},
+  opts: { namespace?: string; release?: string; chart?: string } = {},
+): Promise<Manifest[]> {
+  const r = await helm([
+    'template',
+    opts.release ?? 'rk',
+    opts.chart ?? CHART,
+    '--namespace',
+    opts.namespace ?? 'retrokube-system',
+    ...setArgs(values),
+  ]);
+  expect(r.stderr, 'helm template stderr').not.toMatch(/Error/);
+  expect(r.code).toBe(0);
+  return parseAllDocuments(r.stdout)
+    .map((d) => d.toJS() as Manifest | null)
+    .filter((m): m is Manifest => m !== null);
+}
+
+function only(ms: Manifest[], kind: string): Manifest {
+  const found = ms.filter((m) => m.kind === kind);
+  expect(found, kind).toHaveLength(1);
+  return found[0]!;
+}
+
+function operatorContainer(ms: Manifest[]): Container {
+  const containers = only(ms, 'Deployment').spec?.template?.spec.containers ?? [];
+  expect(containers).toHaveLength(1);
+  return containers[0]!;
+}
+
+const generatedCrdFiles = (() => {
+  try {
+    return readdirSync(join(CHART, 'files/crds')).filter((f) => f.endsWith('.yaml'));
+  } catch {
+    return [];
+  }
+})();
+
+/** A copy of the chart with one extra CRD in files/crds, to prove the CRD template on any input. */
+const scratch = mkdtempSync(join(tmpdir(), 'retrokube-chart-'));
+const chartWithFixtureCrd = join(scratch, 'retrokube');
+cpSync(CHART, chartWithFixtureCrd, { recursive: true });
+cpSync(
+  join(REPO_ROOT, 'test/fixtures/kubevirt/virtualmachines.kubevirt.io.yaml'),
+  join(chartWithFixtureCrd, 'files/crds/zz-fixture-virtualmachines.yaml'),
+);
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe('helm chart charts/retrokube', () => {
+  it('passes helm lint --strict with the defaults and with every value matrix', async () => {
+    const matrices: Record<string, string>[] = [
+      {},
+      { 'operator.leaderElection.enabled': 'false' },
+      { 'serviceAccount.create': 'false', 'serviceAccount.name': 'preexisting' },
+      { 'crds.install': 'false', 'metrics.service.enabled': 'false', replicaCount: '2' },
+      { 'image.tag': 'sha256:' + 'a'.repeat(64) },
+    ];
+    for (const values of matrices) {
+      const r = await helm(['lint', '--strict', CHART, ...setArgs(values)]);
+      expect(r.code, `${JSON.stringify(values)}: ${r.stdout}${r.stderr}`).toBe(0);
+      expect(r.stdout).toContain('0 chart(s) failed');
+    }
+  });
+
+  it('renders the operator Deployment restricted: non-root, read-only root, no capabilities, seccomp, probes, resources', async () => {
+    const ms = await render();
+    const dep = only(ms, 'Deployment');
+    const c = operatorContainer(ms);
+    expect(c.args[0]).toBe('operator');
+    expect(c.args).toContain('--leader-elect');
+    expect(c.args).toContain('--leader-election-namespace=retrokube-system');
+    expect(c.ports).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: 'metrics', containerPort: 8080 }),
+        expect.objectContaining({ name: 'health', containerPort: 8081 }),
+      ]),
+    );
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'health' });
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health' });
+    expect(c.resources).toMatchObject({
+      requests: { cpu: '50m', memory: '128Mi' },
+      limits: { memory: '512Mi' },
+    });
+    expect(c.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(dep.spec?.template?.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
+    // With leader election on, a rolling update is safe (the new pod waits for the Lease).
+    expect(dep.spec?.strategy).toBeUndefined();
+    const svc = only(ms, 'Service');
+    expect(svc.spec?.ports).toEqual([
+      { name: 'metrics', port: 8080, targetPort: 'metrics', protocol: 'TCP' },
+    ]);
+  });
+
+  it('without leader election: Recreate strategy, no --leader-elect, no Lease Role', async () => {
+    const ms = await render({ 'operator.leaderElection.enabled': 'false' });
+    expect(only(ms, 'Deployment').spec?.strategy).toEqual({ type: 'Recreate' });
+    expect(operatorContainer(ms).args).not.toContain('--leader-elect');
+    expect(ms.filter((m) => m.kind === 'Role' || m.kind === 'RoleBinding')).toEqual([]);
+  });
+
+  it('binds RBAC to an existing ServiceAccount when serviceAccount.create is false', async () => {
+    const ms = await render({ 'serviceAccount.create': 'false', 'serviceAccount.name': 'preexisting' });
+    expect(ms.filter((m) => m.kind === 'ServiceAccount')).toEqual([]);
+    const crb = only(ms, 'ClusterRoleBinding') as Manifest & { subjects: { name: string }[] };
+    expect(crb.subjects[0]?.name).toBe('preexisting');
+    const r = await helm(['template', 'rk', CHART, '--set', 'serviceAccount.create=false']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('serviceAccount.name is required when serviceAccount.create is false');
+  });
+
+  it('renders one CRD per files/crds/*.yaml, annotated helm.sh/resource-policy: keep, and none with crds.install=false', async () => {
+    const ms = await render();
+    const crds = ms.filter((m) => m.kind === 'CustomResourceDefinition');
+    expect(crds).toHaveLength(generatedCrdFiles.length);
+    for (const c of crds) expect(c.metadata?.annotations?.['helm.sh/resource-policy']).toBe('keep');
+    const withFixture = await render({}, { chart: chartWithFixtureCrd });
+    const fixture = withFixture.find((m) => m.metadata?.name === 'virtualmachines.kubevirt.io');
+    expect(fixture?.metadata?.annotations).toEqual({ 'helm.sh/resource-policy': 'keep' });
+    expect(fixture?.metadata?.labels?.['app.kubernetes.io/managed-by']).toBe('Helm');
+    expect(withFixture.filter((m) => m.kind === 'CustomResourceDefinition')).toHaveLength(
+      generatedCrdFiles.length + 1,
+    );
+    const off = await render({ 'crds.install': 'false' }, { chart: chartWithFixtureCrd });
+    expect(off.filter((m) => m.kind === 'CustomResourceDefinition')).toEqual([]);
+  });
+
+  it('values.schema.json refuses bad values with a message naming each field', async () => {
+    const r = await helm([
+      'template',
+      'rk',
+      CHART,
+      ...setArgs({ 'metrics.port': '70000', 'operator.logLevel': 'loud', 'resources.limits.memory': 'lots' }),
+      '--set',
+      'colour=blue',
+    ]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("values don't meet the specifications of the schema");
+    expect(r.stderr).toMatch(/\/metrics\/port.*65,?535/);
+    expect(r.stderr).toMatch(/\/operator\/logLevel.*one of/);
+    expect(r.stderr).toMatch(/\/resources\/limits\/memory/);
+    expect(r.stderr).toMatch(/'colour' not allowed/);
+    const lint = await helm(['lint', '--strict', CHART, '--set', 'replicaCount=0']);
+    expect(lint.code).not.toBe(0);
+    expect(`${lint.stdout}${lint.stderr}`).toMatch(/\/replicaCount.*minimum/);
+  });
+
+  it('every rendered manifest passes a server-side dry-run apply against the real API server', async () => {
+    const ns = await freshNamespace('chart-dryrun');
+    const ms = await render({ replicaCount: '2' }, { namespace: ns, release: 'dry' });
+    expect(ms.length).toBeGreaterThanOrEqual(7);
+    const r = await serverSideApply(ms, true);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    for (const m of ms) {
+      expect(r.stdout).toContain(`${m.metadata?.name} serverside-applied (server dry run)`);
+    }
+    // The fixture CRD through the chart's CRD template is accepted too (kept fields intact).
+    const fixture = (await render({}, { chart: chartWithFixtureCrd })).filter(
+      (m) => m.metadata?.name === 'virtualmachines.kubevirt.io',
+    );
+    expect(fixture).toHaveLength(1);
+    const f = await serverSideApply(fixture, true);
+    expect(`${f.stdout}${f.stderr}`).toContain(
+      'virtualmachines.kubevirt.io serverside-applied (server dry run)',
+    );
+    // Dry run means nothing was created.
+    const apps = adminKubeConfig().makeApiClient(AppsV1Api);
+    expect((await apps.listNamespacedDeployment({ namespace: ns })).items).toEqual([]);
+  });
+
+  it('the server-side dry run refuses a broken manifest (the check can fail)', async () => {
+    const ns = await freshNamespace('chart-dryrun-bad');
+    const dep = only(await render({}, { namespace: ns }), 'Deployment');
+    const broken = structuredClone(dep);
+    (broken.spec as { replicas: unknown }).replicas = 'two';
+    const r = await serverSideApply([broken], true);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('replicas');
+  });
+});
+
+describe('RBAC of the chart, impersonating its ServiceAccount', () => {
+  async function installRbac(): Promise<{ ns: string; other: string; sa: KubeConfig; user: string }> {
+    const ns = await freshNamespace('chart-rbac');
+    const other = await freshNamespace('chart-rbac-other');
+    const release = ns; // cluster-scoped names (ClusterRole) stay unique per test
+    const ms = await render({}, { namespace: ns, release });
+    const rbacKinds = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
+    const applied = await serverSideApply(
+      ms.filter((x) => rbacKinds.includes(x.kind ?? '')),
+      false,
+    );
+    expect(applied.stderr).toBe('');
+    expect(applied.code).toBe(0);
+    const saName = only(ms, 'ServiceAccount').metadata?.name ?? '';
+    return {
+      ns,
+      other,
+      sa: serviceAccountKubeConfig(ns, saName),
+      user: `system:serviceaccount:${ns}:${saName}`,
+    };
+  }
+
+  async function can(
+    kc: KubeConfig,
+    a: { verb: string; group?: string; resource: string; subresource?: string; namespace?: string },
+  ): Promise<boolean> {
+    const authz = kc.makeApiClient(AuthorizationV1Api);
+    const review = await authz.createSelfSubjectAccessReview({
+      body: {
+        spec: {
+          resourceAttributes: {
+            verb: a.verb,
+            group: a.group ?? '',
+            resource: a.resource,
+            subresource: a.subresource,
+            namespace: a.namespace,
+          },
+        },
+      },
+    });
+    return review.status?.allowed === true;
+  }
+
+  async function code(p: Promise<unknown>): Promise<number> {
+    try {
+      await p;
+      return 200;
+    } catch (err) {
+      if (err instanceof ApiException) return err.code;
+      throw err;
+    }
+  }
+
+  it('the operator can do what the OberonAir controller needs, in any namespace', async () => {
+    const { ns, other, sa } = await installRbac();
+    type Need = { verb: string; group?: string; resource: string; subresource?: string };
+    const needs: Need[] = [
+      ...['get', 'list', 'watch'].map((verb) => ({ verb, group: 'retrokube.io', resource: 'oberonairs' })),
+      ...['get', 'patch'].map((verb) => ({
+        verb,
+        group: 'retrokube.io',
+        resource: 'oberonairs',
+        subresource: 'status',
+      })),
+      { verb: 'update', group: 'retrokube.io', resource: 'oberonairs', subresource: 'finalizers' },
+      ...['get', 'list', 'watch', 'create', 'patch', 'delete'].map((verb) => ({
+        verb,
+        group: 'apps',
+        resource: 'deployments',
+      })),
+      ...['get', 'list', 'watch', 'create', 'patch', 'delete'].map((verb) => ({
+        verb,
+        resource: 'services',
+      })),
+      ...['create', 'patch'].map((verb) => ({ verb, group: 'events.k8s.io', resource: 'events' })),
+    ];
+    for (const n of needs) {
+      // Cluster-wide (namespace unset) covers list/watch across namespaces; `other` is a random one.
+      expect(await can(sa, n), `${n.verb} ${n.group ?? ''}/${n.resource} cluster-wide`).toBe(true);
+      expect(await can(sa, { ...n, namespace: other }), `${n.verb} ${n.resource} in ${other}`).toBe(true);
+    }
+
+    // The same, for real: create children and an Event in a namespace that is not the release's.
+    const apps = sa.makeApiClient(AppsV1Api);
+    await apps.createNamespacedDeployment({
+      namespace: other,
+      body: {
+        metadata: { name: 'relay' },
+        spec: {
+          selector: { matchLabels: { app: 'relay' } },
+          template: {
+            metadata: { labels: { app: 'relay' } },
+            spec: { containers: [{ name: 'relay', image: 'retrokube:test' }] },
+          },
+        },
+      },
+    });
+    const core = sa.makeApiClient(CoreV1Api);
+    await core.createNamespacedService({
+      namespace: other,
+      body: { metadata: { name: 'relay' }, spec: { ports: [{ port: 7524, protocol: 'UDP' }] } },
+    });
+    expect((await apps.listDeploymentForAllNamespaces()).items.map((d) => d.metadata?.name)).toContain(
+      'relay',
+    );
+    await sa.makeApiClient(EventsV1Api).createNamespacedEvent({
+      namespace: other,
+      body: {
+        metadata: { generateName: 'relay-' },
+        eventTime: new Date().toISOString().replace('Z', '000Z') as unknown as Date,
+        reportingController: 'retrokube.io/operator',
+        reportingInstance: 'test',
+        action: 'Reconcile',
+        reason: 'Created',
+        type: 'Normal',
+        note: 'created the relay',
+        regarding: { kind: 'Deployment', apiVersion: 'apps/v1', name: 'relay', namespace: other },
+      },
+    });
+
+    // Leader election: a Lease in the release namespace only.
+    const leases = sa.makeApiClient(CoordinationV1Api);
+    const lease = await leases.createNamespacedLease({
+      namespace: ns,
+      body: {
+        metadata: { name: 'retrokube-operator' },
+        spec: { holderIdentity: 'a', leaseDurationSeconds: 15 },
+      },
+    });
+    await leases.replaceNamespacedLease({
+      namespace: ns,
+      name: 'retrokube-operator',
+      body: { ...lease, spec: { ...lease.spec, holderIdentity: 'b' } },
+    });
+    expect(
+      (await leases.readNamespacedLease({ namespace: ns, name: 'retrokube-operator' })).spec?.holderIdentity,
+    ).toBe('b');
+    expect(
+      await code(
+        leases.createNamespacedLease({
+          namespace: other,
+          body: { metadata: { name: 'elsewhere' }, spec: {} },
+        }),
+      ),
+    ).toBe(403);
+  });
+
+  it('the operator cannot read Secrets or Pods, nor grant itself more (no escalation)', async () => {
+    const { ns, other, sa, user } = await installRbac();
+    const admin = adminKubeConfig().makeApiClient(CoreV1Api);
+    await admin.createNamespacedSecret({
+      namespace: other,
+      body: { metadata: { name: 'db' }, stringData: { pw: 'x' } },
+    });
+    const core = sa.makeApiClient(CoreV1Api);
+
+    expect(await code(core.listSecretForAllNamespaces())).toBe(403);
+    expect(await code(core.listNamespacedSecret({ namespace: other }))).toBe(403);
+    expect(await code(core.readNamespacedSecret({ namespace: other, name: 'db' }))).toBe(403);
+    expect(await code(core.listNamespacedSecret({ namespace: ns }))).toBe(403);
+    expect(await code(core.listPodForAllNamespaces())).toBe(403);
+    expect(await code(core.listNamespacedPod({ namespace: other }))).toBe(403);
+    for (const verb of ['get', 'list', 'watch']) {
+      expect(await can(sa, { verb, resource: 'secrets' }), `${verb} secrets`).toBe(false);
+    }
+    expect(await can(sa, { verb: 'delete', group: 'retrokube.io', resource: 'oberonairs' })).toBe(false);
+    expect(
+      await can(sa, { verb: 'create', group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions' }),
+    ).toBe(false);
+
+    // No RBAC verbs at all: it can neither bind cluster-admin nor write itself a Role.
+    const rbac = sa.makeApiClient(RbacAuthorizationV1Api);
+    const bind = await code(
+      rbac.createClusterRoleBinding({
+        body: {
+          metadata: { name: `${ns}-escalate` },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+          subjects: [{ kind: 'User', name: user, apiGroup: 'rbac.authorization.k8s.io' }],
+        },
+      }),
+    );
+    expect(bind).toBe(403);
+    const role = await code(
+      rbac.createNamespacedRole({
+        namespace: ns,
+        body: {
+          metadata: { name: 'read-secrets' },
+          rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list'] }],
+        },
+      }),
+    );
+    expect(role).toBe(403);
+    for (const verb of ['bind', 'escalate']) {
+      expect(await can(sa, { verb, group: 'rbac.authorization.k8s.io', resource: 'clusterroles' })).toBe(
+        false,
+      );
+    }
+    expect(await can(sa, { verb: 'impersonate', resource: 'users' })).toBe(false);
+    expect(
+      await can(sa, { verb: 'create', resource: 'serviceaccounts', subresource: 'token', namespace: ns }),
+    ).toBe(false);
+  });
+
+  it('the chart grants files/rbac-rules.yaml cluster-wide except Leases (release namespace only), no wildcards', async () => {
+    const ms = await render();
+    const cr = only(ms, 'ClusterRole');
+    const fromFile = parseAllDocuments(
+      readFileSync(join(CHART, 'files/rbac-rules.yaml'), 'utf8'),
+    )[0]?.toJS() as {
+      apiGroups: string[];
+      resources: string[];
+    }[];
+    const leaseOnly = (r: { apiGroups: string[]; resources: string[] }) =>
+      r.apiGroups.join() === 'coordination.k8s.io' && r.resources.join() === 'leases';
+    expect(cr.rules).toEqual(fromFile.filter((r) => !leaseOnly(r)));
+    expect(cr.rules?.some((r) => r.resources.includes('leases'))).toBe(false);
+    const role = ms.find((m) => m.kind === 'Role');
+    expect(role?.metadata?.namespace).toBe('retrokube-system');
+    expect(role?.rules).toEqual([
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+    ]);
+    for (const r of cr.rules ?? []) {
+      expect(r.verbs).not.toContain('*');
+      expect(r.resources).not.toContain('*');
+      expect(r.apiGroups).not.toContain('*');
+      expect(r.resources).not.toContain('secrets');
+    }
+  });
+});
