@@ -8,7 +8,7 @@
 //   const v = view.view(Date.now());     // → ClusterView (nodes, pods, images, convergence, counts)
 //
 // No I/O and no timers: time is whatever the caller passes (milliseconds, never going back).
-import { type Freshness, FreshnessTable, PLANE_SENDER } from './freshness.ts';
+import { type Eviction, type Freshness, FreshnessTable, PLANE_SENDER } from './freshness.ts';
 import { clusterTag, decodeKubeFrame, kindName, macValid, ZERO_KEY } from './kubenet.ts';
 import { LIMITS, TYP, toHex } from './wire.ts';
 
