@@ -53,8 +53,11 @@ describe('OberonAir on a real API server', () => {
     expect(pod.automountServiceAccountToken).toBe(false);
     expect(pod.securityContext.runAsNonRoot).toBe(true);
     const c = pod.containers[0];
-    expect(c.args).toEqual(['air', 'relay', '--port', '7524', '--loss', '0.1']);
-    expect(c.ports).toEqual([{ name: 'air', containerPort: 7524, protocol: 'UDP' }]);
+    expect(c.args).toEqual(['air', 'relay', '--port', '7524', '--loss', '0.1', '--metrics-port', '9524']);
+    expect(c.ports).toEqual([
+      { name: 'air', containerPort: 7524, protocol: 'UDP' },
+      { name: 'metrics', containerPort: 9524, protocol: 'TCP' },
+    ]);
     expect(c.securityContext.readOnlyRootFilesystem).toBe(true);
     expect(c.resources).toEqual({
       requests: { cpu: '10m', memory: '32Mi' },
@@ -102,6 +105,8 @@ describe('OberonAir on a real API server', () => {
       '9000',
       '--loss',
       '0.5',
+      '--metrics-port',
+      '9524',
     ]);
     const svc: Deep = await waitFor('the new Service port', async () => {
       const s: Deep = await k.get(CORE.service, ns, 'rk-air-edit');

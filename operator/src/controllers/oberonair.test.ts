@@ -35,8 +35,11 @@ describe('OberonAir rendering', () => {
     const c = pod.containers[0];
     expect(c.image).toBe('img:1');
     expect(c.securityContext.readOnlyRootFilesystem).toBe(true);
-    expect(c.ports).toEqual([{ name: 'air', containerPort: 7524, protocol: 'UDP' }]);
-    expect(c.args).toEqual(['air', 'relay', '--port', '7524', '--loss', '0.25']);
+    expect(c.ports).toEqual([
+      { name: 'air', containerPort: 7524, protocol: 'UDP' },
+      { name: 'metrics', containerPort: 9524, protocol: 'TCP' },
+    ]);
+    expect(c.args).toEqual(['air', 'relay', '--port', '7524', '--loss', '0.25', '--metrics-port', '9524']);
     const selector = { 'app.kubernetes.io/name': 'retrokube-air', 'app.kubernetes.io/instance': 'lab' };
     expect(d.spec.selector.matchLabels).toEqual(selector);
     expect(d.spec.template.metadata.labels).toMatchObject(selector);
@@ -60,6 +63,8 @@ describe('OberonAir rendering', () => {
       '1',
       '--loss',
       '1',
+      '--metrics-port',
+      '9524',
     ]);
   });
 });

@@ -17,6 +17,7 @@ import { VERSION as RETROKUBE_VERSION } from '../version.ts';
 export const LIMITS = {
   relayUid: 65534, // "nobody": the relay needs no identity and no file system
   conflictRecheckMs: 60_000, // a name taken by someone else is re-checked every minute
+  relayMetricsPort: 9524, // the relay's HTTP /metrics (TCP), also its readiness probe
 } as const;
 
 export const OBERONAIR: ResourceType = {
@@ -159,7 +160,16 @@ export function airLabels(air: KubeObject): Record<string, string> {
 
 /** The relay's arguments to the image's `retrokube` entrypoint: `retrokube air relay --port P --loss L`. */
 export function relayArgs(s: AirSettings): string[] {
-  return ['air', 'relay', '--port', String(s.port), '--loss', String(s.loss)];
+  return [
+    'air',
+    'relay',
+    '--port',
+    String(s.port),
+    '--loss',
+    String(s.loss),
+    '--metrics-port',
+    String(LIMITS.relayMetricsPort),
+  ];
 }
 
 export function render(air: OberonAir, s: AirSettings): { deployment: KubeObject; service: KubeObject } {
@@ -202,7 +212,12 @@ export function render(air: OberonAir, s: AirSettings): { deployment: KubeObject
               image: s.image,
               // The image's entrypoint is the retrokube CLI: the arguments pick the verb.
               args: relayArgs(s),
-              ports: [{ name: 'air', containerPort: s.port, protocol: 'UDP' }],
+              ports: [
+                { name: 'air', containerPort: s.port, protocol: 'UDP' },
+                { name: 'metrics', containerPort: LIMITS.relayMetricsPort, protocol: 'TCP' },
+              ],
+              // UDP cannot be probed; the relay's /metrics answers once its socket is bound.
+              readinessProbe: { httpGet: { path: '/metrics', port: 'metrics' }, periodSeconds: 10 },
               resources: s.resources,
               securityContext: {
                 allowPrivilegeEscalation: false,
