@@ -54,7 +54,7 @@ m.runUntil(() => m.booted, { maxInstructions: 60e6 });
 m.runUntilIdle();
 const snap = m.snapshot();
 const png = cpuMs(() => {
-  let b = Buffer.alloc(0);
+  let b: Buffer = Buffer.alloc(0);
   for (let i = 0; i < BENCH.FRAME_RUNS; i++) b = snapshotToPng(snap);
   return b.length;
 });
