@@ -37,6 +37,7 @@ interface Manifest extends KubernetesObject {
   rules?: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
 }
 interface Container {
+  image: string;
   args: string[];
   ports: { name: string; containerPort: number }[];
   livenessProbe: { httpGet: { path: string; port: string } };
@@ -160,6 +161,9 @@ describe('helm chart charts/retrokube', () => {
     expect(c.args[0]).toBe('operator');
     expect(c.args).toContain('--leader-elect');
     expect(c.args).toContain('--leader-election-namespace=retrokube-system');
+    // One image for every role: the relays the operator creates run the operator's own image.
+    expect(c.args).toContain(`--air-image=${c.image}`);
+    expect(c.image).toBe('ghcr.io/retrokube/retrokube:0.1.0');
     expect(c.ports).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ name: 'metrics', containerPort: 8080 }),
