@@ -262,19 +262,18 @@ export class Risc5 {
             break;
           case 8: {
             // ADD / ADC: carry is bit 32 of the 33-bit sum, as in the hardware adder.
+            // Int32 arithmetic only: carry out of bit 31 = majority of b31, c31 and the carry into it.
             const cin = (ir & 0x20000000) !== 0 ? C : 0;
-            const s = (b >>> 0) + (c >>> 0) + cin;
-            r = s | 0;
-            C = s > 0xffffffff ? 1 : 0;
+            r = (((b + c) | 0) + cin) | 0;
+            C = ((b & c) | ((b | c) & ~r)) >>> 31;
             V = ((r ^ c) & (r ^ b)) >>> 31;
             break;
           }
           case 9: {
             // SUB / SBC: C is the borrow.
             const cin = (ir & 0x20000000) !== 0 ? C : 0;
-            const s = (b >>> 0) - (c >>> 0) - cin;
-            r = s | 0;
-            C = s < 0 ? 1 : 0;
+            r = (((b - c) | 0) - cin) | 0;
+            C = ((~b & c) | ((~b | c) & r)) >>> 31;
             V = ((b ^ c) & (r ^ b)) >>> 31;
             break;
           }

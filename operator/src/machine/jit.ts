@@ -141,12 +141,13 @@ export function translate(cpu: Risc5, pc0: number, helpers: JitHelpers): { fn: B
             e = add ? `(${b} + ${c}) | 0` : `(${b} - ${c}) | 0`;
             break;
           }
-          const sum = add ? `(x >>> 0) + (y >>> 0)${cin}` : `(x >>> 0) - (y >>> 0)${u ? ' - C' : ''}`;
-          const carry = add ? 'C = t > 0xffffffff ? 1 : 0;' : 'C = t < 0 ? 1 : 0;';
+          // Int32 only: carry/borrow out of bit 31 from the operands' and the result's top bits.
+          const sum = add ? `(((x + y) | 0)${cin}) | 0` : `(((x - y) | 0)${u ? ' - C' : ''}) | 0`;
+          const carry = add
+            ? 'C = ((x & y) | ((x | y) & ~r)) >>> 31;'
+            : 'C = ((~x & y) | ((~x | y) & r)) >>> 31;';
           const ov = add ? 'V = ((r ^ y) & (r ^ x)) >>> 31;' : 'V = ((x ^ y) & (r ^ x)) >>> 31;';
-          lines.push(
-            `{ const x = ${b}, y = ${c}; const t = ${sum}; const r = t | 0; ${carry} ${ov} R[${a}] = nz = r; }`,
-          );
+          lines.push(`{ const x = ${b}, y = ${c}; const r = ${sum}; ${carry} ${ov} R[${a}] = nz = r; }`);
           continue;
         }
         case 10:
