@@ -67,7 +67,7 @@ function runtimeImports(file: string): string[] {
     /^\s*(import|export)\s+(?!type\s)(?:[^'"]*?\sfrom\s+)?['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/gm;
   for (const m of text.matchAll(re)) {
     const spec = m[2] ?? m[3];
-    if (!spec || spec.startsWith('.') || spec.startsWith('node:') || builtinModules.includes(spec)) continue;
+    if (!spec || /^(\.|\/|node:|file:)/.test(spec) || builtinModules.includes(spec)) continue;
     const parts = spec.split('/');
     specs.push(spec.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!);
   }
