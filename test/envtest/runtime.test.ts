@@ -89,4 +89,31 @@ describe('controller runtime on a real API server', () => {
       await inf.stop();
     }
   });
+
+  it('a change after a long quiet period arrives at once (no reconnect backoff on idle watches)', async () => {
+    // client-node's own ListWatch aborts an idle watch after 30 s and then waits up to 30 s more
+    // before reconnecting (operator-practice §1.2); ours holds the watch for the server timeout.
+    const ns = await freshNamespace('rt-quiet');
+    const k = testClient();
+    const inf = new Informer(k, { type: CORE.configMap, namespace: ns, resyncMs: 0 });
+    let arrived = 0;
+    inf.on((type, obj) => {
+      if (type === 'add' && obj.metadata.name === 'late') arrived = Date.now();
+    });
+    await inf.start();
+    try {
+      await new Promise((r) => setTimeout(r, 40_000)); // longer than client-node's 30 s idle abort
+      const sent = Date.now();
+      await k.create(CORE.configMap, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'late', namespace: ns },
+      });
+      await waitFor('the late object', async () => arrived > 0, 10_000);
+      expect(arrived - sent).toBeLessThan(2_000);
+      expect(inf.stats.watches).toBe(1); // one watch held the whole time
+    } finally {
+      await inf.stop();
+    }
+  }, 90_000);
 });
