@@ -6,7 +6,6 @@ import { OberonVolume } from '../fs/volume.ts';
 import { Machine } from '../machine.ts';
 import { buildDisk, CompileError, type Source } from './build.ts';
 import { parseObjectFile } from './rsc.ts';
-import { typeCommand } from './typist.ts';
 
 const HELLO = `MODULE Hello; (*writes a file and a log line when run*)
   IMPORT Files, Texts, Oberon;
@@ -82,6 +81,12 @@ function patchedSystem(original: Buffer): Source {
   return { name: 'System.Mod', text };
 }
 
+/** Types a command into System.Tool, middle-clicks it and waits until Oberon idles again. */
+function run(m: Machine, command: string): void {
+  m.runCommand(command);
+  expect(m.runUntilIdle(5e8)).toBe(true);
+}
+
 function boot(disk: Buffer, commands?: string): Machine {
   const m = new Machine({ disk: Buffer.from(disk), clock: 'deterministic', commands });
   expect(m.runUntil(() => m.booted, { maxInstructions: 60e6 })).toBe(true);
@@ -129,14 +134,14 @@ describe('disk builder (the image compiles our modules with its own ORP)', () =>
 
   it('a compiled command has its effect: Hello.Run, middle-clicked, writes a file our file system reads', () => {
     const m = boot(built.disk);
-    typeCommand(m, 'Hello.Run');
+    run(m, 'Hello.Run');
     const vol = OberonVolume.fromBuffer(m.disk.bytes);
     expect(vol.read('Hello.Text').toString('latin1')).toBe('hello from Oberon\0');
   });
 
   it('Oberon reads a long file our file system wrote, and we read the long file Oberon wrote', () => {
     const m = boot(built.disk);
-    typeCommand(m, 'RkSum.Run');
+    run(m, 'RkSum.Run');
     const sum = OberonVolume.fromBuffer(m.disk.bytes).read('Sum.Bin');
     const big = bigData();
     expect([sum.readInt32LE(0), sum.readInt32LE(4), sum.readInt32LE(8)]).toEqual([

@@ -11,7 +11,6 @@ import { Machine } from '../machine.ts';
 import { HELPER_FILE, HELPER_MODULE, HELPER_SOURCE, LOG_END } from './helper.ts';
 import { type CompileMessage, type CompileOutcome, lineAndColumn, parseCompileLog } from './log.ts';
 import { parseObjectFile } from './rsc.ts';
-import { typeCommand } from './typist.ts';
 
 const log = logger('disk-builder');
 
@@ -120,7 +119,7 @@ class Session {
 
   /** Starts RkBuild.Run; returns the log so far (which holds the helper's own compile). */
   startHelper(): string | undefined {
-    typeCommand(this.machine, `${HELPER_MODULE}.Run`, { settle: false });
+    this.machine.runCommand(`${HELPER_MODULE}.Run`); // it keeps running: no waiting for idle here
     return this.nextExcerpt();
   }
 
@@ -130,8 +129,15 @@ class Session {
     const text = this.nextExcerpt();
     if (text !== undefined) return text;
     // The helper was aborted (a trap): ask for the log with a typed command.
-    typeCommand(this.machine, `${HELPER_MODULE}.Log`);
+    this.command(`${HELPER_MODULE}.Log`);
     return this.nextExcerpt() ?? '';
+  }
+
+  /** Types a command at the end of the System.Tool text, middle-clicks it, waits until Oberon idles. */
+  command(line: string): void {
+    this.machine.runCommand(line);
+    if (!this.machine.runUntilIdle(LIMITS.stepInstructions))
+      throw new Error(`Oberon did not settle after ${line}`);
   }
 
   stopHelper(): void {
@@ -175,7 +181,7 @@ export function buildDisk(opts: BuildOptions): BuildResult {
 
   const session = new Session(vol.toBuffer());
   session.boot();
-  typeCommand(session.machine, `ORP.Compile ${HELPER_FILE}/s ~`);
+  session.command(`ORP.Compile ${HELPER_FILE}/s ~`);
   if (!session.volume().exists(`${HELPER_MODULE}.rsc`)) {
     throw new Error(
       `the builder's helper module ${HELPER_MODULE} did not compile; the machine cannot be driven`,
