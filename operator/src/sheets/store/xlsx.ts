@@ -1,8 +1,9 @@
 // The xlsx backend (the default): one .xlsx file through exceljs.
 //
-// In memory: the shared model (model.ts) plus the loaded exceljs workbook, so a person's formatting,
-// column widths, extra sheets and formulas survive our saves (we only rewrite cells whose value
-// changed).
+// In memory: the shared model (model.ts). The exceljs workbook itself lives in a worker thread
+// (xlsx-worker.ts) that parses and serialises, so a multi-second save of a big workbook never stalls
+// the event loop. The worker keeps the loaded workbook, so a person's formatting, column widths,
+// extra sheets and formulas survive our saves: only rows whose content changed are sent and written.
 //
 // Saving (write-behind): a commit marks its tabs dirty. A save writes the whole workbook to a temp
 // file `.~sk-<name>.<pid>.<n>` in the same directory, fsyncs it, renames it over the workbook and
@@ -28,14 +29,16 @@
 // on their side.)
 
 import { createHash } from 'node:crypto';
-import { constants, promises as fsp } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import ExcelJS from 'exceljs';
+import { Worker } from 'node:worker_threads';
 import { logger } from '../../util/log.ts';
 import { StoreBase } from './base.ts';
-import { diffTabs, mergeBooks, sameCell } from './merge.ts';
-import { Book, cellValue, type Formula, Grid, isFormula, type StoredCell } from './model.ts';
-import type { Cell, Durability } from './types.ts';
+import { diffTabs, mergeBooks, sameRow } from './merge.ts';
+import { Book, type Formula, Grid, type StoredCell } from './model.ts';
+import type { Durability } from './types.ts';
+import type { SheetData } from './xlsx-cells.ts';
+import type { Stamp, TabChange } from './xlsx-worker.ts';
 
 const log = logger('sheets-store-xlsx');
 
@@ -53,92 +56,63 @@ export interface XlsxOptions {
   watchMs?: number; // 0 disables the watcher
 }
 
-type ExcelValue = ExcelJS.CellValue;
+const WORKER = new URL('./xlsx-worker.ts', import.meta.url);
 
-function fromExcel(v: ExcelValue): StoredCell {
-  if (v === null || v === undefined) return null;
-  if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return v;
-  if (v instanceof Date) return v.toISOString();
-  if (typeof v === 'object') {
-    const o = v as unknown as Record<string, unknown>;
-    if (typeof o.formula === 'string') return { formula: o.formula, result: plainResult(o.result) };
-    if ('sharedFormula' in o) return plainResult(o.result);
-    if (Array.isArray(o.richText)) return (o.richText as { text: string }[]).map((t) => t.text).join('');
-    if (typeof o.text === 'string') return o.text;
-    if (typeof o.error === 'string') return o.error;
+function bookFromData(sheets: SheetData[]): Book {
+  return new Book(
+    new Map(sheets.map((d) => [d.name, new Grid(d.name, d.headers, d.rows as StoredCell[][])])),
+  );
+}
+
+// The I/O worker, one request at a time; referenced only while a request is outstanding so an idle
+// store never keeps a process alive.
+class IoThread {
+  private readonly worker: Worker;
+  private seq = 0;
+  private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  constructor() {
+    this.worker = new Worker(WORKER);
+    this.worker.unref();
+    this.worker.on('message', (m: { id: number; ok: boolean; result?: unknown; error?: string }) => {
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      this.pending.delete(m.id);
+      if (this.pending.size === 0) this.worker.unref();
+      if (m.ok) p.resolve(m.result);
+      else p.reject(new Error(m.error));
+    });
+    this.worker.on('error', (e) => {
+      for (const p of this.pending.values()) p.reject(e);
+      this.pending.clear();
+    });
   }
-  return String(v);
-}
-
-function plainResult(r: unknown): Cell {
-  if (r === undefined || r === null) return null;
-  if (typeof r === 'string' || typeof r === 'number' || typeof r === 'boolean') return r;
-  if (r instanceof Date) return r.toISOString();
-  if (typeof r === 'object' && r && 'error' in r) return String((r as { error: unknown }).error);
-  return String(r);
-}
-
-function toExcel(c: StoredCell): ExcelValue {
-  if (isFormula(c)) return { formula: c.formula, result: c.result ?? undefined } as ExcelValue;
-  // Strings go in as strings: exceljs writes them as shared strings, never as formulas, whatever
-  // their first character.
-  return c;
-}
-
-// Read every worksheet of an exceljs workbook into a Book.
-function bookFromWorkbook(wb: ExcelJS.Workbook): Book {
-  const grids = new Map<string, Grid>();
-  wb.eachSheet((ws) => {
-    const width = ws.columnCount;
-    const height = ws.rowCount;
-    const headerRow = ws.getRow(1);
-    const headers: string[] = [];
-    for (let c = 1; c <= width; c++) {
-      const v = cellValue(fromExcel(headerRow.getCell(c).value));
-      headers.push(v === null ? '' : String(v).trim());
-    }
-    while (headers.length > 0 && headers[headers.length - 1] === '') headers.pop();
-    const rows: StoredCell[][] = [];
-    for (let r = 2; r <= height; r++) {
-      const row = ws.getRow(r);
-      const cells: StoredCell[] = [];
-      for (let c = 1; c <= width; c++) cells.push(fromExcel(row.getCell(c).value));
-      rows.push(cells);
-    }
-    // Trailing empty rows carry nothing; dropping them keeps row counts honest.
-    while (
-      rows.length > 0 &&
-      rows[rows.length - 1].every((c) => cellValue(c) === null || cellValue(c) === '')
-    ) {
-      rows.pop();
-    }
-    grids.set(ws.name, new Grid(ws.name, headers, rows));
-  });
-  return new Book(grids);
-}
-
-interface FileStamp {
-  size: number;
-  mtimeMs: number;
-  ino: number;
-  hash: string;
+  call<T>(msg: Record<string, unknown>): Promise<T> {
+    const id = ++this.seq;
+    this.worker.ref();
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.worker.postMessage({ id, ...msg });
+    });
+  }
+  async close(): Promise<void> {
+    await this.worker.terminate();
+  }
 }
 
 export class XlsxStore extends StoreBase {
   readonly backend = 'xlsx' as const;
   readonly file: string;
-  private wb: ExcelJS.Workbook;
+  private readonly io = new IoThread();
   private base: Book; // what the file held at our last load or save (merge base)
-  private written = new Map<string, StoredCell[][]>(); // per tab, the rows as written into `wb`
+  private written = new Map<string, StoredCell[][]>(); // per tab, the rows as the worker's workbook holds them
   private writtenHeaders = new Map<string, string[]>();
   private dirty = new Set<string>();
-  private stamp: FileStamp | undefined;
+  private stamp: Stamp | undefined;
   private saving: Promise<void> | undefined;
   private waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
   private timer: NodeJS.Timeout | undefined;
   private watcher: NodeJS.Timeout | undefined;
   private checking = false;
-  private tempSeq = 0;
   private readonly flushDelayMs: number;
   saves = 0; // number of completed saves (tests and benchmarks read it)
   externalReloads = 0;
@@ -146,7 +120,6 @@ export class XlsxStore extends StoreBase {
   private constructor(file: string, opts: XlsxOptions) {
     super({ maxCellChars: LIMITS.maxCellChars, maxCells: LIMITS.maxCells });
     this.file = path.resolve(file);
-    this.wb = new ExcelJS.Workbook();
     this.base = new Book();
     this.flushDelayMs = opts.flushDelayMs ?? LIMITS.flushDelayMs;
     const watchMs = opts.watchMs ?? LIMITS.watchMs;
@@ -158,25 +131,23 @@ export class XlsxStore extends StoreBase {
 
   static async open(file: string, opts: XlsxOptions = {}): Promise<XlsxStore> {
     const s = new XlsxStore(file, opts);
-    await s.loadInitial();
-    return s;
-  }
-
-  private async loadInitial(): Promise<void> {
-    await this.removeStaleTemps();
-    let bytes: Buffer;
     try {
-      bytes = await fsp.readFile(this.file);
+      await s.removeStaleTemps();
+      const r = await s.io.call<{ exists: boolean; sheets: SheetData[]; stamp?: Stamp }>({
+        op: 'load',
+        file: s.file,
+      });
+      const book = bookFromData(r.sheets);
+      s.book = book;
+      s.base = book.snapshot();
+      s.rememberWritten(book);
+      s.stamp = r.stamp;
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return; // created at the first save
+      if (s.watcher) clearInterval(s.watcher);
+      await s.io.close();
       throw e;
     }
-    const { wb, book } = await parse(bytes, this.file);
-    this.wb = wb;
-    this.book = book;
-    this.base = book.snapshot();
-    this.rememberWritten(book);
-    this.stamp = await this.stampOf(bytes);
+    return s;
   }
 
   // Temp files of a save that was killed mid-way (kill -9, power loss) hold nothing acknowledged:
@@ -207,11 +178,6 @@ export class XlsxStore extends StoreBase {
     }
   }
 
-  private async stampOf(bytes: Buffer): Promise<FileStamp> {
-    const st = await fsp.stat(this.file);
-    return { size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, hash: sha256(bytes) };
-  }
-
   protected persist(changed: string[], durability: Durability): Promise<void> {
     for (const t of changed) this.dirty.add(t);
     if (durability === 'buffered') {
@@ -222,7 +188,7 @@ export class XlsxStore extends StoreBase {
     }
     return new Promise((resolve, reject) => {
       this.waiters.push({ resolve, reject });
-      // A microtask turn lets every commit of this burst join the same save.
+      // One turn of the event loop lets every commit of this burst join the same save.
       setImmediate(() => void this.saveSoon().catch(() => {}));
     });
   }
@@ -271,84 +237,81 @@ export class XlsxStore extends StoreBase {
       const tabs = [...this.dirty];
       this.dirty.clear();
       const snapshot = this.book.snapshot();
+      const changes = this.diff(snapshot, tabs);
+      let r: { stamp?: Stamp; conflict?: boolean };
       try {
-        this.syncWorkbook(snapshot, tabs);
+        r = await this.io.call({ op: 'save', file: this.file, tabs: changes, expect: this.stamp });
       } catch (e) {
         for (const t of tabs) this.dirty.add(t);
+        // The worker's workbook may hold part of this save: reload it so the next diff is exact.
+        await this.resync().catch(() => {});
         throw e;
       }
-      const bytes = Buffer.from(await this.wb.xlsx.writeBuffer());
-      const dir = path.dirname(this.file);
-      const tmp = path.join(
-        dir,
-        `${TEMP_PREFIX}${path.basename(this.file)}.${process.pid}.${++this.tempSeq}`,
-      );
-      try {
-        const fh = await fsp.open(tmp, 'w', 0o644);
-        try {
-          await fh.writeFile(bytes);
-          await fh.sync();
-        } finally {
-          await fh.close();
-        }
+      if (r.conflict && attempt < 3) {
         // Someone saved the file while we serialised: merge their edit and try again.
-        if (attempt < 3 && (await this.changedOnDisk())) {
-          await fsp.rm(tmp, { force: true });
-          for (const t of tabs) this.dirty.add(t);
-          await this.checkExternal(true);
-          continue;
-        }
-        await fsp.rename(tmp, this.file);
-      } catch (e) {
-        await fsp.rm(tmp, { force: true }).catch(() => {});
         for (const t of tabs) this.dirty.add(t);
-        throw e;
+        this.stamp = undefined;
+        await this.checkExternal(true, true);
+        continue;
       }
-      await fsyncDir(dir);
-      this.stamp = await this.stampOf(bytes);
+      if (r.conflict) {
+        for (const t of tabs) this.dirty.add(t);
+        throw new Error(`${this.file} keeps changing on disk while we save; will retry`);
+      }
+      for (const c of changes) {
+        const g = snapshot.grids.get(c.name)!;
+        this.written.set(c.name, g.rows);
+        this.writtenHeaders.set(c.name, g.headers);
+      }
+      this.stamp = r.stamp;
       this.base = snapshot;
       this.saves++;
       return;
     }
   }
 
-  // Write the model's dirty tabs into the exceljs workbook, touching only cells that changed.
-  private syncWorkbook(book: Book, tabs: string[]): void {
+  // Rows whose CONTENT changed since the worker's copy (a rewritten Pods tab with the same pods
+  // sends nothing).
+  private diff(book: Book, tabs: string[]): TabChange[] {
+    const out: TabChange[] = [];
     for (const name of tabs) {
       const g = book.grids.get(name);
       if (!g) continue;
-      let ws = this.wb.getWorksheet(name);
-      if (!ws) {
-        ws = this.wb.addWorksheet(name);
-        this.written.set(name, []);
-        this.writtenHeaders.set(name, []);
-      }
-      const oldHeaders = this.writtenHeaders.get(name) ?? [];
+      const oldHeaders = this.writtenHeaders.get(name);
       const oldRows = this.written.get(name) ?? [];
-      const width = Math.max(g.headers.length, oldHeaders.length);
-      if (g.headers !== oldHeaders) {
-        const hr = ws.getRow(1);
-        for (let c = 0; c < width; c++) {
-          const h = g.headers[c] ?? '';
-          if ((oldHeaders[c] ?? '') !== h) hr.getCell(c + 1).value = h === '' ? null : h;
-        }
-      }
+      const headersChanged =
+        !oldHeaders ||
+        oldHeaders.length !== g.headers.length ||
+        oldHeaders.some((h, i) => h !== g.headers[i]);
+      const rows: [number, StoredCell[]][] = [];
       const n = Math.max(g.rows.length, oldRows.length);
       for (let i = 0; i < n; i++) {
         const now = g.rows[i];
         const was = oldRows[i];
-        if (now === was) continue; // same immutable row: nothing to write
-        const xr = ws.getRow(i + 2);
-        const w = Math.max(width, now?.length ?? 0, was?.length ?? 0);
-        for (let c = 0; c < w; c++) {
-          const a = now?.[c] ?? null;
-          if (was && sameCell(a, was[c])) continue;
-          xr.getCell(c + 1).value = toExcel(a);
-        }
+        if (now === was) continue;
+        if (now && was && sameRow(now, was)) continue;
+        rows.push([i, now ?? []]);
       }
-      this.written.set(name, g.rows);
-      this.writtenHeaders.set(name, g.headers);
+      if (!headersChanged && rows.length === 0 && oldHeaders) continue;
+      out.push({
+        name,
+        headers: headersChanged ? g.headers : undefined,
+        oldHeaderWidth: oldHeaders?.length ?? 0,
+        rows,
+      });
     }
+    return out;
+  }
+
+  private async resync(): Promise<void> {
+    const r = await this.io.call<{ exists: boolean; sheets: SheetData[]; stamp?: Stamp }>({
+      op: 'load',
+      file: this.file,
+    });
+    const disk = bookFromData(r.sheets);
+    this.rememberWritten(disk);
+    for (const t of this.book.grids.keys()) this.dirty.add(t);
+    this.stamp = r.stamp;
   }
 
   private async changedOnDisk(): Promise<boolean> {
@@ -363,40 +326,41 @@ export class XlsxStore extends StoreBase {
   }
 
   // Poll: reload and merge the file when someone else changed it.
-  private async checkExternal(insideSave = false): Promise<void> {
+  private async checkExternal(insideSave = false, force = false): Promise<void> {
     if (this.closed || this.checking || (!insideSave && this.saving)) return;
     this.checking = true;
     try {
-      if (!(await this.changedOnDisk())) return;
+      if (!force && !(await this.changedOnDisk())) return;
       let bytes: Buffer;
       try {
         bytes = await fsp.readFile(this.file);
       } catch {
         return;
       }
-      const hash = sha256(bytes);
+      const hash = createHash('sha256').update(bytes).digest('hex');
       if (this.stamp && hash === this.stamp.hash) {
-        this.stamp = await this.stampOf(bytes); // touched, not changed
+        const st = await fsp.stat(this.file);
+        this.stamp = { size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, hash }; // touched, not changed
         return;
       }
-      let parsed: { wb: ExcelJS.Workbook; book: Book };
+      let r: { exists: boolean; sheets: SheetData[]; stamp?: Stamp };
       try {
-        parsed = await parse(bytes, this.file);
+        r = await this.io.call({ op: 'load', file: this.file });
       } catch (e) {
         // A half-written file from an editor that saves in place: try again at the next poll.
         log.warn({ err: String(e), file: this.file }, 'workbook changed on disk but cannot be read yet');
         return;
       }
-      const theirs = parsed.book;
+      if (!r.exists) return;
+      const theirs = bookFromData(r.sheets);
       const ours = this.book;
       const merged = mergeBooks(this.base, ours, theirs);
       const changedTabs = diffTabs(ours, merged.book);
-      this.wb = parsed.wb;
       this.rememberWritten(theirs);
       this.base = theirs.snapshot();
       this.book = merged.book;
       for (const t of merged.oursStillPending) this.dirty.add(t);
-      this.stamp = { ...(await this.stampOf(bytes)), hash };
+      this.stamp = r.stamp;
       this.externalReloads++;
       this.ver++;
       log.info({ file: this.file, tabs: changedTabs }, 'reloaded the workbook after an external edit');
@@ -412,24 +376,15 @@ export class XlsxStore extends StoreBase {
   async close(): Promise<void> {
     if (this.closed) return;
     if (this.watcher) clearInterval(this.watcher);
-    await this.flush();
-    this.closed = true;
-    if (this.timer) clearTimeout(this.timer);
-    while (this.saving) await this.saving.catch(() => {});
+    try {
+      await this.flush();
+    } finally {
+      this.closed = true;
+      if (this.timer) clearTimeout(this.timer);
+      while (this.saving) await this.saving.catch(() => {});
+      await this.io.close();
+    }
   }
-}
-
-async function parse(bytes: Buffer, file: string): Promise<{ wb: ExcelJS.Workbook; book: Book }> {
-  const wb = new ExcelJS.Workbook();
-  try {
-    // exceljs's types ask for its own Buffer type; a Node Buffer is what it reads.
-    await wb.xlsx.load(bytes as unknown as ExcelJS.Buffer);
-  } catch (e) {
-    throw new Error(
-      `${file} is not a readable .xlsx workbook (${String(e)}); save it as .xlsx (Excel 2007+)`,
-    );
-  }
-  return { wb, book: bookFromWorkbook(wb) };
 }
 
 function processAlive(pid: number): boolean {
@@ -438,22 +393,6 @@ function processAlive(pid: number): boolean {
     return true;
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-function sha256(b: Buffer): string {
-  return createHash('sha256').update(b).digest('hex');
-}
-
-async function fsyncDir(dir: string): Promise<void> {
-  let fh: fsp.FileHandle | undefined;
-  try {
-    fh = await fsp.open(dir, constants.O_RDONLY);
-    await fh.sync();
-  } catch {
-    // Some file systems refuse fsync on a directory; the rename itself is still atomic there.
-  } finally {
-    await fh?.close();
   }
 }
 

@@ -1,0 +1,146 @@
+// The xlsx backend's I/O thread: owns the exceljs workbook, parses files and serialises saves, so
+// the CPU-heavy zip/XML work never stalls the apiserver's event loop.
+// Protocol (one request at a time from XlsxStore):
+//   load {file}                → {exists, sheets: SheetData[], hash}
+//   save {file, tabs, expect}  → {stamp} | {conflict: true}
+// A save applies the changed rows to the workbook, writes a temp file, fsyncs it, checks that the
+// workbook on disk is still the one we last saw (else: conflict, nothing renamed), renames it into
+// place and fsyncs the directory.
+
+import { createHash } from 'node:crypto';
+import { constants, promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { parentPort } from 'node:worker_threads';
+import ExcelJS from 'exceljs';
+import { readWorkbook, type SheetCell, toExcel } from './xlsx-cells.ts';
+
+export interface Stamp {
+  size: number;
+  mtimeMs: number;
+  ino: number;
+  hash: string;
+}
+export interface TabChange {
+  name: string;
+  headers: string[] | undefined; // new header row, when it changed
+  oldHeaderWidth: number;
+  rows: [number, SheetCell[]][]; // [0-based data row index, full row] — empty array clears the row
+}
+
+const TEMP_PREFIX = '.~sk-';
+let wb = new ExcelJS.Workbook();
+let seq = 0;
+
+async function stampOf(file: string, bytes: Buffer): Promise<Stamp> {
+  const st = await fsp.stat(file);
+  return {
+    size: st.size,
+    mtimeMs: st.mtimeMs,
+    ino: st.ino,
+    hash: createHash('sha256').update(bytes).digest('hex'),
+  };
+}
+
+async function load(file: string) {
+  let bytes: Buffer;
+  try {
+    bytes = await fsp.readFile(file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
+      wb = new ExcelJS.Workbook();
+      return { exists: false, sheets: [] };
+    }
+    throw e;
+  }
+  const next = new ExcelJS.Workbook();
+  try {
+    // exceljs's types ask for its own Buffer type; a Node Buffer is what it reads.
+    await next.xlsx.load(bytes as unknown as ExcelJS.Buffer);
+  } catch (e) {
+    throw new Error(
+      `${file} is not a readable .xlsx workbook (${String(e)}); save it as .xlsx (Excel 2007+)`,
+    );
+  }
+  wb = next;
+  return { exists: true, sheets: readWorkbook(wb), stamp: await stampOf(file, bytes) };
+}
+
+function apply(tabs: TabChange[]): void {
+  for (const t of tabs) {
+    const ws = wb.getWorksheet(t.name) ?? wb.addWorksheet(t.name);
+    if (t.headers) {
+      const hr = ws.getRow(1);
+      const w = Math.max(t.headers.length, t.oldHeaderWidth);
+      for (let c = 0; c < w; c++) {
+        const h = t.headers[c] ?? '';
+        hr.getCell(c + 1).value = h === '' ? null : h;
+      }
+    }
+    for (const [i, row] of t.rows) {
+      const xr = ws.getRow(i + 2);
+      const w = Math.max(row.length, xr.cellCount);
+      for (let c = 0; c < w; c++) {
+        const v = row[c] ?? null;
+        const cell = xr.getCell(c + 1);
+        if (cell.value === v) continue;
+        cell.value = toExcel(v);
+      }
+    }
+  }
+}
+
+async function changedOnDisk(file: string, expect: Stamp | undefined): Promise<boolean> {
+  try {
+    const st = await fsp.stat(file);
+    return !expect || st.size !== expect.size || st.mtimeMs !== expect.mtimeMs || st.ino !== expect.ino;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw e;
+  }
+}
+
+async function save(file: string, tabs: TabChange[], expect: Stamp | undefined) {
+  apply(tabs);
+  const bytes = Buffer.from(await wb.xlsx.writeBuffer());
+  const dir = path.dirname(file);
+  const tmp = path.join(dir, `${TEMP_PREFIX}${path.basename(file)}.${process.pid}.${++seq}`);
+  try {
+    const fh = await fsp.open(tmp, 'w', 0o644);
+    try {
+      await fh.writeFile(bytes);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    if (await changedOnDisk(file, expect)) {
+      await fsp.rm(tmp, { force: true });
+      return { conflict: true };
+    }
+    await fsp.rename(tmp, file);
+  } catch (e) {
+    await fsp.rm(tmp, { force: true }).catch(() => {});
+    throw e;
+  }
+  let dh: fsp.FileHandle | undefined;
+  try {
+    dh = await fsp.open(dir, constants.O_RDONLY);
+    await dh.sync();
+  } catch {
+    // Some file systems refuse fsync on a directory; the rename itself is still atomic there.
+  } finally {
+    await dh?.close();
+  }
+  return { stamp: await stampOf(file, bytes) };
+}
+
+parentPort?.on(
+  'message',
+  async (m: { id: number; op: 'load' | 'save'; file: string; tabs?: TabChange[]; expect?: Stamp }) => {
+    try {
+      const result = m.op === 'load' ? await load(m.file) : await save(m.file, m.tabs ?? [], m.expect);
+      parentPort?.postMessage({ id: m.id, ok: true, result });
+    } catch (e) {
+      parentPort?.postMessage({ id: m.id, ok: false, error: e instanceof Error ? e.message : String(e) });
+    }
+  },
+);
