@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { KubeCluster, sleep } from './kube-harness.ts';
 
 const KEY = '0123456789abcdef';
-const SIZES = [2, 4, 8];
+// RETROKUBE_KUBE_LOAD_NODES=16,20 runs other sizes (the benchmark's).
+const SIZES = (process.env.RETROKUBE_KUBE_LOAD_NODES ?? '2,4,8').split(',').map(Number);
 const REST_MS = 20_000;
 
 const nodeName = (i: number): string => `node-${String.fromCharCode(97 + i)}`;
