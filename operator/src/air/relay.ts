@@ -5,7 +5,7 @@
 // probability `loss`. Added: a per-peer rate ceiling, runtime control (air off/on, cut a station),
 // and counters for Prometheus.
 import dgram from 'node:dgram';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, isIPv6 } from 'node:net';
 import { type Logger, logger } from '../util/log.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { decodeKubeData } from './kubenet.ts';
@@ -29,7 +29,7 @@ export const RELAY_LIMITS = {
 } as const;
 
 export interface RelayPeer {
-  /** "IP:PORT" as the relay sees the station. */
+  /** "IP:PORT" as the relay sees the station ("[IPv6]:PORT" for IPv6). */
   address: string;
   host: string;
   port: number;
@@ -192,7 +192,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   };
 
   const touch = (host: string, port: number, now: number): PeerEntry | undefined => {
-    const key = `${host}:${port}`;
+    const key = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
     let p = peers.get(key);
     if (p) {
       p.lastSeenMs = now;
@@ -244,7 +244,11 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     else p.plane = true;
   };
 
-  const socket = dgram.createSocket({ type: 'udp4', recvBufferSize: RELAY_LIMITS.RECV_BUFFER_BYTES });
+  const bind = opts.bind ?? '0.0.0.0';
+  const socket = dgram.createSocket({
+    type: isIPv6(bind) ? 'udp6' : 'udp4',
+    recvBufferSize: RELAY_LIMITS.RECV_BUFFER_BYTES,
+  });
 
   socket.on('message', (msg, rinfo) => {
     const now = clock.now();
@@ -303,7 +307,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
 
   await new Promise<void>((resolve, reject) => {
     socket.once('error', reject);
-    socket.bind(opts.port ?? AIR_PORT, opts.bind ?? '0.0.0.0', () => {
+    socket.bind(opts.port ?? AIR_PORT, bind, () => {
       socket.off('error', reject);
       resolve();
     });

@@ -1,8 +1,11 @@
 // A station on the air: a UDP socket that says hello to the relay every 5 s and hands every
 // datagram it hears to a callback. The listener, the injector, the tests and the benchmark use it.
 import dgram from 'node:dgram';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, isIPv6 } from 'node:net';
 import { AIR_PORT, helloDatagram, LIMITS } from './wire.ts';
+
+/** A listener hears up to ~100 frames/s on a busy air; 1 MiB rides out long pauses of its event loop. */
+const STATION_RECV_BUFFER_BYTES = 1 << 20;
 
 export interface StationOptions {
   /** Relay host name or IP. */
@@ -36,13 +39,17 @@ export function parseRelayAddress(text: string): { host: string; port: number } 
 
 export async function openStation(opts: StationOptions): Promise<Station> {
   const port = opts.port ?? AIR_PORT;
-  const socket = dgram.createSocket({ type: 'udp4', recvBufferSize: 1 << 20 });
+  const v6 = isIPv6(opts.host) || (opts.bind !== undefined && isIPv6(opts.bind));
+  const socket = dgram.createSocket({
+    type: v6 ? 'udp6' : 'udp4',
+    recvBufferSize: STATION_RECV_BUFFER_BYTES,
+  });
   socket.on('message', (msg) => opts.onDatagram?.(msg, Date.now()));
   // ICMP "port unreachable" while the relay is away must not end the station: keep listening.
   socket.on('error', () => {});
   await new Promise<void>((resolve, reject) => {
     socket.once('error', reject);
-    socket.bind(0, opts.bind ?? '0.0.0.0', () => {
+    socket.bind(0, opts.bind ?? (v6 ? '::' : '0.0.0.0'), () => {
       socket.off('error', reject);
       resolve();
     });
