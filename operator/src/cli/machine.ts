@@ -17,6 +17,7 @@ interface RunOpts {
   memory?: string;
   deterministic?: boolean;
   jit?: boolean;
+  rom?: boolean;
   inPlace?: boolean;
   for?: string;
   json?: boolean;
@@ -45,6 +46,7 @@ async function run(disk: string, o: RunOpts): Promise<void> {
     clock: o.deterministic ? 'deterministic' : 'realtime',
     commands: o.commands,
     jit: o.jit ?? false,
+    boot: o.rom ? 'assembled' : 'native',
   };
   if (o.memory !== undefined) opts.memoryMiB = intOption('--memory', o.memory, 1, 32);
   if (o.air !== undefined) {
@@ -128,6 +130,7 @@ export function registerMachineVerbs(program: Command): void {
       'timer from the instruction count (reproducible runs) instead of the wall clock',
     )
     .option('--jit', 'translate hot RISC5 code to JavaScript (faster loops, slower branchy code)')
+    .option('--rom', 'boot with our boot ROM (assembled RISC5 code) instead of the native boot')
     .option('--in-place', 'write to DISK itself instead of a temporary copy')
     .option('--for <seconds>', 'stop after this many seconds')
     .option('--json', 'print the machine state as JSON when it stops')

@@ -251,7 +251,7 @@ function encode(ln: Line, pcByte: number, syms: Map<string, number>, strict: boo
     const target = evalExpr(args[0], syms, strict);
     const off = (target - (pcByte + 4)) / 4;
     if (strict && !Number.isInteger(off)) throw new Error('branch target is not word aligned');
-    if (off < -0x800000 || off > 0x7fffff) throw new Error('branch target out of range');
+    if (strict && (off < -0x800000 || off > 0x7fffff)) throw new Error('branch target out of range');
     return 0xe0000000 | (link << 28) | (cond << 24) | (off & 0xffffff) | 0;
   }
   // Register instructions and their aliases.

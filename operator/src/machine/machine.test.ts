@@ -47,6 +47,20 @@ describe('the Oberon base image on our machine', () => {
     expect(userInk).toBe(0);
   });
 
+  it('boots the same with our assembled boot ROM running on the CPU (SPI, CMD17, fast mode)', () => {
+    const a = bootBase().m;
+    const b = new Machine({
+      disk: fs.readFileSync(copyBaseImage()),
+      clock: 'deterministic',
+      boot: 'assembled',
+    });
+    expect(b.cpu.rom).not.toBeNull();
+    expect(b.runUntil(() => b.booted, { maxInstructions: 20_000_000 })).toBe(true);
+    expect(b.ledHistory.slice(0, 3)).toEqual([0x80, 0x82, 0x84]);
+    expect(b.cpu.instructions).toBeGreaterThan(a.cpu.instructions); // the ROM's own instructions
+    expect(Buffer.from(a.snapshot().words.buffer).equals(Buffer.from(b.snapshot().words.buffer))).toBe(true);
+  });
+
   it('is deterministic: two boots take the same instructions and draw the same screen', () => {
     const a = bootBase().m;
     const b = bootBase().m;

@@ -30,6 +30,7 @@
 // - The disk is a DiskImage (sd-card.ts) over a Buffer; give it an onWrite hook to write
 //   through to a file. The machine never opens files itself.
 
+import { bootRom } from './boot-rom.ts';
 import { type IoBus, Risc5 } from './cpu.ts';
 import { type AirPort, Nrf24 } from './nrf24.ts';
 import { textToPs2 } from './ps2.ts';
@@ -87,6 +88,8 @@ export interface MachineOptions {
    * 4× faster but Oberon's compiler (branchy code, hot and cold mixed) 1.5× slower (bench/machine).
    */
   jit?: boolean;
+  /** 'native' (default): the boot loader's work done by the host; 'assembled': our ROM (boot-rom.ts) runs on the CPU. */
+  boot?: 'native' | 'assembled';
 }
 
 export interface RunResult {
@@ -205,6 +208,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     this.memLim = this.displayStart - 16;
     this.stackOrg = this.displayStart / 2;
     this.cpu = new Risc5(this.memBytes, this.displayStart, this, { jit: opts.jit ?? false });
+    if (opts.boot === 'assembled') this.setRom(bootRom(this.memLim, this.stackOrg));
     this.powerOn();
   }
 

@@ -17,6 +17,7 @@ export interface WorkerInit {
   /** Push framebuffer snapshots to the main thread when the screen changes. */
   frames: boolean;
   jit: boolean;
+  boot: 'native' | 'assembled';
 }
 
 export type ToWorker =

@@ -46,6 +46,8 @@ export interface RunnerOptions {
   frames?: boolean;
   /** Translate hot code to JavaScript (see MachineOptions.jit). */
   jit?: boolean;
+  /** 'native' boot (default) or our assembled ROM running on the CPU (boot-rom.ts). */
+  boot?: 'native' | 'assembled';
 }
 
 export class MachineRunner implements MachineScreen, MachineInput {
@@ -102,6 +104,7 @@ export class MachineRunner implements MachineScreen, MachineInput {
       air: opts.air,
       frames: opts.frames ?? true,
       jit: opts.jit ?? false,
+      boot: opts.boot ?? 'native',
     };
     const custom = opts.memoryMiB !== undefined || opts.width !== undefined || opts.height !== undefined;
     const width = custom ? Math.floor((opts.width ?? 1024) / 32) * 32 : 1024;

@@ -34,6 +34,7 @@ const machine = new Machine({
   commands: init.commands,
   switches: init.switches,
   jit: init.jit,
+  boot: init.boot,
 });
 machine.disk.onWrite = (offset, data) => {
   fs.writeSync(fd, data, 0, data.length, offset);
