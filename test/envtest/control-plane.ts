@@ -37,7 +37,7 @@ export interface TestBins {
 /** Where hack/build-testbins.sh puts (or would put) the binaries; env overrides win. */
 export function locateTestBins(): TestBins {
   const dir =
-    process.env.RETROKUBE_TESTBINS_DIR ??
+    process.env.RETROKUBE_TESTBINS_DIR ||
     execFileSync('bash', [join(REPO_ROOT, 'hack/build-testbins.sh'), '--print-dir'], {
       encoding: 'utf8',
     }).trim();
