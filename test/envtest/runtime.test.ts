@@ -5,6 +5,7 @@ import { CORE, type KubeObject } from '../../operator/src/runtime/client.ts';
 import { EventRecorder } from '../../operator/src/runtime/events.ts';
 import { addFinalizer, removeFinalizer } from '../../operator/src/runtime/finalizers.ts';
 import { Informer } from '../../operator/src/runtime/informer.ts';
+import { LeaderElector } from '../../operator/src/runtime/leader.ts';
 import { MANAGED_SELECTOR } from '../../operator/src/runtime/objects.ts';
 import { freshNamespace } from './harness.ts';
 import { air, OBERONAIR, testClient, waitFor } from './operator-harness.ts';
@@ -116,4 +117,41 @@ describe('controller runtime on a real API server', () => {
       await inf.stop();
     }
   }, 90_000);
+});
+
+describe('Lease leader election', () => {
+  it('a leader that vanishes without releasing is replaced once its lease expires, not before', async () => {
+    const ns = await freshNamespace('rt-lease');
+    const k = testClient();
+    const timing = { leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 500 };
+    const started: string[] = [];
+    const mk = (identity: string, releaseOnStop: boolean) =>
+      new LeaderElector(k, {
+        namespace: ns,
+        name: 'crash-test',
+        identity,
+        releaseOnStop,
+        ...timing,
+        onStartedLeading: () => started.push(identity),
+      });
+    const a = mk('a', false);
+    void a.start();
+    await waitFor('a to lead', async () => a.isLeader);
+    const b = mk('b', true);
+    void b.start();
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(b.isLeader).toBe(false); // a keeps renewing
+    const t0 = Date.now();
+    await a.stop(); // like a crash: no release
+    await waitFor('b to lead', async () => b.isLeader, 15_000);
+    const waited = Date.now() - t0;
+    expect(waited).toBeGreaterThanOrEqual(timing.leaseDurationMs - timing.retryPeriodMs * 2);
+    expect(waited).toBeLessThan(timing.leaseDurationMs + 4_000);
+    expect(started).toEqual(['a', 'b']);
+    await b.stop();
+    const lease = (await k.get(CORE.lease, ns, 'crash-test')) as KubeObject & {
+      spec: { holderIdentity?: string };
+    };
+    expect(lease.spec.holderIdentity).toBe(''); // b released it
+  });
 });

@@ -23,6 +23,8 @@ export interface LeaderElectionOptions {
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
+  /** Release the Lease on stop (default true; false behaves like a crash: standbys wait for expiry). */
+  releaseOnStop?: boolean;
   onStartedLeading?: () => void;
   onStoppedLeading?: () => void;
 }
@@ -51,8 +53,9 @@ export class LeaderElector {
   readonly identity: string;
   private readonly client: KubeClient;
   private readonly o: Required<
-    Omit<LeaderElectionOptions, 'onStartedLeading' | 'onStoppedLeading' | 'identity'>
+    Omit<LeaderElectionOptions, 'onStartedLeading' | 'onStoppedLeading' | 'identity' | 'releaseOnStop'>
   >;
+  private readonly releaseOnStop: boolean;
   private readonly cbs: Pick<LeaderElectionOptions, 'onStartedLeading' | 'onStoppedLeading'>;
   private leading = false;
   private stopping = false;
@@ -73,6 +76,7 @@ export class LeaderElector {
     };
     if (this.o.renewDeadlineMs >= this.o.leaseDurationMs)
       throw new Error('renewDeadline must be shorter than leaseDuration');
+    this.releaseOnStop = opts.releaseOnStop ?? true;
     this.cbs = { onStartedLeading: opts.onStartedLeading, onStoppedLeading: opts.onStoppedLeading };
     this.log = logger('leader', { lease: `${opts.namespace}/${opts.name}`, identity: this.identity });
   }
@@ -126,7 +130,7 @@ export class LeaderElector {
       }
     }
     if (this.leading) {
-      await this.release();
+      if (this.releaseOnStop) await this.release();
       this.leading = false;
       this.cbs.onStoppedLeading?.();
     }
