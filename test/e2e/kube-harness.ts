@@ -35,6 +35,8 @@ export interface ClusterOptions {
   plane?: string;
   /** Give each node its Join command at boot (default true). */
   join?: boolean;
+  /** Another disk for every machine (default: the Kube disk). */
+  disk?: string;
 }
 
 export interface WindowView {
@@ -68,7 +70,7 @@ export class KubeCluster {
   }
 
   static async start(opts: ClusterOptions): Promise<KubeCluster> {
-    const disk = await kubeDisk();
+    const disk = opts.disk ?? (await kubeDisk());
     const relay = await startRelay({ port: 0, bind: '127.0.0.1', rate: null });
     const dir = mkdtempSync(join(tmpdir(), 'retrokube-kube-e2e-'));
     const c = new KubeCluster(relay, dir, disk, opts);
