@@ -331,16 +331,18 @@ export class Risc5 {
         const addr = (R[(ir >>> 20) & 15] + ((ir << 12) >> 12)) >>> 0;
         if ((ir & 0x20000000) === 0) {
           let v: number;
+          let io = false;
           if (addr < memBytes) {
             v = mem[addr >>> 2];
           } else {
             this.ioInstr = base + i;
             v = this.bus.ioRead(addr);
+            io = true;
           }
           if ((ir & 0x10000000) !== 0) v = (v >>> ((addr & 3) << 3)) & 0xff;
           R[(ir >>> 24) & 15] = v;
           nz = v;
-          if (this.stop) break;
+          if (io && this.stop) break;
         } else {
           const v = R[(ir >>> 24) & 15];
           if (addr < memBytes) {
