@@ -44,7 +44,7 @@ function start(
   return new Promise((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`no "${ready}" from ${args[1]}: ${text} ${err}`)),
-      15_000,
+      90_000,
     );
     proc.stderr!.on('data', (d) => {
       err += d;
