@@ -2,11 +2,12 @@
 // matrices, values.schema.json refusals, server-side dry-run apply of everything it renders, and
 // RBAC by impersonating the chart's ServiceAccount.
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   ApiException,
+  ApiextensionsV1Api,
   AppsV1Api,
   AuthorizationV1Api,
   CoordinationV1Api,
@@ -277,6 +278,76 @@ describe('helm chart charts/retrokube', () => {
     const r = await serverSideApply([broken], true);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('replicas');
+  });
+});
+
+describe('helm install and uninstall against the real API server', () => {
+  it('installs the chart for real, and uninstalling removes the operator but keeps the CRDs', async () => {
+    const ns = await freshNamespace('chart-install');
+    // A chart copy whose only CRD is a small test kind, so the real CRDs installed by the
+    // harness (owned by it) are not touched.
+    const dir = mkdtempSync(join(tmpdir(), 'retrokube-chart-install-'));
+    try {
+      const chart = join(dir, 'retrokube');
+      cpSync(CHART, chart, { recursive: true });
+      rmSync(join(chart, 'files/crds'), { recursive: true, force: true });
+      mkdirSync(join(chart, 'files/crds'));
+      const group = `${ns}.envtest.retrokube.io`;
+      writeFileSync(
+        join(chart, 'files/crds/widgets.yaml'),
+        stringify({
+          apiVersion: 'apiextensions.k8s.io/v1',
+          kind: 'CustomResourceDefinition',
+          metadata: { name: `widgets.${group}` },
+          spec: {
+            group,
+            scope: 'Namespaced',
+            names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
+            versions: [
+              {
+                name: 'v1',
+                served: true,
+                storage: true,
+                schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+              },
+            ],
+          },
+        }),
+      );
+      const release = ns;
+      const kube = ['--kubeconfig', kubeconfigPath(), '--namespace', ns];
+      const install = await helm(['install', release, chart, ...kube]);
+      expect(install.stderr).not.toMatch(/Error/);
+      expect(install.code).toBe(0);
+      expect(install.stdout).toContain('STATUS: deployed');
+
+      const apps = adminKubeConfig().makeApiClient(AppsV1Api);
+      const dep = await apps.readNamespacedDeployment({ namespace: ns, name: `${release}-retrokube` });
+      expect(dep.spec?.template.spec?.containers[0]?.args?.[0]).toBe('operator');
+      const ext = adminKubeConfig().makeApiClient(ApiextensionsV1Api);
+      const crd = await ext.readCustomResourceDefinition({ name: `widgets.${group}` });
+      expect(crd.metadata?.annotations?.['helm.sh/resource-policy']).toBe('keep');
+
+      const uninstall = await helm(['uninstall', release, ...kube]);
+      expect(uninstall.code).toBe(0);
+      const gone = await apps.readNamespacedDeployment({ namespace: ns, name: `${release}-retrokube` }).then(
+        () => 200,
+        (e: unknown) => (e instanceof ApiException ? e.code : 0),
+      );
+      expect(gone).toBe(404);
+      const rbac = adminKubeConfig().makeApiClient(RbacAuthorizationV1Api);
+      const roleGone = await rbac.readClusterRole({ name: `${release}-retrokube` }).then(
+        () => 200,
+        (e: unknown) => (e instanceof ApiException ? e.code : 0),
+      );
+      expect(roleGone).toBe(404);
+      // The CRD (and so every user's resource of that kind) survives the uninstall.
+      const kept = await ext.readCustomResourceDefinition({ name: `widgets.${group}` });
+      expect(kept.metadata?.uid).toBe(crd.metadata?.uid);
+      await ext.deleteCustomResourceDefinition({ name: `widgets.${group}` });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
