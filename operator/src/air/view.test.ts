@@ -125,10 +125,19 @@ describe('the cluster view rebuilt from the air', () => {
     expect(runningImages).toEqual(['Ticker2', 'Ticker2', 'Ticker2', 'Ticker2']);
     expect(v.counts).toMatchObject({ forged: 0, stale: 0, otherCluster: 0, malformed: 0 });
 
+    // what changed on the way: node-a's list changed 3 times (failover, surge, rollout); no flaps yet
+    expect(v.nodes.find((n) => n.name === 'node-a')).toMatchObject({
+      assignmentChanges: 3,
+      lastAssignmentChangeMs: 10_000,
+      flaps: 0,
+    });
+    expect(v.nodes.find((n) => n.name === 'node-b')).toMatchObject({ assignmentChanges: 0, flaps: 0 });
+
     // node-b returns and reports what it still ran: the same ids on two Ready nodes are flagged
     air.at(11_000).beat('node-b', [3, 7]);
     v = air.now();
     expect(v.duplicates).toEqual([7]);
+    expect(v.nodes.find((n) => n.name === 'node-b')!.flaps).toBe(1); // silent 10 s, then heard again
     expect(v.converged).toBe(false);
     expect(formatView(v)).toMatch(/running twice: 7/);
   });

@@ -73,6 +73,11 @@ export interface NodeView {
   converged: boolean;
   heartbeats: number;
   assignments: number;
+  /** Accepted assignments whose id list differed from the previous one (order-sensitive, as the kubelet compares). */
+  assignmentChanges: number;
+  lastAssignmentChangeMs: number | null;
+  /** Gaps longer than the TTL between two accepted heartbeats: times the node went NotReady and came back. */
+  flaps: number;
 }
 
 export interface PodView {
@@ -136,7 +141,13 @@ interface NodeState {
   assignedAtMs: number | null;
   heartbeats: number;
   assignments: number;
+  assignmentChanges: number;
+  lastAssignmentChangeMs: number | null;
+  flaps: number;
 }
+
+const sameList = (a: readonly number[], b: readonly number[]): boolean =>
+  a.length === b.length && a.every((x, i) => x === b[i]);
 
 const sameSet = (a: readonly number[], b: readonly number[]): boolean => {
   const sa = new Set(a);
@@ -229,12 +240,17 @@ export class AirView {
     if (msg.typ === TYP.HEARTBEAT) {
       this.c.heartbeats++;
       const n = this.node(msg.node);
+      if (n.lastHeardMs !== null && tMs - n.lastHeardMs > this.ttlMs) n.flaps++;
       n.lastHeardMs = tMs;
       n.running = msg.ids;
       n.heartbeats++;
     } else if (msg.typ === TYP.ASSIGN) {
       this.c.assignments++;
       const n = this.node(msg.node);
+      if (n.assigned !== null && !sameList(n.assigned, msg.ids)) {
+        n.assignmentChanges++;
+        n.lastAssignmentChangeMs = tMs;
+      }
       n.assigned = msg.ids;
       n.assignedAtMs = tMs;
       n.assignments++;
@@ -267,6 +283,9 @@ export class AirView {
           converged: ready && n.assigned !== null && sameSet(n.assigned, n.running),
           heartbeats: n.heartbeats,
           assignments: n.assignments,
+          assignmentChanges: n.assignmentChanges,
+          lastAssignmentChangeMs: n.lastAssignmentChangeMs,
+          flaps: n.flaps,
         };
       });
     const ids = new Set<number>(this.images.keys());
@@ -330,6 +349,9 @@ export class AirView {
         assignedAtMs: null,
         heartbeats: 0,
         assignments: 0,
+        assignmentChanges: 0,
+        lastAssignmentChangeMs: null,
+        flaps: 0,
       };
       this.nodes.set(name, n);
     }
