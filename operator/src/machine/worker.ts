@@ -4,7 +4,7 @@
 
 import fs from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import { UdpAir } from './air-udp.ts';
+import type { UdpAir } from './air-udp.ts';
 import { LIMITS as MACHINE_LIMITS, Machine } from './machine.ts';
 import type { FromWorker, MachineState, ToWorker, WorkerInit } from './protocol.ts';
 
@@ -237,6 +237,8 @@ port.on('message', (msg: ToWorker) => {
 
 async function main(): Promise<void> {
   if (init.air !== undefined) {
+    // Loaded only for machines on an air: a machine without one starts faster.
+    const { UdpAir } = await import('./air-udp.ts');
     air = new UdpAir({
       host: init.air.host,
       port: init.air.port,
