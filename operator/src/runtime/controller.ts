@@ -115,7 +115,7 @@ export class Controller {
     // Watch setup: the primary kind, and each owned kind mapped back to its controller owner.
     this.primary = deps.informer(def.primary, false);
     this.primary.on((type, obj) => {
-      if (type === 'delete') this.forgetWritten(def.primary, obj);
+      this.forgetWritten(def.primary, obj, type === 'delete');
       this.queue.add(`${obj.metadata.namespace ?? ''}/${obj.metadata.name}`);
     });
     const group = def.primary.group;
@@ -123,7 +123,7 @@ export class Controller {
       const inf = deps.informer(t, true);
       this.ownedInformers.set(typeId(t), inf);
       inf.on((type, obj) => {
-        if (type === 'delete') this.forgetWritten(t, obj);
+        this.forgetWritten(t, obj, type === 'delete');
         const owner = controllerOf(obj);
         if (!owner || owner.kind !== def.primary.kind || owner.apiVersion.split('/')[0] !== group) return;
         this.queue.add(`${obj.metadata.namespace ?? ''}/${owner.name}`);
@@ -153,8 +153,11 @@ export class Controller {
     return inf;
   }
 
-  private forgetWritten(t: ResourceType, obj: KubeObject): void {
-    this.written.delete(`${typeId(t)}|${obj.metadata.namespace ?? ''}/${obj.metadata.name}`);
+  /** Drops our copy once the informer has caught up with it (or the object is gone). */
+  private forgetWritten(t: ResourceType, obj: KubeObject, deleted: boolean): void {
+    const id = `${typeId(t)}|${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
+    const mine = this.written.get(id);
+    if (mine && (deleted || !newerThan(mine, obj))) this.written.delete(id);
   }
 
   private remember(t: ResourceType, obj: KubeObject): void {

@@ -26,6 +26,7 @@ export const LIMITS = {
   pageSize: 500, // LIST page size: bounds one response's memory on large clusters
   watchTimeoutSec: 300, // server-side watch timeout; a fresh watch every ~5 min keeps connections honest
   watchdogMarginMs: 30_000, // silence beyond the server timeout + this margin means a dead connection
+  minWatchMs: 1_000, // a watch closed sooner without a single event is treated as a failure (no hot loop)
   backoffBaseMs: 200, // first retry after a failed LIST/WATCH
   backoffMaxMs: 10_000, // retry cap: an API server restart is noticed within 10 s
   resyncMs: 10 * 60_000, // periodic resync of every cached object (controller-runtime SyncPeriod spirit)
@@ -164,7 +165,9 @@ export class Informer<T extends KubeObject = KubeObject> {
           'Watch failed; relisting after backoff',
         );
         this.pause = new AbortController();
-        await sleep(gone ? 0 : jittered, undefined, { signal: this.pause.signal }).catch(() => {});
+        await sleep(gone && failures === 1 ? 0 : jittered, undefined, { signal: this.pause.signal }).catch(
+          () => {},
+        );
         this.pause = undefined;
       }
     }
@@ -214,6 +217,8 @@ export class Informer<T extends KubeObject = KubeObject> {
   private async watchOnce(): Promise<void> {
     if (this.stopped) return;
     this.stats.watches++;
+    const startedAt = Date.now();
+    let lines = 0;
     const timeoutSec = this.opts.watchTimeoutSec ?? LIMITS.watchTimeoutSec;
     let gone = false;
     let watchdog: ReturnType<typeof setTimeout> | undefined;
@@ -233,6 +238,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         fieldSelector: this.opts.fieldSelector,
       },
       (raw) => {
+        lines++;
         arm();
         const ev = raw as WatchEvent;
         if (ev.type === 'ERROR') {
@@ -252,6 +258,9 @@ export class Informer<T extends KubeObject = KubeObject> {
     arm();
     try {
       await handle.done;
+      if (!this.stopped && lines === 0 && Date.now() - startedAt < LIMITS.minWatchMs) {
+        throw new Error(`watch closed after ${Date.now() - startedAt} ms without an event`);
+      }
     } catch (err) {
       if (gone) throw new ApiError(410, 'Expired', 'watch resourceVersion too old', undefined);
       throw err;
