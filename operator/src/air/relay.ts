@@ -22,6 +22,10 @@ export const RELAY_LIMITS = {
   RATE_BURST: 400,
   /** How often silent stations are looked for when no datagram arrives. */
   SWEEP_MS: 1000,
+  /** On traffic, look for silent stations at most this often (a flood must not pay per frame). */
+  EXPIRE_EVERY_MS: 250,
+  /** A station's name and role are read from its frames at most this often (its heartbeat period). */
+  LEARN_MS: 1000,
   /** Bounds memory if someone sprays source addresses; far above any real air (8 nodes + plane + tools). */
   MAX_PEERS: 1024,
   /** A bigger kernel receive buffer rides out bursts while the relay is busy fanning out. */
@@ -142,10 +146,11 @@ export function checkLoss(p: number): number {
 interface PeerEntry extends RelayPeer {
   tokens: number;
   refillAt: number;
+  learnedAt: number;
 }
 
 const publicPeer = (p: PeerEntry): RelayPeer => {
-  const { tokens: _t, refillAt: _r, ...rest } = p;
+  const { tokens: _t, refillAt: _r, learnedAt: _l, ...rest } = p;
   return { ...rest };
 };
 
@@ -211,6 +216,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       cut: false,
       tokens: rate?.burst ?? 0,
       refillAt: now,
+      learnedAt: Number.NEGATIVE_INFINITY,
     };
     peers.set(key, p);
     s.joined++;
@@ -232,13 +238,15 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   };
 
   /** Labels a station from what it says: heartbeats name a node, assignments/specs mark a plane. */
-  const learn = (p: PeerEntry, msg: Buffer): void => {
+  const learn = (p: PeerEntry, msg: Buffer, now: number): void => {
+    if (now - p.learnedAt < RELAY_LIMITS.LEARN_MS) return;
     const typ = msg[4];
     if (typ !== TYP.HEARTBEAT && typ !== TYP.ASSIGN && typ !== TYP.SPEC) return;
     const len = msg[5] | (msg[6] << 8) | (msg[7] << 16) | (msg[8] << 24);
     if (len < 0 || len > WIRE.DATA_BYTES) return;
     const d = decodeKubeData(typ, msg.subarray(1 + WIRE.SCC_HEADER_BYTES, 1 + WIRE.SCC_HEADER_BYTES + len));
     if (!d.ok) return;
+    p.learnedAt = now;
     p.cluster = d.msg.cluster;
     if (d.msg.typ === TYP.HEARTBEAT) p.name = d.msg.node;
     else p.plane = true;
@@ -250,9 +258,13 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     recvBufferSize: RELAY_LIMITS.RECV_BUFFER_BYTES,
   });
 
+  let expiredAt = Number.NEGATIVE_INFINITY;
   socket.on('message', (msg, rinfo) => {
     const now = clock.now();
-    expire(now);
+    if (now - expiredAt >= RELAY_LIMITS.EXPIRE_EVERY_MS) {
+      expiredAt = now;
+      expire(now);
+    }
     if (msg.length === 1 && msg[0] === HELLO_BYTE) {
       s.hellos++;
       if (on) touch(rinfo.address, rinfo.port, now);
@@ -275,7 +287,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       s.droppedRate++;
       return;
     }
-    learn(from, msg);
+    learn(from, msg, now);
     if (isCut(from)) {
       s.droppedCut++;
       return;
