@@ -30,6 +30,8 @@ export interface UdpAirOptions {
   localAddress?: string;
   /** Called with each 33-byte frame heard. */
   onFrame: (channel: number, payload: Uint8Array) => void;
+  /** Name resolution (default: the system resolver, dns.lookup). */
+  lookup?: (host: string) => Promise<{ address: string; family: number }>;
 }
 
 export class UdpAir implements AirPort {
@@ -88,7 +90,9 @@ export class UdpAir implements AirPort {
       this.family = net.isIP(host) === 6 ? 6 : 4;
       return;
     }
-    const r = await dns.lookup(host, { family: this.sock === null ? 0 : this.family });
+    const r = this.opts.lookup
+      ? await this.opts.lookup(host)
+      : await dns.lookup(host, { family: this.sock === null ? 0 : this.family });
     this.address = r.address;
     if (this.sock === null) this.family = r.family === 6 ? 6 : 4;
   }

@@ -111,6 +111,30 @@ describe('nRF24L01+ radio and the UDP air', () => {
     expect(frame?.[0]).toBe(5); // the channel byte is the sender's RF_CH
   });
 
+  it('resolves the relay name again after failed sends (a replaced relay pod is found again)', async () => {
+    const rel = await relay();
+    cleanups.push(rel.close);
+    // The name first points where sends fail (an IPv6 address on an IPv4 socket), later at the relay.
+    const answers = ['::1', '127.0.0.1'];
+    let asked = 0;
+    const air = new UdpAir({
+      host: 'relay.test',
+      port: rel.port,
+      onFrame: () => {},
+      lookup: async () => ({ address: answers[Math.min(asked++, 1)], family: 4 }),
+    });
+    await air.start();
+    cleanups.push(() => air.close());
+    await until(() => air.stats.sendErrors >= 1); // the hello failed
+    expect(rel.heard.length).toBe(0);
+    await new Promise((r) => setTimeout(r, 1100)); // at most one resolution per second
+    air.send(5, new Uint8Array(32)); // fails, triggers the second resolution
+    await until(() => air.stats.resolves >= 2);
+    air.send(5, new Uint8Array(32).fill(9));
+    await until(() => rel.heard.some((d) => d.length === 33 && d[1] === 9));
+    expect(asked).toBe(2);
+  });
+
   it('drops frames on another channel and keeps at most 3 in the RX queue', async () => {
     const rel = await relay();
     cleanups.push(rel.close);
