@@ -183,6 +183,48 @@ describe('disk builder (the image compiles our modules with its own ORP)', () =>
     expect(e.message).toMatch(/Broken does not compile:\n {2}Broken.Mod:4:\d+ \(pos \d+\): undef/);
   }, 120_000);
 
+  it('compiles the compiler itself and system modules in one session, with the keys Oberon publishes', () => {
+    // eight large compiles: only possible because the helper lets Oberon collect garbage in between
+    const vol = OberonVolume.fromBuffer(base);
+    const names = ['ORS', 'ORB', 'ORG', 'ORP', 'Net', 'Edit', 'TextFrames', 'System'];
+    const r = buildDisk({
+      base,
+      sources: names.map((n) => ({ name: `${n}.Mod`, text: vol.read(`${n}.Mod`).toString('latin1') })),
+    });
+    expect(r.modules.map((m) => m.module)).toEqual(names);
+    // the compiler compiling itself gives the keys the reference emulator showed (spec §3.3)
+    expect(r.modules.slice(0, 4).map((m) => m.key.toString(16).toUpperCase().padStart(8, '0'))).toEqual([
+      '64B9FE89',
+      '0154CFAD',
+      '4F1BDCF9',
+      'E6FCC519',
+    ]);
+    // and, the interfaces being unchanged, the same object files as on the image
+    const out = OberonVolume.fromBuffer(r.disk);
+    for (const n of ['ORS', 'ORB', 'ORG', 'ORP', 'Edit', 'TextFrames', 'System']) {
+      expect(out.read(`${n}.rsc`)).toEqual(vol.read(`${n}.rsc`));
+    }
+  }, 300_000);
+
+  it("reports a compiler trap in the compiler's words (the helper recovers the log)", () => {
+    const junk = Buffer.alloc(4000);
+    for (let i = 5; i < junk.length; i++) junk[i] = (i * 97 + 13) & 255; // a symbol file of garbage
+    let error: unknown;
+    try {
+      buildDisk({
+        base,
+        sources: [{ name: 'UsesJunk.Mod', text: 'MODULE UsesJunk;\n  IMPORT Junk;\nEND UsesJunk.\n' }],
+        files: [{ name: 'Junk.smb', data: junk }],
+      });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(CompileError);
+    expect((error as Error).message).toMatch(
+      /UsesJunk.Mod:2:\d+ \(pos \d+\): .*\n {2}UsesJunk.Mod: the compiler trapped: TRAP \d+ in ORB/,
+    );
+  }, 120_000);
+
   it('refuses a source whose file name does not match its module', () => {
     expect(() => buildDisk({ base, sources: [{ name: 'Other.Mod', text: HELLO }] })).toThrow(
       /name the file Hello.Mod/,

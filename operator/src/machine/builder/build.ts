@@ -18,6 +18,8 @@ export const LIMITS = {
   bootInstructions: 60_000_000, // the base image boots in about 8 M; far more means it is broken
   stepInstructions: 2_000_000_000, // one compile or log dump (the compiler compiling itself is 44 M)
   maxSources: 200, // sources in one build; the directory and the log stay small
+  quietMs: 3000, // Oberon time idle without an answer that means no answer will come (a trap)
+  collectInstructions: 100_000_000, // the collector runs within 1 s of Oberon time (idle time is skipped)
 } as const;
 
 export interface Source {
@@ -80,9 +82,13 @@ function moduleNameOf(source: string): string | undefined {
 class Session {
   readonly machine: Machine;
   private serial: number[] = [];
+  private collections = 0; // garbage collections Oberon has finished (LED 20H)
   constructor(disk: Buffer) {
     this.machine = new Machine({ disk, clock: 'deterministic' });
     this.machine.onSerial = (b) => this.serial.push(b);
+    this.machine.onLeds = (v) => {
+      if (v === 0x20) this.collections++;
+    };
   }
 
   boot(): void {
@@ -102,6 +108,7 @@ class Session {
   nextExcerpt(): string | undefined {
     const m = this.machine;
     const start = m.cpu.instructions;
+    let idleSince = -1;
     for (;;) {
       const end = this.serial.indexOf(LOG_END);
       if (end >= 0) {
@@ -110,7 +117,14 @@ class Session {
         return text;
       }
       const r = m.run(200_000);
-      if (r.idle && !m.inputPending) return undefined;
+      if (r.idle && !m.inputPending) {
+        // idle for a while of Oberon time with no excerpt: nothing is coming (the helper's task
+        // runs on every pass of the loop, so a fed line would have been taken long ago)
+        if (idleSince < 0) idleSince = m.timerMs();
+        else if (m.timerMs() - idleSince > LIMITS.quietMs) return undefined;
+      } else {
+        idleSince = -1;
+      }
       if (m.cpu.instructions - start > LIMITS.stepInstructions) {
         throw new Error(`no answer from the machine within ${LIMITS.stepInstructions} instructions`);
       }
@@ -119,7 +133,7 @@ class Session {
 
   /** Starts RkBuild.Run; returns the log so far (which holds the helper's own compile). */
   startHelper(): string | undefined {
-    this.machine.runCommand(`${HELPER_MODULE}.Run`); // it keeps running: no waiting for idle here
+    this.machine.runCommand(`${HELPER_MODULE}.Run`);
     return this.nextExcerpt();
   }
 
@@ -127,10 +141,23 @@ class Session {
   run(line: string): string {
     this.machine.serialFeed(`${line}\r`);
     const text = this.nextExcerpt();
+    this.awaitCollection();
     if (text !== undefined) return text;
-    // The helper was aborted (a trap): ask for the log with a typed command.
+    // The command trapped (Oberon removed the helper's task): ask for the log with a typed command.
     this.command(`${HELPER_MODULE}.Log`);
     return this.nextExcerpt() ?? '';
+  }
+
+  /**
+   * Lets Oberon's loop run until its garbage collector has run (LED 20H ends a collection; the
+   * compiler asks for one when it is done). Oberon collects only from its loop, every second.
+   */
+  private awaitCollection(): void {
+    const before = this.collections;
+    this.machine.runUntil(() => this.collections > before, {
+      maxInstructions: LIMITS.collectInstructions,
+      slice: 100_000,
+    });
   }
 
   /** Types a command at the end of the System.Tool text, middle-clicks it, waits until Oberon idles. */
@@ -142,6 +169,7 @@ class Session {
 
   stopHelper(): void {
     this.machine.serialFeed('\r');
+    this.nextExcerpt();
     if (!this.machine.runUntilIdle(LIMITS.stepInstructions)) throw new Error('the helper did not stop');
   }
 

@@ -31,6 +31,18 @@ describe('reading the compiler log', () => {
     ]);
   });
 
+  it('reads a trap of the compiler, whose position is in the compiler and not in our source', () => {
+    const o = parseCompileLog(
+      '  compiling UsesJunk\r  pos 31 wrong version\r  pos 6144  TRAP   1 in ORB at 0001EF3C\r',
+      'U.Mod',
+    );
+    expect(o.ok).toBe(false);
+    expect(o.messages).toEqual([
+      { pos: 31, message: 'wrong version' },
+      { pos: 0, message: 'the compiler trapped: TRAP 1 in ORB at 0001EF3C (pos 6144 of ORB.Mod)' },
+    ]);
+  });
+
   it('reports a missing source and silence as failures', () => {
     expect(parseCompileLog('Nope.Mod not found\r', 'Nope.Mod')).toMatchObject({ ok: false });
     expect(parseCompileLog('', 'X.Mod').messages[0].message).toMatch(/wrote nothing/);

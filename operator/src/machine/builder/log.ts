@@ -42,6 +42,17 @@ export function parseCompileLog(text: string, file: string): CompileOutcome {
       }
       continue;
     }
+    const trap = /^(?:pos (\d+)\s+)?TRAP\s+(\d+) in (\S+) at ([0-9A-F]+)/.exec(line);
+    if (trap) {
+      // System.Trap's line: the position is in the trapping module's source, not in ours
+      out.ok = false;
+      const where = trap[1] ? ` (pos ${trap[1]} of ${trap[3]}.Mod)` : '';
+      out.messages.push({
+        pos: 0,
+        message: `the compiler trapped: TRAP ${trap[2]} in ${trap[3]} at ${trap[4]}${where}`,
+      });
+      continue;
+    }
     const pos = /^pos (\d+) (.*)$/.exec(line);
     if (pos && compiling) {
       out.messages.push({ pos: Number(pos[1]), message: pos[2] });
@@ -50,10 +61,6 @@ export function parseCompileLog(text: string, file: string): CompileOutcome {
     }
     if (/compilation FAILED/.test(line)) out.ok = false;
     if (/ not found$/.test(line)) out.messages.push({ pos: 0, message: `${file} not found by the compiler` });
-    if (/^TRAP\b/.test(line) || /\bTRAP \d+/.test(line)) {
-      out.ok = false;
-      out.messages.push({ pos: 0, message: `the compiler trapped: ${line}` });
-    }
   }
   if (!compiling && out.messages.length === 0)
     out.messages.push({ pos: 0, message: 'the compiler wrote nothing' });
