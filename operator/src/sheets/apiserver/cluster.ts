@@ -60,6 +60,9 @@ export type ApplyResult = { applied: string[]; gateways?: string[]; routes?: str
 
 interface CachedSchedule {
   key: string;
+  /** Nodes that were fresh, and each node's "cpu|mem", when this schedule was made. */
+  fresh: Set<string>;
+  caps: Map<string, string>;
   result: ScheduleResult;
   byNode: Map<string, Placement[]>;
   deployments: Map<string, DeploymentIn>;
@@ -85,6 +88,7 @@ export class Cluster {
   #externalDirty = true;
   #unsubscribe: () => void;
   #tickRunning = false;
+  #eventCount: number | undefined;
   reconciles = 0;
 
   constructor(o: ClusterOptions) {
@@ -98,6 +102,7 @@ export class Cluster {
       if (ev.source === 'external') {
         this.#externalDirty = true;
         this.#cache = undefined;
+        this.#eventCount = undefined;
       }
     });
   }
@@ -286,6 +291,8 @@ export class Cluster {
     }
     const cache: CachedSchedule = {
       key: this.#scheduleKey(nodes, o.now),
+      fresh,
+      caps: new Map(nodes.map((n) => [n.name, `${n.cpuTotal}|${n.memTotal}`])),
       result,
       byNode,
       deployments: new Map(deployments.map((d) => [d.name, d])),
@@ -298,10 +305,15 @@ export class Cluster {
   #writeEvents(tx: Tx, events: EventRow[], now: number): void {
     if (events.length === 0) return;
     const ts = new Date(now * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    // The row count is tracked, not re-read: reading the whole Events tab per write would cost O(events).
+    this.#eventCount ??= tx.rows('Events').length;
     for (const e of events) tx.insert('Events', { ts, kind: e.kind, object: e.object, message: e.message });
-    const all = tx.rows('Events');
-    if (all.length > this.#eventsMax + LIMITS.eventsTrimSlack)
-      tx.replaceAll('Events', all.slice(all.length - this.#eventsMax));
+    this.#eventCount += events.length;
+    if (this.#eventCount > this.#eventsMax + LIMITS.eventsTrimSlack) {
+      const all = tx.rows('Events');
+      tx.replaceAll('Events', all.slice(Math.max(0, all.length - this.#eventsMax)));
+      this.#eventCount = Math.min(all.length, this.#eventsMax);
+    }
   }
 
   // ---- heartbeat ---------------------------------------------------------------------------
@@ -351,17 +363,17 @@ export class Cluster {
           });
         }
         this.#writeEvents(tx, events, now);
-        const nodes: NodeIn[] = [];
-        for (const r of tx.rows('Nodes')) {
-          const n = nodeFromRow(r);
-          if (n) nodes.push(n);
-        }
+        // Fast path: a known, fresh node re-reporting the same capacity changes nothing placement
+        // depends on (other nodes going silent is the timer's job), so the last schedule stands.
         let cache = this.#cache;
-        if (!cache || this.#externalDirty || cache.key !== this.#scheduleKey(nodes, now)) {
-          cache = this.#reconcile(tx, { now, report });
-        } else {
-          this.#foldReport(tx, cache, report);
-        }
+        const fast =
+          cache !== undefined &&
+          !this.#externalDirty &&
+          existing !== undefined &&
+          cache.fresh.has(nodeName) &&
+          cache.caps.get(nodeName) === `${cpuTotal}|${memTotal}`;
+        if (fast && cache) this.#foldReport(tx, cache, report);
+        else cache = this.#reconcile(tx, { now, report });
         return nodeOrders(
           nodeName,
           cache.result.placements,

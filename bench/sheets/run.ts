@@ -1,0 +1,214 @@
+// Sheeternetes benchmarks (`node_modules/.bin/node bench/sheets/run.ts [--quick]`):
+//  1. heartbeats/s and p50/p99 latency with 100, 500 and 1,000 nodes on the xlsx backend, the
+//     apiserver in its own process; open loop at the real rate (every node every 5 s) and closed loop;
+//  2. scheduler time for 1,000 nodes × 10,000 pods (fresh placement and the sticky steady state);
+//  3. Google-backend writes per minute under heartbeat load, against the Sheets emulator's quota.
+// Writes bench/results/sheets.json.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createApiServer } from '../../operator/src/sheets/apiserver/server.ts';
+import { type DeploymentIn, deploymentFromRow, type ExistingPod, type NodeIn, nodeFromRow } from '../../operator/src/sheets/scheduler/model.ts';
+import { schedule } from '../../operator/src/sheets/scheduler/schedule.ts';
+import { SheetsEmulator } from '../../operator/src/sheets/google-emulator/server.ts';
+import { openGoogleStore } from '../../operator/src/sheets/store/google.ts';
+import { testAuth } from '../../operator/src/sheets/store/testing.ts';
+
+const QUICK = process.argv.includes('--quick');
+const MAIN = fileURLToPath(new URL('../../operator/src/sheets/apiserver/main.ts', import.meta.url));
+const TOKEN = 'bench';
+const HEARTBEAT_PERIOD_S = 5;
+const OPEN_LOOP_S = QUICK ? 5 : 15;
+const CLOSED_LOOP_S = QUICK ? 3 : 5;
+const GOOGLE_S = QUICK ? 20 : 60;
+
+const pct = (xs: number[], p: number) => {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+const r2 = (x: number) => Math.round(x * 100) / 100;
+
+function startServer(file: string): Promise<{ proc: ChildProcess; url: string }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [MAIN, '--workbook', file, '--port', '0', '--token', TOKEN, '--no-samples'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    proc.stdout?.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve({ proc, url: m[1] });
+    });
+    proc.once('exit', (c) => reject(new Error(`apiserver exited ${c}`)));
+  });
+}
+
+async function post(url: string, body: Record<string, unknown>): Promise<{ status: number; json: unknown; ms: number }> {
+  const t0 = performance.now();
+  const r = await fetch(url, { method: 'POST', body: JSON.stringify({ token: TOKEN, ...body }), headers: { 'content-type': 'application/json' } });
+  const json = await r.json();
+  return { status: r.status, json, ms: performance.now() - t0 };
+}
+
+type Orders = { pods: { name: string; desired: string }[] };
+const runningOf = (o: Orders) => o.pods.filter((p) => p.desired === 'Running').map((p) => ({ name: p.name, phase: 'Running', container_id: `c-${p.name}` }));
+
+async function heartbeatBench(nodes: number) {
+  const dir = await mkdtemp(path.join(tmpdir(), 'sk-bench-'));
+  const { proc, url } = await startServer(path.join(dir, 'cluster.xlsx'));
+  try {
+    const pods = nodes * 2;
+    const deps = Array.from({ length: 10 }, (_, i) => ({ name: `app${i}`, image: 'x', replicas: pods / 10, cpu_req: 100, mem_req: 64 }));
+    await post(url, { action: 'apply', deployments: deps });
+    const names = Array.from({ length: nodes }, (_, i) => `node-${i}`);
+    const reported = new Map<string, unknown[]>();
+    // Register every node, then let each report its pods Running (two passes, 20 at a time).
+    for (let pass = 0; pass < 2; pass++) {
+      for (let i = 0; i < names.length; i += 20) {
+        await Promise.all(
+          names.slice(i, i + 20).map(async (n) => {
+            const r = await post(url, { node: n, ip: '10.0.0.1', cpu_total: 4000, mem_total: 8192, pods: reported.get(n) ?? [] });
+            reported.set(n, runningOf(r.json as Orders));
+          }),
+        );
+      }
+    }
+    // Open loop at the real rate: every node every 5 s, evenly spread.
+    const rate = nodes / HEARTBEAT_PERIOD_S;
+    const lat: number[] = [];
+    let errors = 0;
+    const t0 = performance.now();
+    const inflight: Promise<void>[] = [];
+    let sent = 0;
+    while (performance.now() - t0 < OPEN_LOOP_S * 1000) {
+      const due = Math.floor(((performance.now() - t0) / 1000) * rate);
+      while (sent < due) {
+        const n = names[sent % nodes];
+        sent++;
+        inflight.push(
+          post(url, { node: n, ip: '10.0.0.1', cpu_total: 4000, mem_total: 8192, pods: reported.get(n) ?? [] })
+            .then((r) => {
+              if (r.status === 200) lat.push(r.ms);
+              else errors++;
+            })
+            .catch(() => {
+              errors++;
+            }),
+        );
+      }
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    await Promise.all(inflight);
+    const elapsed = (performance.now() - t0) / 1000;
+    // Closed loop: how many heartbeats per second the apiserver can answer at all.
+    const closed: number[] = [];
+    const tc = performance.now();
+    let k = 0;
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (performance.now() - tc < CLOSED_LOOP_S * 1000) {
+          const n = names[k++ % nodes];
+          const r = await post(url, { node: n, ip: '10.0.0.1', cpu_total: 4000, mem_total: 8192, pods: reported.get(n) ?? [] });
+          if (r.status === 200) closed.push(r.ms);
+        }
+      }),
+    );
+    const closedS = (performance.now() - tc) / 1000;
+    return {
+      nodes,
+      pods,
+      offered_rps: r2(rate),
+      achieved_rps: r2(lat.length / elapsed),
+      p50_ms: r2(pct(lat, 50)),
+      p99_ms: r2(pct(lat, 99)),
+      errors,
+      max_heartbeats_per_s: r2(closed.length / closedS),
+      closed_p50_ms: r2(pct(closed, 50)),
+      closed_p99_ms: r2(pct(closed, 99)),
+    };
+  } finally {
+    proc.kill('SIGTERM');
+    await new Promise((r) => proc.once('exit', r));
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function schedulerBench() {
+  const nodes: NodeIn[] = Array.from({ length: 1000 }, (_, i) => nodeFromRow({ name: `n${i}`, cpu_total: 4000, mem_total: 8192, last_heartbeat: 1_000, labels: i % 2 ? 'zone=a' : 'zone=b' }) as NodeIn);
+  const deployments: DeploymentIn[] = Array.from({ length: 100 }, (_, i) => deploymentFromRow({ name: `d${i}`, replicas: 100, cpu_req: 100, mem_req: 64, node_selector: i % 10 === 0 ? 'zone=a' : '' }) as DeploymentIn);
+  const input = { deployments, nodes, now: 1_010, nodeTtlSec: 30, portRange: [30000, 32767] as [number, number] };
+  const t0 = performance.now();
+  const fresh = schedule({ ...input, existing: new Map() });
+  const freshMs = performance.now() - t0;
+  const existing = new Map<string, ExistingPod>(fresh.placements.map((p) => [p.name, { name: p.name, node: p.node, ports: p.ports }]));
+  const times: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const t = performance.now();
+    schedule({ ...input, existing });
+    times.push(performance.now() - t);
+  }
+  return { nodes: 1000, pods: fresh.placements.length, placed: fresh.placements.filter((p) => p.node).length, fresh_ms: r2(freshMs), sticky_ms: r2(pct(times, 50)) };
+}
+
+async function googleBench() {
+  const emu = new SheetsEmulator();
+  await emu.listen();
+  const id = emu.createSpreadsheet('bench', ['Sheet1']);
+  const store = await openGoogleStore({ spreadsheetId: id, auth: testAuth('bench'), rootUrl: emu.url, pollMs: 0 });
+  const server = await createApiServer({ store, token: TOKEN, samples: false, metricsIntervalSec: 15 });
+  const url = await server.listen(0, '127.0.0.1');
+  try {
+    await post(url, { action: 'apply', deployments: [{ name: 'web', image: 'x', replicas: 100 }] });
+    const writesBefore = emu.stats.writes;
+    const t0 = Date.now();
+    const nodes = 50;
+    let beats = 0;
+    let applies = 0;
+    while (Date.now() - t0 < GOOGLE_S * 1000) {
+      await Promise.all(Array.from({ length: nodes }, (_, i) => post(url, { node: `g${i}`, cpu_total: 4000, mem_total: 8192 }).then(() => beats++)));
+      if (beats % 500 < nodes) {
+        await post(url, { action: 'scale', name: 'web', replicas: 100 + (applies++ % 5) });
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const minutes = (Date.now() - t0) / 60_000;
+    const times = emu.stats.writeTimes.filter((t) => t >= t0);
+    let worstWindow = 0;
+    for (let i = 0; i < times.length; i++) {
+      let j = i;
+      while (j < times.length && times[j] - times[i] < 60_000) j++;
+      worstWindow = Math.max(worstWindow, j - i);
+    }
+    return {
+      seconds: Math.round((Date.now() - t0) / 1000),
+      heartbeats: beats,
+      heartbeats_per_s: r2(beats / (minutes * 60)),
+      control_writes: applies,
+      sheet_writes: emu.stats.writes - writesBefore,
+      writes_per_minute: r2((emu.stats.writes - writesBefore) / minutes),
+      worst_60s_window: worstWindow,
+      quota_per_minute: 60,
+      rejected_429: emu.stats.rejected429,
+    };
+  } finally {
+    await server.close();
+    await store.close();
+    await emu.close();
+  }
+}
+
+const results: Record<string, unknown> = { date: new Date().toISOString(), quick: QUICK };
+results.scheduler = schedulerBench();
+console.log('scheduler', results.scheduler);
+const hb = [];
+for (const n of [100, 500, 1000]) {
+  const r = await heartbeatBench(n);
+  console.log('heartbeats', r);
+  hb.push(r);
+}
+results.heartbeats_xlsx = hb;
+results.google = await googleBench();
+console.log('google', results.google);
+await writeFile(fileURLToPath(new URL('../results/sheets.json', import.meta.url)), `${JSON.stringify(results, null, 2)}\n`);
+console.log('wrote bench/results/sheets.json');
