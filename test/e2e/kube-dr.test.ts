@@ -30,7 +30,13 @@ describe.sequential('Kube on Oberon: disaster recovery, judged from the air', ()
     c.air(since).filter((r) => r.kind === 'assign' && r.node && sorted(r.ids) !== sorted(before.get(r.node)));
 
   it('0: both kubelets are heard after Start, Serve and two Joins', async () => {
-    const ms = await c.wait(() => NODES.every((n) => c.view().running.has(n)), 15_000, 'both kubelets heard');
+    // Heard by the listener, and Ready at the plane: it sends assignments only to Ready nodes, so
+    // an apply now spreads the pods over both (running pods never move to a node that comes later).
+    const ms = await c.wait(
+      () => NODES.every((n) => c.view().running.has(n) && c.view(2000).assigned.has(n)),
+      15_000,
+      'both kubelets heard and assigned',
+    );
     figure(`0 both kubelets heard ${(ms / 1000).toFixed(1)} s after boot`);
   });
 

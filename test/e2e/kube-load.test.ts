@@ -22,7 +22,11 @@ describe.sequential('Kube on Oberon: load check', () => {
       const c = await KubeCluster.start({ nodes, key: KEY });
       try {
         const t0 = Date.now();
-        await c.wait(() => nodes.every((x) => c.view().running.has(x)), 30_000, 'every kubelet heard');
+        await c.wait(
+          () => nodes.every((x) => c.view().running.has(x) && c.view(2000).assigned.has(x)),
+          30_000,
+          'every kubelet heard and Ready at the plane',
+        );
         let attempts = 0;
         let applied = 0;
         for (;;) {
