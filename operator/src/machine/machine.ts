@@ -85,7 +85,7 @@ export interface MachineOptions {
   now?: () => number;
   /**
    * Translate hot RISC5 code to JavaScript blocks (jit.ts). Off by default: it runs tight loops
-   * 4× faster but Oberon's compiler (branchy code, hot and cold mixed) 1.5× slower (bench/machine).
+   * 4× faster but Oberon's compiler (branchy code, hot and cold mixed) slower (bench/machine).
    */
   jit?: boolean;
   /** 'native' (default): the boot loader's work done by the host; 'assembled': our ROM (boot-rom.ts) runs on the CPU. */
