@@ -54,6 +54,12 @@ const writes = (m: Map<string, number>) =>
   sum(m, 'rest_client_requests_total{', (k) => /method="(POST|PUT|PATCH|DELETE)"/.test(k));
 const reconciles = (m: Map<string, number>) => sum(m, 'controller_runtime_reconcile_total{');
 
+/** CPU seconds (user + system) the process has used so far. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+}
+
 function peakRssMiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
@@ -116,6 +122,7 @@ async function main(): Promise<void> {
     }
     const m0 = await metrics(metricsPort);
     const rssAtStartMiB = peakRssMiB(pid); // with no objects: the cost of the code itself
+    const cpu0 = cpuSeconds(pid);
 
     // Create COUNT airs with bounded concurrency.
     const t0 = performance.now();
@@ -162,6 +169,7 @@ async function main(): Promise<void> {
       await sleep(LIMITS.pollMs);
     }
     const m1 = await metrics(metricsPort);
+    const cpu1 = cpuSeconds(pid);
     console.log(`converged in ${(convergedMs / 1000).toFixed(1)} s`);
 
     // Quiet period: nothing changes, so the operator should write nothing. Force a full pass of
@@ -185,6 +193,8 @@ async function main(): Promise<void> {
       apiWritesPerObject: +((writes(m1) - writes(m0)) / COUNT).toFixed(2),
       writesWhileQuiet: writes(m2) - writes(m1),
       quietSeconds: LIMITS.quietMs / 1000,
+      operatorCpuSeconds: +(cpu1 - cpu0).toFixed(2),
+      operatorCpuMsPerObject: +(((cpu1 - cpu0) * 1000) / COUNT).toFixed(1),
       operatorPeakRssMiB: +peakRssMiB(pid).toFixed(1),
       operatorRssAtStartMiB: +rssAtStartMiB.toFixed(1),
       loadAverage1m: +(loadavg()[0] ?? 0).toFixed(1),
