@@ -4,7 +4,7 @@
 // server outside vitest. Binaries come from hack/build-testbins.sh.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { appendFileSync, closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
@@ -288,7 +288,17 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     await stopProcess(api);
   };
 
+  // If our process exits without stop() (e.g. vitest gives up on a hanging teardown and calls
+  // process.exit), still take the children down: 'exit' handlers may only do synchronous work.
+  const onExit = () => {
+    api?.child.kill('SIGKILL');
+    kine.child.kill('SIGKILL');
+    if (!keep) rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', onExit);
+
   const stopAll = async (): Promise<void> => {
+    process.removeListener('exit', onExit);
     await stopProcess(api);
     await stopProcess(kine);
     if (!keep) await rm(dir, { recursive: true, force: true });
