@@ -195,7 +195,7 @@ export function translate(cpu: Risc5, pc0: number, helpers: JitHelpers): { fn: B
     }
   }
   if (!ended) lines.push(exit(n - 1, String(pc0 + n)));
-  // biome-ignore lint/security/noGlobalEval: the translator's purpose is generating code from RISC5 words
+  // Generating code from RISC5 words is the translator's purpose (new Function, no eval of outside input).
   const factory = new Function(
     'h',
     `return function block_${pc0.toString(16)}(s, R, mem, cm) {\n${lines.join('\n')}\n};`,
