@@ -5,7 +5,6 @@ import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { openWorkbook } from '../apiserver/open.ts';
 import { SheetsClient } from '../ctl/client.ts';
 import { sheetsGroup } from '../ctl/verbs.ts';
 import {
@@ -21,7 +20,7 @@ import {
   wasmConfig,
 } from '../images/sicf.ts';
 import type { Row, Store } from '../store/types.ts';
-import { NodeAgent, type RuntimeName } from './agent.ts';
+import type { RuntimeName } from './agent.ts';
 
 const RUNTIMES: RuntimeName[] = ['wasm', 'process', 'docker'];
 
@@ -106,6 +105,7 @@ function registerNode(sheets: Command): void {
         throw new Error(`--server ${o.server}: must be an http:// or https:// URL`);
       if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(o.name))
         throw new Error(`--name ${o.name}: use letters, digits, '.', '_' or '-'`);
+      const { NodeAgent } = await import('./agent.ts'); // loaded only when the verb runs
       const agent = new NodeAgent({
         server: o.server,
         token: o.token,
@@ -152,13 +152,15 @@ function sourceOptions(c: Command): Command {
     .option('--google-root-url <url>', 'Sheets API root URL (an emulator)');
 }
 
+async function openWorkbook(spec: string, o: SourceOpts): Promise<Store> {
+  const { openWorkbook: open } = await import('../apiserver/open.ts'); // googleapis loads only when used
+  return open(spec, { googleCredentials: o.googleCredentials, googleRootUrl: o.googleRootUrl });
+}
+
 async function withStore<T>(o: SourceOpts, fn: (s: Store) => Promise<T>): Promise<T> {
   if (!o.workbook)
     throw new Error('--workbook FILE is required to change images (the apiserver has no image upload verb)');
-  const store = await openWorkbook(o.workbook, {
-    googleCredentials: o.googleCredentials,
-    googleRootUrl: o.googleRootUrl,
-  });
+  const store = await openWorkbook(o.workbook, o);
   try {
     if (!store.tabs().includes('Images') || !store.tabs().includes('Layers')) {
       const { setupCluster } = await import('../store/setup.ts');
@@ -177,10 +179,7 @@ async function readRows(o: SourceOpts): Promise<{ images: Row[]; layers: Row[] }
     return { images: images as Row[], layers: layers as Row[] };
   }
   if (!o.workbook) throw new Error('say where the images are: --workbook FILE or --server URL');
-  const store = await openWorkbook(o.workbook, {
-    googleCredentials: o.googleCredentials,
-    googleRootUrl: o.googleRootUrl,
-  });
+  const store = await openWorkbook(o.workbook, o);
   try {
     const has = (t: string) => store.tabs().includes(t);
     return {

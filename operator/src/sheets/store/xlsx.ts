@@ -95,7 +95,10 @@ class IoThread {
     });
   }
   async close(): Promise<void> {
+    this.worker.ref(); // an unref'd worker's exit would not keep the process alive until it is done
     await this.worker.terminate();
+    for (const p of this.pending.values()) p.reject(new Error('the store was closed'));
+    this.pending.clear();
   }
 }
 
@@ -114,6 +117,8 @@ export class XlsxStore extends StoreBase {
   private watcher: NodeJS.Timeout | undefined;
   private checking = false;
   private readonly flushDelayMs: number;
+  private readonly watchMs: number;
+  private checkingNow: Promise<void> | undefined;
   saves = 0; // number of completed saves (tests and benchmarks read it)
   externalReloads = 0;
 
@@ -122,9 +127,15 @@ export class XlsxStore extends StoreBase {
     this.file = path.resolve(file);
     this.base = new Book();
     this.flushDelayMs = opts.flushDelayMs ?? LIMITS.flushDelayMs;
-    const watchMs = opts.watchMs ?? LIMITS.watchMs;
-    if (watchMs > 0) {
-      this.watcher = setInterval(() => void this.checkExternal(), watchMs);
+    this.watchMs = opts.watchMs ?? LIMITS.watchMs;
+  }
+
+  // Started only once the initial load is done, so the first poll compares against a real stamp.
+  private startWatching(): void {
+    if (this.watchMs > 0) {
+      this.watcher = setInterval(() => {
+        this.checkingNow = this.checkExternal().catch(() => {});
+      }, this.watchMs);
       this.watcher.unref();
     }
   }
@@ -143,10 +154,10 @@ export class XlsxStore extends StoreBase {
       s.rememberWritten(book);
       s.stamp = r.stamp;
     } catch (e) {
-      if (s.watcher) clearInterval(s.watcher);
       await s.io.close();
       throw e;
     }
+    s.startWatching();
     return s;
   }
 
@@ -353,6 +364,10 @@ export class XlsxStore extends StoreBase {
       }
       if (!r.exists) return;
       const theirs = bookFromData(r.sheets);
+      if (diffTabs(this.base, theirs).length === 0 && diffTabs(theirs, this.base).length === 0) {
+        this.stamp = r.stamp; // rewritten with the same content
+        return;
+      }
       const ours = this.book;
       const merged = mergeBooks(this.base, ours, theirs);
       const changedTabs = diffTabs(ours, merged.book);
@@ -376,6 +391,7 @@ export class XlsxStore extends StoreBase {
   async close(): Promise<void> {
     if (this.closed) return;
     if (this.watcher) clearInterval(this.watcher);
+    await this.checkingNow;
     try {
       await this.flush();
     } finally {
