@@ -17,6 +17,9 @@ export const LIMITS = {
 
 const MAIN = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
 
+const started = (p: Record<string, unknown>): boolean =>
+  p.phase === 'Running' || (p.exit_code !== null && p.exit_code !== undefined && p.exit_code !== '');
+
 export interface UpOptions {
   nodes: number;
   workbook: string;
@@ -40,7 +43,7 @@ export function nodeAgentArgs(url: string, token: string, name: string): string[
   return [MAIN, 'sheets', 'node', '--server', url, '--token', token, '--name', name];
 }
 
-export async function runUp(o: UpOptions): Promise<{ agents: number; running: number }> {
+export async function runUp(o: UpOptions): Promise<{ agents: number; running: number; started: number }> {
   const out = o.out ?? ((s: string) => process.stdout.write(s));
   const store = await openWorkbook(o.workbook);
   const server = await createApiServer({ store, token: o.token, samples: true });
@@ -93,15 +96,17 @@ export async function runUp(o: UpOptions): Promise<{ agents: number; running: nu
   const deadline = Date.now() + o.waitSec * 1000;
   let pods = await client.get('pods');
   while (agents.length > 0 && Date.now() < deadline) {
-    if (pods.length > 0 && pods.every((p) => p.phase === 'Running')) break;
+    // Settled when every pod was started by its node: Running, or a finished run (exit code shown).
+    if (pods.length > 0 && pods.every(started)) break;
     await new Promise((r) => setTimeout(r, LIMITS.pollMs));
     pods = await client.get('pods');
   }
   out(`\n${renderTable('nodes', await client.get('nodes'))}\n${renderTable('pods', pods)}`);
   const running = pods.filter((p) => p.phase === 'Running').length;
+  const result = { agents: agents.length, running, started: pods.filter(started).length };
   if (o.detach) {
     await stopAll();
-    return { agents: agents.length, running };
+    return result;
   }
   out(
     `\nrunning; try: retrokube skctl --server ${addr} --token <token> get pods   (Ctrl-C stops the cluster)\n`,
@@ -111,5 +116,5 @@ export async function runUp(o: UpOptions): Promise<{ agents: number; running: nu
     process.once('SIGTERM', () => resolve());
   });
   await stopAll();
-  return { agents: agents.length, running };
+  return result;
 }
