@@ -6,6 +6,7 @@ import { startListener } from './listen.ts';
 import { checkLoss, type RelayState, relaySummary, startRelay } from './relay.ts';
 import { DEFAULT_CONTROL_PORT, DEFAULT_CONTROL_URL, relayControl } from './relay-http.ts';
 import { parseRelayAddress } from './station.ts';
+import { runningAirControl } from '../local/state.ts';
 import { AIR_PORT, fromHex, LIMITS } from './wire.ts';
 
 const CLI_LIMITS = {
@@ -67,8 +68,8 @@ function ids(v: string): number[] {
 
 const controlOption = (): Option =>
   new Option('--control <url>', 'control endpoint of the relay').default(
-    process.env.RETROKUBE_AIR_CONTROL ?? DEFAULT_CONTROL_URL,
-    '$RETROKUBE_AIR_CONTROL or ' + DEFAULT_CONTROL_URL,
+    process.env.RETROKUBE_AIR_CONTROL ?? runningAirControl() ?? DEFAULT_CONTROL_URL,
+    `$RETROKUBE_AIR_CONTROL, the relay of a running "retrokube up", or ${DEFAULT_CONTROL_URL}`,
   );
 
 function printState(st: RelayState, json: boolean): void {

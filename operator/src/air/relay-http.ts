@@ -89,11 +89,17 @@ export function relayRegistry(relay: Relay): Registry {
   return registry;
 }
 
-function listen(server: http.Server, port: number, bind: string): Promise<HttpEndpoint> {
+function listen(server: http.Server, port: number, bind: string, what: string): Promise<HttpEndpoint> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        new Error(
+          `cannot serve ${what} on tcp ${bind}:${port} (${err.code ?? err.message}); pick another port`,
+        ),
+      ),
+    );
     server.listen(port, bind, () => {
-      server.off('error', reject);
+      server.removeAllListeners('error');
       const address = server.address() as AddressInfo;
       const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
       resolve({
@@ -129,7 +135,7 @@ export function startRelayMetrics(relay: Relay, port: number, bind = '0.0.0.0'):
     res.writeHead(404, { 'content-type': 'text/plain' });
     res.end('only GET /metrics here\n');
   });
-  return listen(server, port, bind);
+  return listen(server, port, bind, '/metrics');
 }
 
 class BadRequest extends Error {}
@@ -205,6 +211,9 @@ export function startRelayControl(relay: Relay, port: number, bind = '127.0.0.1'
               }
               break;
             case '/off':
+              if (body.forgetPeers !== undefined && typeof body.forgetPeers !== 'boolean') {
+                throw new BadRequest('"forgetPeers" must be true or false');
+              }
               relay.off({ forgetPeers: body.forgetPeers === true });
               break;
             case '/on':
@@ -227,7 +236,7 @@ export function startRelayControl(relay: Relay, port: number, bind = '127.0.0.1'
       (e: Error) => send(e instanceof BadRequest ? 400 : 500, { error: e.message }),
     );
   });
-  return listen(server, port, bind);
+  return listen(server, port, bind, 'the relay control');
 }
 
 /** Client side of the control API (used by `retrokube air off|on|loss|cut|restore|state`). */

@@ -326,6 +326,22 @@ describe('runtime control of the relay', () => {
     expect(r.restore('*')).toBe(true);
   });
 
+  it('explains a busy port instead of failing obscurely, and leaves nothing open', async () => {
+    const r = await relay({ controlPort: 0 });
+    await expect(startRelay({ port: r.address.port, bind: '127.0.0.1' })).rejects.toThrow(
+      /cannot open the air on udp 127.0.0.1:\d+ \(EADDRINUSE\); another relay runs there/,
+    );
+    await expect(
+      startRelay({ port: 0, bind: '127.0.0.1', controlPort: r.control!.address.port }),
+    ).rejects.toThrow(/cannot serve the relay control on tcp 127.0.0.1:\d+ \(EADDRINUSE\)/);
+    const bad = await fetch(new URL('/off', r.control!.url), {
+      method: 'POST',
+      body: '{"forgetPeers":"yes"}',
+    });
+    expect(bad.status).toBe(400);
+    expect(r.isOn()).toBe(true);
+  });
+
   it('serves Prometheus metrics from its own registry on a separate port', async () => {
     const r = await relay({ metricsPort: 0, metricsBind: '127.0.0.1', loss: 0 });
     const a = await station(r);

@@ -312,15 +312,26 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   });
   // Failed sends (no callback per send: it costs a closure call per delivery) and ICMP errors of
   // earlier sends arrive here; they are counted and never stop the air.
-  socket.on('error', (err) => {
+  const onSocketError = (err: Error): void => {
     s.sendErrors++;
     log.warn({ err: err.message }, 'udp error');
-  });
+  };
 
   await new Promise<void>((resolve, reject) => {
-    socket.once('error', reject);
+    socket.once('error', (err: NodeJS.ErrnoException) => {
+      socket.close();
+      reject(
+        new Error(
+          `cannot open the air on udp ${bind}:${opts.port ?? AIR_PORT} (${err.code ?? err.message}); ` +
+            (err.code === 'EADDRINUSE'
+              ? 'another relay runs there: pick a port with --port'
+              : 'check --bind'),
+        ),
+      );
+    });
     socket.bind(opts.port ?? AIR_PORT, bind, () => {
-      socket.off('error', reject);
+      socket.removeAllListeners('error');
+      socket.on('error', onSocketError);
       resolve();
     });
   });
@@ -359,7 +370,10 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     off: (o = {}) => {
       on = false;
       if (o.forgetPeers) {
-        s.gone += peers.size;
+        for (const p of peers.values()) {
+          s.gone++;
+          opts.onEvent?.({ type: 'gone', peer: publicPeer(p) });
+        }
         peers.clear();
       }
       log.info({ forgetPeers: Boolean(o.forgetPeers) }, 'air off');
