@@ -58,6 +58,13 @@ async function run(disk: string, o: RunOpts): Promise<void> {
   if (seconds !== undefined && !(seconds > 0))
     throw new Error(`--for must be a positive number of seconds, got "${o.for}"`);
 
+  // Listen for Ctrl-C / SIGTERM from the start, so a stop during boot is not lost.
+  let requestStop: () => void = () => {};
+  const stopRequested = new Promise<void>((resolve) => {
+    requestStop = resolve;
+  });
+  process.once('SIGINT', () => requestStop());
+  process.once('SIGTERM', () => requestStop());
   const m = await MachineRunner.start(opts);
   m.onSerial = (bytes) => process.stdout.write(Buffer.from(bytes));
   let vnc: RfbServer | null = null;
@@ -79,7 +86,11 @@ async function run(disk: string, o: RunOpts): Promise<void> {
       process.stderr.write(`VNC on ${o.vncHost}:${vnc.port}\n`);
     }
     if (m.airPort !== null) process.stderr.write(`radio on the air ${o.air} from UDP port ${m.airPort}\n`);
-    await m.waitForBoot(60_000);
+    const booted = await Promise.race([
+      m.waitForBoot(60_000).then(() => true),
+      stopRequested.then(() => false),
+    ]);
+    if (!booted) return;
     for (const cmd of o.exec) m.runCommand(cmd);
     if (o.screenshot !== undefined) {
       await m.waitForIdle(120_000);
@@ -87,12 +98,8 @@ async function run(disk: string, o: RunOpts): Promise<void> {
       process.stderr.write(`screenshot written to ${o.screenshot}\n`);
       if (vncPort === undefined && o.air === undefined && seconds === undefined) return;
     }
-    await new Promise<void>((resolve) => {
-      const done = () => resolve();
-      process.once('SIGINT', done);
-      process.once('SIGTERM', done);
-      if (seconds !== undefined) setTimeout(done, seconds * 1000);
-    });
+    if (seconds !== undefined) setTimeout(requestStop, seconds * 1000).unref();
+    await stopRequested;
   } finally {
     await stop();
   }
