@@ -1,5 +1,7 @@
 // Every kind retrokube serves. A new kind is one schema file in this folder plus one line here.
 import { OberonAirKind } from './oberonair.ts';
+import { OberonKubeKind } from './oberonkube.ts';
+import { OberonMachineKind } from './oberonmachine.ts';
 import type { KindDefinition } from './schema.ts';
 
-export const KINDS: readonly KindDefinition[] = [OberonAirKind];
+export const KINDS: readonly KindDefinition[] = [OberonAirKind, OberonMachineKind, OberonKubeKind];

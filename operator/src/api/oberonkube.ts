@@ -1,0 +1,222 @@
+// OberonKube: a whole Kube-on-Oberon cluster — one OberonAir, one plane machine and N node
+// machines that join by themselves — whose status is what the operator hears on the air.
+// The boot-command helpers here are pure and shared by the controller and `retrokube up`.
+import { type Static, Type } from '@sinclair/typebox';
+import { CLUSTER_PATTERN, KeySecretRef, MACHINE_LIMITS } from './oberonmachine.ts';
+import { CommonStatus, type KindDefinition } from './schema.ts';
+
+export const KUBE_LIMITS = {
+  minNodes: 1, // a cluster needs a node to run anything
+  maxNodes: 20, // issue 7's ceiling; each machine keeps a host core busy
+  deploymentsChars: 200, // what can still fit Boot's 240 once `Kube.Ensure ` is added per item
+  nameChars: 30, // children are rk-kube-<name>... and machines <name>-node-a: fits a 63-character label
+} as const;
+
+export const KUBE_DEFAULTS = { nodes: 2, cluster: 'kube', runtime: 'pod', memory: '128Mi', loss: 0 } as const;
+
+/** One deployment item as the plane's `Kube.Ensure` takes it (spec §7.11). */
+export const DEPLOYMENT_ITEM = '[a-z][a-z0-9]{0,19} [0-9]{1,3} [A-Za-z][A-Za-z0-9]{0,14}';
+/** `name replicas Module; ...`: items separated by `;`, spaces around them allowed. */
+export const DEPLOYMENTS_PATTERN = `^ *(${DEPLOYMENT_ITEM}( *; *${DEPLOYMENT_ITEM})* *;? *)?$`;
+
+export const OberonKubeSpec = Type.Object(
+  {
+    nodes: Type.Optional(
+      Type.Integer({
+        minimum: KUBE_LIMITS.minNodes,
+        maximum: KUBE_LIMITS.maxNodes,
+        default: KUBE_DEFAULTS.nodes,
+        description: 'Node machines (node-a, node-b, ...).',
+      }),
+    ),
+    cluster: Type.Optional(
+      Type.String({
+        pattern: CLUSTER_PATTERN,
+        default: KUBE_DEFAULTS.cluster,
+        description: 'KubeNet cluster name (≤ 8).',
+      }),
+    ),
+    keySecretRef: Type.Optional(KeySecretRef),
+    deployments: Type.Optional(
+      Type.String({
+        maxLength: KUBE_LIMITS.deploymentsChars,
+        pattern: DEPLOYMENTS_PATTERN,
+        default: '',
+        description:
+          '`name replicas Module; ...` (e.g. "web 4 Ticker; api 2 Ticker2"), ensured by the plane.',
+      }),
+    ),
+    runtime: Type.Optional(
+      Type.Union([Type.Literal('pod'), Type.Literal('kubevirt')], {
+        default: KUBE_DEFAULTS.runtime,
+        description: 'Runtime of every machine.',
+      }),
+    ),
+    memory: Type.Optional(
+      Type.String({
+        pattern: '^[0-9]+(Mi|Gi)$',
+        default: KUBE_DEFAULTS.memory,
+        description: 'Memory of each machine (128Mi–1Gi).',
+      }),
+    ),
+    storageClass: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 253, description: 'StorageClass of the machine disks.' }),
+    ),
+    loss: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 1,
+        default: KUBE_DEFAULTS.loss,
+        description: 'Frame loss of the air (0–1).',
+      }),
+    ),
+  },
+  {
+    description: 'Desired state of the cluster.',
+    'x-kubernetes-validations': [
+      {
+        // Plane: `Kube.Start;KubeNet.Serve <cluster> <16 hex>` then `;Kube.Ensure <item>` per item.
+        rule: "!has(self.deployments) || 42 + (has(self.cluster) ? size(self.cluster) : 4) + self.deployments.split(';').filter(x, x.trim() != '').map(x, 13 + size(x.trim())).sum() <= 240",
+        message:
+          "the plane's boot commands (Kube.Start;KubeNet.Serve plus one Kube.Ensure per deployment) exceed 240 characters",
+        fieldPath: '.deployments',
+      },
+    ],
+  },
+);
+
+export const NodeRow = Type.Object({
+  name: Type.String(),
+  ready: Type.Boolean(),
+  running: Type.Array(Type.Integer(), { maxItems: 10 }),
+  assigned: Type.Array(Type.Integer(), { maxItems: 10 }),
+  images: Type.Optional(Type.Array(Type.String(), { maxItems: 10 })),
+  ageSeconds: Type.Optional(Type.Integer({ minimum: 0, description: 'Seconds since its last heartbeat.' })),
+});
+
+export const OberonKubeStatus = Type.Object(
+  {
+    ...CommonStatus,
+    nodes: Type.Optional(Type.String({ description: 'Ready/total nodes heard on the air, e.g. "3/3".' })),
+    pods: Type.Optional(Type.String({ description: 'Running/desired pods heard on the air, e.g. "6/6".' })),
+    readyNodes: Type.Optional(Type.Integer({ minimum: 0 })),
+    runningPods: Type.Optional(Type.Integer({ minimum: 0 })),
+    desiredPods: Type.Optional(Type.Integer({ minimum: 0 })),
+    converged: Type.Optional(Type.Boolean()),
+    planeHeard: Type.Optional(Type.Boolean({ description: "The plane's assignments are heard." })),
+    forgedFrames: Type.Optional(
+      Type.Integer({ minimum: 0, description: "Frames with this cluster's tag and a bad MAC." }),
+    ),
+    nodeTable: Type.Optional(Type.Array(NodeRow, { maxItems: 32 })),
+  },
+  { description: 'Observed state of the cluster, as heard on the air.' },
+);
+
+export type OberonKubeSpecT = Static<typeof OberonKubeSpec>;
+export type OberonKubeStatusT = Static<typeof OberonKubeStatus>;
+
+export const OberonKubeKind: KindDefinition = {
+  kind: 'OberonKube',
+  plural: 'oberonkubes',
+  singular: 'oberonkube',
+  // Cozystack's apps.cozystack.io serves an OberonKube too; `rkkube` is ours alone.
+  shortNames: ['rkkube'],
+  categories: ['retrokube'],
+  description: 'A Kube-on-Oberon cluster: an air, a plane and N nodes; status heard on the air.',
+  spec: OberonKubeSpec,
+  status: OberonKubeStatus,
+  printerColumns: [
+    { name: 'NODES', type: 'string', jsonPath: '.status.nodes' },
+    { name: 'PODS', type: 'string', jsonPath: '.status.pods' },
+    { name: 'READY', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+    {
+      name: 'CONVERGED',
+      type: 'string',
+      jsonPath: '.status.conditions[?(@.type=="Converged")].status',
+      priority: 1,
+    },
+    { name: 'AGE', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  ],
+  validations: [
+    {
+      rule: `size(self.metadata.name) <= ${KUBE_LIMITS.nameChars}`,
+      message: `metadata.name must be at most ${KUBE_LIMITS.nameChars} characters (machines are named <name>-node-a)`,
+    },
+    {
+      rule: "self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
+      message: 'metadata.name may contain only a-z, 0-9 and - (it names machines and Services)',
+    },
+  ],
+  source: 'operator/src/api/oberonkube.ts',
+};
+
+// --- boot commands (pure; shared with `retrokube up`) ----------------------------------------------
+
+export interface DeploymentItem {
+  name: string;
+  replicas: number;
+  module: string;
+}
+
+/** "web 4 Ticker; api 2 Ticker2" → items (the CRD pattern has already checked the grammar). */
+export function parseDeploymentList(text: string | undefined): DeploymentItem[] {
+  const re = new RegExp(`^${DEPLOYMENT_ITEM}$`);
+  return (text ?? '')
+    .split(';')
+    .map((s) => s.trim().replace(/\s+/g, ' '))
+    .filter((s) => s !== '')
+    .map((s) => {
+      if (!re.test(s))
+        throw new Error(`deployment "${s}" is not "name replicas Module" (e.g. "web 4 Ticker")`);
+      const [name, replicas, module] = s.split(' ');
+      return { name, replicas: Number(replicas), module };
+    });
+}
+
+/** Node names in join order: node-a, node-b, ... (6 characters at most). */
+export function kubeNodeName(i: number): string {
+  if (i < 0 || i >= 26) throw new Error(`node index ${i} is outside a..z`);
+  return `node-${String.fromCharCode(97 + i)}`;
+}
+
+/** `Kube.Start;KubeNet.Serve <cluster> <key>` (the trailing space goes when there is no key). */
+export function planeRoleCommands(cluster: string, key: string): string {
+  return `Kube.Start;KubeNet.Serve ${cluster} ${key}`.trimEnd();
+}
+
+/** `KubeNet.Join <node> <cluster> <key>`. */
+export function nodeRoleCommands(node: string, cluster: string, key: string): string {
+  return `KubeNet.Join ${node} ${cluster} ${key}`.trimEnd();
+}
+
+/** One `Kube.Ensure` per deployment — never `Apply`, which would undo rollouts at every plane boot. */
+export function ensureCommands(items: readonly DeploymentItem[]): string {
+  return items.map((d) => `Kube.Ensure ${d.name} ${d.replicas} ${d.module}`).join(';');
+}
+
+/** Joins command groups with `;` and checks Boot's limits (printable ASCII, ≤ 240 in all). */
+export function joinCommands(parts: readonly (string | undefined)[]): string {
+  const text = parts.filter((p): p is string => !!p && p.trim() !== '').join(';');
+  if (!/^[ -~]*$/.test(text)) throw new Error('boot commands must be printable ASCII');
+  if (text.length > MACHINE_LIMITS.bootChars)
+    throw new Error(
+      `boot commands are ${text.length} characters; Boot takes at most ${MACHINE_LIMITS.bootChars}`,
+    );
+  return text;
+}
+
+/** The plane's and the nodes' full boot commands for a cluster (key as hex, '' = zero key). */
+export function kubeBootCommands(o: {
+  cluster: string;
+  key: string;
+  nodes: number;
+  deployments: readonly DeploymentItem[];
+}): { plane: string; nodes: Array<{ name: string; commands: string }> } {
+  return {
+    plane: joinCommands([planeRoleCommands(o.cluster, o.key), ensureCommands(o.deployments)]),
+    nodes: Array.from({ length: o.nodes }, (_, i) => {
+      const name = kubeNodeName(i);
+      return { name, commands: joinCommands([nodeRoleCommands(name, o.cluster, o.key)]) };
+    }),
+  };
+}

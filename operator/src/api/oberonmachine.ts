@@ -1,0 +1,216 @@
+// OberonMachine: one RISC5 Oberon machine on a disk of its own, run either as a KubeVirt
+// VirtualMachine (QEMU's risc5 target through the paleocomputing launcher) or as a plain pod
+// running our emulator (`retrokube machine run`). Its boot commands come from its role
+// (plane/node) and the extra `commands` (kube-on-oberon spec §6).
+import { type Static, Type } from '@sinclair/typebox';
+import { CommonStatus, type KindDefinition } from './schema.ts';
+
+export const MACHINE_LIMITS = {
+  nodeNameChars: 6, // heartbeat layout: 1 tag + 6 name + 1 count + 10 ids + 2 counter + 4 MAC
+  clusterChars: 8, // KubeNet's cluster parameter buffer holds 8 characters
+  keyHexDigits: 16, // HalfSipHash key: 64 bits
+  bootChars: 240, // Boot's documented limit on the serial command text (catalog, hook)
+  nameChars: 40, // children are rk-m-<name>(-disk, -fill-<hash>): fits a 63-character label
+} as const;
+
+export const MACHINE_DEFAULTS = {
+  role: 'standalone',
+  cluster: 'kube',
+  runtime: 'pod',
+  memory: '128Mi', // the catalog default; the guest sees 16 MB, the rest is launcher overhead
+  diskSize: '1Gi', // an 8 MiB disk plus room; storage classes round up anyway
+  running: true,
+} as const;
+
+export const NODE_NAME_PATTERN = '^[a-z0-9-]{1,6}$';
+export const CLUSTER_PATTERN = '^[a-z0-9-]{1,8}$';
+export const KEY_PATTERN = '^[0-9a-fA-F]{0,16}$';
+
+export const KeySecretRef = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: 253,
+      pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
+      description: 'Secret in the same namespace.',
+    }),
+    key: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 253,
+        pattern: '^[-._a-zA-Z0-9]+$',
+        default: 'key',
+        description: 'Entry of the Secret holding 0–16 hex digits (default "key").',
+      }),
+    ),
+  },
+  { description: 'The KubeNet key (0–16 hex digits) in a Secret; absent = the all-zero key.' },
+);
+
+export const OberonMachineSpec = Type.Object(
+  {
+    air: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 56,
+        pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
+        description: 'Name of the OberonAir (same namespace) the radio joins; absent = no radio.',
+      }),
+    ),
+    role: Type.Optional(
+      Type.Union([Type.Literal('plane'), Type.Literal('node'), Type.Literal('standalone')], {
+        default: MACHINE_DEFAULTS.role,
+        description: 'plane: Kube.Start;KubeNet.Serve; node: KubeNet.Join; standalone: only `commands`.',
+      }),
+    ),
+    nodeName: Type.Optional(
+      Type.String({
+        pattern: NODE_NAME_PATTERN,
+        description: 'Node name on the air (≤ 6); required for role node.',
+      }),
+    ),
+    cluster: Type.Optional(
+      Type.String({
+        pattern: CLUSTER_PATTERN,
+        default: MACHINE_DEFAULTS.cluster,
+        description: 'KubeNet cluster (≤ 8).',
+      }),
+    ),
+    keySecretRef: Type.Optional(KeySecretRef),
+    commands: Type.Optional(
+      Type.String({
+        maxLength: MACHINE_LIMITS.bootChars,
+        pattern: '^[ -~]*$',
+        description: "Extra boot commands, `;`-separated, run after the role's (printable ASCII).",
+      }),
+    ),
+    runtime: Type.Optional(
+      Type.Union([Type.Literal('pod'), Type.Literal('kubevirt')], {
+        default: MACHINE_DEFAULTS.runtime,
+        description: 'pod: our emulator in a StatefulSet; kubevirt: a VirtualMachine on the RISC5 launcher.',
+      }),
+    ),
+    memory: Type.Optional(
+      Type.String({
+        pattern: '^[0-9]+(Mi|Gi)$',
+        default: MACHINE_DEFAULTS.memory,
+        description: 'Memory request (128Mi–1Gi, Mi or Gi).',
+      }),
+    ),
+    disk: Type.Optional(
+      Type.Object(
+        {
+          size: Type.Optional(
+            Type.String({
+              pattern: '^[0-9]+(Mi|Gi)$',
+              default: MACHINE_DEFAULTS.diskSize,
+              description: 'PVC size.',
+            }),
+          ),
+          storageClass: Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 253,
+              description: 'StorageClass of the PVC; default: the cluster default.',
+            }),
+          ),
+          image: Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 512,
+              pattern: '^[A-Za-z0-9][A-Za-z0-9._/:@-]*$',
+              description: 'Image the disk is seeded from (pod: the retrokube image; kubevirt: oberon-run).',
+            }),
+          ),
+        },
+        {
+          default: {},
+          description: "The machine's disk: a PVC of its own, seeded once, kept across restarts.",
+        },
+      ),
+    ),
+    running: Type.Optional(
+      Type.Boolean({ default: true, description: 'false halts the machine, keeping its disk.' }),
+    ),
+  },
+  {
+    description: 'Desired state of the machine.',
+    'x-kubernetes-validations': [
+      {
+        rule: "!has(self.role) || self.role != 'node' || has(self.nodeName)",
+        message: 'role node needs nodeName (≤ 6 of a-z, 0-9, -)',
+      },
+      {
+        rule: "!has(self.role) || self.role == 'standalone' || has(self.air)",
+        message: 'role plane or node needs air (the OberonAir to join)',
+      },
+      {
+        rule: "!has(self.memory) || (quantity(self.memory).compareTo(quantity('128Mi')) >= 0 && quantity(self.memory).compareTo(quantity('1Gi')) <= 0)",
+        message: 'memory must be 128Mi to 1Gi',
+      },
+      {
+        // The role's own commands with a 16-digit key, plus `;` and the extra commands, fit Boot's 240.
+        rule:
+          "(!has(self.role) ? 0 : self.role == 'plane' ? 42 + (has(self.cluster) ? size(self.cluster) : 4) : " +
+          "self.role == 'node' && has(self.nodeName) ? 31 + size(self.nodeName) + (has(self.cluster) ? size(self.cluster) : 4) : 0)" +
+          ' + (has(self.commands) ? size(self.commands) + 1 : 0) <= 240',
+        message: 'boot commands (role commands with a 16-digit key plus commands) exceed 240 characters',
+      },
+    ],
+  },
+);
+
+export const OberonMachineStatus = Type.Object(
+  {
+    ...CommonStatus,
+    phase: Type.Optional(
+      Type.String({ description: 'Pending, Seeding, Starting, Running, Halted or Failed.' }),
+    ),
+    ready: Type.Optional(Type.Boolean({ description: 'The VM or pod reports Ready.' })),
+    lastBoot: Type.Optional(
+      Type.String({ format: 'date-time', description: 'When the running pod/VMI started.' }),
+    ),
+    vnc: Type.Optional(
+      Type.String({ description: 'Where the screen is served (pod runtime): <service>:<port>.' }),
+    ),
+    message: Type.Optional(
+      Type.String({ description: 'Latest word from the hook, the launcher or the emulator.' }),
+    ),
+  },
+  { description: 'Observed state of the machine.' },
+);
+
+export type OberonMachineSpecT = Static<typeof OberonMachineSpec>;
+export type OberonMachineStatusT = Static<typeof OberonMachineStatus>;
+
+export const OberonMachineKind: KindDefinition = {
+  kind: 'OberonMachine',
+  plural: 'oberonmachines',
+  singular: 'oberonmachine',
+  // Cozystack serves OberonVM in apps.cozystack.io; our own short name keeps kubectl unambiguous.
+  shortNames: ['rkm'],
+  categories: ['retrokube'],
+  description:
+    'One RISC5 Oberon machine with its own disk: a KubeVirt VirtualMachine or a pod running the emulator.',
+  spec: OberonMachineSpec,
+  status: OberonMachineStatus,
+  printerColumns: [
+    { name: 'Role', type: 'string', jsonPath: '.spec.role' },
+    { name: 'Runtime', type: 'string', jsonPath: '.spec.runtime' },
+    { name: 'Air', type: 'string', jsonPath: '.spec.air' },
+    { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+    { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  ],
+  validations: [
+    {
+      rule: `size(self.metadata.name) <= ${MACHINE_LIMITS.nameChars}`,
+      message: `metadata.name must be at most ${MACHINE_LIMITS.nameChars} characters (children are rk-m-<name>-...)`,
+    },
+    {
+      rule: "self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
+      message: 'metadata.name may contain only a-z, 0-9 and - (it names a StatefulSet, a VM and a Service)',
+    },
+  ],
+  source: 'operator/src/api/oberonmachine.ts',
+};
