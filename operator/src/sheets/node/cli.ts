@@ -50,6 +50,35 @@ export function registerSheetsNodeVerbs(program: Command): void {
   const sheets = sheetsGroup(program);
   registerNode(sheets);
   registerImage(sheets);
+  registerEmulator(sheets);
+}
+
+function registerEmulator(sheets: Command): void {
+  sheets
+    .command('google-emulator')
+    .description(
+      'run the local Google Sheets v4 emulator (quotas and limits like Google; data in memory only)',
+    )
+    .option('--port <n>', 'listen port on 127.0.0.1 (0 = any free port)', int('--port', 0, 65535), 8788)
+    .option('--title <title>', 'title of the spreadsheet created at start', 'cluster')
+    .addHelpText(
+      'after',
+      '\nExample:\n  retrokube sheets google-emulator --port 8788\n  retrokube sheets serve --workbook google:<id> --google-root-url http://127.0.0.1:8788/ --google-credentials creds.json\n',
+    )
+    .action(async (o: { port: number; title: string }) => {
+      const { SheetsEmulator } = await import('../google-emulator/server.ts');
+      const emu = new SheetsEmulator();
+      const url = await emu.listen(o.port);
+      const id = emu.createSpreadsheet(o.title, ['Sheet1']);
+      process.stdout.write(
+        `Sheets API emulator at ${url}\nspreadsheet id: ${id}  (workbook: google:${id})\n`,
+      );
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await emu.close();
+    });
 }
 
 function registerNode(sheets: Command): void {

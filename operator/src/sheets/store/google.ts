@@ -51,13 +51,25 @@ export interface GoogleOptions {
   backoffBaseMs?: number;
 }
 
-// Credentials JSON (service account or OAuth authorized user) → an auth client.
+// Credentials JSON (service account, OAuth authorized user, or a ready access token) → an auth client.
 export function authFromCredentials(json: string | Record<string, unknown>): Auth {
   const creds = typeof json === 'string' ? (JSON.parse(json) as Record<string, unknown>) : json;
   const type = creds.type;
+  if (type === 'access_token') {
+    // A token issued elsewhere (e.g. `gcloud auth print-access-token`), or any token for the emulator.
+    if (typeof creds.access_token !== 'string' || creds.access_token === '') {
+      throw new Error('access_token credentials need a non-empty "access_token"');
+    }
+    const c = new google.auth.OAuth2();
+    c.setCredentials({
+      access_token: creds.access_token,
+      expiry_date: Number(creds.expiry_date ?? Date.now() + 3_600_000),
+    });
+    return c as unknown as Auth;
+  }
   if (type !== 'service_account' && type !== 'authorized_user') {
     throw new Error(
-      `credentials have type ${JSON.stringify(type)}; expected a service-account key ("service_account") or OAuth user credentials ("authorized_user")`,
+      `credentials have type ${JSON.stringify(type)}; expected a service-account key ("service_account"), OAuth user credentials ("authorized_user") or {"type":"access_token","access_token":"..."}`,
     );
   }
   const client = google.auth.fromJSON(creds as Parameters<typeof google.auth.fromJSON>[0]);
