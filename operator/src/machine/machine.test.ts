@@ -1,11 +1,13 @@
 import fs from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { assemble } from './asm.ts';
 import { Machine } from './machine.ts';
 import type { FrameSnapshot } from './screen-input.ts';
 import { inkAt, regionChanged, rowInk, titleBars } from './screen-scan.ts';
 import { DiskImage } from './sd-card.ts';
-import { copyBaseImage } from './test-disk.ts';
+import { copyBaseImage, removeCopies } from './test-disk.ts';
+
+afterAll(removeCopies);
 
 function hashRegion(s: FrameSnapshot, x0: number, y0: number, x1: number, y1: number): string {
   let h = 2166136261;

@@ -1,8 +1,10 @@
 import fs from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { MachineRunner } from './runner.ts';
 import { titleBars } from './screen-scan.ts';
-import { BASE_IMAGE, copyBaseImage } from './test-disk.ts';
+import { BASE_IMAGE, copyBaseImage, removeCopies } from './test-disk.ts';
+
+afterAll(removeCopies);
 
 const running: MachineRunner[] = [];
 afterEach(async () => {

@@ -8,7 +8,14 @@ export const BASE_IMAGE =
   process.env.RETROKUBE_OBERON_BASE ??
   path.resolve(import.meta.dirname, '../../../../shared/oberon/Oberon-2020-08-18.dsk');
 
-/** Copy the base image to a fresh temp file; returns its path. */
+const made: string[] = [];
+
+/** Remove every copy made so far (call it from afterAll). */
+export function removeCopies(): void {
+  for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/** Copy the base image to a fresh temp file (see removeCopies); returns its path. */
 export function copyBaseImage(): string {
   if (!fs.existsSync(BASE_IMAGE)) {
     throw new Error(
@@ -16,6 +23,7 @@ export function copyBaseImage(): string {
     );
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'retrokube-test-disk-'));
+  made.push(dir);
   const file = path.join(dir, 'Oberon.dsk');
   fs.copyFileSync(BASE_IMAGE, file);
   return file;
