@@ -1,12 +1,12 @@
 // `retrokube air ...`: the relay, the passive listener, the injector, and the relay's remote control.
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import { runningAirControl } from '../local/state.ts';
 import { FORGERY_KINDS, type ForgeryKind, runInjector } from './inject.ts';
 import { checkClusterName, keyFromHex } from './kubenet.ts';
 import { startListener } from './listen.ts';
 import { checkLoss, type RelayState, relaySummary, startRelay } from './relay.ts';
 import { DEFAULT_CONTROL_PORT, DEFAULT_CONTROL_URL, relayControl } from './relay-http.ts';
 import { parseRelayAddress } from './station.ts';
-import { runningAirControl } from '../local/state.ts';
 import { AIR_PORT, fromHex, LIMITS } from './wire.ts';
 
 const CLI_LIMITS = {

@@ -3,10 +3,12 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from './clock.ts';
 import { clusterTag, heartbeatDatagram, keyFromHex } from './kubenet.ts';
+import { startListener } from './listen.ts';
 import { RELAY_LIMITS, type Relay, type RelayOptions, startRelay } from './relay.ts';
 import { relayControl } from './relay-http.ts';
 import { openStation, type Station } from './station.ts';
-import { encodeDatagram } from './wire.ts';
+import type { FrameRecord } from './view.ts';
+import { encodeDatagram, toHex } from './wire.ts';
 
 const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -213,11 +215,19 @@ describe('the relay on loopback', () => {
     expect(flooderPeer.rateDropped).toBe(st.droppedRate);
   });
 
-  it('random datagrams never crash it, and it still relays afterwards', async () => {
+  it('random datagrams never crash it or a listener on it, and both still work afterwards', async () => {
     const r = await relay({ rate: null });
     const a = await station(r);
     const b = await station(r);
-    await until(() => r.peers().length === 2, 5000, 'two stations');
+    const heard: FrameRecord[] = [];
+    const listener = await startListener({
+      host: '127.0.0.1',
+      port: r.address.port,
+      output: 'none',
+      onRecord: (rec) => heard.push(rec),
+    });
+    open.push(listener);
+    await until(() => r.peers().length === 3, 5000, 'three stations');
     const raw = dgram.createSocket('udp4');
     open.push({ close: () => new Promise<void>((res) => raw.close(() => res())) });
     let sent = 0;
@@ -232,13 +242,17 @@ describe('the relay on loopback', () => {
       { numRuns: 300 },
     );
     await until(
-      () => r.stats().hellos + r.stats().framesIn + r.stats().malformed >= sent + 2,
+      () => r.stats().hellos + r.stats().framesIn + r.stats().malformed >= sent + 3,
       5000,
       'all judged',
     );
     const marker = frame(77, 4242);
     await a.st.send(marker);
     await until(() => b.got.some((m) => m.equals(marker)), 5000, 'still relays');
+    await until(() => heard.some((rec) => rec.raw === toHex(marker)), 5000, 'listener still hears');
+    // every random 33-byte frame reached the listener and was judged; none could change the view
+    expect(heard.length).toBe(r.stats().framesIn);
+    expect(listener.view().nodes).toEqual([]);
   });
 });
 
