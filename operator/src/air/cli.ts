@@ -201,7 +201,11 @@ Examples:
 Examples:
   retrokube air listen 127.0.0.1 --key 0123456789abcdef          # a line per frame
   retrokube air listen relay:7524 --cluster lab --table          # the live cluster view
-  retrokube air listen 127.0.0.1 --json --duration 30 > air.jsonl`,
+  retrokube air listen 127.0.0.1 --json --duration 30 > air.jsonl
+
+JSON lines carry t (ms since the epoch), ch, dadr, sadr, typ, len, raw (hex of the datagram),
+kind, cluster, node, ids, id, image, counter, auth, fresh and verdict (ok, forged, stale,
+other-cluster, malformed, not-kube). On exit a last line {"view": ...} holds the cluster view.`,
     )
     .action(async (relayText: string, o) => {
       const { host, port } = parseRelayAddress(relayText);

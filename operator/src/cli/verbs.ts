@@ -6,6 +6,7 @@ import { registerDiskVerbs } from './disk.ts';
 import { registerKubeDiskVerbs } from './kube-disk.ts';
 import { registerMachineVerbs } from './machine.ts';
 import { registerOperatorVerbs } from './operator.ts';
+import { registerUpVerbs } from './up.ts';
 
 // Each area of the project adds its verbs here, one line each, so main.ts stays small.
 export function registerVerbs(program: Command): void {
@@ -16,4 +17,5 @@ export function registerVerbs(program: Command): void {
   registerOperatorVerbs(program);
   registerSheetsControlPlaneVerbs(program);
   registerSheetsNodeVerbs(program);
+  registerUpVerbs(program);
 }

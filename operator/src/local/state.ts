@@ -1,0 +1,111 @@
+// The state folder of `retrokube up`: per-machine disks, the generated key, and `up.json`, which
+// tells the companion verbs (down, machine off|on, air ..., kube apply|get, screen) where the
+// running `up` listens. Also the small HTTP client those verbs use.
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+export const LIMITS = {
+  clientTimeoutMs: 30_000, // a typed command or a screenshot answers well within this
+  stateFile: 'up.json', // where the running `up` says where it listens
+  keyFile: 'key', // the generated cluster key (mode 0600, never printed)
+} as const;
+
+export interface UpState {
+  pid: number;
+  /** The `up` control endpoint (loopback HTTP). */
+  control: string;
+  /** The air relay: UDP port and its control endpoint (the `air` verbs' --control). */
+  air: { port: number; control: string };
+  cluster: string;
+  machines: { name: string; role: 'plane' | 'node'; vnc: number | null; disk: string }[];
+  sheets?: { url: string };
+  startedAt: string;
+}
+
+/** --state, else $RETROKUBE_STATE, else $XDG_STATE_HOME/retrokube, else ./.retrokube. */
+export function stateDir(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (explicit) return resolve(explicit);
+  if (env.RETROKUBE_STATE) return resolve(env.RETROKUBE_STATE);
+  if (env.XDG_STATE_HOME) return join(env.XDG_STATE_HOME, 'retrokube');
+  return resolve('.retrokube');
+}
+
+export function readUpState(dir: string): UpState | null {
+  const f = join(dir, LIMITS.stateFile);
+  if (!existsSync(f)) return null;
+  try {
+    const st = JSON.parse(readFileSync(f, 'utf8')) as UpState;
+    return processAlive(st.pid) ? st : null;
+  } catch {
+    return null;
+  }
+}
+
+export function writeUpState(dir: string, st: UpState): void {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, LIMITS.stateFile), `${JSON.stringify(st, null, 2)}\n`);
+}
+
+export function removeUpState(dir: string): void {
+  rmSync(join(dir, LIMITS.stateFile), { force: true });
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The key kept in the state folder, made once (16 random hex digits). Never printed. */
+export function stateKey(dir: string): string {
+  const f = join(dir, LIMITS.keyFile);
+  if (existsSync(f)) return readFileSync(f, 'utf8').trim();
+  mkdirSync(dir, { recursive: true });
+  const key = randomBytes(8).toString('hex');
+  writeFileSync(f, `${key}\n`, { mode: 0o600 });
+  return key;
+}
+
+/** The relay control URL of a running `up` (for `retrokube air ...` without --control). */
+export function runningAirControl(dir = stateDir()): string | undefined {
+  return readUpState(dir)?.air.control;
+}
+
+/** The running `up`, or an error saying how to start one. */
+export function requireUp(dir: string): UpState {
+  const st = readUpState(dir);
+  if (!st)
+    throw new Error(
+      `no running "retrokube up" found in ${dir} (start one with "retrokube up", or pass --state DIR)`,
+    );
+  return st;
+}
+
+/** Calls the running `up`'s control endpoint; errors carry its one-line reason. */
+export async function upRequest(
+  st: UpState,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+): Promise<Response> {
+  let res: Response;
+  try {
+    res = await fetch(new URL(path, st.control), {
+      method,
+      headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(LIMITS.clientTimeoutMs),
+    });
+  } catch (e) {
+    throw new Error(`"retrokube up" at ${st.control} does not answer (${(e as Error).message})`);
+  }
+  if (!res.ok) {
+    const j = (await res.json().catch(() => ({}))) as { error?: string };
+    throw new Error(j.error ?? `${method} ${path}: ${res.status} ${res.statusText}`);
+  }
+  return res;
+}

@@ -1,0 +1,186 @@
+// `retrokube up [FILE]`: the embedded default. Reads the OberonKube FILE (or the sample), builds
+// the Kube disk, runs the cluster (cluster.ts) with its control endpoint (control.ts), writes the
+// state file for the companion verbs, and shows the live cluster table heard on the air until
+// Ctrl-C or `retrokube down`. With no FILE the sample Sheeternetes cluster runs alongside.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { formatView } from '../air/view.ts';
+import { buildKubeDisk } from '../cli/kube-disk.ts';
+import { DEFAULT_TOKEN, SheetsClient } from '../sheets/ctl/client.ts';
+import { renderTable } from '../sheets/ctl/table.ts';
+import { runUp as runSheetsUp } from '../sheets/local/up.ts';
+import { LocalCluster } from './cluster.ts';
+import { startUpControl } from './control.ts';
+import { type LocalKube, parseLocalFile, SAMPLE_YAML } from './spec.ts';
+import { readUpState, removeUpState, stateKey, type UpState, writeUpState } from './state.ts';
+
+export const LIMITS = {
+  redrawMs: 1000, // the live table is redrawn this often (the heartbeat period)
+  sheetsPollMs: 3000, // the sheets tables are read this often (each read is an HTTP call)
+  sheetsNodes: 3, // the sample Sheeternetes cluster's node agents
+  summaryMs: 10_000, // without a terminal, one summary line this often
+} as const;
+
+export interface UpOptions {
+  file?: string;
+  dir: string;
+  /** First VNC port; 0 = any free ports; null = no VNC. */
+  vncBase: number | null;
+  /** Redraw the live table (else progress and summary lines only). */
+  view: boolean;
+  /** Run the sample Sheeternetes cluster too (only with no FILE). */
+  sheets: boolean;
+  out?: (s: string) => void;
+}
+
+export function loadSpec(file?: string): LocalKube {
+  if (!file) return parseLocalFile(SAMPLE_YAML, 'the sample cluster');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new Error(`cannot read ${file}: ${(e as Error).message}`);
+  }
+  return parseLocalFile(text, file);
+}
+
+export async function runUp(o: UpOptions): Promise<void> {
+  const out = o.out ?? ((s: string) => void process.stdout.write(s.endsWith('\n') ? s : `${s}\n`));
+  const spec = loadSpec(o.file);
+  const running = readUpState(o.dir);
+  if (running)
+    throw new Error(
+      `a cluster is already up in ${o.dir} (pid ${running.pid}); stop it with "retrokube down"`,
+    );
+  const key = spec.key ?? stateKey(o.dir);
+  const t0 = Date.now();
+  out(`building the Kube disk (cached after the first run) ...`);
+  const disk = await buildKubeDisk();
+  out(`Kube disk ${disk.cached ? 'cached' : 'built'} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+
+  let stop!: () => void;
+  const stopped = new Promise<void>((r) => {
+    stop = r;
+  });
+  const onSignal = (): void => stop();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  const cluster = await LocalCluster.start(
+    { spec, key, kubeDisk: disk.path, kubeDiskKey: disk.key, dir: o.dir, vncBase: o.vncBase, progress: out },
+    false,
+  );
+  let sheetsUrl: string | undefined;
+  const state = (): UpState => ({
+    pid: process.pid,
+    control: control.url,
+    air: { port: cluster.relay.address.port, control: cluster.airControl },
+    cluster: spec.cluster,
+    machines: cluster.machines().map(({ name, role, vnc, disk: d }) => ({ name, role, vnc, disk: d })),
+    sheets: sheetsUrl ? { url: sheetsUrl } : undefined,
+    startedAt: new Date(t0).toISOString(),
+  });
+  const control = await startUpControl(cluster, {
+    down: () => stop(),
+    state: () => ({ ...state(), on: cluster.machines() }),
+  });
+  writeUpState(o.dir, state());
+  out(`air relay on udp/127.0.0.1:${cluster.relay.address.port}, control ${cluster.airControl}`);
+  out(`up control ${control.url} (state in ${join(o.dir, 'up.json')})`);
+  for (const m of cluster.machines())
+    out(
+      `${m.name.padEnd(7)} ${m.role.padEnd(5)} disk ${m.disk}${m.vnc !== null ? `  VNC 127.0.0.1:${m.vnc}` : ''}`,
+    );
+
+  // The sample Sheeternetes cluster, in-process, when no FILE was given.
+  let sheetsClient: SheetsClient | null = null;
+  let sheetsTables = '';
+  let sheetsDone: Promise<unknown> = Promise.resolve();
+  if (o.sheets && !o.file) {
+    let resolveUrl!: (u: string) => void;
+    const urlKnown = new Promise<string>((r) => {
+      resolveUrl = r;
+    });
+    sheetsDone = runSheetsUp({
+      nodes: LIMITS.sheetsNodes,
+      workbook: join(o.dir, 'sheets.xlsx'),
+      port: 0,
+      token: DEFAULT_TOKEN,
+      waitSec: 0,
+      detach: false,
+      out: (s) => {
+        const m = /apiserver listening on (\S+)/.exec(s);
+        if (m) resolveUrl(m[1]);
+      },
+    }).catch((e: Error) => {
+      sheetsTables = `Sheeternetes did not start: ${e.message}`;
+    });
+    const url = await Promise.race([urlKnown, new Promise<null>((r) => setTimeout(() => r(null), 30_000))]);
+    if (url) {
+      sheetsUrl = url;
+      sheetsClient = new SheetsClient({ url, token: DEFAULT_TOKEN });
+      writeUpState(o.dir, state());
+      out(`Sheeternetes apiserver on ${url} (retrokube skctl --server ${url} get pods)`);
+    }
+  }
+
+  const tty = o.view && process.stdout.isTTY === true;
+  let lastSummary = 0;
+  const draw = (): void => {
+    const v = cluster.view();
+    const on = new Set(
+      cluster
+        .machines()
+        .filter((m) => m.on)
+        .map((m) => m.name),
+    );
+    if (tty) {
+      const air = cluster.relay.state();
+      const machines = cluster
+        .machines()
+        .map((m) => `${m.name}${on.has(m.name) ? '' : '(off)'}${m.vnc !== null ? `:vnc ${m.vnc}` : ''}`)
+        .join('  ');
+      const head = `Kube on Oberon "${spec.name}" (cluster ${spec.cluster}) · air ${air.on ? 'on' : 'OFF'}, loss ${Math.round(air.loss * 100)} %${air.cuts.length ? `, cut ${air.cuts.join(',')}` : ''} · up ${Math.round((Date.now() - t0) / 1000)} s`;
+      const sheets = sheetsClient ? `\n\nSheeternetes (${sheetsUrl})\n${sheetsTables}` : '';
+      process.stdout.write(
+        `\x1b[H\x1b[2J${head}\n${machines}\n\n${formatView(v)}${sheets}\n\nCtrl-C stops everything · retrokube machine off node-a · retrokube air loss 0.3 · retrokube kube apply web 6 Ticker2\n`,
+      );
+    } else if (Date.now() - lastSummary >= LIMITS.summaryMs) {
+      lastSummary = Date.now();
+      out(
+        `air: nodes ${v.readyNodes}/${v.nodes.length} Ready, pods running ${v.running}, ${v.converged ? 'converged' : 'converging'}`,
+      );
+    }
+  };
+  const timer = setInterval(draw, LIMITS.redrawMs);
+  const sheetsTimer = setInterval(() => {
+    if (!sheetsClient) return;
+    const c = sheetsClient;
+    Promise.all([c.get('nodes'), c.get('pods')])
+      .then(([n, p]) => {
+        sheetsTables = `${renderTable('nodes', n)}\n${renderTable('pods', p)}`;
+      })
+      .catch((e: Error) => {
+        sheetsTables = `(sheets not answering: ${e.message})`;
+      });
+  }, LIMITS.sheetsPollMs);
+
+  try {
+    await Promise.race([cluster.startAll(), stopped]);
+    await stopped;
+  } finally {
+    clearInterval(timer);
+    clearInterval(sheetsTimer);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    out('stopping the cluster ...');
+    if (o.sheets && !o.file) {
+      process.emit('SIGTERM'); // sheets' own up stops on the signal it listens for
+      await Promise.race([sheetsDone, new Promise((r) => setTimeout(r, 10_000))]);
+    }
+    await control.close();
+    await cluster.close();
+    removeUpState(o.dir);
+    out(`stopped; disks kept in ${o.dir}`);
+  }
+}
