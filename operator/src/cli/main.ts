@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // The one command of the project: every role (operator, air relay, machine, sheets node, ...) is a verb.
 import { Command, CommanderError } from 'commander';
-import { registerVerbs } from './verbs.ts';
 import { VERSION } from '../version.ts';
+import { registerVerbs } from './verbs.ts';
 
 const program = new Command('retrokube')
   .description('Kube on Oberon and Sheeternetes, run as dependable software')
