@@ -13,7 +13,12 @@ const relay = await startRelay({ port: 0, bind: '127.0.0.1', rate: null });
 parentPort!.postMessage({ type: 'ready', port: relay.address.port });
 parentPort!.on('message', async (m: { type: string }) => {
   if (m.type === 'stats')
-    parentPort!.postMessage({ type: 'stats', stats: relay.stats(), elu: performance.eventLoopUtilization(), cpuUs: threadCpu() });
+    parentPort!.postMessage({
+      type: 'stats',
+      stats: relay.stats(),
+      elu: performance.eventLoopUtilization(),
+      cpuUs: threadCpu(),
+    });
   if (m.type === 'close') {
     await relay.close();
     process.exit(0);
