@@ -56,7 +56,7 @@ spec:
 export class SpecError extends Error {}
 
 const fail = (doc: string, field: string, why: string): never => {
-  throw new SpecError(`${doc}: ${field} ${why}`);
+  throw new SpecError([doc, field, why].filter((x) => x !== '').join(' '));
 };
 
 export const nodeName = (i: number): string => `node-${String.fromCharCode(97 + i)}`;
