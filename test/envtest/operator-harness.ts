@@ -23,6 +23,8 @@ export interface TestOperatorOptions {
   identity?: string;
   leaseNamespace?: string;
   resyncMs?: number;
+  /** Watch KubeVirt VirtualMachines too. */
+  kubevirt?: boolean;
   /** Bind /metrics and probes on a free loopback port. */
   http?: boolean;
 }
@@ -37,6 +39,7 @@ export async function startOperator(o: TestOperatorOptions): Promise<Manager> {
     leaseName: 'retrokube-operator',
     identity: o.identity,
     image: 'ghcr.io/retrokube/retrokube:test',
+    kubevirt: o.kubevirt,
     resyncMs: o.resyncMs ?? 0,
     metrics: o.http ? { host: '127.0.0.1', port: 0 } : undefined,
     health: o.http ? { host: '127.0.0.1', port: 0 } : undefined,

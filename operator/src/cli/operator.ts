@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { parseAllDocuments } from 'yaml';
 import { crdStream } from '../api/generate.ts';
 import { defaultImage, oberonAirController } from '../controllers/oberonair.ts';
+import { oberonMachineController } from '../controllers/oberonmachine.ts';
 import { KubeClient } from '../runtime/client.ts';
 import { defaultIdentity } from '../runtime/leader.ts';
 import { Manager } from '../runtime/manager.ts';
@@ -32,6 +33,8 @@ export function createOperatorManager(opts: {
   metrics?: { host: string; port: number };
   health?: { host: string; port: number };
   image?: string;
+  /** Also run machines as KubeVirt VirtualMachines (the VirtualMachine CRD must exist). */
+  kubevirt?: boolean;
   resyncMs?: number;
   onLostLeadership?: () => void;
 }): Manager {
@@ -52,6 +55,7 @@ export function createOperatorManager(opts: {
       : undefined,
   });
   mgr.add(oberonAirController({ image: opts.image }));
+  mgr.add(oberonMachineController({ image: opts.image, kubevirt: opts.kubevirt }));
   return mgr;
 }
 
@@ -76,6 +80,7 @@ export function registerOperatorVerbs(program: Command): void {
     .option('--health-port <port>', 'port of /healthz and /readyz (0 disables it)', '8081')
     .option('--health-probe-bind-address <addr>', '[host]:port of the probes, overrides --health-port')
     .option('--air-image <image>', 'image of the air relays when an OberonAir names none', defaultImage())
+    .option('--kubevirt', 'also run OberonMachines of runtime kubevirt (needs the VirtualMachine CRD)', false)
     .option('--log-level <level>', `log level (${LEVELS.join(', ')})`)
     .addHelpText(
       'after',
@@ -111,6 +116,7 @@ Examples:
         metrics,
         health,
         image: o.airImage,
+        kubevirt: o.kubevirt,
         onLostLeadership: () => {
           exitCode = 1;
           process.kill(process.pid, 'SIGTERM');

@@ -1,7 +1,8 @@
 // The PolicyRules of every controller plus the runtime's; the chart's ClusterRole is generated from this.
 import { mergeRules, type PolicyRule, RUNTIME_RBAC } from '../runtime/rbac.ts';
 import { OBERONAIR_RBAC } from './oberonair.ts';
+import { OBERONMACHINE_RBAC } from './oberonmachine.ts';
 
 export function operatorRules(): PolicyRule[] {
-  return mergeRules([...RUNTIME_RBAC, ...OBERONAIR_RBAC]);
+  return mergeRules([...RUNTIME_RBAC, ...OBERONAIR_RBAC, ...OBERONMACHINE_RBAC]);
 }

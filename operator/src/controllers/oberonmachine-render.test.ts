@@ -1,0 +1,91 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { descriptor, machineSettings, type OberonMachine, renderPod } from './oberonmachine-render.ts';
+
+const HOOK = fileURLToPath(new URL('./hook/onDefineDomain.py', import.meta.url));
+const python = spawnSync('python3', ['--version']).status === 0;
+
+const plane: OberonMachine = {
+  apiVersion: 'retrokube.io/v1alpha1',
+  kind: 'OberonMachine',
+  metadata: { name: 'p', namespace: 'lab', uid: 'u1' },
+  spec: {
+    air: 'lab',
+    role: 'plane',
+    cluster: 'kube',
+    keySecretRef: { name: 's', key: 'key' },
+    commands: 'Kube.Ensure web 4 Ticker;Say a,b',
+  },
+};
+
+const DOMAIN = `<domain type="kvm"><name>x</name><os firmware="efi"><type arch="x86_64" machine="q35">hvm</type><loader>/x</loader><smbios mode="sysinfo"/></os>
+<sysinfo type="smbios"/><features><acpi/></features><cpu mode="host-model"/><vcpu placement="static" current="1">2</vcpu>
+<devices><emulator>/usr/bin/qemu-kvm</emulator><disk type="file"/><interface type="ethernet"/><graphics type="vnc"/><graphics type="spice"/><serial/></devices></domain>`;
+
+describe('OberonMachine renders', () => {
+  it('a pod machine never carries the key: the kubelet expands $(RK_KEY) from the Secret', () => {
+    const { statefulSet } = renderPod(plane, machineSettings(plane), 'img');
+    const text = JSON.stringify(statefulSet);
+    expect(text).toContain('Kube.Start;KubeNet.Serve kube $(RK_KEY);Kube.Ensure web 4 Ticker');
+    expect(text).toContain('"secretKeyRef":{"name":"s","key":"key"}');
+  });
+});
+
+describe.runIf(python)('our onDefineDomain hook (python3, a real process)', () => {
+  const run = (payload: string, key?: string) => {
+    if (key !== undefined) writeFileSync(join(payload, 'key'), `${key}\n`);
+    const desc = {
+      ...descriptor(machineSettings(plane)),
+      payload: { ...(descriptor(machineSettings(plane)).payload as object), path: payload },
+    };
+    const vmi = JSON.stringify({
+      metadata: { annotations: { 'paleocomputing.io/machine': JSON.stringify(desc) } },
+    });
+    return spawnSync('python3', [HOOK, '--vmi', vmi, '--domain', DOMAIN], { encoding: 'utf8' });
+  };
+
+  it('refuses with no output while the machine files are not on the volume', () => {
+    const r = run(mkdtempSync(join(tmpdir(), 'hook-')));
+    expect(r.status).not.toBe(0);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/machine files are not on the volume yet/);
+  });
+
+  it('rewrites the domain for risc5/oberon: qemu type, no PCI devices, VNC kept, our QEMU args with the key from the volume', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hook-'));
+    writeFileSync(join(dir, 'prom.bin'), 'x');
+    writeFileSync(join(dir, 'oberon.dsk'), 'x');
+    const r = run(dir, '00c0ffee00c0ffee');
+    expect(r.stderr).toBe('');
+    const xml = r.stdout;
+    expect(xml).toMatch(/<domain[^>]* type="qemu"/);
+    expect(xml).toMatch(/<type arch="risc5" machine="oberon">/);
+    expect(xml).not.toMatch(/<loader|<smbios|<features|<cpu|<disk|<interface|<serial|spice|firmware=/);
+    expect(xml).toContain('<sysinfo type="smbios" />');
+    expect(xml).toContain('<vcpu>1</vcpu>');
+    expect(xml).toContain('<emulator>/usr/local/bin/qemu-system-risc5</emulator>');
+    expect(xml).toContain('<graphics type="vnc" />');
+    const args = [...xml.matchAll(/<qemu:arg value="([^"]*)"/g)].map((m) => m[1]);
+    expect(args).toEqual([
+      '-bios',
+      `${dir}/prom.bin`,
+      '-drive',
+      `if=none,id=sd0,file=${dir}/oberon.dsk,format=raw`,
+      '-chardev',
+      'udp,id=air,host=rk-air-lab,port=7524,localaddr=0.0.0.0,localport=7524',
+      '-machine',
+      'radio=air',
+      '-machine',
+      'commands=Kube.Start;KubeNet.Serve kube 00c0ffee00c0ffee;Kube.Ensure web 4 Ticker;Say a,,b',
+    ]);
+    expect(
+      execFileSync('python3', ['-c', 'import sys,xml.dom.minidom as m; m.parseString(sys.stdin.read())'], {
+        input: xml,
+      }).length,
+    ).toBe(0);
+  });
+});

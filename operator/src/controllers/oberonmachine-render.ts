@@ -1,0 +1,435 @@
+// Pure renders of an OberonMachine's children, for both runtimes:
+//   pod:      StatefulSet rk-m-<name> (one pod running `retrokube machine run` on a PVC disk) and
+//             Service rk-m-<name> (the VNC port);
+//   kubevirt: ConfigMap rk-m-<name>-hook (our onDefineDomain), PVC rk-m-<name>-disk, Job
+//             rk-m-<name>-fill-<hash> (seeds the PVC), VirtualMachine rk-m-<name>
+//             (qemu-kubevirt-cozystack spec §2.3, §7).
+// The KubeNet key never appears in a child: pods take it from the Secret through an env var that
+// the kubelet expands in the arguments, and the fill Job copies it onto the machine's volume, where
+// the hook substitutes it for $(KEY).
+import { readFileSync } from 'node:fs';
+import { joinCommands, nodeRoleCommands, planeRoleCommands } from '../api/oberonkube.ts';
+import { MACHINE_DEFAULTS, type OberonMachineSpecT } from '../api/oberonmachine.ts';
+import type { KubeObject } from '../runtime/client.ts';
+import { controllerRef, hashOf, MANAGED_BY } from '../runtime/objects.ts';
+
+export const RENDER_LIMITS = {
+  vncPort: 5900, // RFB's customary port
+  airPort: 7524, // the relay's port (OberonAir default)
+  uid: 1000, // the image's `node` user
+  qemuGid: 107, // qemu's group in the launcher pod: the fill Job must share it (spec §2.3)
+  fillUid: 10001, // the fill Job's non-root user (as the catalog's)
+  diskBytes: 8 * 1024 * 1024, // the disk is grown to 8 MiB, never shrunk (the FS writes past 1 MB)
+  fillBackoffLimit: 10, // the volume may still be attached elsewhere: retry a while
+  fillDeadlineSeconds: 1800,
+  fillTtlSeconds: 3600,
+} as const;
+
+export const OBERON_RUN_IMAGE = 'ghcr.io/tym83/paleocomputing/oberon-run:dev'; // pin with spec.disk.image
+export const KEY_PLACEHOLDER_POD = '$(RK_KEY)'; // expanded by the kubelet from the env var
+export const KEY_PLACEHOLDER_VM = '$(KEY)'; // substituted by our hook from /payload/key
+export const AIR_LABEL = 'retrokube.io/air';
+export const DESCRIPTOR_ANNOTATION = 'paleocomputing.io/machine';
+export const HOOK_SCRIPT = readFileSync(new URL('./hook/onDefineDomain.py', import.meta.url), 'utf8');
+
+export interface MachineSettings {
+  name: string;
+  namespace: string;
+  air?: string;
+  role: 'plane' | 'node' | 'standalone';
+  nodeName?: string;
+  cluster: string;
+  keySecretRef?: { name: string; key: string };
+  commands?: string;
+  runtime: 'pod' | 'kubevirt';
+  memory: string;
+  diskSize: string;
+  storageClass?: string;
+  diskImage?: string;
+  running: boolean;
+}
+
+export interface OberonMachine extends KubeObject {
+  spec?: Partial<OberonMachineSpecT>;
+}
+
+export function machineSettings(m: OberonMachine): MachineSettings {
+  const s = m.spec ?? {};
+  return {
+    name: m.metadata.name as string,
+    namespace: m.metadata.namespace as string,
+    air: s.air,
+    role: s.role ?? MACHINE_DEFAULTS.role,
+    nodeName: s.nodeName,
+    cluster: s.cluster ?? MACHINE_DEFAULTS.cluster,
+    keySecretRef: s.keySecretRef
+      ? { name: s.keySecretRef.name, key: s.keySecretRef.key ?? 'key' }
+      : undefined,
+    commands: s.commands,
+    runtime: s.runtime ?? MACHINE_DEFAULTS.runtime,
+    memory: s.memory ?? MACHINE_DEFAULTS.memory,
+    diskSize: s.disk?.size ?? MACHINE_DEFAULTS.diskSize,
+    storageClass: s.disk?.storageClass,
+    diskImage: s.disk?.image,
+    running: s.running ?? MACHINE_DEFAULTS.running,
+  };
+}
+
+/** The boot commands with a placeholder where the key goes (or no key when there is no Secret). */
+export function bootText(s: MachineSettings, keyPlaceholder: string): string {
+  const key = s.keySecretRef ? keyPlaceholder : '';
+  const role =
+    s.role === 'plane'
+      ? planeRoleCommands(s.cluster, key)
+      : s.role === 'node'
+        ? nodeRoleCommands(s.nodeName ?? '', s.cluster, key)
+        : undefined;
+  return joinCommands([role, s.commands]);
+}
+
+export const machineChild = (name: string): string => `rk-m-${name}`;
+export const relayHost = (air: string): string => `rk-air-${air}`;
+
+export function selectorLabels(s: MachineSettings): Record<string, string> {
+  return { 'app.kubernetes.io/name': 'retrokube-machine', 'app.kubernetes.io/instance': s.name };
+}
+
+function labels(s: MachineSettings, component: string): Record<string, string> {
+  return {
+    ...selectorLabels(s),
+    'app.kubernetes.io/component': component,
+    'app.kubernetes.io/managed-by': MANAGED_BY,
+    ...(s.air ? { [AIR_LABEL]: s.air } : {}),
+  };
+}
+
+function meta(owner: KubeObject, s: MachineSettings, name: string, component: string) {
+  return {
+    name,
+    namespace: s.namespace,
+    labels: labels(s, component),
+    ownerReferences: [controllerRef(owner)],
+  };
+}
+
+/** Machines of one air prefer different hosts (each keeps a core busy); they share one otherwise. */
+function antiAffinity(s: MachineSettings): Record<string, unknown> | undefined {
+  if (!s.air) return undefined;
+  return {
+    podAntiAffinity: {
+      preferredDuringSchedulingIgnoredDuringExecution: [
+        {
+          weight: 100,
+          podAffinityTerm: {
+            labelSelector: { matchLabels: { [AIR_LABEL]: s.air } },
+            topologyKey: 'kubernetes.io/hostname',
+          },
+        },
+      ],
+    },
+  };
+}
+
+// --- runtime pod ----------------------------------------------------------------------------------
+
+export function renderPod(
+  owner: KubeObject,
+  s: MachineSettings,
+  image: string,
+): { statefulSet: KubeObject; service: KubeObject } {
+  const name = machineChild(s.name);
+  const text = bootText(s, KEY_PLACEHOLDER_POD);
+  const args = [
+    'machine',
+    'run',
+    '/disk/oberon.dsk',
+    '--in-place',
+    '--vnc',
+    String(RENDER_LIMITS.vncPort),
+    '--vnc-host',
+    '0.0.0.0',
+  ];
+  if (text) args.push('--commands', text);
+  if (s.air) args.push('--air', `${relayHost(s.air)}:${RENDER_LIMITS.airPort}`);
+  const env = s.keySecretRef
+    ? [
+        {
+          name: 'RK_KEY',
+          valueFrom: { secretKeyRef: { name: s.keySecretRef.name, key: s.keySecretRef.key } },
+        },
+      ]
+    : [];
+  const seedImage = s.diskImage ?? image;
+  const pvc: Record<string, unknown> = {
+    metadata: { name: 'disk' },
+    spec: {
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: s.diskSize } },
+      ...(s.storageClass ? { storageClassName: s.storageClass } : {}),
+    },
+  };
+  const statefulSet: KubeObject = {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: meta(owner, s, name, 'machine'),
+    spec: {
+      replicas: s.running ? 1 : 0,
+      serviceName: name,
+      podManagementPolicy: 'Parallel',
+      selector: { matchLabels: selectorLabels(s) },
+      persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Retain' },
+      volumeClaimTemplates: [pvc],
+      template: {
+        metadata: {
+          labels: {
+            ...selectorLabels(s),
+            'app.kubernetes.io/component': 'machine',
+            ...(s.air ? { [AIR_LABEL]: s.air } : {}),
+          },
+        },
+        spec: {
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          terminationGracePeriodSeconds: 0, // no ACPI: the machine has nothing to shut down
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: RENDER_LIMITS.uid,
+            runAsGroup: RENDER_LIMITS.uid,
+            fsGroup: RENDER_LIMITS.uid,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          ...(antiAffinity(s) ? { affinity: antiAffinity(s) } : {}),
+          initContainers: [
+            {
+              name: 'seed',
+              image: seedImage,
+              // Seeded once: a disk already on the volume keeps its files (and Kube's store).
+              command: [
+                'sh',
+                '-c',
+                'test -s /disk/oberon.dsk || { node /app/operator/src/cli/main.ts disk build-kube --out /disk/.oberon.dsk.tmp && mv /disk/.oberon.dsk.tmp /disk/oberon.dsk; }',
+              ],
+              volumeMounts: [{ name: 'disk', mountPath: '/disk' }],
+              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+            },
+          ],
+          containers: [
+            {
+              name: 'machine',
+              image,
+              args,
+              env,
+              ports: [{ name: 'vnc', containerPort: RENDER_LIMITS.vncPort, protocol: 'TCP' }],
+              readinessProbe: { tcpSocket: { port: 'vnc' }, periodSeconds: 10 },
+              resources: { requests: { memory: s.memory }, limits: { memory: s.memory } },
+              volumeMounts: [{ name: 'disk', mountPath: '/disk' }],
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                capabilities: { drop: ['ALL'] },
+              },
+            },
+          ],
+        },
+      },
+    },
+  };
+  const service: KubeObject = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: meta(owner, s, name, 'machine'),
+    spec: {
+      type: 'ClusterIP',
+      selector: selectorLabels(s),
+      ports: [{ name: 'vnc', port: RENDER_LIMITS.vncPort, targetPort: 'vnc', protocol: 'TCP' }],
+    },
+  };
+  return { statefulSet, service };
+}
+
+// --- runtime kubevirt -----------------------------------------------------------------------------
+
+/** The machine descriptor (the catalog's passport shape, `image` left out so releases don't restart VMs). */
+export function descriptor(s: MachineSettings): Record<string, unknown> {
+  const text = bootText(s, KEY_PLACEHOLDER_VM);
+  return {
+    apiVersion: 'paleocomputing.io/v1alpha1',
+    kind: 'Machine',
+    name: 'oberon',
+    domain: {
+      arch: 'risc5',
+      machine: 'oberon',
+      emulator: '/usr/local/bin/qemu-system-risc5',
+      vcpus: 1,
+      graphics: 'vnc',
+      terminationGracePeriodSeconds: 0,
+    },
+    payload: {
+      path: '/payload',
+      files: [
+        {
+          name: 'prom.bin',
+          source: '/opt/oberon/payload/prom.bin',
+          role: 'firmware',
+          qemuArgs: ['-bios', '{path}'],
+        },
+        {
+          name: 'oberon.dsk',
+          source: '/opt/oberon/payload/oberon.dsk',
+          role: 'disk',
+          size: RENDER_LIMITS.diskBytes,
+          qemuArgs: ['-drive', 'if=none,id=sd0,file={path},format=raw'],
+        },
+      ],
+    },
+    variants: { base: {} },
+    variant: 'base',
+    ...(s.air ? { air: { host: relayHost(s.air), port: RENDER_LIMITS.airPort } } : {}),
+    ...(text ? { commands: { text } } : {}),
+  };
+}
+
+/** The fill script: firmware always rewritten, the disk only when absent, then grown, never shrunk. */
+export function fillScript(hasKey: boolean): string {
+  return [
+    'set -eu',
+    'cd /payload',
+    'cp /opt/oberon/payload/prom.bin .prom.bin.tmp && chmod 664 .prom.bin.tmp && mv .prom.bin.tmp prom.bin',
+    'if [ ! -s oberon.dsk ]; then cp /opt/oberon/payload/oberon.dsk .oberon.dsk.tmp && chmod 664 .oberon.dsk.tmp && mv .oberon.dsk.tmp oberon.dsk; fi',
+    `if [ "$(wc -c < oberon.dsk)" -lt ${RENDER_LIMITS.diskBytes} ]; then truncate -s ${RENDER_LIMITS.diskBytes} oberon.dsk; fi`,
+    hasKey ? "tr -d ' \\n' < /key/key > .key.tmp && chmod 640 .key.tmp && mv .key.tmp key" : 'rm -f key',
+  ].join('\n');
+}
+
+export function renderKubeVirt(
+  owner: KubeObject,
+  s: MachineSettings,
+  opts: { seeded: boolean },
+): { configMap: KubeObject; pvc: KubeObject; job: KubeObject; vm: KubeObject } {
+  const name = machineChild(s.name);
+  const hookName = `${name}-hook`;
+  const pvcName = `${name}-disk`;
+  const configMap: KubeObject = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: meta(owner, s, hookName, 'hook'),
+    data: { onDefineDomain: HOOK_SCRIPT },
+  };
+  const pvc: KubeObject = {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: meta(owner, s, pvcName, 'disk'),
+    spec: {
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: s.diskSize } },
+      ...(s.storageClass ? { storageClassName: s.storageClass } : {}),
+    },
+  };
+  const image = s.diskImage ?? OBERON_RUN_IMAGE;
+  const jobPod = {
+    restartPolicy: 'OnFailure',
+    automountServiceAccountToken: false,
+    enableServiceLinks: false,
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: RENDER_LIMITS.fillUid,
+      runAsGroup: RENDER_LIMITS.qemuGid,
+      fsGroup: RENDER_LIMITS.qemuGid,
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
+    // Soft: near the launcher pod when it runs (a required rule deadlocked in the catalog).
+    affinity: {
+      podAffinity: {
+        preferredDuringSchedulingIgnoredDuringExecution: [
+          {
+            weight: 100,
+            podAffinityTerm: {
+              labelSelector: { matchLabels: { 'kubevirt.io/domain': name } },
+              topologyKey: 'kubernetes.io/hostname',
+            },
+          },
+        ],
+      },
+    },
+    containers: [
+      {
+        name: 'fill',
+        image,
+        command: ['sh', '-c', fillScript(!!s.keySecretRef)],
+        volumeMounts: [
+          { name: 'payload', mountPath: '/payload' },
+          ...(s.keySecretRef ? [{ name: 'key', mountPath: '/key', readOnly: true }] : []),
+        ],
+        securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+      },
+    ],
+    volumes: [
+      { name: 'payload', persistentVolumeClaim: { claimName: pvcName } },
+      ...(s.keySecretRef
+        ? [
+            {
+              name: 'key',
+              secret: {
+                secretName: s.keySecretRef.name,
+                defaultMode: 0o440,
+                items: [{ key: s.keySecretRef.key, path: 'key' }],
+              },
+            },
+          ]
+        : []),
+    ],
+  };
+  // Job templates are immutable: a changed spec is a new Job (its hash in the name).
+  const job: KubeObject = {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: meta(owner, s, `${name}-fill-${hashOf(jobPod).slice(0, 8)}`, 'fill'),
+    spec: {
+      backoffLimit: RENDER_LIMITS.fillBackoffLimit,
+      activeDeadlineSeconds: RENDER_LIMITS.fillDeadlineSeconds,
+      ttlSecondsAfterFinished: RENDER_LIMITS.fillTtlSeconds,
+      template: { metadata: { labels: labels(s, 'fill') }, spec: jobPod },
+    },
+  };
+  const vmLabels = {
+    ...selectorLabels(s),
+    'app.kubernetes.io/component': 'machine',
+    'app.kubernetes.io/managed-by': MANAGED_BY,
+    ...(s.air ? { [AIR_LABEL]: s.air } : {}),
+  };
+  const vm: KubeObject = {
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachine',
+    metadata: meta(owner, s, name, 'machine'),
+    spec: {
+      // Halted until the volume holds the machine's files: the hook would refuse and KubeVirt back off.
+      runStrategy: s.running && opts.seeded ? 'Always' : 'Halted',
+      template: {
+        metadata: {
+          labels: vmLabels,
+          annotations: {
+            [DESCRIPTOR_ANNOTATION]: JSON.stringify(descriptor(s)),
+            'hooks.kubevirt.io/hookSidecars': JSON.stringify([
+              {
+                args: ['--version', 'v1alpha2'],
+                configMap: { name: hookName, key: 'onDefineDomain', hookPath: '/usr/bin/onDefineDomain' },
+                pvc: { name: pvcName, volumePath: '/payload', sharedComputePath: '/payload' },
+              },
+            ]),
+          },
+        },
+        spec: {
+          evictionStrategy: 'None', // a foreign machine cannot migrate; LiveMigrate would block drains
+          terminationGracePeriodSeconds: 0,
+          ...(antiAffinity(s) ? { affinity: antiAffinity(s) } : {}),
+          domain: {
+            resources: { requests: { memory: s.memory } },
+            devices: { autoattachPodInterface: false },
+          },
+          volumes: [],
+        },
+      },
+    },
+  };
+  return { configMap, pvc, job, vm };
+}

@@ -1,0 +1,388 @@
+// OberonMachine controller: one Oberon machine as a pod running our emulator (StatefulSet of one
+// plus a VNC Service) or as a KubeVirt VirtualMachine on the RISC5 launcher (hook ConfigMap, disk
+// PVC, fill Job, VM — Halted until the Job has seeded the disk). Reads top to bottom: watch setup,
+// reconcile, status. Renders live in oberonmachine-render.ts (pure).
+import { GROUP, VERSION } from '../api/schema.ts';
+import { CORE, type KubeClient, type KubeObject, type ResourceType } from '../runtime/client.ts';
+import { type Condition, type ConditionInput, isTrue, setConditions } from '../runtime/conditions.ts';
+import type {
+  ControllerDefinition,
+  ObjectKeyRef,
+  ReconcileContext,
+  ReconcileResult,
+} from '../runtime/controller.ts';
+import { isControlledBy } from '../runtime/objects.ts';
+import { CHILD_VERBS, type PolicyRule } from '../runtime/rbac.ts';
+import { defaultImage } from './oberonair.ts';
+import {
+  bootText,
+  KEY_PLACEHOLDER_POD,
+  type MachineSettings,
+  machineChild,
+  machineSettings,
+  type OberonMachine,
+  RENDER_LIMITS,
+  renderKubeVirt,
+  renderPod,
+} from './oberonmachine-render.ts';
+
+export const LIMITS = {
+  conflictRecheckMs: 60_000, // a name taken by someone else is re-checked every minute
+  launcherCheckMs: 60_000, // the cluster's launcher changes rarely: look once a minute, not per reconcile
+  seedingRecheckMs: 5_000, // while the fill Job runs, look again soon (its events also wake us)
+} as const;
+
+const T = (group: string, version: string, plural: string, kind: string): ResourceType => ({
+  group,
+  version,
+  plural,
+  kind,
+  namespaced: true,
+});
+export const OBERONMACHINE = T(GROUP, VERSION, 'oberonmachines', 'OberonMachine');
+export const KINDS_OWNED = {
+  statefulSet: T('apps', 'v1', 'statefulsets', 'StatefulSet'),
+  pvc: T('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim'),
+  job: T('batch', 'v1', 'jobs', 'Job'),
+  vm: T('kubevirt.io', 'v1', 'virtualmachines', 'VirtualMachine'),
+  kubevirt: T('kubevirt.io', 'v1', 'kubevirts', 'KubeVirt'),
+} as const;
+
+/** What this controller needs. No Secrets: keys reach machines through the kubelet, never the operator. */
+export const OBERONMACHINE_RBAC: PolicyRule[] = [
+  { apiGroups: [GROUP], resources: ['oberonmachines'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [GROUP], resources: ['oberonmachines/status'], verbs: ['get', 'patch', 'update'] },
+  { apiGroups: [GROUP], resources: ['oberonmachines/finalizers'], verbs: ['update'] },
+  { apiGroups: ['apps'], resources: ['statefulsets'], verbs: CHILD_VERBS },
+  { apiGroups: [''], resources: ['services', 'configmaps', 'persistentvolumeclaims'], verbs: CHILD_VERBS },
+  { apiGroups: ['batch'], resources: ['jobs'], verbs: CHILD_VERBS },
+  { apiGroups: ['kubevirt.io'], resources: ['virtualmachines'], verbs: CHILD_VERBS },
+  // LauncherReady: read (never patch) the KubeVirt CR, virt-controller and the launcher's status.
+  { apiGroups: ['kubevirt.io'], resources: ['kubevirts'], verbs: ['get', 'list'] },
+  { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get'] },
+  { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
+];
+
+export interface MachineControllerOptions {
+  image?: string;
+  /** Watch KubeVirt VirtualMachines (their CRD must exist); off → runtime kubevirt is reported unavailable. */
+  kubevirt?: boolean;
+}
+
+// --- watch setup ---------------------------------------------------------------------------------
+
+export function oberonMachineController(opts: MachineControllerOptions = {}): ControllerDefinition {
+  const image = opts.image ?? defaultImage();
+  const launcher = new LauncherCheck();
+  const owns = [KINDS_OWNED.statefulSet, CORE.service, CORE.configMap, KINDS_OWNED.pvc, KINDS_OWNED.job];
+  if (opts.kubevirt) owns.push(KINDS_OWNED.vm);
+  return {
+    name: 'oberonmachine',
+    primary: OBERONMACHINE,
+    owns,
+    reconcile: (ctx, key) => reconcile(ctx, key, image, !!opts.kubevirt, launcher),
+  };
+}
+
+// --- reconcile -----------------------------------------------------------------------------------
+
+async function applyChild(
+  ctx: ReconcileContext,
+  owner: KubeObject,
+  type: ResourceType,
+  desired: KubeObject,
+  conflicts: string[],
+): Promise<KubeObject | undefined> {
+  const ns = owner.metadata.namespace as string;
+  const name = desired.metadata.name as string;
+  const current = ctx.cached(type, ns, name) ?? (await ctx.client.getOrUndefined(type, ns, name));
+  if (current && !isControlledBy(current, owner.metadata.uid)) {
+    conflicts.push(`${type.kind} ${name}`);
+    return undefined; // never take over an object we do not control
+  }
+  const { object, wrote } = await ctx.applyIfChanged(type, desired, current);
+  if (wrote && !current)
+    void ctx.recorder.record(owner, 'Normal', 'Created', `Created ${type.kind} ${name}`, 'Create');
+  return object;
+}
+
+async function reconcile(
+  ctx: ReconcileContext,
+  key: ObjectKeyRef,
+  image: string,
+  kubevirt: boolean,
+  launcher: LauncherCheck,
+): Promise<ReconcileResult | undefined> {
+  const m = ctx.cached<OberonMachine>(OBERONMACHINE, key.namespace, key.name);
+  if (!m || m.metadata.deletionTimestamp) return undefined;
+  const s = machineSettings(m);
+  const conflicts: string[] = [];
+  let observed: Observed;
+  try {
+    bootText(s, KEY_PLACEHOLDER_POD); // refuses commands that do not fit Boot
+  } catch (err) {
+    observed = { kind: 'invalid', message: (err as Error).message };
+    await writeStatus(ctx, m, s, observed);
+    return undefined;
+  }
+  if (s.runtime === 'pod') {
+    const d = renderPod(m, s, image);
+    const [sts] = await Promise.all([
+      applyChild(ctx, m, KINDS_OWNED.statefulSet, d.statefulSet, conflicts),
+      applyChild(ctx, m, CORE.service, d.service, conflicts),
+    ]);
+    observed = { kind: 'pod', statefulSet: sts, conflicts };
+  } else if (!kubevirt) {
+    observed = { kind: 'no-kubevirt' };
+  } else {
+    const seededBefore = isTrue(
+      (m.status as { conditions?: Condition[] } | undefined)?.conditions,
+      'DiskSeeded',
+    );
+    const first = renderKubeVirt(m, s, { seeded: seededBefore });
+    const [, , job] = await Promise.all([
+      applyChild(ctx, m, CORE.configMap, first.configMap, conflicts),
+      applyChild(ctx, m, KINDS_OWNED.pvc, first.pvc, conflicts),
+      applyChild(ctx, m, KINDS_OWNED.job, first.job, conflicts),
+    ]);
+    const jobStatus = (job?.status ?? {}) as {
+      succeeded?: number;
+      failed?: number;
+      conditions?: Array<{ type: string; status: string; message?: string }>;
+    };
+    const seeded = seededBefore || (jobStatus.succeeded ?? 0) >= 1;
+    const jobFailed = jobStatus.conditions?.find((c) => c.type === 'Failed' && c.status === 'True');
+    const vm = conflicts.length
+      ? undefined
+      : await applyChild(ctx, m, KINDS_OWNED.vm, renderKubeVirt(m, s, { seeded }).vm, conflicts);
+    observed = {
+      kind: 'kubevirt',
+      vm,
+      seeded,
+      jobFailed: jobFailed?.message ?? (jobFailed ? 'fill Job failed' : undefined),
+      conflicts,
+      launcher: await launcher.get(ctx.client),
+    };
+  }
+  await writeStatus(ctx, m, s, observed);
+  if (conflicts.length) return { requeueAfterMs: LIMITS.conflictRecheckMs };
+  if (observed.kind === 'kubevirt')
+    return { requeueAfterMs: observed.seeded ? LIMITS.launcherCheckMs : LIMITS.seedingRecheckMs };
+  return undefined;
+}
+
+async function writeStatus(
+  ctx: ReconcileContext,
+  m: OberonMachine,
+  s: MachineSettings,
+  o: Observed,
+): Promise<void> {
+  const status = computeMachineStatus(m, s, o);
+  const prevPhase = (m.status as { phase?: string } | undefined)?.phase;
+  const changed = await ctx.applyStatusIfChanged(OBERONMACHINE, m, status);
+  if (changed && prevPhase !== status.phase && (status.phase === 'Failed' || status.phase === 'Running')) {
+    void ctx.recorder.record(
+      m,
+      status.phase === 'Failed' ? 'Warning' : 'Normal',
+      status.phase,
+      String(status.message ?? ''),
+    );
+  }
+}
+
+// --- LauncherReady (report, never patch) -----------------------------------------------------------
+
+export interface LauncherState {
+  ready: boolean;
+  reason: string;
+  message: string;
+}
+
+/** Reads the KubeVirt CR, virt-controller and the launcher component's status ConfigMap (spec §7.1). */
+export async function checkLauncher(client: KubeClient): Promise<LauncherState> {
+  let kvs: KubeObject[];
+  try {
+    kvs = (await client.list<KubeObject>(KINDS_OWNED.kubevirt)).items ?? [];
+  } catch (err) {
+    const status = (err as { status?: number }).status;
+    if (status === 404)
+      return {
+        ready: false,
+        reason: 'KubeVirtMissing',
+        message: 'KubeVirt is not installed (no kubevirts.kubevirt.io)',
+      };
+    return {
+      ready: false,
+      reason: 'KubeVirtUnreadable',
+      message: `cannot read the KubeVirt CR: ${(err as Error).message}`,
+    };
+  }
+  const kv = kvs[0] as
+    | (KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> })
+    | undefined;
+  if (!kv) return { ready: false, reason: 'KubeVirtMissing', message: 'no KubeVirt CR in the cluster' };
+  const gates =
+    (kv.spec?.configuration as { developerConfiguration?: { featureGates?: string[] } } | undefined)
+      ?.developerConfiguration?.featureGates ?? [];
+  if (!gates.includes('Sidecar'))
+    return {
+      ready: false,
+      reason: 'SidecarGateMissing',
+      message:
+        'the KubeVirt CR lacks the Sidecar feature gate (spec.configuration.developerConfiguration.featureGates)',
+    };
+  const ns = kv.metadata.namespace as string;
+  const version = String(kv.status?.observedKubeVirtVersion ?? '');
+  const ctrl = await client.getOrUndefined<
+    KubeObject & { spec?: { template?: { spec?: { containers?: Array<{ args?: string[] }> } } } }
+  >(CORE.deployment, ns, 'virt-controller');
+  const args = ctrl?.spec?.template?.spec?.containers?.[0]?.args ?? [];
+  const tag = (args[1] ?? '').split(':').pop() ?? '';
+  if (
+    args[0] !== '--launcher-image' ||
+    !/-(paleo|risc5)-/.test(tag) ||
+    (version && !tag.startsWith(`${version}-`))
+  )
+    return {
+      ready: false,
+      reason: 'StockLauncher',
+      message: `virt-controller runs launcher ${args[1] ?? '(unknown)'}, not a RISC5-capable ${version || '<version>'}-paleo-* image`,
+    };
+  const cm = await client.getOrUndefined<KubeObject & { data?: Record<string, string> }>(
+    CORE.configMap,
+    ns,
+    'kubevirt-paleo-launcher-status',
+  );
+  const state = cm?.data?.state;
+  if (state && state !== 'Applied')
+    return {
+      ready: false,
+      reason: /^[A-Za-z]+$/.test(state) ? state : 'LauncherNotApplied',
+      message: `kubevirt-paleo-launcher reports ${state}: ${cm?.data?.reason ?? ''}`.trim(),
+    };
+  return { ready: true, reason: 'LauncherReady', message: `RISC5 launcher ${args[1]} with the Sidecar gate` };
+}
+
+class LauncherCheck {
+  private last: { at: number; state: LauncherState } | undefined;
+  async get(client: KubeClient): Promise<LauncherState> {
+    if (this.last && Date.now() - this.last.at < LIMITS.launcherCheckMs) return this.last.state;
+    const state = await checkLauncher(client);
+    this.last = { at: Date.now(), state };
+    return state;
+  }
+}
+
+// --- status (pure) ---------------------------------------------------------------------------------
+
+export type Observed =
+  | { kind: 'invalid'; message: string }
+  | { kind: 'no-kubevirt' }
+  | { kind: 'pod'; statefulSet: KubeObject | undefined; conflicts: string[] }
+  | {
+      kind: 'kubevirt';
+      vm: KubeObject | undefined;
+      seeded: boolean;
+      jobFailed?: string;
+      conflicts: string[];
+      launcher: LauncherState;
+    };
+
+export function computeMachineStatus(
+  m: OberonMachine,
+  s: MachineSettings,
+  o: Observed,
+  now: Date = new Date(),
+): Record<string, unknown> {
+  const gen = m.metadata.generation;
+  const conds: ConditionInput[] = [];
+  let phase: string;
+  let ready = false;
+  let message = '';
+  let lastBoot: string | undefined;
+  if (o.kind === 'invalid') {
+    phase = 'Failed';
+    message = o.message;
+  } else if (o.kind === 'no-kubevirt') {
+    phase = 'Failed';
+    message = 'runtime kubevirt is not enabled in this operator (start it with --kubevirt); use runtime pod';
+  } else if (o.conflicts.length) {
+    phase = 'Failed';
+    message = `${o.conflicts.join(' and ')} already exist and belong to someone else; rename this OberonMachine`;
+  } else if (o.kind === 'pod') {
+    const st = (o.statefulSet?.status ?? {}) as { readyReplicas?: number };
+    ready = s.running && (st.readyReplicas ?? 0) >= 1;
+    phase = !s.running ? 'Halted' : ready ? 'Running' : 'Starting';
+    message = ready
+      ? `screen at ${machineChild(s.name)}:${RENDER_LIMITS.vncPort} (VNC)`
+      : s.running
+        ? 'waiting for the machine pod'
+        : 'halted (disk kept)';
+  } else {
+    const vs = (o.vm?.status ?? {}) as {
+      ready?: boolean;
+      printableStatus?: string;
+      conditions?: Array<{ type: string; status: string; message?: string; lastTransitionTime?: string }>;
+    };
+    ready = s.running && o.seeded && vs.ready === true;
+    const failure = vs.conditions?.find(
+      (c) => (c.type === 'Failure' || c.type === 'Synchronized') && c.status === 'False' && c.message,
+    );
+    phase = o.jobFailed
+      ? 'Failed'
+      : !o.seeded
+        ? 'Seeding'
+        : !s.running
+          ? 'Halted'
+          : ready
+            ? 'Running'
+            : 'Starting';
+    message =
+      o.jobFailed ??
+      failure?.message ??
+      (o.seeded ? (vs.printableStatus ?? 'VirtualMachine created') : 'seeding the disk (fill Job)');
+    lastBoot = vs.conditions?.find((c) => c.type === 'Ready' && c.status === 'True')?.lastTransitionTime;
+    conds.push(
+      o.seeded
+        ? {
+            type: 'DiskSeeded',
+            status: 'True',
+            reason: 'FillSucceeded',
+            message: 'the fill Job put the ROM and the disk on the volume',
+          }
+        : {
+            type: 'DiskSeeded',
+            status: 'False',
+            reason: o.jobFailed ? 'FillFailed' : 'Filling',
+            message: o.jobFailed ?? 'the fill Job is running',
+          },
+      {
+        type: 'LauncherReady',
+        status: o.launcher.ready ? 'True' : 'False',
+        reason: o.launcher.reason,
+        message: o.launcher.message,
+      },
+    );
+  }
+  conds.push(
+    ready
+      ? { type: 'Ready', status: 'True', reason: 'Running', message }
+      : { type: 'Ready', status: 'False', reason: phase === 'Failed' ? 'Failed' : phase, message },
+  );
+  return {
+    observedGeneration: gen,
+    phase,
+    ready,
+    ...(lastBoot ? { lastBoot } : {}),
+    ...(s.runtime === 'pod'
+      ? { vnc: `${machineChild(s.name)}.${s.namespace}.svc:${RENDER_LIMITS.vncPort}` }
+      : {}),
+    message,
+    conditions: setConditions(
+      (m.status as { conditions?: Condition[] } | undefined)?.conditions,
+      conds,
+      gen,
+      now,
+    ),
+  };
+}
