@@ -6,13 +6,19 @@
 // Writes bench/results/sheets.json.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createApiServer } from '../../operator/src/sheets/apiserver/server.ts';
-import { type DeploymentIn, deploymentFromRow, type ExistingPod, type NodeIn, nodeFromRow } from '../../operator/src/sheets/scheduler/model.ts';
-import { schedule } from '../../operator/src/sheets/scheduler/schedule.ts';
 import { SheetsEmulator } from '../../operator/src/sheets/google-emulator/server.ts';
+import {
+  type DeploymentIn,
+  deploymentFromRow,
+  type ExistingPod,
+  type NodeIn,
+  nodeFromRow,
+} from '../../operator/src/sheets/scheduler/model.ts';
+import { schedule } from '../../operator/src/sheets/scheduler/schedule.ts';
 import { openGoogleStore } from '../../operator/src/sheets/store/google.ts';
 import { testAuth } from '../../operator/src/sheets/store/testing.ts';
 
@@ -33,7 +39,11 @@ const r2 = (x: number) => Math.round(x * 100) / 100;
 
 function startServer(file: string): Promise<{ proc: ChildProcess; url: string }> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [MAIN, '--workbook', file, '--port', '0', '--token', TOKEN, '--no-samples'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const proc = spawn(
+      process.execPath,
+      [MAIN, '--workbook', file, '--port', '0', '--token', TOKEN, '--no-samples'],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     let out = '';
     proc.stdout?.on('data', (d) => {
       out += d;
@@ -44,22 +54,38 @@ function startServer(file: string): Promise<{ proc: ChildProcess; url: string }>
   });
 }
 
-async function post(url: string, body: Record<string, unknown>): Promise<{ status: number; json: unknown; ms: number }> {
+async function post(
+  url: string,
+  body: Record<string, unknown>,
+): Promise<{ status: number; json: unknown; ms: number }> {
   const t0 = performance.now();
-  const r = await fetch(url, { method: 'POST', body: JSON.stringify({ token: TOKEN, ...body }), headers: { 'content-type': 'application/json' } });
+  const r = await fetch(url, {
+    method: 'POST',
+    body: JSON.stringify({ token: TOKEN, ...body }),
+    headers: { 'content-type': 'application/json' },
+  });
   const json = await r.json();
   return { status: r.status, json, ms: performance.now() - t0 };
 }
 
 type Orders = { pods: { name: string; desired: string }[] };
-const runningOf = (o: Orders) => o.pods.filter((p) => p.desired === 'Running').map((p) => ({ name: p.name, phase: 'Running', container_id: `c-${p.name}` }));
+const runningOf = (o: Orders) =>
+  o.pods
+    .filter((p) => p.desired === 'Running')
+    .map((p) => ({ name: p.name, phase: 'Running', container_id: `c-${p.name}` }));
 
 async function heartbeatBench(nodes: number) {
   const dir = await mkdtemp(path.join(tmpdir(), 'sk-bench-'));
   const { proc, url } = await startServer(path.join(dir, 'cluster.xlsx'));
   try {
     const pods = nodes * 2;
-    const deps = Array.from({ length: 10 }, (_, i) => ({ name: `app${i}`, image: 'x', replicas: pods / 10, cpu_req: 100, mem_req: 64 }));
+    const deps = Array.from({ length: 10 }, (_, i) => ({
+      name: `app${i}`,
+      image: 'x',
+      replicas: pods / 10,
+      cpu_req: 100,
+      mem_req: 64,
+    }));
     await post(url, { action: 'apply', deployments: deps });
     const names = Array.from({ length: nodes }, (_, i) => `node-${i}`);
     const reported = new Map<string, unknown[]>();
@@ -68,7 +94,13 @@ async function heartbeatBench(nodes: number) {
       for (let i = 0; i < names.length; i += 20) {
         await Promise.all(
           names.slice(i, i + 20).map(async (n) => {
-            const r = await post(url, { node: n, ip: '10.0.0.1', cpu_total: 4000, mem_total: 8192, pods: reported.get(n) ?? [] });
+            const r = await post(url, {
+              node: n,
+              ip: '10.0.0.1',
+              cpu_total: 4000,
+              mem_total: 8192,
+              pods: reported.get(n) ?? [],
+            });
             reported.set(n, runningOf(r.json as Orders));
           }),
         );
@@ -87,7 +119,13 @@ async function heartbeatBench(nodes: number) {
         const n = names[sent % nodes];
         sent++;
         inflight.push(
-          post(url, { node: n, ip: '10.0.0.1', cpu_total: 4000, mem_total: 8192, pods: reported.get(n) ?? [] })
+          post(url, {
+            node: n,
+            ip: '10.0.0.1',
+            cpu_total: 4000,
+            mem_total: 8192,
+            pods: reported.get(n) ?? [],
+          })
             .then((r) => {
               if (r.status === 200) lat.push(r.ms);
               else errors++;
@@ -109,12 +147,19 @@ async function heartbeatBench(nodes: number) {
       Array.from({ length: 32 }, async () => {
         while (performance.now() - tc < CLOSED_LOOP_S * 1000) {
           const n = names[k++ % nodes];
-          const r = await post(url, { node: n, ip: '10.0.0.1', cpu_total: 4000, mem_total: 8192, pods: reported.get(n) ?? [] });
+          const r = await post(url, {
+            node: n,
+            ip: '10.0.0.1',
+            cpu_total: 4000,
+            mem_total: 8192,
+            pods: reported.get(n) ?? [],
+          });
           if (r.status === 200) closed.push(r.ms);
         }
       }),
     );
     const closedS = (performance.now() - tc) / 1000;
+    const health = (await (await fetch(`${url}/healthz`)).json()) as { reconciles: number; deferred: number };
     return {
       nodes,
       pods,
@@ -126,6 +171,9 @@ async function heartbeatBench(nodes: number) {
       max_heartbeats_per_s: r2(closed.length / closedS),
       closed_p50_ms: r2(pct(closed, 50)),
       closed_p99_ms: r2(pct(closed, 99)),
+      reconciles: health.reconciles,
+      deferred_heartbeats: health.deferred,
+      load_average: os.loadavg()[0],
     };
   } finally {
     proc.kill('SIGTERM');
@@ -135,27 +183,66 @@ async function heartbeatBench(nodes: number) {
 }
 
 function schedulerBench() {
-  const nodes: NodeIn[] = Array.from({ length: 1000 }, (_, i) => nodeFromRow({ name: `n${i}`, cpu_total: 4000, mem_total: 8192, last_heartbeat: 1_000, labels: i % 2 ? 'zone=a' : 'zone=b' }) as NodeIn);
-  const deployments: DeploymentIn[] = Array.from({ length: 100 }, (_, i) => deploymentFromRow({ name: `d${i}`, replicas: 100, cpu_req: 100, mem_req: 64, node_selector: i % 10 === 0 ? 'zone=a' : '' }) as DeploymentIn);
-  const input = { deployments, nodes, now: 1_010, nodeTtlSec: 30, portRange: [30000, 32767] as [number, number] };
+  const nodes: NodeIn[] = Array.from(
+    { length: 1000 },
+    (_, i) =>
+      nodeFromRow({
+        name: `n${i}`,
+        cpu_total: 4000,
+        mem_total: 8192,
+        last_heartbeat: 1_000,
+        labels: i % 2 ? 'zone=a' : 'zone=b',
+      }) as NodeIn,
+  );
+  const deployments: DeploymentIn[] = Array.from(
+    { length: 100 },
+    (_, i) =>
+      deploymentFromRow({
+        name: `d${i}`,
+        replicas: 100,
+        cpu_req: 100,
+        mem_req: 64,
+        node_selector: i % 10 === 0 ? 'zone=a' : '',
+      }) as DeploymentIn,
+  );
+  const input = {
+    deployments,
+    nodes,
+    now: 1_010,
+    nodeTtlSec: 30,
+    portRange: [30000, 32767] as [number, number],
+  };
   const t0 = performance.now();
   const fresh = schedule({ ...input, existing: new Map() });
   const freshMs = performance.now() - t0;
-  const existing = new Map<string, ExistingPod>(fresh.placements.map((p) => [p.name, { name: p.name, node: p.node, ports: p.ports }]));
+  const existing = new Map<string, ExistingPod>(
+    fresh.placements.map((p) => [p.name, { name: p.name, node: p.node, ports: p.ports }]),
+  );
   const times: number[] = [];
   for (let i = 0; i < 5; i++) {
     const t = performance.now();
     schedule({ ...input, existing });
     times.push(performance.now() - t);
   }
-  return { nodes: 1000, pods: fresh.placements.length, placed: fresh.placements.filter((p) => p.node).length, fresh_ms: r2(freshMs), sticky_ms: r2(pct(times, 50)) };
+  return {
+    nodes: 1000,
+    pods: fresh.placements.length,
+    placed: fresh.placements.filter((p) => p.node).length,
+    fresh_ms: r2(freshMs),
+    sticky_ms: r2(pct(times, 50)),
+  };
 }
 
 async function googleBench() {
   const emu = new SheetsEmulator();
   await emu.listen();
   const id = emu.createSpreadsheet('bench', ['Sheet1']);
-  const store = await openGoogleStore({ spreadsheetId: id, auth: testAuth('bench'), rootUrl: emu.url, pollMs: 0 });
+  const store = await openGoogleStore({
+    spreadsheetId: id,
+    auth: testAuth('bench'),
+    rootUrl: emu.url,
+    pollMs: 0,
+  });
   const server = await createApiServer({ store, token: TOKEN, samples: false, metricsIntervalSec: 15 });
   const url = await server.listen(0, '127.0.0.1');
   try {
@@ -166,7 +253,11 @@ async function googleBench() {
     let beats = 0;
     let applies = 0;
     while (Date.now() - t0 < GOOGLE_S * 1000) {
-      await Promise.all(Array.from({ length: nodes }, (_, i) => post(url, { node: `g${i}`, cpu_total: 4000, mem_total: 8192 }).then(() => beats++)));
+      await Promise.all(
+        Array.from({ length: nodes }, (_, i) =>
+          post(url, { node: `g${i}`, cpu_total: 4000, mem_total: 8192 }).then(() => beats++),
+        ),
+      );
       if (beats % 500 < nodes) {
         await post(url, { action: 'scale', name: 'web', replicas: 100 + (applies++ % 5) });
       }
@@ -210,5 +301,8 @@ for (const n of [100, 500, 1000]) {
 results.heartbeats_xlsx = hb;
 results.google = await googleBench();
 console.log('google', results.google);
-await writeFile(fileURLToPath(new URL('../results/sheets.json', import.meta.url)), `${JSON.stringify(results, null, 2)}\n`);
+await writeFile(
+  fileURLToPath(new URL('../results/sheets.json', import.meta.url)),
+  `${JSON.stringify(results, null, 2)}\n`,
+);
 console.log('wrote bench/results/sheets.json');

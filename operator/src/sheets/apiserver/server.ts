@@ -127,7 +127,14 @@ export async function createApiServer(o: ApiServerOptions): Promise<ApiServer> {
     const body = await metrics.registry.metrics();
     return reply.type(metrics.registry.contentType).send(body);
   });
-  app.get('/healthz', async () => ({ ok: true, backend: o.store.backend, version: o.store.version() }));
+  app.get('/healthz', async () => ({
+    ok: true,
+    backend: o.store.backend,
+    version: o.store.version(),
+    reconciles: cluster.reconciles,
+    deferred: cluster.deferred,
+    handoffs: cluster.handoffs().length,
+  }));
 
   const read = async (req: FastifyRequest, reply: FastifyReply) => {
     const q = req.query as Record<string, unknown>;
