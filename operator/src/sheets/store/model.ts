@@ -37,6 +37,7 @@ export class Grid {
   keyCols: string[];
   private colIndex: Map<string, number> | undefined;
   private keyIndex: Map<string, number> | undefined;
+  private indexShared = false;
 
   constructor(name: string, headers: string[], rows: StoredCell[][], keyCols?: string[]) {
     this.name = name;
@@ -45,8 +46,14 @@ export class Grid {
     this.keyCols = keyCols ?? [...(tabSchema(name)?.key ?? defaultKey(headers))];
   }
 
+  // The clone shares this grid's indexes until it changes them (copy-on-write), so a transaction
+  // that updates one row of a 1,000-row tab costs an array copy, not an index rebuild.
   clone(): Grid {
-    return new Grid(this.name, [...this.headers], [...this.rows], this.keyCols);
+    const g = new Grid(this.name, [...this.headers], [...this.rows], this.keyCols);
+    g.colIndex = this.colIndex;
+    g.keyIndex = this.keyIndex;
+    g.indexShared = this.keyIndex !== undefined;
+    return g;
   }
 
   col(header: string): number {
@@ -62,6 +69,7 @@ export class Grid {
   invalidate(): void {
     this.colIndex = undefined;
     this.keyIndex = undefined;
+    this.indexShared = false;
   }
 
   // Key string of a stored row, or undefined when the row is invisible.
@@ -90,7 +98,12 @@ export class Grid {
   }
 
   noteInsert(key: string | undefined, index: number): void {
-    if (this.keyIndex && key) this.keyIndex.set(key, index);
+    if (!this.keyIndex || !key) return;
+    if (this.indexShared) {
+      this.keyIndex = new Map(this.keyIndex);
+      this.indexShared = false;
+    }
+    this.keyIndex.set(key, index);
   }
 
   toRow(r: StoredCell[]): Row {
@@ -372,10 +385,8 @@ export class TxImpl implements Tx {
 export function commitTx(book: Book, tx: TxImpl, limits: StoreLimits): string[] {
   if (tx.changed.size === 0) return [];
   const next = new Map(book.grids);
-  for (const [name, g] of tx.changed) {
-    g.invalidate();
-    next.set(name, g);
-  }
+  // Indexes stay valid: every Tx operation keeps them exact or drops them.
+  for (const [name, g] of tx.changed) next.set(name, g);
   let cells = 0;
   for (const g of next.values()) cells += g.cellCount();
   if (cells > limits.maxCells) {
