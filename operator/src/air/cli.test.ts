@@ -86,13 +86,6 @@ describe('retrokube air verbs as real processes', () => {
     const control = relay.match[2];
     const metrics = relay.match[3];
 
-    // the plane starts at once; the listener and the injector join while it runs
-    const listenP = start(['air', 'listen', `127.0.0.1:${port}`, '--key', KEY_HEX, '--json'], /\n/);
-    const inject = cli([
-      ...['air', 'inject', `127.0.0.1:${port}`, '--node', 'node-a', '--key', KEY_HEX],
-      ...['--forge', 'zero-key', 'signed', '--skip', '2', '--json', '--timeout', '60'],
-    ]);
-
     // a plane and a node in this process: assignments and specs from one, heartbeats from the other
     const plane = await openStation({ host: '127.0.0.1', port, bind: '127.0.0.1', helloIntervalMs: 0 });
     const node = await openStation({ host: '127.0.0.1', port, bind: '127.0.0.1', helloIntervalMs: 0 });
@@ -109,10 +102,15 @@ describe('retrokube air verbs as real processes', () => {
     }, 150);
     cleanup.push(() => clearInterval(timer));
 
-    const listen = await listenP;
+    // the listener joins while the plane runs; once it prints a frame it hears the air,
+    // and only then does the injector start (so the listener hears every forgery)
+    const listen = await start(['air', 'listen', `127.0.0.1:${port}`, '--key', KEY_HEX, '--json'], /\n/);
+    const inject = cli([
+      ...['air', 'inject', `127.0.0.1:${port}`, '--node', 'node-a', '--key', KEY_HEX],
+      ...['--forge', 'zero-key', 'signed', '--skip', '2', '--json', '--timeout', '60'],
+    ]);
     const inj = await inject;
-    expect(inj.stderr).toBe('');
-    expect(inj.code).toBe(0);
+    expect(inj.code, inj.stderr).toBe(0);
     const result = JSON.parse(inj.stdout);
     expect(result.injected.map((i: { kind: string }) => i.kind)).toEqual(['zero-key', 'signed']);
 
