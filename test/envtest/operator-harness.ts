@@ -25,6 +25,9 @@ export interface TestOperatorOptions {
   resyncMs?: number;
   /** Watch KubeVirt VirtualMachines too. */
   kubevirt?: boolean;
+  /** Where the operator hears airs (a local relay). */
+  airAddress?: (namespace: string, air: string, port: number) => { host: string; port: number };
+  keySeed?: string;
   /** Bind /metrics and probes on a free loopback port. */
   http?: boolean;
 }
@@ -40,6 +43,8 @@ export async function startOperator(o: TestOperatorOptions): Promise<Manager> {
     identity: o.identity,
     image: 'ghcr.io/retrokube/retrokube:test',
     kubevirt: o.kubevirt,
+    airAddress: o.airAddress,
+    keySeed: o.keySeed,
     resyncMs: o.resyncMs ?? 0,
     metrics: o.http ? { host: '127.0.0.1', port: 0 } : undefined,
     health: o.http ? { host: '127.0.0.1', port: 0 } : undefined,

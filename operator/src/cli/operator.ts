@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { parseAllDocuments } from 'yaml';
 import { crdStream } from '../api/generate.ts';
 import { defaultImage, oberonAirController } from '../controllers/oberonair.ts';
+import { type KubeControllerOptions, oberonKubeController } from '../controllers/oberonkube.ts';
 import { oberonMachineController } from '../controllers/oberonmachine.ts';
 import { KubeClient } from '../runtime/client.ts';
 import { defaultIdentity } from '../runtime/leader.ts';
@@ -35,6 +36,10 @@ export function createOperatorManager(opts: {
   image?: string;
   /** Also run machines as KubeVirt VirtualMachines (the VirtualMachine CRD must exist). */
   kubevirt?: boolean;
+  /** Where the operator hears an air (tests point it at a local relay); default its Service. */
+  airAddress?: KubeControllerOptions['airAddress'];
+  /** Seed of generated cluster keys (default $RETROKUBE_KEY_SEED, else random per process). */
+  keySeed?: string;
   resyncMs?: number;
   onLostLeadership?: () => void;
 }): Manager {
@@ -56,6 +61,17 @@ export function createOperatorManager(opts: {
   });
   mgr.add(oberonAirController({ image: opts.image }));
   mgr.add(oberonMachineController({ image: opts.image, kubevirt: opts.kubevirt }));
+  const kube = oberonKubeController({
+    airAddress: opts.airAddress,
+    keySeed: opts.keySeed ?? process.env.RETROKUBE_KEY_SEED,
+  });
+  mgr.add(kube);
+  // The air stations live as long as the manager.
+  const stop = mgr.stop.bind(mgr);
+  mgr.stop = async () => {
+    await stop();
+    await kube.ears.closeAll();
+  };
   return mgr;
 }
 

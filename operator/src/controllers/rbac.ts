@@ -1,8 +1,9 @@
 // The PolicyRules of every controller plus the runtime's; the chart's ClusterRole is generated from this.
 import { mergeRules, type PolicyRule, RUNTIME_RBAC } from '../runtime/rbac.ts';
 import { OBERONAIR_RBAC } from './oberonair.ts';
+import { OBERONKUBE_RBAC } from './oberonkube.ts';
 import { OBERONMACHINE_RBAC } from './oberonmachine.ts';
 
 export function operatorRules(): PolicyRule[] {
-  return mergeRules([...RUNTIME_RBAC, ...OBERONAIR_RBAC, ...OBERONMACHINE_RBAC]);
+  return mergeRules([...RUNTIME_RBAC, ...OBERONAIR_RBAC, ...OBERONMACHINE_RBAC, ...OBERONKUBE_RBAC]);
 }

@@ -1,0 +1,541 @@
+// OberonKube controller: one OberonAir, N node OberonMachines and one plane OberonMachine with
+// the right boot commands, a generated key Secret when none is named, and a status made of what
+// the operator hears on the air (never by asking the plane).
+//
+// Order: the air and the nodes first; the plane — whose boot commands `Kube.Ensure` the
+// deployments — only once every node is heard on the air (or its machine is Ready, or a grace
+// period passed), so the first pods spread over all nodes instead of landing on the first joiner.
+// Changing `deployments` changes the plane's boot commands, which restarts the plane machine
+// (its pod is replaced): Ensure then creates the deployments that are missing; deployments that
+// exist keep the state the plane stored (Ensure never resets a rollout, Apply would).
+import { createHmac, randomBytes } from 'node:crypto';
+import type { ClusterView } from '../air/view.ts';
+import { AIR_DEFAULTS } from '../api/oberonair.ts';
+import {
+  type DeploymentItem,
+  ensureCommands,
+  KUBE_DEFAULTS,
+  kubeNodeName,
+  type OberonKubeSpecT,
+  parseDeploymentList,
+} from '../api/oberonkube.ts';
+import { GROUP, VERSION } from '../api/schema.ts';
+import { ApiError, CORE, type KubeObject, type ResourceType } from '../runtime/client.ts';
+import { type Condition, type ConditionInput, setConditions } from '../runtime/conditions.ts';
+import type {
+  ControllerDefinition,
+  ObjectKeyRef,
+  ReconcileContext,
+  ReconcileResult,
+} from '../runtime/controller.ts';
+import { controllerRef, isControlledBy, MANAGED_BY } from '../runtime/objects.ts';
+import type { PolicyRule } from '../runtime/rbac.ts';
+import { AirEars } from './air-ears.ts';
+import { OBERONAIR } from './oberonair.ts';
+import { OBERONMACHINE } from './oberonmachine.ts';
+
+export const LIMITS = {
+  pollMs: 2_000, // how often the heard view is turned into status (reads only; writes are rate-limited)
+  minStatusIntervalMs: 5_000, // at most one status write per cluster this often while the air changes
+  planeGraceMs: 120_000, // start the plane anyway if the nodes are not all heard by then
+  forgedWindowMs: 60_000, // forged frames this recent keep the cluster Degraded
+} as const;
+
+export const OBERONKUBE: ResourceType = {
+  group: GROUP,
+  version: VERSION,
+  plural: 'oberonkubes',
+  kind: 'OberonKube',
+  namespaced: true,
+};
+
+/**
+ * Secrets: `create` only, for the generated key. The operator never reads a Secret through its
+ * ClusterRole; a key named by keySecretRef is read by a namespaced GET that succeeds only where
+ * the user granted it (a Role in that namespace) — otherwise status says the air cannot be judged.
+ */
+export const OBERONKUBE_RBAC: PolicyRule[] = [
+  { apiGroups: [GROUP], resources: ['oberonkubes'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [GROUP], resources: ['oberonkubes/status'], verbs: ['get', 'patch', 'update'] },
+  { apiGroups: [GROUP], resources: ['oberonkubes/finalizers'], verbs: ['update'] },
+  {
+    apiGroups: [GROUP],
+    resources: ['oberonairs', 'oberonmachines'],
+    verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'],
+  },
+  { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+];
+
+export interface OberonKube extends KubeObject {
+  spec?: Partial<OberonKubeSpecT>;
+}
+
+export interface KubeControllerOptions {
+  /** Where the relay of an air is heard: default its Service, rk-air-<air>.<ns>.svc.cluster.local. */
+  airAddress?: (namespace: string, air: string, port: number) => { host: string; port: number };
+  /** Secret from which generated keys are derived (HMAC of the object's uid), so a restart recomputes them. */
+  keySeed?: string;
+  ears?: AirEars;
+}
+
+// --- watch setup ---------------------------------------------------------------------------------
+
+export function oberonKubeController(
+  opts: KubeControllerOptions = {},
+): ControllerDefinition & { ears: AirEars } {
+  const ears = opts.ears ?? new AirEars();
+  const seed = opts.keySeed || randomBytes(32).toString('hex');
+  const airAddress =
+    opts.airAddress ?? ((ns, air, port) => ({ host: `rk-air-${air}.${ns}.svc.cluster.local`, port }));
+  const memo = new Map<string, Memo>();
+  return {
+    name: 'oberonkube',
+    primary: OBERONKUBE,
+    owns: [OBERONAIR, OBERONMACHINE],
+    ears,
+    reconcile: (ctx, key) => reconcile(ctx, key, { ears, seed, airAddress, memo }),
+  };
+}
+
+interface Memo {
+  lastWriteMs: number;
+  secretCreated: boolean;
+  forged: number;
+  forgedAtMs: number;
+  ready: Map<string, boolean>;
+  paused: boolean;
+}
+
+interface Deps {
+  ears: AirEars;
+  seed: string;
+  airAddress: NonNullable<KubeControllerOptions['airAddress']>;
+  memo: Map<string, Memo>;
+}
+
+// --- reconcile -----------------------------------------------------------------------------------
+
+export interface KubeSettings {
+  name: string;
+  namespace: string;
+  nodes: number;
+  cluster: string;
+  deployments: DeploymentItem[];
+  runtime: 'pod' | 'kubevirt';
+  memory: string;
+  storageClass?: string;
+  loss: number;
+  keySecretRef: { name: string; key: string };
+  generatedKey: boolean;
+}
+
+export const kubeAirName = (kube: string): string => `${kube}-air`;
+export const keySecretName = (kube: string): string => `rk-kube-${kube}-key`;
+
+export function kubeSettings(k: OberonKube): KubeSettings {
+  const s = k.spec ?? {};
+  const name = k.metadata.name as string;
+  return {
+    name,
+    namespace: k.metadata.namespace as string,
+    nodes: s.nodes ?? KUBE_DEFAULTS.nodes,
+    cluster: s.cluster ?? KUBE_DEFAULTS.cluster,
+    deployments: parseDeploymentList(s.deployments),
+    runtime: s.runtime ?? KUBE_DEFAULTS.runtime,
+    memory: s.memory ?? KUBE_DEFAULTS.memory,
+    storageClass: s.storageClass,
+    loss: s.loss ?? KUBE_DEFAULTS.loss,
+    keySecretRef: s.keySecretRef
+      ? { name: s.keySecretRef.name, key: s.keySecretRef.key ?? 'key' }
+      : { name: keySecretName(name), key: 'key' },
+    generatedKey: !s.keySecretRef,
+  };
+}
+
+/** The generated key: 16 hex digits from HMAC(seed, uid) — random to everyone without the seed. */
+export function derivedKey(seed: string, uid: string): string {
+  return createHmac('sha256', seed).update(`oberonkube/${uid}`).digest('hex').slice(0, 16);
+}
+
+/** The desired children: the air, then the nodes, then (when `withPlane`) the plane. Pure. */
+export function renderKube(
+  k: OberonKube,
+  s: KubeSettings,
+  withPlane: boolean,
+): { air: KubeObject; machines: KubeObject[] } {
+  const labels = {
+    'app.kubernetes.io/name': 'retrokube-kube',
+    'app.kubernetes.io/instance': s.name,
+    'app.kubernetes.io/managed-by': MANAGED_BY,
+  };
+  const meta = (name: string, component: string) => ({
+    name,
+    namespace: s.namespace,
+    labels: { ...labels, 'app.kubernetes.io/component': component },
+    ownerReferences: [controllerRef(k)],
+  });
+  const air = {
+    apiVersion: `${GROUP}/${VERSION}`,
+    kind: 'OberonAir',
+    metadata: meta(kubeAirName(s.name), 'air'),
+    spec: { loss: s.loss },
+  };
+  const common = {
+    air: kubeAirName(s.name),
+    cluster: s.cluster,
+    keySecretRef: s.keySecretRef,
+    runtime: s.runtime,
+    memory: s.memory,
+    ...(s.storageClass ? { disk: { storageClass: s.storageClass } } : {}),
+  };
+  const machine = (name: string, spec: Record<string, unknown>, component: string): KubeObject => ({
+    apiVersion: `${GROUP}/${VERSION}`,
+    kind: 'OberonMachine',
+    metadata: meta(name, component),
+    spec: { ...common, ...spec },
+  });
+  const machines = Array.from({ length: s.nodes }, (_, i) =>
+    machine(`${s.name}-${kubeNodeName(i)}`, { role: 'node', nodeName: kubeNodeName(i) }, 'node'),
+  );
+  if (withPlane) {
+    const commands = ensureCommands(s.deployments);
+    machines.push(machine(`${s.name}-plane`, { role: 'plane', ...(commands ? { commands } : {}) }, 'plane'));
+  }
+  return { air, machines };
+}
+
+async function reconcile(
+  ctx: ReconcileContext,
+  key: ObjectKeyRef,
+  d: Deps,
+): Promise<ReconcileResult | undefined> {
+  const id = `${key.namespace}/${key.name}`;
+  const k = ctx.cached<OberonKube>(OBERONKUBE, key.namespace, key.name);
+  if (!k || k.metadata.deletionTimestamp) {
+    d.ears.close(id);
+    d.memo.delete(id);
+    return undefined;
+  }
+  const memo = d.memo.get(id) ?? {
+    lastWriteMs: 0,
+    secretCreated: false,
+    forged: 0,
+    forgedAtMs: 0,
+    ready: new Map(),
+    paused: false,
+  };
+  d.memo.set(id, memo);
+  const s = kubeSettings(k);
+  const uid = k.metadata.uid as string;
+
+  // The key: derived and written once (create-only), or read from the named Secret by a namespaced GET.
+  let keyHex: string | undefined;
+  let keyProblem = '';
+  if (s.generatedKey) {
+    keyHex = derivedKey(d.seed, uid);
+    if (!memo.secretCreated) {
+      try {
+        await ctx.client.create(CORE.secret, {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: {
+            name: s.keySecretRef.name,
+            namespace: s.namespace,
+            labels: { 'app.kubernetes.io/instance': s.name, 'app.kubernetes.io/managed-by': MANAGED_BY },
+            ownerReferences: [controllerRef(k)],
+          },
+          type: 'Opaque',
+          stringData: { key: keyHex },
+        } as KubeObject);
+        void ctx.recorder.record(
+          k,
+          'Normal',
+          'KeyGenerated',
+          `Generated a random KubeNet key in Secret ${s.keySecretRef.name}`,
+          'Create',
+        );
+      } catch (err) {
+        if (!(err instanceof ApiError && err.status === 409)) throw err;
+      }
+      memo.secretCreated = true;
+    }
+  } else {
+    try {
+      const sec = await ctx.client.get<KubeObject & { data?: Record<string, string> }>(
+        CORE.secret,
+        s.namespace,
+        s.keySecretRef.name,
+      );
+      const raw = Buffer.from(sec.data?.[s.keySecretRef.key] ?? '', 'base64')
+        .toString('utf8')
+        .trim();
+      if (/^[0-9a-fA-F]{0,16}$/.test(raw)) keyHex = raw.toLowerCase();
+      else keyProblem = `Secret ${s.keySecretRef.name} entry ${s.keySecretRef.key} is not 0–16 hex digits`;
+    } catch (err) {
+      const code = err instanceof ApiError ? err.status : 0;
+      keyProblem =
+        code === 403
+          ? `the operator may not read Secret ${s.keySecretRef.name}; grant it "get" on that Secret (a Role in ${s.namespace}) to judge the air`
+          : `cannot read Secret ${s.keySecretRef.name}: ${code === 404 ? 'not found' : (err as Error).message}`;
+    }
+  }
+
+  // Listen first: the plane waits until the nodes are heard.
+  const airObj = ctx.cached<KubeObject & { spec?: { port?: number } }>(
+    OBERONAIR,
+    s.namespace,
+    kubeAirName(s.name),
+  );
+  const port = airObj?.spec?.port ?? AIR_DEFAULTS.port;
+  const heard =
+    keyHex === undefined
+      ? undefined
+      : d.ears.listen(id, {
+          ...d.airAddress(s.namespace, kubeAirName(s.name), port),
+          cluster: s.cluster,
+          keyHex,
+        });
+  if (keyHex === undefined) d.ears.close(id);
+
+  const nodeNames = Array.from({ length: s.nodes }, (_, i) => kubeNodeName(i));
+  const existingPlane = ctx.cached(OBERONMACHINE, s.namespace, `${s.name}-plane`);
+  const nodesHeard = !!heard && nodeNames.every((n) => heard.view.nodes.some((v) => v.name === n && v.ready));
+  const nodesRunning = nodeNames.every((n) => {
+    const m = ctx.cached<KubeObject & { status?: { ready?: boolean } }>(
+      OBERONMACHINE,
+      s.namespace,
+      `${s.name}-${n}`,
+    );
+    return m?.status?.ready === true;
+  });
+  const age = Date.now() - Date.parse(k.metadata.creationTimestamp ?? new Date().toISOString());
+  const withPlane = !!existingPlane || nodesHeard || nodesRunning || age > LIMITS.planeGraceMs;
+
+  const desired = renderKube(k, s, withPlane);
+  const conflicts: string[] = [];
+  for (const [type, obj] of [
+    [OBERONAIR, desired.air] as const,
+    ...desired.machines.map((m) => [OBERONMACHINE, m] as const),
+  ]) {
+    const name = obj.metadata.name as string;
+    const current =
+      ctx.cached(type, s.namespace, name) ?? (await ctx.client.getOrUndefined(type, s.namespace, name));
+    if (current && !isControlledBy(current, uid)) {
+      conflicts.push(`${type.kind} ${name}`);
+      continue;
+    }
+    const { wrote } = await ctx.applyIfChanged(type, obj, current);
+    if (wrote && !current)
+      void ctx.recorder.record(k, 'Normal', 'Created', `Created ${type.kind} ${name}`, 'Create');
+  }
+  // Scaling down: our machines that are no longer desired go.
+  const want = new Set(desired.machines.map((m) => m.metadata.name));
+  for (const m of ctx.owned(OBERONMACHINE).list(s.namespace)) {
+    if (
+      isControlledBy(m, uid) &&
+      !want.has(m.metadata.name) &&
+      !(m.metadata.name === `${s.name}-plane` && !withPlane)
+    ) {
+      await ctx.client.delete(OBERONMACHINE, s.namespace, m.metadata.name as string).catch((err) => {
+        if (!(err instanceof ApiError && err.status === 404)) throw err;
+      });
+      void ctx.recorder.record(
+        k,
+        'Normal',
+        'Removed',
+        `Removed OberonMachine ${m.metadata.name} (nodes: ${s.nodes})`,
+        'Delete',
+      );
+    }
+  }
+
+  // Status from the air, at most one write per cluster every few seconds.
+  const now = Date.now();
+  if (heard) emitAirEvents(ctx, k, memo, heard.view, nodeNames, now);
+  const status = computeKubeStatus(
+    k,
+    s,
+    {
+      view: heard?.view,
+      keyProblem,
+      conflicts,
+      withPlane,
+      forgedRecent: now - memo.forgedAtMs < LIMITS.forgedWindowMs && memo.forged > 0,
+    },
+    new Date(now),
+  );
+  const wait = memo.lastWriteMs + LIMITS.minStatusIntervalMs - now;
+  if (wait <= 0) {
+    if (await ctx.applyStatusIfChanged(OBERONKUBE, k, status)) memo.lastWriteMs = now;
+  }
+  return { requeueAfterMs: wait > 0 ? Math.min(wait, LIMITS.pollMs) : LIMITS.pollMs };
+}
+
+/** Events for Ready/NotReady transitions, evictions paused/resumed and forged frames heard. */
+function emitAirEvents(
+  ctx: ReconcileContext,
+  k: OberonKube,
+  memo: Memo,
+  v: ClusterView,
+  expected: string[],
+  now: number,
+): void {
+  for (const n of v.nodes) {
+    const was = memo.ready.get(n.name);
+    if (was !== undefined && was !== n.ready)
+      void ctx.recorder.record(
+        k,
+        n.ready ? 'Normal' : 'Warning',
+        n.ready ? 'NodeReady' : 'NodeNotReady',
+        `Node ${n.name} is ${n.ready ? 'Ready again (heartbeats heard)' : 'NotReady (no heartbeat for 5 s)'}`,
+      );
+    if (was === undefined && n.ready)
+      void ctx.recorder.record(k, 'Normal', 'NodeReady', `Node ${n.name} joined (heartbeats heard)`);
+    memo.ready.set(n.name, n.ready);
+  }
+  const total = Math.max(expected.length, v.nodes.length);
+  const notReady =
+    v.nodes.filter((n) => !n.ready).length +
+    expected.filter((e) => !v.nodes.some((n) => n.name === e) && memo.ready.has(e)).length;
+  const heardAny = v.nodes.length > 0;
+  const paused = heardAny && (notReady === total || (total >= 3 && notReady / total >= 0.55));
+  if (paused !== memo.paused) {
+    void ctx.recorder.record(
+      k,
+      paused ? 'Warning' : 'Normal',
+      paused ? 'EvictionsPaused' : 'EvictionsResumed',
+      paused
+        ? `${notReady} of ${total} nodes are NotReady: the plane pauses evictions (zone disruption)`
+        : 'enough nodes are Ready again: evictions resume',
+    );
+    memo.paused = paused;
+  }
+  if (v.counts.forged > memo.forged) {
+    void ctx.recorder.record(
+      k,
+      'Warning',
+      'ForgedFrames',
+      `${v.counts.forged - memo.forged} frame(s) with cluster ${v.cluster}'s tag and a bad MAC heard on the air (${v.counts.forged} in all)`,
+    );
+    memo.forged = v.counts.forged;
+    memo.forgedAtMs = now;
+  }
+}
+
+// --- status (pure) ---------------------------------------------------------------------------------
+
+export function computeKubeStatus(
+  k: OberonKube,
+  s: KubeSettings,
+  o: {
+    view?: ClusterView;
+    keyProblem: string;
+    conflicts: string[];
+    withPlane: boolean;
+    forgedRecent: boolean;
+  },
+  now: Date = new Date(),
+): Record<string, unknown> {
+  const gen = k.metadata.generation;
+  const desiredPods = s.deployments.reduce((a, d) => a + d.replicas, 0);
+  const v = o.view;
+  const names = Array.from({ length: s.nodes }, (_, i) => kubeNodeName(i));
+  const heardNames = (v?.nodes ?? []).map((n) => n.name).filter((n) => !names.includes(n));
+  const table = [...names, ...heardNames.sort()].slice(0, 32).map((name) => {
+    const n = v?.nodes.find((x) => x.name === name);
+    const images = (n?.running ?? []).map((id) => v?.pods.find((p) => p.id === id)?.image ?? '?');
+    return {
+      name,
+      ready: !!n?.ready,
+      running: (n?.running ?? []).slice(0, 10),
+      assigned: (n?.assigned ?? []).slice(0, 10),
+      images: images.slice(0, 10),
+    };
+  });
+  const readyNodes = table.filter((r) => names.includes(r.name) && r.ready).length;
+  const running = v?.running ?? 0;
+  const converged = !!v && v.converged && running === desiredPods && readyNodes === s.nodes;
+  const forged = v?.counts.forged ?? 0;
+  const ready = !o.conflicts.length && !!v && readyNodes === s.nodes && v.plane.heard;
+  const conds: ConditionInput[] = [];
+  if (o.conflicts.length) {
+    const message = `${o.conflicts.join(' and ')} already exist and belong to someone else; rename this OberonKube`;
+    conds.push({ type: 'Ready', status: 'False', reason: 'NameConflict', message });
+  } else if (!v) {
+    conds.push({
+      type: 'Ready',
+      status: 'Unknown',
+      reason: 'AirNotJudged',
+      message: o.keyProblem || 'not listening yet',
+    });
+  } else {
+    conds.push(
+      ready
+        ? {
+            type: 'Ready',
+            status: 'True',
+            reason: 'NodesReady',
+            message: `${readyNodes}/${s.nodes} nodes heard Ready and the plane assigning`,
+          }
+        : {
+            type: 'Ready',
+            status: 'False',
+            reason: !o.withPlane ? 'WaitingForNodes' : !v.plane.heard ? 'PlaneNotHeard' : 'NodesNotReady',
+            message: `${readyNodes}/${s.nodes} nodes heard Ready${v.plane.heard ? '' : '; the plane is not heard yet'}`,
+          },
+    );
+  }
+  conds.push(
+    converged
+      ? {
+          type: 'Converged',
+          status: 'True',
+          reason: 'Converged',
+          message: `${running}/${desiredPods} pods running where assigned`,
+        }
+      : {
+          type: 'Converged',
+          status: v ? 'False' : 'Unknown',
+          reason: v ? 'Converging' : 'AirNotJudged',
+          message: `${running}/${desiredPods} pods running`,
+        },
+  );
+  const notReadyHeard = table
+    .filter((r) => !r.ready && v?.nodes.some((n) => n.name === r.name))
+    .map((r) => r.name);
+  conds.push(
+    o.forgedRecent
+      ? {
+          type: 'Degraded',
+          status: 'True',
+          reason: 'ForgedFrames',
+          message: `${forged} forged frame(s) heard: someone without the key transmits this cluster's tag`,
+        }
+      : notReadyHeard.length
+        ? {
+            type: 'Degraded',
+            status: 'True',
+            reason: 'NodesNotReady',
+            message: `NotReady: ${notReadyHeard.join(', ')}`,
+          }
+        : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' },
+  );
+  return {
+    observedGeneration: gen,
+    nodes: `${readyNodes}/${s.nodes}`,
+    pods: `${running}/${desiredPods}`,
+    readyNodes,
+    runningPods: running,
+    desiredPods,
+    converged,
+    planeHeard: !!v?.plane.heard,
+    forgedFrames: forged,
+    nodeTable: table,
+    conditions: setConditions(
+      (k.status as { conditions?: Condition[] } | undefined)?.conditions,
+      conds,
+      gen,
+      now,
+    ),
+  };
+}

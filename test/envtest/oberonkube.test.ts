@@ -1,0 +1,288 @@
+// OberonKube against a real kube-apiserver: the owned graph (air, machines, generated key
+// Secret), scaling and deployment changes, and a status made only of what is heard on the air,
+// driven here by scripted air stations (the air toolkit) on a real local relay.
+import { describe, expect, it } from 'vitest';
+import {
+  assignDatagram,
+  clusterTag,
+  heartbeatDatagram,
+  keyFromHex,
+  specDatagram,
+} from '../../operator/src/air/kubenet.ts';
+import { startRelay } from '../../operator/src/air/relay.ts';
+import { openStation } from '../../operator/src/air/station.ts';
+import { derivedKey, OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
+import { KINDS_OWNED, OBERONMACHINE } from '../../operator/src/controllers/oberonmachine.ts';
+import { resourcePath } from '../../operator/src/runtime/client.ts';
+import { freshNamespace } from './harness.ts';
+import {
+  CORE,
+  condition,
+  type KubeObject,
+  OBERONAIR,
+  startOperator,
+  testClient,
+  waitFor,
+} from './operator-harness.ts';
+
+// biome-ignore lint/suspicious/noExplicitAny: tests navigate API objects freely
+type Deep = any;
+
+const SEED = 'envtest-seed';
+const kube = (ns: string, name: string, spec: Record<string, unknown>): KubeObject => ({
+  apiVersion: 'retrokube.io/v1alpha1',
+  kind: 'OberonKube',
+  metadata: { name, namespace: ns },
+  spec,
+});
+const merge = { contentType: 'application/merge-patch+json' };
+
+async function stsReady(k: ReturnType<typeof testClient>, ns: string, machine: string) {
+  const name = `rk-m-${machine}`;
+  await waitFor(`StatefulSet ${name}`, () => k.getOrUndefined(KINDS_OWNED.statefulSet, ns, name));
+  await k.request('PATCH', resourcePath(KINDS_OWNED.statefulSet, ns, name, 'status'), {
+    body: {
+      status: {
+        replicas: 1,
+        readyReplicas: 1,
+        availableReplicas: 1,
+        currentReplicas: 1,
+        updatedReplicas: 1,
+        observedGeneration: 1,
+      },
+    },
+    ...merge,
+  });
+}
+
+describe('OberonKube on a real API server', () => {
+  it('owns an air, nodes first then the plane (Ensure), a generated key Secret never shown; scales and re-commands the plane', async () => {
+    const ns = await freshNamespace('kube-graph');
+    const k = testClient();
+    await startOperator({ namespace: ns, keySeed: SEED });
+    const created = await k.create(
+      OBERONKUBE,
+      kube(ns, 'farm', { nodes: 2, deployments: 'web 3 Ticker', storageClass: 'standard' }),
+    );
+    const uid = created.metadata.uid as string;
+    const owner = {
+      apiVersion: 'retrokube.io/v1alpha1',
+      kind: 'OberonKube',
+      name: 'farm',
+      uid,
+      controller: true,
+      blockOwnerDeletion: true,
+    };
+
+    const air: Deep = await waitFor('the OberonAir', () => k.getOrUndefined(OBERONAIR, ns, 'farm-air'));
+    expect(air.metadata.ownerReferences).toEqual([owner]);
+    const a: Deep = await waitFor('node-a', () => k.getOrUndefined(OBERONMACHINE, ns, 'farm-node-a'));
+    await waitFor('node-b', () => k.getOrUndefined(OBERONMACHINE, ns, 'farm-node-b'));
+    expect(a.metadata.ownerReferences).toEqual([owner]);
+    expect(a.metadata.managedFields.map((m: Deep) => `${m.manager}/${m.operation}`)).toEqual([
+      'retrokube/Apply',
+    ]);
+    expect(a.spec).toMatchObject({
+      air: 'farm-air',
+      role: 'node',
+      nodeName: 'node-a',
+      cluster: 'kube',
+      keySecretRef: { name: 'rk-kube-farm-key', key: 'key' },
+      runtime: 'pod',
+      disk: { storageClass: 'standard' },
+    });
+
+    // The generated key: in a Secret owned by the cluster, and nowhere else.
+    const secret: Deep = await waitFor('the key Secret', () =>
+      k.getOrUndefined(CORE.secret, ns, 'rk-kube-farm-key'),
+    );
+    expect(secret.metadata.ownerReferences).toEqual([owner]);
+    const key = Buffer.from(secret.data.key, 'base64').toString();
+    expect(key).toBe(derivedKey(SEED, uid));
+    expect(key).toMatch(/^[0-9a-f]{16}$/);
+
+    // The plane waits for the nodes: here their machines become Ready (the harness plays the StatefulSet controller).
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await k.getOrUndefined(OBERONMACHINE, ns, 'farm-plane')).toBeUndefined();
+    await stsReady(k, ns, 'farm-node-a');
+    await stsReady(k, ns, 'farm-node-b');
+    const plane: Deep = await waitFor('the plane', () => k.getOrUndefined(OBERONMACHINE, ns, 'farm-plane'));
+    expect(plane.spec).toMatchObject({ role: 'plane', commands: 'Kube.Ensure web 3 Ticker' });
+    const planeSts: Deep = await waitFor('the plane StatefulSet', () =>
+      k.getOrUndefined(KINDS_OWNED.statefulSet, ns, 'rk-m-farm-plane'),
+    );
+    expect(planeSts.spec.template.spec.containers[0].args).toContain(
+      'Kube.Start;KubeNet.Serve kube $(RK_KEY);Kube.Ensure web 3 Ticker',
+    );
+
+    // Scaling adds and removes node machines; new deployments re-command (and so restart) the plane.
+    await k.request('PATCH', resourcePath(OBERONKUBE, ns, 'farm'), {
+      body: { spec: { nodes: 3, deployments: 'web 3 Ticker; api 2 Ticker2' } },
+      ...merge,
+    });
+    await waitFor('node-c', () => k.getOrUndefined(OBERONMACHINE, ns, 'farm-node-c'));
+    await waitFor(
+      'plane commands',
+      async () =>
+        ((await k.get(OBERONMACHINE, ns, 'farm-plane')) as Deep).spec.commands ===
+        'Kube.Ensure web 3 Ticker;Kube.Ensure api 2 Ticker2',
+    );
+    await k.request('PATCH', resourcePath(OBERONKUBE, ns, 'farm'), {
+      body: { spec: { nodes: 1 } },
+      ...merge,
+    });
+    await waitFor(
+      'node-b and node-c removed',
+      async () =>
+        !(await k.getOrUndefined(OBERONMACHINE, ns, 'farm-node-b')) &&
+        !(await k.getOrUndefined(OBERONMACHINE, ns, 'farm-node-c')),
+    );
+
+    // The key is in no status, no child spec and no Event.
+    const everything = JSON.stringify([
+      await k.get(OBERONKUBE, ns, 'farm'),
+      await k.list(OBERONMACHINE, ns),
+      await k.list(OBERONAIR, ns),
+      await k.list(KINDS_OWNED.statefulSet, ns),
+      await k.list(CORE.event, ns),
+    ]);
+    expect(everything).not.toContain(key);
+  });
+
+  it('status is what the air says: join, rollout, node loss and forged frames (scripted stations on a real relay)', async () => {
+    const ns = await freshNamespace('kube-air');
+    const k = testClient();
+    const relay = await startRelay({ port: 0, bind: '127.0.0.1' });
+    const stations: Array<{ close(): Promise<void> }> = [];
+    const timers: NodeJS.Timeout[] = [];
+    try {
+      await startOperator({
+        namespace: ns,
+        keySeed: SEED,
+        airAddress: () => ({ host: '127.0.0.1', port: relay.address.port }),
+      });
+      const created = await k.create(OBERONKUBE, kube(ns, 'lab', { nodes: 2, deployments: 'web 3 Ticker' }));
+      const KEY = keyFromHex(derivedKey(SEED, created.metadata.uid as string));
+      const TAG = clusterTag('kube');
+      const st = await openStation({ host: '127.0.0.1', port: relay.address.port });
+      stations.push(st);
+      // The scripted cluster: what each node runs, what the plane assigns, which images.
+      const running = new Map<string, number[]>([
+        ['node-a', []],
+        ['node-b', []],
+      ]);
+      const assigned = new Map<string, number[]>();
+      const images = new Map<number, string>();
+      let planeOn = false;
+      let ctr = 100;
+      timers.push(
+        setInterval(() => {
+          for (const [node, ids] of running)
+            void st.send(heartbeatDatagram({ cluster: TAG, node, ids, counter: ctr++ }, KEY));
+          if (!planeOn) return;
+          for (const [node, ids] of assigned)
+            void st.send(assignDatagram({ cluster: TAG, node, ids, counter: ctr++ }, KEY, { sadr: 9 }));
+          for (const [id, image] of images)
+            void st.send(specDatagram({ cluster: TAG, podId: id, image, counter: ctr++ }, KEY, { sadr: 9 }));
+        }, 300),
+      );
+      const status = async () => ((await k.get(OBERONKUBE, ns, 'lab')) as Deep).status ?? {};
+
+      // Join: both nodes heard → the plane machine is created; no plane heard yet → not Ready.
+      await waitFor(
+        'the plane machine after the nodes are heard',
+        () => k.getOrUndefined(OBERONMACHINE, ns, 'lab-plane'),
+        30_000,
+      );
+      let s: Deep = await waitFor(
+        '2/2 nodes heard',
+        async () => {
+          const x: Deep = await status();
+          return x.nodes === '2/2' && x;
+        },
+        30_000,
+      );
+      expect(condition({ status: s } as Deep, 'Ready')).toMatchObject({
+        status: 'False',
+        reason: 'PlaneNotHeard',
+      });
+
+      // The plane assigns and the nodes run what they were assigned → Ready and Converged.
+      planeOn = true;
+      assigned.set('node-a', [1, 2]).set('node-b', [3]);
+      for (const id of [1, 2, 3]) images.set(id, 'Ticker');
+      running.set('node-a', [1, 2]).set('node-b', [3]);
+      s = await waitFor(
+        'Ready and Converged',
+        async () => {
+          const x: Deep = await status();
+          return x.converged && x;
+        },
+        30_000,
+      );
+      expect(s).toMatchObject({ nodes: '2/2', pods: '3/3', planeHeard: true, forgedFrames: 0 });
+      expect(condition({ status: s } as Deep, 'Ready')?.status).toBe('True');
+      expect(s.nodeTable).toEqual([
+        { name: 'node-a', ready: true, running: [1, 2], assigned: [1, 2], images: ['Ticker', 'Ticker'] },
+        { name: 'node-b', ready: true, running: [3], assigned: [3], images: ['Ticker'] },
+      ]);
+
+      // Rollout: new ids with a new image replace the old ones.
+      images.clear();
+      for (const id of [4, 5, 6]) images.set(id, 'Ticker2');
+      assigned.set('node-a', [4, 5]).set('node-b', [6]);
+      running.set('node-a', [4, 5]).set('node-b', [6]);
+      s = await waitFor(
+        'rolled out',
+        async () => {
+          const x: Deep = await status();
+          return x.converged && x.nodeTable?.[0]?.images?.[0] === 'Ticker2' && x;
+        },
+        30_000,
+      );
+      expect(s.pods).toBe('3/3');
+
+      // Node loss: node-b goes silent → NotReady after 5 s, Degraded, an Event.
+      running.delete('node-b');
+      s = await waitFor(
+        'node-b NotReady',
+        async () => {
+          const x: Deep = await status();
+          return x.nodes === '1/2' && x;
+        },
+        30_000,
+      );
+      expect(condition({ status: s } as Deep, 'Degraded')).toMatchObject({
+        status: 'True',
+        reason: 'NodesNotReady',
+      });
+      expect(condition({ status: s } as Deep, 'Ready')?.status).toBe('False');
+
+      // Forged frames: this cluster's tag with the wrong key.
+      const bad = keyFromHex('ffffffffffffffff');
+      for (let i = 0; i < 3; i++)
+        await st.send(heartbeatDatagram({ cluster: TAG, node: 'evil', ids: [9], counter: 5000 + i }, bad));
+      s = await waitFor(
+        'forged frames counted',
+        async () => {
+          const x: Deep = await status();
+          return x.forgedFrames >= 3 && x;
+        },
+        30_000,
+      );
+      expect(condition({ status: s } as Deep, 'Degraded')).toMatchObject({
+        status: 'True',
+        reason: 'ForgedFrames',
+      });
+
+      const reasons = ((await k.list(CORE.event, ns)).items as Deep[]).map((e) => e.reason);
+      expect(reasons).toEqual(
+        expect.arrayContaining(['NodeReady', 'NodeNotReady', 'ForgedFrames', 'KeyGenerated']),
+      );
+    } finally {
+      for (const t of timers) clearInterval(t);
+      await Promise.all(stations.map((x) => x.close()));
+      await relay.close();
+    }
+  }, 120_000);
+});
