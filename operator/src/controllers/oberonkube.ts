@@ -58,9 +58,16 @@ export const OBERONKUBE_RBAC: PolicyRule[] = [
   { apiGroups: [GROUP], resources: ['oberonkubes'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: [GROUP], resources: ['oberonkubes/status'], verbs: ['get', 'patch', 'update'] },
   { apiGroups: [GROUP], resources: ['oberonkubes/finalizers'], verbs: ['update'] },
+  // The air goes with its cluster through the garbage collector: no delete needed (nor granted).
   {
     apiGroups: [GROUP],
-    resources: ['oberonairs', 'oberonmachines'],
+    resources: ['oberonairs'],
+    verbs: ['get', 'list', 'watch', 'create', 'patch', 'update'],
+  },
+  // Machines are deleted when the cluster scales down.
+  {
+    apiGroups: [GROUP],
+    resources: ['oberonmachines'],
     verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'],
   },
   { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
