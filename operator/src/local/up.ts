@@ -66,8 +66,20 @@ export async function runUp(o: UpOptions): Promise<void> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
 
+  let lastProgress = '';
   const cluster = await LocalCluster.start(
-    { spec, key, kubeDisk: disk.path, kubeDiskKey: disk.key, dir: o.dir, vncBase: o.vncBase, progress: out },
+    {
+      spec,
+      key,
+      kubeDisk: disk.path,
+      kubeDiskKey: disk.key,
+      dir: o.dir,
+      vncBase: o.vncBase,
+      progress: (line) => {
+        lastProgress = line;
+        out(line);
+      },
+    },
     false,
   );
   let sheetsUrl: string | undefined;
@@ -141,9 +153,10 @@ export async function runUp(o: UpOptions): Promise<void> {
         .map((m) => `${m.name}${on.has(m.name) ? '' : '(off)'}${m.vnc !== null ? `:vnc ${m.vnc}` : ''}`)
         .join('  ');
       const head = `Kube on Oberon "${spec.name}" (cluster ${spec.cluster}) · air ${air.on ? 'on' : 'OFF'}, loss ${Math.round(air.loss * 100)} %${air.cuts.length ? `, cut ${air.cuts.join(',')}` : ''} · up ${Math.round((Date.now() - t0) / 1000)} s`;
+      const status = lastProgress ? `\n${lastProgress}` : '';
       const sheets = sheetsClient ? `\n\nSheeternetes (${sheetsUrl})\n${sheetsTables}` : '';
       process.stdout.write(
-        `\x1b[H\x1b[2J${head}\n${machines}\n\n${formatView(v)}${sheets}\n\nCtrl-C stops everything · retrokube machine off node-a · retrokube air loss 0.3 · retrokube kube apply web 6 Ticker2\n`,
+        `\x1b[H\x1b[2J${head}${status}\n${machines}\n\n${formatView(v)}${sheets}\n\nCtrl-C stops everything · retrokube machine off node-a · retrokube air loss 0.3 · retrokube kube apply web 6 Ticker2\n`,
       );
     } else if (Date.now() - lastSummary >= LIMITS.summaryMs) {
       lastSummary = Date.now();
