@@ -55,21 +55,29 @@ export class Risc5 {
   private readonly blocks: (BlockFn | undefined)[];
   /** 1 for every RAM word covered by a translated block (stores there invalidate it). */
   private readonly codeMark: Uint8Array;
-  /** How often each block start ran in the interpreter (translation starts at LIMITS.hotBlock). */
+  /** How often each block start ran in the interpreter (translation starts at hotBlock). */
   private readonly hits: Uint16Array;
   private readonly pageBlocks = new Map<number, number[]>();
   private readonly blockLength = new Map<number, number>();
   private readonly helpers: JitHelpers = { mulHighSigned, mulHighUnsigned };
+  /** Entries of a block start before it is translated (at most 65,535: the counters are 16-bit). */
+  readonly hotBlock: number;
   /** Blocks translated since power-on (a measure of code churn). */
   translations = 0;
 
-  constructor(memBytes: number, displayStart: number, bus: IoBus, opts: { jit?: boolean } = {}) {
+  constructor(
+    memBytes: number,
+    displayStart: number,
+    bus: IoBus,
+    opts: { jit?: boolean; hotBlock?: number } = {},
+  ) {
     this.memBytes = memBytes;
     this.memWords = memBytes >>> 2;
     this.mem = new Int32Array(this.memWords);
     this.displayStart = displayStart;
     this.bus = bus;
     this.jit = opts.jit ?? true;
+    this.hotBlock = Math.min(Math.max(Math.floor(opts.hotBlock ?? JIT_LIMITS.hotBlock), 1), 0xffff);
     this.blocks = this.jit ? new Array(this.memWords).fill(undefined) : [];
     this.codeMark = new Uint8Array(this.jit ? this.memWords : 0);
     this.hits = new Uint16Array(this.jit ? this.memWords : 0);
@@ -166,7 +174,7 @@ export class Risc5 {
       if (pc < this.memWords) {
         const f = blocks[pc];
         if (f !== undefined) f(this, R, mem, cm);
-        else if (hits[pc] >= JIT_LIMITS.hotBlock) this.compile(pc)(this, R, mem, cm);
+        else if (hits[pc] >= this.hotBlock) this.compile(pc)(this, R, mem, cm);
         else this.interpret(end - this.instructions, true); // cold code, until a hot branch target
       } else {
         this.interpret(1); // the ROM window, or a branch into the void
@@ -186,6 +194,7 @@ export class Risc5 {
     const mem = this.mem;
     const cm = this.codeMark;
     const jit = this.jit;
+    const hot = this.hotBlock;
     const R = this.R;
     const memWords = this.memWords;
     const memBytes = this.memBytes;
@@ -397,8 +406,7 @@ export class Risc5 {
           }
           if ((ir & 0x20000000) === 0) pc = R[ir & 15] >>> 2;
           else pc = (pc + ((ir << 8) >> 8)) >>> 0;
-          if (toHot && pc < memWords && (blocks[pc] !== undefined || ++hits[pc] >= JIT_LIMITS.hotBlock))
-            break;
+          if (toHot && pc < memWords && (blocks[pc] !== undefined || ++hits[pc] >= hot)) break;
         }
       }
     }

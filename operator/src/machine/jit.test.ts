@@ -56,7 +56,7 @@ function runOn(prog: Int32Array, jit: boolean, seed: number): Risc5 {
     0x10000,
     0xf000,
     { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} },
-    { jit },
+    { jit, hotBlock: 1000 }, // translate after 1,000 runs (the default waits longer) so the test stays short
   );
   cpu.mem.set(prog);
   const next = rng(seed ^ 0x5a5a);

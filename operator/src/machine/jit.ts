@@ -12,7 +12,7 @@ import { fpAdd, fpDiv, fpMul, idiv, idivResult } from './fpu.ts';
 export const LIMITS = {
   maxBlock: 64, // instructions per translated block (bounds compile time and run(n) overshoot)
   pageShift: 8, // invalidation granularity: 256 words (1 KiB) of code
-  hotBlock: 1000, // translate a block on its 1000th run: cold code runs faster in our interpreter than in unoptimised JS
+  hotBlock: 10_000, // translate a block on its 10,000th entry: each translation costs V8 compile work that only very hot code repays (bench/machine: ORP compiling itself 1.4× faster than at 1,000)
 } as const;
 
 /** A translated block: runs its instructions against the CPU state and sets cpu.pc. */

@@ -72,7 +72,13 @@ describe('the Oberon base image on our machine', () => {
 
   it('boots identically with the block translator: same instruction count, same screen', () => {
     const a = bootBase().m;
-    const b = new Machine({ disk: fs.readFileSync(copyBaseImage()), clock: 'deterministic', jit: true });
+    // A low translation threshold, so much of the boot runs translated.
+    const b = new Machine({
+      disk: fs.readFileSync(copyBaseImage()),
+      clock: 'deterministic',
+      jit: true,
+      hotBlock: 1000,
+    });
     expect(b.runUntil(() => b.booted, { maxInstructions: 20_000_000, slice: 10_000_000 })).toBe(true);
     expect(b.cpu.instructions).toBe(a.cpu.instructions);
     b.runCommand('System.Directory *.Tool');

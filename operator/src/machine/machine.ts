@@ -88,6 +88,8 @@ export interface MachineOptions {
    * 4× faster but Oberon's compiler (branchy code, hot and cold mixed) slower (bench/machine).
    */
   jit?: boolean;
+  /** With jit: entries of a block before it is translated (default jit.ts LIMITS.hotBlock). */
+  hotBlock?: number;
   /** 'native' (default): the boot loader's work done by the host; 'assembled': our ROM (boot-rom.ts) runs on the CPU. */
   boot?: 'native' | 'assembled';
 }
@@ -207,7 +209,10 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     }
     this.memLim = this.displayStart - 16;
     this.stackOrg = this.displayStart / 2;
-    this.cpu = new Risc5(this.memBytes, this.displayStart, this, { jit: opts.jit ?? false });
+    this.cpu = new Risc5(this.memBytes, this.displayStart, this, {
+      jit: opts.jit ?? false,
+      hotBlock: opts.hotBlock,
+    });
     if (opts.boot === 'assembled') this.setRom(bootRom(this.memLim, this.stackOrg));
     this.powerOn();
   }
