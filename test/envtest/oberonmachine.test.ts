@@ -224,5 +224,24 @@ describe('OberonMachine on a real API server', () => {
     });
     expect(seeded.status.phase).toBe('Starting');
     await quiescent(mgr);
+
+    // New boot commands for a running VM: the descriptor changes and a restart is asked of KubeVirt
+    // (this API server serves no subresources.kubevirt.io, so the attempt is reported as failed).
+    await k.request('PATCH', resourcePath(OBERONMACHINE, ns, 'plane'), {
+      body: { spec: { commands: 'Kube.Ensure web 5 Ticker' } },
+      contentType: 'application/merge-patch+json',
+    });
+    await waitFor('the new descriptor', async () => {
+      const v: Deep = await k.get(KINDS_OWNED.vm, ns, 'rk-m-plane');
+      return JSON.parse(
+        v.spec.template.metadata.annotations['paleocomputing.io/machine'],
+      ).commands.text.endsWith('web 5 Ticker');
+    });
+    const ev: Deep = await waitFor('a restart attempt', async () =>
+      ((await k.list(CORE.event, ns)).items as Deep[]).find(
+        (e) => e.reason === 'RestartFailed' || e.reason === 'Restarting',
+      ),
+    );
+    expect(ev.note ?? ev.message).toMatch(/rk-m-plane/);
   });
 });

@@ -16,6 +16,7 @@ import { CHILD_VERBS, type PolicyRule } from '../runtime/rbac.ts';
 import { defaultImage } from './oberonair.ts';
 import {
   bootText,
+  DESCRIPTOR_ANNOTATION,
   KEY_PLACEHOLDER_POD,
   type MachineSettings,
   machineChild,
@@ -57,6 +58,7 @@ export const OBERONMACHINE_RBAC: PolicyRule[] = [
   { apiGroups: [''], resources: ['services', 'configmaps', 'persistentvolumeclaims'], verbs: CHILD_VERBS },
   { apiGroups: ['batch'], resources: ['jobs'], verbs: CHILD_VERBS },
   { apiGroups: ['kubevirt.io'], resources: ['virtualmachines'], verbs: CHILD_VERBS },
+  { apiGroups: ['subresources.kubevirt.io'], resources: ['virtualmachines/restart'], verbs: ['update'] },
   // LauncherReady: read (never patch) the KubeVirt CR, virt-controller and the launcher's status.
   { apiGroups: ['kubevirt.io'], resources: ['kubevirts'], verbs: ['get', 'list'] },
   { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get'] },
@@ -152,9 +154,17 @@ async function reconcile(
     };
     const seeded = seededBefore || (jobStatus.succeeded ?? 0) >= 1;
     const jobFailed = jobStatus.conditions?.find((c) => c.type === 'Failed' && c.status === 'True');
-    const vm = conflicts.length
-      ? undefined
-      : await applyChild(ctx, m, KINDS_OWNED.vm, renderKubeVirt(m, s, { seeded }).vm, conflicts);
+    const desiredVm = renderKubeVirt(m, s, { seeded }).vm;
+    const before = ctx.cached(KINDS_OWNED.vm, s.namespace, desiredVm.metadata.name as string);
+    const vm = conflicts.length ? undefined : await applyChild(ctx, m, KINDS_OWNED.vm, desiredVm, conflicts);
+    // Boot commands run at boot only: a changed descriptor of a running VM means a deliberate restart.
+    if (
+      vm &&
+      before &&
+      descriptorOf(before) !== descriptorOf(desiredVm) &&
+      (before.spec as { runStrategy?: string })?.runStrategy === 'Always'
+    )
+      await restartVm(ctx, m, vm);
     observed = {
       kind: 'kubevirt',
       vm,
@@ -186,6 +196,31 @@ async function writeStatus(
       status.phase === 'Failed' ? 'Warning' : 'Normal',
       status.phase,
       String(status.message ?? ''),
+    );
+  }
+}
+
+const descriptorOf = (vm: KubeObject): string | undefined =>
+  (vm.spec as { template?: { metadata?: { annotations?: Record<string, string> } } } | undefined)?.template
+    ?.metadata?.annotations?.[DESCRIPTOR_ANNOTATION];
+
+/** KubeVirt's restart subresource: the VMI is replaced and boots with the new commands. */
+async function restartVm(ctx: ReconcileContext, m: OberonMachine, vm: KubeObject): Promise<void> {
+  const path = `/apis/subresources.kubevirt.io/v1/namespaces/${vm.metadata.namespace}/virtualmachines/${vm.metadata.name}/restart`;
+  try {
+    await ctx.client.request('PUT', path, { body: {} });
+    void ctx.recorder.record(
+      m,
+      'Normal',
+      'Restarting',
+      `Restarting VirtualMachine ${vm.metadata.name}: its boot commands changed`,
+    );
+  } catch (err) {
+    void ctx.recorder.record(
+      m,
+      'Warning',
+      'RestartFailed',
+      `VirtualMachine ${vm.metadata.name} needs a restart for its new boot commands (virtctl restart): ${(err as Error).message}`,
     );
   }
 }
