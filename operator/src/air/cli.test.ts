@@ -113,6 +113,12 @@ describe('retrokube air verbs as real processes', () => {
     expect(inj.code, inj.stderr).toBe(0);
     const result = JSON.parse(inj.stdout);
     expect(result.injected.map((i: { kind: string }) => i.kind)).toEqual(['zero-key', 'signed']);
+    // On a loaded host the listener may still have the forgeries queued in its socket: give it time
+    // to print them before anything else changes the air (a listener that never hears them fails below).
+    const heard = (raw: string) => listen.out().includes(raw);
+    for (let t = 0; t < 300 && !result.injected.every((i: { raw: string }) => heard(i.raw)); t++) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
 
     // control verbs, side by side
     const [loss, cut, bad] = await Promise.all([
