@@ -404,6 +404,55 @@ describe('RBAC of the chart, impersonating its ServiceAccount', () => {
     }
   }
 
+  it('the operator can do what the OberonMachine and OberonKube controllers need, and only create Secrets', async () => {
+    const { other, sa } = await installRbac();
+    type Need = { verb: string; group?: string; resource: string; subresource?: string };
+    const child = (group: string, resource: string): Need[] =>
+      ['get', 'list', 'watch', 'create', 'patch', 'delete'].map((verb) => ({ verb, group, resource }));
+    const needs: Need[] = [
+      ...['oberonmachines', 'oberonkubes'].flatMap((resource) => [
+        ...['get', 'list', 'watch'].map((verb) => ({ verb, group: 'retrokube.io', resource })),
+        { verb: 'patch', group: 'retrokube.io', resource, subresource: 'status' },
+      ]),
+      ...child('retrokube.io', 'oberonmachines'),
+      ...['create', 'patch'].map((verb) => ({ verb, group: 'retrokube.io', resource: 'oberonairs' })),
+      ...child('apps', 'statefulsets'),
+      ...child('', 'persistentvolumeclaims'),
+      ...child('', 'configmaps'),
+      ...child('batch', 'jobs'),
+      ...child('kubevirt.io', 'virtualmachines'),
+      {
+        verb: 'update',
+        group: 'subresources.kubevirt.io',
+        resource: 'virtualmachines',
+        subresource: 'restart',
+      },
+      ...['get', 'list'].map((verb) => ({ verb, group: 'kubevirt.io', resource: 'kubevirts' })),
+      { verb: 'create', resource: 'secrets' },
+    ];
+    for (const n of needs) {
+      expect(
+        await can(sa, { ...n, namespace: other }),
+        `${n.verb} ${n.group ?? ''}/${n.resource} in ${other}`,
+      ).toBe(true);
+    }
+    // Never: reading Secrets, patching KubeVirt, deleting airs (the garbage collector does).
+    const never: Need[] = [
+      ...['get', 'list', 'watch', 'patch', 'update', 'delete'].map((verb) => ({ verb, resource: 'secrets' })),
+      ...['patch', 'update', 'create', 'delete'].map((verb) => ({
+        verb,
+        group: 'kubevirt.io',
+        resource: 'kubevirts',
+      })),
+      { verb: 'delete', group: 'retrokube.io', resource: 'oberonairs' },
+    ];
+    for (const n of never) {
+      expect(await can(sa, { ...n, namespace: other }), `${n.verb} ${n.group ?? ''}/${n.resource}`).toBe(
+        false,
+      );
+    }
+  });
+
   it('the operator can do what the OberonAir controller needs, in any namespace', async () => {
     const { ns, other, sa } = await installRbac();
     type Need = { verb: string; group?: string; resource: string; subresource?: string };
