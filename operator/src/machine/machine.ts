@@ -85,7 +85,7 @@ export interface MachineOptions {
   now?: () => number;
   /**
    * Translate hot RISC5 code to JavaScript blocks (jit.ts). Off by default: it runs tight loops
-   * 4× faster but Oberon's compiler (branchy code, hot and cold mixed) slower (bench/machine).
+   * 4× faster, but Oberon's compiler (branchy code, hot and cold mixed) only about as fast (bench/machine).
    */
   jit?: boolean;
   /** With jit: entries of a block before it is translated (default jit.ts LIMITS.hotBlock). */
