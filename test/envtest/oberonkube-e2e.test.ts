@@ -1,0 +1,106 @@
+// End to end, runtime pod: an OberonKube applied to a real API server converges for real. The
+// test plays kubelet for the StatefulSets: it reads each Pod template and runs the same
+// `retrokube machine run` command locally (the Kube disk as the PVC, the Secret's key for
+// $(RK_KEY), the relay Service pointing at a local relay), and the OberonKube reports Ready with
+// the node and pod counts the operator heard on the air.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { startRelay } from '../../operator/src/air/relay.ts';
+import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
+import { KINDS_OWNED } from '../../operator/src/controllers/oberonmachine.ts';
+import { resourcePath } from '../../operator/src/runtime/client.ts';
+import { kubeDisk } from '../e2e/kube-harness.ts';
+import { freshNamespace } from './harness.ts';
+import { CORE, condition, startOperator, testClient, waitFor } from './operator-harness.ts';
+
+// biome-ignore lint/suspicious/noExplicitAny: tests navigate API objects freely
+type Deep = any;
+
+describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
+  it('a plane and two nodes boot from the StatefulSets, join, run the deployment; status Ready 2/2 with 3/3 pods heard', async () => {
+    const ns = await freshNamespace('kube-e2e');
+    const k = testClient();
+    const root = resolve(import.meta.dirname, '../..');
+    const disk = await kubeDisk();
+    const work = mkdtempSync(join(tmpdir(), 'rk-e2e-'));
+    const relay = await startRelay({ port: 0, bind: '127.0.0.1' });
+    const procs = new Map<string, ChildProcess>();
+    try {
+      await startOperator({
+        namespace: ns,
+        keySeed: 'e2e',
+        airAddress: () => ({ host: '127.0.0.1', port: relay.address.port }),
+      });
+      await k.create(OBERONKUBE, {
+        apiVersion: 'retrokube.io/v1alpha1',
+        kind: 'OberonKube',
+        metadata: { name: 'e2e', namespace: ns },
+        spec: { nodes: 2, deployments: 'web 3 Ticker' },
+      });
+      const secret: Deep = await waitFor('the key Secret', () =>
+        k.getOrUndefined(CORE.secret, ns, 'rk-kube-e2e-key'),
+      );
+      const key = Buffer.from(secret.data.key, 'base64').toString();
+
+      // The kubelet: every StatefulSet that appears gets its pod, run here as a process.
+      const kubelet = async () => {
+        for (const sts of (await k.list(KINDS_OWNED.statefulSet, ns)).items as Deep[]) {
+          const name = sts.metadata.name as string;
+          if (procs.has(name) || sts.spec.replicas !== 1) continue;
+          const c = sts.spec.template.spec.containers[0];
+          const d = join(work, `${name}.dsk`);
+          copyFileSync(disk, d);
+          const args: string[] = [];
+          for (let i = 0; i < c.args.length; i++) {
+            const a = c.args[i] as string;
+            if (a === '--vnc' || a === '--vnc-host') i++;
+            else if (a === '/disk/oberon.dsk') args.push(d);
+            else if (c.args[i - 1] === '--air') args.push(`127.0.0.1:${relay.address.port}`);
+            else args.push(a.replaceAll('$(RK_KEY)', key));
+          }
+          procs.set(
+            name,
+            spawn(resolve(root, 'node_modules/.bin/node'), ['operator/src/cli/main.ts', ...args], {
+              cwd: root,
+              stdio: 'ignore',
+            }),
+          );
+          await k.request('PATCH', resourcePath(KINDS_OWNED.statefulSet, ns, name, 'status'), {
+            body: {
+              status: {
+                replicas: 1,
+                readyReplicas: 1,
+                availableReplicas: 1,
+                currentReplicas: 1,
+                updatedReplicas: 1,
+                observedGeneration: sts.metadata.generation,
+              },
+            },
+            contentType: 'application/merge-patch+json',
+          });
+        }
+      };
+      const s: Deep = await waitFor(
+        'the OberonKube Ready and converged as heard on the air',
+        async () => {
+          await kubelet();
+          const o: Deep = await k.get(OBERONKUBE, ns, 'e2e');
+          return o.status?.converged && condition(o, 'Ready')?.status === 'True' && o;
+        },
+        240_000,
+      );
+      expect(procs.size).toBe(3);
+      expect(s.status).toMatchObject({ nodes: '2/2', pods: '3/3', planeHeard: true, forgedFrames: 0 });
+      const ids = s.status.nodeTable.flatMap((n: Deep) => n.running);
+      expect(ids).toHaveLength(3);
+      expect(s.status.nodeTable.flatMap((n: Deep) => n.images)).toEqual(['Ticker', 'Ticker', 'Ticker']);
+    } finally {
+      for (const p of procs.values()) p.kill('SIGKILL');
+      await relay.close();
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 300_000);
+});
