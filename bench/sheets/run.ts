@@ -26,9 +26,10 @@ const QUICK = process.argv.includes('--quick');
 const MAIN = fileURLToPath(new URL('../../operator/src/sheets/apiserver/main.ts', import.meta.url));
 const TOKEN = 'bench';
 const HEARTBEAT_PERIOD_S = 5;
-const OPEN_LOOP_S = QUICK ? 5 : 15;
+const OPEN_LOOP_S = QUICK ? 10 : 20; // the first HEARTBEAT_PERIOD_S follow registration (catch-up); the rest is steady state
 const CLOSED_LOOP_S = QUICK ? 3 : 5;
 const GOOGLE_S = QUICK ? 20 : 60;
+const ONLY = process.argv.includes('--nodes') ? Number(process.argv[process.argv.indexOf('--nodes') + 1]) : 0;
 
 const pct = (xs: number[], p: number) => {
   if (xs.length === 0) return Number.NaN;
@@ -109,6 +110,8 @@ async function heartbeatBench(nodes: number) {
     // Open loop at the real rate: every node every 5 s, evenly spread.
     const rate = nodes / HEARTBEAT_PERIOD_S;
     const lat: number[] = [];
+    const burst: number[] = []; // sent in the first period after registration
+    const steady: number[] = []; // sent after it
     let errors = 0;
     const t0 = performance.now();
     const inflight: Promise<void>[] = [];
@@ -118,6 +121,7 @@ async function heartbeatBench(nodes: number) {
       while (sent < due) {
         const n = names[sent % nodes];
         sent++;
+        const sentAt = performance.now() - t0;
         inflight.push(
           post(url, {
             node: n,
@@ -127,8 +131,10 @@ async function heartbeatBench(nodes: number) {
             pods: reported.get(n) ?? [],
           })
             .then((r) => {
-              if (r.status === 200) lat.push(r.ms);
-              else errors++;
+              if (r.status === 200) {
+                lat.push(r.ms);
+                (sentAt < HEARTBEAT_PERIOD_S * 1000 ? burst : steady).push(r.ms);
+              } else errors++;
             })
             .catch(() => {
               errors++;
@@ -167,6 +173,11 @@ async function heartbeatBench(nodes: number) {
       achieved_rps: r2(lat.length / elapsed),
       p50_ms: r2(pct(lat, 50)),
       p99_ms: r2(pct(lat, 99)),
+      first_period_p50_ms: r2(pct(burst, 50)),
+      first_period_p99_ms: r2(pct(burst, 99)),
+      steady_p50_ms: r2(pct(steady, 50)),
+      steady_p99_ms: r2(pct(steady, 99)),
+      steady_max_ms: r2(Math.max(...steady)),
       errors,
       max_heartbeats_per_s: r2(closed.length / closedS),
       closed_p50_ms: r2(pct(closed, 50)),
@@ -290,15 +301,18 @@ async function googleBench() {
 }
 
 const results: Record<string, unknown> = { date: new Date().toISOString(), quick: QUICK };
-results.scheduler = schedulerBench();
-console.log('scheduler', results.scheduler);
+if (!ONLY) {
+  results.scheduler = schedulerBench();
+  console.log('scheduler', results.scheduler);
+}
 const hb = [];
-for (const n of [100, 500, 1000]) {
+for (const n of ONLY ? [ONLY] : [100, 500, 1000]) {
   const r = await heartbeatBench(n);
   console.log('heartbeats', r);
   hb.push(r);
 }
 results.heartbeats_xlsx = hb;
+if (ONLY) process.exit(0); // a single-size probe (profiling); results are written only by full runs
 results.google = await googleBench();
 console.log('google', results.google);
 await writeFile(
