@@ -282,6 +282,12 @@ export class TxImpl implements Tx {
     if (w.keyCols.some((c) => c in patch)) {
       const nk = w.rowKey(next);
       if (nk === undefined) throw new SchemaError(`tab ${tab}: an update may not blank the key`);
+      if (nk === w.rowKey(w.rows[i])) {
+        // The patch repeats the row's own key: the index stays valid (rebuilding it here made every
+        // pod-status update of a heartbeat cost a scan of the whole Pods tab).
+        w.rows[i] = next;
+        return true;
+      }
       const j = w.findKey(nk);
       if (j >= 0 && j !== i) throw new DuplicateKeyError(`tab ${tab} already has a row ${nk}`);
       w.rows[i] = next;

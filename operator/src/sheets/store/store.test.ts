@@ -100,6 +100,28 @@ describe.each(factories)('store backend $name', (f: BackendFactory) => {
     expect(n1.schedulable).toBe(true);
   });
 
+  it('an update whose patch repeats the row key keeps key lookups exact; one that renames still checks duplicates', async () => {
+    const { store, reopen } = await fresh();
+    await setupCluster(store, { samples: false });
+    await store.transact((tx) => {
+      for (let i = 0; i < 5; i++) tx.insert('Deployments', { name: `d${i}`, image: 'x', replicas: i });
+    });
+    await store.transact((tx) => {
+      tx.update('Deployments', 'd2', { name: 'd2', replicas: 20 }); // same key, as a status write does
+      tx.update('Deployments', 'd3', { name: 'd3', replicas: 30 });
+      expect(tx.get('Deployments', 'd2')?.replicas).toBe(20);
+      expect(tx.get('Deployments', 'd4')?.replicas).toBe(4);
+      expect(() => tx.insert('Deployments', { name: 'd3', image: 'x' })).toThrow(/already has a row/);
+      expect(() => tx.update('Deployments', 'd1', { name: 'd2' })).toThrow(/already has a row/);
+      tx.update('Deployments', 'd1', { name: 'd9' }); // a real rename re-indexes
+      expect(tx.get('Deployments', 'd1')).toBeUndefined();
+      expect(tx.get('Deployments', 'd9')?.replicas).toBe(1);
+    });
+    const s2 = await reopen();
+    expect(s2.get('Deployments', 'd3')?.replicas).toBe(30);
+    expect(s2.get('Deployments', 'd9')?.replicas).toBe(1);
+  });
+
   it('supports CRUD by key: upsert merges, update/delete report missing rows, Layers use a compound key', async () => {
     const { store, reopen } = await fresh();
     await setupCluster(store, { samples: false });
