@@ -402,9 +402,13 @@ export class Cluster {
           if (!fast) this.deferred++;
           this.#foldReport(tx, cache, report);
         } else cache = this.#reconcile(tx, { now, report });
+        // Only this node's placements matter unless it still carries a hand-off (rare): scanning
+        // every placement per heartbeat cost O(pods) each.
+        let carries = false;
+        for (const h of this.#handoffs.values()) if (h.from === nodeName) carries = true;
         return nodeOrders(
           nodeName,
-          cache.result.placements,
+          carries ? cache.result.placements : (cache.byNode.get(nodeName) ?? []),
           cache.deployments,
           reported.map((p) => p.name),
           this.#handoffs,
