@@ -1,7 +1,7 @@
 // Helpers for the operator's envtest files: an in-process operator against the test API server,
 // a raw client for assertions, and polling.
 import { onTestFinished } from 'vitest';
-import { createOperatorManager } from '../../operator/src/cli/operator.ts';
+import { createOperatorManager } from '../../operator/src/cli/operator-run.ts';
 import { OBERONAIR, type OberonAir } from '../../operator/src/controllers/oberonair.ts';
 import { CORE, KubeClient, type KubeObject } from '../../operator/src/runtime/client.ts';
 import type { Manager } from '../../operator/src/runtime/manager.ts';

@@ -22,7 +22,9 @@ import {
 
 const log = logger('sheets-apiserver');
 
-export const DEFAULT_TOKEN = 'CHANGE_ME_super_secret';
+import { DEFAULT_TOKEN } from '../default-token.ts';
+
+export { DEFAULT_TOKEN };
 
 /** GET kind → tab (spec §1.2), plus our Metrics tab. */
 export const KINDS: Record<string, string> = {

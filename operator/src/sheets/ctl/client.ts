@@ -8,7 +8,9 @@ export const LIMITS = {
   timeoutMs: 30_000, // the reference clients' curl/urllib timeout
 } as const;
 
-export const DEFAULT_TOKEN = 'CHANGE_ME_super_secret';
+import { DEFAULT_TOKEN } from '../default-token.ts';
+
+export { DEFAULT_TOKEN };
 
 export interface ClientConfig {
   url: string;

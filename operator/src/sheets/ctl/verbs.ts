@@ -2,9 +2,7 @@
 // (the same as `sheets ctl`, named after the reference tool).
 import { readFile } from 'node:fs/promises';
 import { type Command, Option } from 'commander';
-import { serveUntilSignal } from '../apiserver/serve.ts';
-import { DEFAULT_TOKEN } from '../apiserver/server.ts';
-import { runUp } from '../local/up.ts';
+import { DEFAULT_TOKEN } from '../default-token.ts';
 import { resolveConfig, SheetsClient } from './client.ts';
 import { KIND_ALIASES, renderTable } from './table.ts';
 
@@ -97,7 +95,11 @@ function registerServe(sheets: Command): void {
       'after',
       '\nExample:\n  retrokube sheets serve --workbook cluster.xlsx --port 8787 --token s3cret --key signing-key\n',
     )
-    .action(async (o) => serveUntilSignal(o));
+    .action(async (o) => {
+      // fastify, the store backends and exceljs load only when a server really starts
+      const { serveUntilSignal } = await import('../apiserver/serve.ts');
+      await serveUntilSignal(o);
+    });
 }
 
 function registerUp(sheets: Command): void {
@@ -125,6 +127,7 @@ function registerUp(sheets: Command): void {
       '\nExample:\n  retrokube sheets up --nodes 3 --workbook cluster.xlsx\n  retrokube skctl --server http://127.0.0.1:8787 get pods\n',
     )
     .action(async (o) => {
+      const { runUp } = await import('../local/up.ts');
       await runUp({
         nodes: o.nodes,
         workbook: o.workbook,

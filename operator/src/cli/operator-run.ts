@@ -1,0 +1,112 @@
+// The heavy half of `retrokube operator`: loaded only when the verb runs, so every other verb of
+// the CLI starts without @kubernetes/client-node and the controllers.
+import { oberonAirController } from '../controllers/oberonair.ts';
+import { type KubeControllerOptions, oberonKubeController } from '../controllers/oberonkube.ts';
+import { oberonMachineController } from '../controllers/oberonmachine.ts';
+import { KubeClient } from '../runtime/client.ts';
+import { defaultIdentity } from '../runtime/leader.ts';
+import { Manager } from '../runtime/manager.ts';
+import { portOf } from '../runtime/server.ts';
+import { logger, rootLogger } from '../util/log.ts';
+import { LEVELS, type OperatorVerbOptions, parseBindAddress } from './operator.ts';
+
+export function createOperatorManager(opts: {
+  client: KubeClient;
+  namespace?: string;
+  leaderElect?: boolean;
+  leaseNamespace?: string;
+  leaseName?: string;
+  identity?: string;
+  metrics?: { host: string; port: number };
+  health?: { host: string; port: number };
+  image?: string;
+  /** Also run machines as KubeVirt VirtualMachines (the VirtualMachine CRD must exist). */
+  kubevirt?: boolean;
+  /** Where the operator hears an air (tests point it at a local relay); default its Service. */
+  airAddress?: KubeControllerOptions['airAddress'];
+  /** Seed of generated cluster keys (default $RETROKUBE_KEY_SEED, else random per process). */
+  keySeed?: string;
+  resyncMs?: number;
+  onLostLeadership?: () => void;
+}): Manager {
+  const mgr = new Manager({
+    client: opts.client,
+    namespace: opts.namespace,
+    metricsPort: opts.metrics?.port,
+    healthPort: opts.health?.port,
+    bindAddress: opts.metrics?.host ?? opts.health?.host,
+    resyncMs: opts.resyncMs,
+    onLostLeadership: opts.onLostLeadership,
+    leaderElection: opts.leaderElect
+      ? {
+          namespace: opts.leaseNamespace ?? 'default',
+          name: opts.leaseName ?? 'retrokube-operator',
+          identity: opts.identity ?? defaultIdentity(),
+        }
+      : undefined,
+  });
+  mgr.add(oberonAirController({ image: opts.image }));
+  mgr.add(oberonMachineController({ image: opts.image, kubevirt: opts.kubevirt }));
+  const kube = oberonKubeController({
+    airAddress: opts.airAddress,
+    keySeed: opts.keySeed ?? process.env.RETROKUBE_KEY_SEED,
+  });
+  mgr.add(kube);
+  // The air stations live as long as the manager.
+  const stop = mgr.stop.bind(mgr);
+  mgr.stop = async () => {
+    await stop();
+    await kube.ears.closeAll();
+  };
+  return mgr;
+}
+
+/** Runs the operator until SIGTERM or SIGINT (the body of `retrokube operator`). */
+export async function runOperator(o: OperatorVerbOptions): Promise<void> {
+  if (o.logLevel) {
+    if (!LEVELS.includes(o.logLevel))
+      throw new Error(`--log-level "${o.logLevel}" is not one of ${LEVELS.join(', ')}`);
+    rootLogger.level = o.logLevel;
+  }
+  const metrics = parseBindAddress(o.metricsBindAddress ?? String(o.metricsPort), '--metrics-port');
+  const health = parseBindAddress(o.healthProbeBindAddress ?? String(o.healthPort), '--health-port');
+  const log = logger('operator');
+  const client = KubeClient.fromDefault(o.kubeconfig);
+  // A stray rejection somewhere is logged, never fatal: the manager keeps reconciling.
+  process.on('unhandledRejection', (err) => log.error({ err }, 'Unhandled rejection (ignored)'));
+  let exitCode = 0;
+  const mgr = createOperatorManager({
+    client,
+    namespace: o.namespace,
+    leaderElect: o.leaderElect,
+    leaseNamespace: o.leaseNamespace ?? o.leaderElectionNamespace ?? process.env.POD_NAMESPACE ?? 'default',
+    leaseName: o.leaderElectionId,
+    identity: process.env.POD_NAME
+      ? `${process.env.POD_NAME}_${defaultIdentity().split('_').pop()}`
+      : undefined,
+    metrics,
+    health,
+    image: o.airImage,
+    kubevirt: o.kubevirt,
+    onLostLeadership: () => {
+      exitCode = 1;
+      process.kill(process.pid, 'SIGTERM');
+    },
+  });
+  await mgr.start();
+  const ports = mgr.httpServers.map(portOf);
+  log.info(
+    { server: client.server.origin, namespace: o.namespace ?? '*', ports, leaderElect: !!o.leaderElect },
+    'Operator started',
+  );
+  await new Promise<void>((resolve) => {
+    const bye = (signal: string) => {
+      log.info({ signal }, 'Stopping');
+      resolve();
+    };
+    process.once('SIGTERM', () => bye('SIGTERM'));
+    process.once('SIGINT', () => bye('SIGINT'));
+  });
+  await mgr.stop();
+  process.exitCode = exitCode;
+}
