@@ -4,6 +4,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Registry } from 'prom-client';
+import { BadRequest, readJsonObject } from '../util/json-body.ts';
 import type { Relay, RelayState } from './relay.ts';
 
 export const HTTP_LIMITS = {
@@ -138,36 +139,6 @@ export function startRelayMetrics(relay: Relay, port: number, bind = '0.0.0.0'):
   return listen(server, port, bind, '/metrics');
 }
 
-class BadRequest extends Error {}
-
-function readBody(req: http.IncomingMessage): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    let size = 0;
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > HTTP_LIMITS.MAX_BODY_BYTES) {
-        reject(new BadRequest(`body larger than ${HTTP_LIMITS.MAX_BODY_BYTES} bytes`));
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => {
-      const text = Buffer.concat(chunks).toString('utf8').trim();
-      if (!text) return resolve({});
-      try {
-        const v: unknown = JSON.parse(text);
-        if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('not an object');
-        resolve(v as Record<string, unknown>);
-      } catch {
-        reject(new BadRequest('body must be a JSON object, for example {"loss":0.3}'));
-      }
-    });
-    req.on('error', reject);
-  });
-}
-
 const CONTROL_ROUTES =
   'GET /state, POST /loss {"loss":P}, /off {"forgetPeers":bool}, /on, /cut {"target":T}, /restore {"target":T}';
 
@@ -191,7 +162,7 @@ export function startRelayControl(relay: Relay, port: number, bind = '127.0.0.1'
     if (req.method === 'GET' && (path === '/state' || path === '/')) return send(200, relay.state());
     if (req.method === 'GET' && path === '/healthz') return send(200, { ok: true });
     if (req.method !== 'POST') return send(405, { error: `use ${CONTROL_ROUTES}` });
-    readBody(req).then(
+    readJsonObject(req, HTTP_LIMITS.MAX_BODY_BYTES, '{"loss":0.3}').then(
       (body) => {
         try {
           const target = (): string => {

@@ -9,6 +9,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { snapshotToPng } from '../machine/png.ts';
+import { BadRequest, readJsonObject } from '../util/json-body.ts';
 import type { LocalCluster } from './cluster.ts';
 import { parseDeployments } from './spec.ts';
 
@@ -16,37 +17,9 @@ export const LIMITS = {
   maxBodyBytes: 4096, // the largest request is one short command
 } as const;
 
-class BadRequest extends Error {}
-
 export interface UpControl {
   url: string;
   close(): Promise<void>;
-}
-
-function readBody(req: http.IncomingMessage): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    let size = 0;
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > LIMITS.maxBodyBytes) {
-        reject(new BadRequest(`body larger than ${LIMITS.maxBodyBytes} bytes`));
-        req.destroy();
-      } else chunks.push(c);
-    });
-    req.on('end', () => {
-      const text = Buffer.concat(chunks).toString('utf8').trim();
-      if (!text) return resolve({});
-      try {
-        const v = JSON.parse(text) as unknown;
-        if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('not an object');
-        resolve(v as Record<string, unknown>);
-      } catch {
-        reject(new BadRequest('body must be a JSON object'));
-      }
-    });
-    req.on('error', reject);
-  });
 }
 
 export function startUpControl(
@@ -84,13 +57,13 @@ export function startUpControl(
         return;
       }
       case 'POST /machine': {
-        const b = await readBody(req);
+        const b = await readJsonObject(req, LIMITS.maxBodyBytes);
         if (typeof b.on !== 'boolean') throw new BadRequest('"on" must be true or false');
         await cluster.power(name(b.name), b.on);
         return json(200, extra.state());
       }
       case 'POST /apply': {
-        const b = await readBody(req);
+        const b = await readJsonObject(req, LIMITS.maxBodyBytes);
         if (typeof b.deployment !== 'string')
           throw new BadRequest('"deployment" must be "name replicas Module"');
         let d: ReturnType<typeof parseDeployments>;

@@ -6,6 +6,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler';
 import type { ValueError } from '@sinclair/typebox/errors';
 import { parseKv, parseTaints } from '../scheduler/model.ts';
 import { formatPortSpecs, parsePorts } from '../scheduler/ports.ts';
+import { TABS } from '../store/schema.ts';
 import type { Row } from '../store/types.ts';
 
 export const LIMITS = {
@@ -164,19 +165,8 @@ function checkName(v: unknown): string {
   return name;
 }
 
-export const DEPLOYMENT_FIELDS = [
-  'name',
-  'image',
-  'replicas',
-  'cpu_req',
-  'mem_req',
-  'command',
-  'node_selector',
-  'tolerations',
-  'env',
-  'secret_files',
-  'ports',
-] as const;
+/** The fields a deployment may carry: exactly the Deployments tab's columns. */
+export const DEPLOYMENT_FIELDS = TABS.Deployments.headers;
 
 /** A Deployment object of `apply` → the cells to write (only the keys present). Throws on bad input. */
 export function deploymentCells(obj: Record<string, unknown>): Row {
