@@ -5,6 +5,7 @@
 //  3. Google-backend writes per minute under heartbeat load, against the Sheets emulator's quota.
 // Writes bench/results/sheets.json.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -37,6 +38,15 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
 const r2 = (x: number) => Math.round(x * 100) / 100;
+// CPU seconds (user + system, all threads incl. the xlsx worker) a process has used so far (Linux).
+const cpuSeconds = (pid: number | undefined): number => {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return Number.NaN;
+  }
+};
 
 function startServer(file: string): Promise<{ proc: ChildProcess; url: string }> {
   return new Promise((resolve, reject) => {
@@ -114,10 +124,14 @@ async function heartbeatBench(nodes: number) {
     const steady: number[] = []; // sent after it
     let errors = 0;
     const t0 = performance.now();
+    const cpu0 = cpuSeconds(proc.pid);
+    let cpuSteady0 = Number.NaN;
     const inflight: Promise<void>[] = [];
     let sent = 0;
     while (performance.now() - t0 < OPEN_LOOP_S * 1000) {
       const due = Math.floor(((performance.now() - t0) / 1000) * rate);
+      if (Number.isNaN(cpuSteady0) && performance.now() - t0 >= HEARTBEAT_PERIOD_S * 1000)
+        cpuSteady0 = cpuSeconds(proc.pid);
       while (sent < due) {
         const n = names[sent % nodes];
         sent++;
@@ -145,6 +159,7 @@ async function heartbeatBench(nodes: number) {
     }
     await Promise.all(inflight);
     const elapsed = (performance.now() - t0) / 1000;
+    const cpu1 = cpuSeconds(proc.pid);
     // Closed loop: how many heartbeats per second the apiserver can answer at all.
     const closed: number[] = [];
     const tc = performance.now();
@@ -179,6 +194,9 @@ async function heartbeatBench(nodes: number) {
       steady_p99_ms: r2(pct(steady, 99)),
       steady_max_ms: r2(Math.max(...steady)),
       errors,
+      // apiserver process CPU (both threads) as % of one core: whole open loop / steady part only
+      server_cpu_pct: r2(((cpu1 - cpu0) / elapsed) * 100),
+      server_cpu_steady_pct: r2(((cpu1 - cpuSteady0) / (elapsed - HEARTBEAT_PERIOD_S)) * 100),
       max_heartbeats_per_s: r2(closed.length / closedS),
       closed_p50_ms: r2(pct(closed, 50)),
       closed_p99_ms: r2(pct(closed, 99)),
