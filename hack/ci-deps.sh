@@ -3,7 +3,7 @@
 # from Go modules. Idempotent; reuses caches under .cache/ when present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DEBS=(unzip vncsnapshot)
+DEBS=(unzip vncsnapshot python3)
 missing=()
 for p in "${DEBS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
