@@ -4,6 +4,7 @@ import { assignDatagram, clusterTag, decodeKubeFrame, keyFromHex } from './kuben
 import { startListener } from './listen.ts';
 import { startRelay } from './relay.ts';
 import { openStation } from './station.ts';
+import { until } from './until.test-helper.ts';
 import type { FrameRecord } from './view.ts';
 
 const KEY = keyFromHex('0123456789abcdef');
@@ -12,14 +13,6 @@ const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   await Promise.all(open.splice(0).map((x) => x.close()));
 });
-
-async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('the injector on a real air', () => {
   it("sends each DR forgery right after the plane's assignment to the node, and the listener judges them", async () => {

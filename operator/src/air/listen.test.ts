@@ -3,6 +3,7 @@ import { assignDatagram, clusterTag, heartbeatDatagram, keyFromHex, specDatagram
 import { startListener } from './listen.ts';
 import { startRelay } from './relay.ts';
 import { openStation } from './station.ts';
+import { until } from './until.test-helper.ts';
 
 const KEY = keyFromHex('00c0ffee00c0ffee');
 const TAG = clusterTag('kube');
@@ -10,14 +11,6 @@ const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   await Promise.all(open.splice(0).map((x) => x.close()));
 });
-
-async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('the passive listener', () => {
   it('only says hello, never sends a frame, and prints every frame it hears', async () => {
