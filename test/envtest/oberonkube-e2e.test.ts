@@ -14,7 +14,14 @@ import { KINDS_OWNED } from '../../operator/src/controllers/oberonmachine.ts';
 import { resourcePath } from '../../operator/src/runtime/client.ts';
 import { kubeDisk } from '../e2e/kube-harness.ts';
 import { freshNamespace } from './harness.ts';
-import { CORE, condition, startOperator, testClient, waitFor } from './operator-harness.ts';
+import {
+  CORE,
+  condition,
+  publishRelayEndpoint,
+  startOperator,
+  testClient,
+  waitFor,
+} from './operator-harness.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests navigate API objects freely
 type Deep = any;
@@ -44,6 +51,10 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
         k.getOrUndefined(CORE.secret, ns, 'rk-kube-e2e-key'),
       );
       const key = Buffer.from(secret.data.key, 'base64').toString();
+      // Machines start only once the relay Service has a ready endpoint (the endpointslice
+      // controller's work, played here; the relay itself is the local one above).
+      await waitFor('the relay Service', () => k.getOrUndefined(CORE.service, ns, 'rk-air-e2e-air'));
+      await publishRelayEndpoint(k, ns, 'e2e-air', { address: '127.0.0.1' });
 
       // The kubelet: every StatefulSet that appears gets its pod, run here as a process.
       const kubelet = async () => {

@@ -20,6 +20,7 @@ import {
   condition,
   type KubeObject,
   OBERONAIR,
+  publishRelayEndpoint,
   startOperator,
   testClient,
   waitFor,
@@ -107,7 +108,9 @@ describe('OberonKube on a real API server', () => {
     expect(key).toBe(derivedKey(SEED, uid));
     expect(key).toMatch(/^[0-9a-f]{16}$/);
 
-    // The plane waits for the nodes: here their machines become Ready (the harness plays the StatefulSet controller).
+    // The plane waits for the nodes: here their machines become Ready (the harness plays the
+    // endpointslice controller for the relay, which machines wait for, and the StatefulSet controller).
+    await publishRelayEndpoint(k, ns, 'farm-air');
     await new Promise((r) => setTimeout(r, 1000));
     expect(await k.getOrUndefined(OBERONMACHINE, ns, 'farm-plane')).toBeUndefined();
     await stsReady(k, ns, 'farm-node-a');

@@ -9,6 +9,7 @@ import {
   CORE,
   condition,
   type KubeObject,
+  publishRelayEndpoint,
   quiescent,
   startOperator,
   testClient,
@@ -47,6 +48,7 @@ describe('OberonMachine on a real API server', () => {
     const ns = await freshNamespace('m-pod');
     const k = testClient();
     await startOperator({ namespace: ns });
+    await publishRelayEndpoint(k, ns, 'lab'); // machines on an air wait for its relay's endpoint
     const m = await k.create(
       OBERONMACHINE,
       machine(ns, 'n1', {
@@ -137,6 +139,7 @@ describe('OberonMachine on a real API server', () => {
     const ns = await freshNamespace('m-kv');
     const k = testClient();
     const mgr = await startOperator({ namespace: ns, kubevirt: true });
+    await publishRelayEndpoint(k, ns, 'lab'); // machines on an air wait for its relay's endpoint
     const m = await k.create(
       OBERONMACHINE,
       machine(ns, 'plane', {

@@ -1,8 +1,10 @@
 // Helpers for the operator's envtest files: an in-process operator against the test API server,
 // a raw client for assertions, and polling.
+import type { KubeConfig } from '@kubernetes/client-node';
 import { onTestFinished } from 'vitest';
 import { createOperatorManager } from '../../operator/src/cli/operator-run.ts';
 import { OBERONAIR, type OberonAir } from '../../operator/src/controllers/oberonair.ts';
+import { ENDPOINT_SLICE } from '../../operator/src/controllers/oberonmachine-observe.ts';
 import { CORE, KubeClient, type KubeObject } from '../../operator/src/runtime/client.ts';
 import type { Manager } from '../../operator/src/runtime/manager.ts';
 import { kubeconfigPath } from './harness.ts';
@@ -30,12 +32,14 @@ export interface TestOperatorOptions {
   keySeed?: string;
   /** Bind /metrics and probes on a free loopback port. */
   http?: boolean;
+  /** Act as this kubeconfig's user (e.g. the chart's ServiceAccount, impersonated); default admin. */
+  kubeConfig?: KubeConfig;
 }
 
 /** Starts the operator in this process, scoped to `namespace`; stopped when the test finishes. */
 export async function startOperator(o: TestOperatorOptions): Promise<Manager> {
   const mgr = createOperatorManager({
-    client: KubeClient.fromDefault(kubeconfigPath()),
+    client: o.kubeConfig ? new KubeClient(o.kubeConfig) : KubeClient.fromDefault(kubeconfigPath()),
     namespace: o.namespace,
     leaderElect: o.leaderElect,
     leaseNamespace: o.leaseNamespace ?? o.namespace,
@@ -101,4 +105,56 @@ export function condition(
       | undefined
   )?.conditions;
   return conds?.find((c) => c.type === type);
+}
+
+/**
+ * Publishes a ready endpoint for the relay Service of `air` as the endpointslice controller would
+ * (the test API server runs no kube-controller-manager): an EndpointSlice labelled with the
+ * Service's name (and its labels), owned by the Service when it exists. Returns the slice's name.
+ */
+export async function publishRelayEndpoint(
+  k: KubeClient,
+  namespace: string,
+  air: string,
+  opts: { ready?: boolean; address?: string } = {},
+): Promise<string> {
+  const service = `rk-air-${air}`;
+  const svc = await k.getOrUndefined(CORE.service, namespace, service);
+  const name = `${service}-${Math.random().toString(36).slice(2, 7)}`; // as generateName would
+  const slice = await k.create<KubeObject>(ENDPOINT_SLICE, {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: {
+      name,
+      namespace,
+      labels: {
+        ...(svc?.metadata.labels ?? {}),
+        'kubernetes.io/service-name': service,
+        'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
+      },
+      ...(svc
+        ? {
+            ownerReferences: [
+              {
+                apiVersion: 'v1',
+                kind: 'Service',
+                name: service,
+                uid: svc.metadata.uid as string,
+                controller: true,
+                blockOwnerDeletion: true,
+              },
+            ],
+          }
+        : {}),
+    },
+    addressType: 'IPv4',
+    endpoints: [
+      {
+        addresses: [opts.address ?? '10.244.0.7'],
+        conditions: { ready: opts.ready ?? true, serving: opts.ready ?? true, terminating: false },
+      },
+    ],
+    ports: [{ name: 'air', port: 7524, protocol: 'UDP' }],
+  });
+  return slice.metadata.name as string;
 }

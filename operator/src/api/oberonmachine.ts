@@ -164,17 +164,43 @@ export const OberonMachineStatus = Type.Object(
   {
     ...CommonStatus,
     phase: Type.Optional(
-      Type.String({ description: 'Pending, Seeding, Starting, Running, Halted or Failed.' }),
+      Type.String({
+        description:
+          'Pending (held until the relay has an endpoint), Seeding, Starting, Running, Halted or Failed.',
+      }),
     ),
     ready: Type.Optional(Type.Boolean({ description: 'The VM or pod reports Ready.' })),
     lastBoot: Type.Optional(
-      Type.String({ format: 'date-time', description: 'When the running pod/VMI started.' }),
+      Type.String({
+        format: 'date-time',
+        description:
+          "When the machine last booted as observed: the kubelet's Started event of the machine container (pod) or the VMI's Ready/Started (kubevirt).",
+      }),
     ),
     vnc: Type.Optional(
       Type.String({ description: 'Where the screen is served (pod runtime): <service>:<port>.' }),
     ),
     message: Type.Optional(
       Type.String({ description: 'Latest word from the hook, the launcher or the emulator.' }),
+    ),
+    events: Type.Optional(
+      Type.Array(
+        Type.Object({
+          object: Type.String({
+            description: 'What the event is about: Pod/<name>, VirtualMachineInstance/<name>, ...',
+          }),
+          type: Type.String({ description: 'Normal or Warning.' }),
+          reason: Type.String(),
+          message: Type.String({ maxLength: 256 }),
+          count: Type.Integer({ minimum: 1 }),
+          lastTimestamp: Type.String({ format: 'date-time' }),
+        }),
+        {
+          maxItems: 5,
+          description:
+            'The last few Kubernetes Events about the machine pod, its StatefulSet, the VirtualMachine or its instance (kubelet, KubeVirt, our hook), newest first.',
+        },
+      ),
     ),
   },
   { description: 'Observed state of the machine.' },

@@ -132,10 +132,12 @@ function antiAffinity(s: MachineSettings): Record<string, unknown> | undefined {
 
 // --- runtime pod ----------------------------------------------------------------------------------
 
+/** `held`: the machine may not start yet (its relay has no ready endpoint): no replica. */
 export function renderPod(
   owner: KubeObject,
   s: MachineSettings,
   image: string,
+  opts: { held?: boolean } = {},
 ): { statefulSet: KubeObject; service: KubeObject } {
   const name = machineChild(s.name);
   const text = bootText(s, KEY_PLACEHOLDER_POD);
@@ -173,7 +175,7 @@ export function renderPod(
     kind: 'StatefulSet',
     metadata: meta(owner, s, name, 'machine'),
     spec: {
-      replicas: s.running ? 1 : 0,
+      replicas: s.running && !opts.held ? 1 : 0,
       serviceName: name,
       podManagementPolicy: 'Parallel',
       selector: { matchLabels: selectorLabels(s) },
@@ -304,7 +306,7 @@ export function fillScript(hasKey: boolean): string {
 export function renderKubeVirt(
   owner: KubeObject,
   s: MachineSettings,
-  opts: { seeded: boolean },
+  opts: { seeded: boolean; held?: boolean },
 ): { configMap: KubeObject; pvc: KubeObject; job: KubeObject; vm: KubeObject } {
   const name = machineChild(s.name);
   const hookName = `${name}-hook`;
@@ -402,8 +404,9 @@ export function renderKubeVirt(
     kind: 'VirtualMachine',
     metadata: meta(owner, s, name, 'machine'),
     spec: {
-      // Halted until the volume holds the machine's files: the hook would refuse and KubeVirt back off.
-      runStrategy: s.running && opts.seeded ? 'Always' : 'Halted',
+      // Halted until the volume holds the machine's files (the hook would refuse and KubeVirt back
+      // off) and while held for the relay's endpoint.
+      runStrategy: s.running && opts.seeded && !opts.held ? 'Always' : 'Halted',
       template: {
         metadata: {
           labels: vmLabels,

@@ -15,6 +15,21 @@ import { isControlledBy } from '../runtime/objects.ts';
 import { CHILD_VERBS, type PolicyRule } from '../runtime/rbac.ts';
 import { defaultImage } from './oberonair.ts';
 import {
+  bootFromEvents,
+  CORE_EVENT,
+  ENDPOINT_SLICE,
+  EVENT_FILTER,
+  eventMachine,
+  later,
+  machineEvents,
+  OBSERVE_LIMITS,
+  OBSERVE_RBAC,
+  relayEndpointReady,
+  SLICE_FILTER,
+  type StatusEvent,
+  sliceAir,
+} from './oberonmachine-observe.ts';
+import {
   bootText,
   DESCRIPTOR_ANNOTATION,
   KEY_PLACEHOLDER_POD,
@@ -23,6 +38,7 @@ import {
   machineSettings,
   type OberonMachine,
   RENDER_LIMITS,
+  relayHost,
   renderKubeVirt,
   renderPod,
 } from './oberonmachine-render.ts';
@@ -63,6 +79,8 @@ export const OBERONMACHINE_RBAC: PolicyRule[] = [
   { apiGroups: ['kubevirt.io'], resources: ['kubevirts'], verbs: ['get', 'list'] },
   { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get'] },
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
+  // Status: the machine's Pod/VM events and its relay's endpoints (read-only, oberonmachine-observe.ts).
+  ...OBSERVE_RBAC,
 ];
 
 export interface MachineControllerOptions {
@@ -78,11 +96,34 @@ export function oberonMachineController(opts: MachineControllerOptions = {}): Co
   const launcher = new LauncherCheck();
   const owns = [KINDS_OWNED.statefulSet, CORE.service, CORE.configMap, KINDS_OWNED.pvc, KINDS_OWNED.job];
   if (opts.kubevirt) owns.push(KINDS_OWNED.vm);
+  const eventWrites = new Map<string, number>(); // machine key → when events last changed its status
   return {
     name: 'oberonmachine',
     primary: OBERONMACHINE,
     owns,
-    reconcile: (ctx, key) => reconcile(ctx, key, image, !!opts.kubevirt, launcher),
+    watches: [
+      {
+        type: CORE_EVENT,
+        filter: EVENT_FILTER,
+        map: (e) => {
+          const who = eventMachine(e);
+          return who ? [`${who.namespace}/${who.name}`] : [];
+        },
+      },
+      {
+        type: ENDPOINT_SLICE,
+        filter: SLICE_FILTER,
+        map: (slice, machines) => {
+          const air = sliceAir(slice);
+          const ns = slice.metadata.namespace;
+          return machines
+            .list(ns)
+            .filter((m) => (m as OberonMachine).spec?.air === air)
+            .map((m) => `${ns}/${m.metadata.name}`);
+        },
+      },
+    ],
+    reconcile: (ctx, key) => reconcile(ctx, key, image, !!opts.kubevirt, launcher, eventWrites),
   };
 }
 
@@ -114,21 +155,37 @@ async function reconcile(
   image: string,
   kubevirt: boolean,
   launcher: LauncherCheck,
+  eventWrites: Map<string, number>,
 ): Promise<ReconcileResult | undefined> {
+  const id = `${key.namespace}/${key.name}`;
   const m = ctx.cached<OberonMachine>(OBERONMACHINE, key.namespace, key.name);
-  if (!m || m.metadata.deletionTimestamp) return undefined;
+  if (!m || m.metadata.deletionTimestamp) {
+    eventWrites.delete(id);
+    return undefined;
+  }
   const s = machineSettings(m);
+  const world = observeWorld(ctx, m, s);
   const conflicts: string[] = [];
   let observed: Observed;
   try {
     bootText(s, KEY_PLACEHOLDER_POD); // refuses commands that do not fit Boot
   } catch (err) {
     observed = { kind: 'invalid', message: (err as Error).message };
-    await writeStatus(ctx, m, s, observed);
-    return undefined;
+    const wait = await writeStatus(ctx, m, s, observed, world, eventWrites);
+    return wait > 0 ? { requeueAfterMs: wait } : undefined;
   }
+  // Held: a machine that is not running yet does not start before its relay has a ready endpoint.
+  // One already running keeps running when the relay restarts (its chardev re-resolves the name).
+  const relayReady = !s.air || relayEndpointReady(ctx.watched(ENDPOINT_SLICE).list(s.namespace), s.air);
   if (s.runtime === 'pod') {
-    const d = renderPod(m, s, image);
+    const current = ctx.cached<KubeObject & { spec?: { replicas?: number } }>(
+      KINDS_OWNED.statefulSet,
+      s.namespace,
+      machineChild(s.name),
+    );
+    const held = !relayReady && !((current?.spec?.replicas ?? 0) >= 1);
+    world.relay = s.air ? { ready: relayReady, held: held && s.running } : undefined;
+    const d = renderPod(m, s, image, { held });
     const [sts] = await Promise.all([
       applyChild(ctx, m, KINDS_OWNED.statefulSet, d.statefulSet, conflicts),
       applyChild(ctx, m, CORE.service, d.service, conflicts),
@@ -154,8 +211,11 @@ async function reconcile(
     };
     const seeded = seededBefore || (jobStatus.succeeded ?? 0) >= 1;
     const jobFailed = jobStatus.conditions?.find((c) => c.type === 'Failed' && c.status === 'True');
-    const desiredVm = renderKubeVirt(m, s, { seeded }).vm;
-    const before = ctx.cached(KINDS_OWNED.vm, s.namespace, desiredVm.metadata.name as string);
+    const before = ctx.cached(KINDS_OWNED.vm, s.namespace, machineChild(s.name));
+    const held =
+      !relayReady && (before?.spec as { runStrategy?: string } | undefined)?.runStrategy !== 'Always';
+    world.relay = s.air ? { ready: relayReady, held: held && s.running && seeded } : undefined;
+    const desiredVm = renderKubeVirt(m, s, { seeded, held }).vm;
     const vm = conflicts.length ? undefined : await applyChild(ctx, m, KINDS_OWNED.vm, desiredVm, conflicts);
     // Boot commands run at boot only: a changed descriptor of a running VM means a deliberate restart.
     if (
@@ -174,22 +234,52 @@ async function reconcile(
       launcher: await launcher.get(ctx.client),
     };
   }
-  await writeStatus(ctx, m, s, observed);
-  if (conflicts.length) return { requeueAfterMs: LIMITS.conflictRecheckMs };
-  if (observed.kind === 'kubevirt')
-    return { requeueAfterMs: observed.seeded ? LIMITS.launcherCheckMs : LIMITS.seedingRecheckMs };
-  return undefined;
+  const wait = await writeStatus(ctx, m, s, observed, world, eventWrites);
+  const after = [
+    conflicts.length ? LIMITS.conflictRecheckMs : undefined,
+    observed.kind === 'kubevirt'
+      ? observed.seeded
+        ? LIMITS.launcherCheckMs
+        : LIMITS.seedingRecheckMs
+      : undefined,
+    wait > 0 ? wait : undefined,
+  ].filter((x): x is number => x !== undefined);
+  return after.length ? { requeueAfterMs: Math.min(...after) } : undefined;
 }
 
+/** The machine's events and last observed boot, from the watched Events (no API call). */
+function observeWorld(ctx: ReconcileContext, m: OberonMachine, s: MachineSettings): World {
+  const events = ctx.watched(CORE_EVENT).list(s.namespace);
+  const who = { namespace: s.namespace, name: s.name, createdAt: m.metadata.creationTimestamp };
+  return { events: machineEvents(events, who), bootSeen: bootFromEvents(events, who) };
+}
+
+/**
+ * Writes the status if it changed. A change made only of events is written at most once per
+ * OBSERVE_LIMITS.eventWriteIntervalMs per machine (a crash loop's BackOff count would otherwise
+ * write on every kubelet update); returns how long until the held-back events may be written.
+ */
 async function writeStatus(
   ctx: ReconcileContext,
   m: OberonMachine,
   s: MachineSettings,
   o: Observed,
-): Promise<void> {
-  const status = computeMachineStatus(m, s, o);
+  world: World,
+  eventWrites: Map<string, number>,
+  nowMs: number = Date.now(),
+): Promise<number> {
+  const status = computeMachineStatus(m, s, o, world);
+  const id = `${s.namespace}/${s.name}`;
+  const prevEvents = (m.status as { events?: StatusEvent[] } | undefined)?.events;
+  const eventsChanged = JSON.stringify(prevEvents ?? null) !== JSON.stringify(status.events);
+  let wait = 0;
+  if (eventsChanged && prevEvents) {
+    wait = (eventWrites.get(id) ?? 0) + OBSERVE_LIMITS.eventWriteIntervalMs - nowMs;
+    if (wait > 0) status.events = prevEvents; // later; everything else goes now
+  }
   const prevPhase = (m.status as { phase?: string } | undefined)?.phase;
   const changed = await ctx.applyStatusIfChanged(OBERONMACHINE, m, status);
+  if (changed && eventsChanged && wait <= 0) eventWrites.set(id, nowMs);
   if (changed && prevPhase !== status.phase && (status.phase === 'Failed' || status.phase === 'Running')) {
     void ctx.recorder.record(
       m,
@@ -198,6 +288,7 @@ async function writeStatus(
       String(status.message ?? ''),
     );
   }
+  return wait;
 }
 
 const descriptorOf = (vm: KubeObject): string | undefined =>
@@ -323,18 +414,30 @@ export type Observed =
       launcher: LauncherState;
     };
 
+/** What the machine's status reads besides its children (oberonmachine-observe.ts). */
+export interface World {
+  events: StatusEvent[];
+  /** Newest boot seen in events (kubelet's Started of the machine container, KubeVirt's of the VMI). */
+  bootSeen?: string;
+  /** Machines naming an air: does its relay Service have a ready endpoint, and is the machine held for it. */
+  relay?: { ready: boolean; held: boolean };
+}
+
 export function computeMachineStatus(
   m: OberonMachine,
   s: MachineSettings,
   o: Observed,
+  world: World = { events: [] },
   now: Date = new Date(),
-): Record<string, unknown> {
+): Record<string, unknown> & { events: StatusEvent[] } {
   const gen = m.metadata.generation;
   const conds: ConditionInput[] = [];
   let phase: string;
   let ready = false;
   let message = '';
   let lastBoot: string | undefined;
+  const held = !!world.relay?.held;
+  const relayWait = `waiting for a ready endpoint of the relay Service ${s.air ? relayHost(s.air) : ''} (OberonAir ${s.air}) before starting`;
   if (o.kind === 'invalid') {
     phase = 'Failed';
     message = o.message;
@@ -346,20 +449,22 @@ export function computeMachineStatus(
     message = `${o.conflicts.join(' and ')} already exist and belong to someone else; rename this OberonMachine`;
   } else if (o.kind === 'pod') {
     const st = (o.statefulSet?.status ?? {}) as { readyReplicas?: number };
-    ready = s.running && (st.readyReplicas ?? 0) >= 1;
-    phase = !s.running ? 'Halted' : ready ? 'Running' : 'Starting';
+    ready = s.running && !held && (st.readyReplicas ?? 0) >= 1;
+    phase = !s.running ? 'Halted' : held ? 'Pending' : ready ? 'Running' : 'Starting';
     message = ready
       ? `screen at ${machineChild(s.name)}:${RENDER_LIMITS.vncPort} (VNC)`
-      : s.running
-        ? 'waiting for the machine pod'
-        : 'halted (disk kept)';
+      : !s.running
+        ? 'halted (disk kept)'
+        : held
+          ? relayWait
+          : (latestWarning(world.events) ?? 'waiting for the machine pod');
   } else {
     const vs = (o.vm?.status ?? {}) as {
       ready?: boolean;
       printableStatus?: string;
       conditions?: Array<{ type: string; status: string; message?: string; lastTransitionTime?: string }>;
     };
-    ready = s.running && o.seeded && vs.ready === true;
+    ready = s.running && o.seeded && !held && vs.ready === true;
     const failure = vs.conditions?.find(
       (c) => (c.type === 'Failure' || c.type === 'Synchronized') && c.status === 'False' && c.message,
     );
@@ -369,13 +474,21 @@ export function computeMachineStatus(
         ? 'Seeding'
         : !s.running
           ? 'Halted'
-          : ready
-            ? 'Running'
-            : 'Starting';
+          : held
+            ? 'Pending'
+            : ready
+              ? 'Running'
+              : 'Starting';
     message =
       o.jobFailed ??
       failure?.message ??
-      (o.seeded ? (vs.printableStatus ?? 'VirtualMachine created') : 'seeding the disk (fill Job)');
+      (!o.seeded
+        ? 'seeding the disk (fill Job)'
+        : held
+          ? relayWait
+          : ((ready ? undefined : latestWarning(world.events)) ??
+            vs.printableStatus ??
+            'VirtualMachine created'));
     lastBoot = vs.conditions?.find((c) => c.type === 'Ready' && c.status === 'True')?.lastTransitionTime;
     conds.push(
       o.seeded
@@ -399,16 +512,47 @@ export function computeMachineStatus(
       },
     );
   }
+  if (world.relay && s.air) {
+    const svc = relayHost(s.air);
+    conds.push(
+      world.relay.ready
+        ? {
+            type: 'AirReachable',
+            status: 'True',
+            reason: 'RelayEndpointReady',
+            message: `the relay Service ${svc} has a ready endpoint`,
+          }
+        : {
+            type: 'AirReachable',
+            status: 'False',
+            reason: world.relay.held ? 'WaitingForRelayEndpoint' : 'RelayEndpointNotReady',
+            message: world.relay.held
+              ? `${relayWait}: the machine is held (${s.runtime === 'pod' ? 'StatefulSet replicas 0' : 'VirtualMachine runStrategy Halted'}); check OberonAir ${s.air} and its relay pod`
+              : `the relay Service ${svc} has no ready endpoint; a running machine keeps running and reaches the relay again when it is back`,
+          },
+    );
+  }
   conds.push(
     ready
       ? { type: 'Ready', status: 'True', reason: 'Running', message }
-      : { type: 'Ready', status: 'False', reason: phase === 'Failed' ? 'Failed' : phase, message },
+      : {
+          type: 'Ready',
+          status: 'False',
+          reason: phase === 'Failed' ? 'Failed' : held ? 'WaitingForRelayEndpoint' : phase,
+          message,
+        },
+  );
+  // Monotonic: a boot once seen stays the last boot when its Event expires (the API server keeps Events an hour).
+  lastBoot = later(
+    later((m.status as { lastBoot?: string } | undefined)?.lastBoot, lastBoot),
+    world.bootSeen,
   );
   return {
     observedGeneration: gen,
     phase,
     ready,
     ...(lastBoot ? { lastBoot } : {}),
+    events: world.events,
     ...(s.runtime === 'pod'
       ? { vnc: `${machineChild(s.name)}.${s.namespace}.svc:${RENDER_LIMITS.vncPort}` }
       : {}),
@@ -420,4 +564,10 @@ export function computeMachineStatus(
       now,
     ),
   };
+}
+
+/** The newest Warning event as one line (what the kubelet, KubeVirt or our hook said went wrong). */
+function latestWarning(events: readonly StatusEvent[]): string | undefined {
+  const w = events.find((e) => e.type === 'Warning');
+  return w ? `${w.object} ${w.reason}: ${w.message}` : undefined;
 }

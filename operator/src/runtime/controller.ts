@@ -46,6 +46,8 @@ export interface ReconcileContext {
   primary: Informer<KubeObject>;
   /** Cache of an owned kind (only objects labelled managed-by retrokube). */
   owned(type: ResourceType): Informer<KubeObject>;
+  /** Cache of a kind the definition `watches` (not owned; see WatchSpec). */
+  watched(type: ResourceType): Informer<KubeObject>;
   /**
    * The freshest known copy of an object of the primary or an owned kind: the informer's, or the
    * one our own last write returned if the watch has not delivered it yet (saves redundant writes).
@@ -68,11 +70,29 @@ export interface ReconcileContext {
   ): Promise<boolean>;
 }
 
+/** A filter that narrows an informer's cache; `id` names it so equal filters share one informer. */
+export interface InformerFilter {
+  id: string;
+  keep(obj: KubeObject): boolean;
+}
+
+/** A kind the controller reads but does not own: `map` names the primary objects a change concerns. */
+export interface WatchSpec {
+  type: ResourceType;
+  /** Only objects labelled managed-by retrokube. */
+  managedOnly?: boolean;
+  filter?: InformerFilter;
+  /** Keys (namespace/name) of the primary objects to reconcile when `obj` changes. */
+  map(obj: KubeObject, primary: Informer<KubeObject>): string[];
+}
+
 export interface ControllerDefinition {
   name: string;
   primary: ResourceType;
   /** Child types; events on them wake the owner named by their controller ownerReference. */
   owns: ResourceType[];
+  /** Other kinds whose changes wake primaries (Events, EndpointSlices, ...). */
+  watches?: WatchSpec[];
   reconcile(ctx: ReconcileContext, key: ObjectKeyRef): Promise<ReconcileResult | undefined>;
   concurrency?: number;
 }
@@ -81,7 +101,7 @@ export interface ControllerDeps {
   client: KubeClient;
   recorder: EventRecorder;
   metrics: OperatorMetrics;
-  informer(type: ResourceType, managedOnly: boolean): Informer<KubeObject>;
+  informer(type: ResourceType, managedOnly: boolean, filter?: InformerFilter): Informer<KubeObject>;
 }
 
 export function splitKey(key: string): ObjectKeyRef {
@@ -97,6 +117,7 @@ export class Controller {
   private workers: Promise<void> | undefined;
   private readonly primary: Informer<KubeObject>;
   private readonly ownedInformers = new Map<string, Informer<KubeObject>>();
+  private readonly watchedInformers = new Map<string, Informer<KubeObject>>();
   /** Objects as returned by our own writes, until the informer catches up with them. */
   private readonly written = new Map<string, KubeObject>();
 
@@ -129,10 +150,17 @@ export class Controller {
         this.queue.add(`${obj.metadata.namespace ?? ''}/${owner.name}`);
       });
     }
+    for (const w of def.watches ?? []) {
+      const inf = deps.informer(w.type, !!w.managedOnly, w.filter);
+      this.watchedInformers.set(typeId(w.type), inf);
+      inf.on((_type, obj) => {
+        for (const key of w.map(obj, this.primary)) this.queue.add(key);
+      });
+    }
   }
 
   get informers(): Informer<KubeObject>[] {
-    return [this.primary, ...this.ownedInformers.values()];
+    return [this.primary, ...this.ownedInformers.values(), ...this.watchedInformers.values()];
   }
 
   /** Starts the workers; the manager starts and syncs the informers first. */
@@ -187,6 +215,11 @@ export class Controller {
       owned: (t) => {
         const inf = this.ownedInformers.get(typeId(t));
         if (!inf) throw new Error(`controller ${this.def.name} does not own ${t.plural}.${t.group}`);
+        return inf;
+      },
+      watched: (t) => {
+        const inf = this.watchedInformers.get(typeId(t));
+        if (!inf) throw new Error(`controller ${this.def.name} does not watch ${t.plural}.${t.group}`);
         return inf;
       },
       applyIfChanged: async <T extends KubeObject>(

@@ -45,6 +45,11 @@ export interface InformerOptions {
   backoffMaxMs?: number;
   /** Keep managedFields in cached objects (default false: they are large and controllers never read them). */
   keepManagedFields?: boolean;
+  /**
+   * Cache only objects this accepts (busy kinds such as Events: a controller wants a few of
+   * them); an object that stops being accepted is treated as deleted.
+   */
+  keep?: (obj: KubeObject) => boolean;
 }
 
 interface WatchEvent {
@@ -191,6 +196,7 @@ export class Informer<T extends KubeObject = KubeObject> {
           ? `${this.opts.type.group}/${this.opts.type.version}`
           : this.opts.type.version;
         item.kind ??= this.opts.type.kind;
+        if (this.opts.keep && !this.opts.keep(item)) continue;
         if (!this.opts.keepManagedFields) delete item.metadata.managedFields;
         fresh.set(objectKey(item), item);
       }
@@ -284,7 +290,19 @@ export class Informer<T extends KubeObject = KubeObject> {
     if (!this.opts.keepManagedFields) delete obj.metadata.managedFields;
     const key = objectKey(obj);
     const prev = this.cache.get(key);
+    if (this.opts.keep && ev.type !== 'DELETED' && !this.opts.keep(obj)) {
+      if (prev) {
+        this.cache.delete(key);
+        this.emit('delete', prev);
+      }
+      if (rv) this.rv = rv;
+      return;
+    }
     if (ev.type === 'DELETED') {
+      if (!prev && this.opts.keep) {
+        if (rv) this.rv = rv;
+        return; // never cached: nothing to forget
+      }
       this.cache.delete(key);
       this.emit('delete', obj);
     } else {

@@ -5,7 +5,7 @@ import type http from 'node:http';
 import type { Registry } from 'prom-client';
 import { logger } from '../util/log.ts';
 import type { KubeClient, KubeObject, ResourceType } from './client.ts';
-import { Controller, type ControllerDefinition, typeId } from './controller.ts';
+import { Controller, type ControllerDefinition, type InformerFilter, typeId } from './controller.ts';
 import { EventRecorder } from './events.ts';
 import { Informer } from './informer.ts';
 import { type LeaderElectionOptions, LeaderElector } from './leader.ts';
@@ -78,21 +78,22 @@ export class Manager {
       client: this.client,
       recorder: this.recorder,
       metrics: this.metrics,
-      informer: (t, managedOnly) => this.informer(t, managedOnly),
+      informer: (t, managedOnly, filter) => this.informer(t, managedOnly, filter),
     });
     this.controllers.push(c);
     return c;
   }
 
-  /** One shared informer per type and selector; owned types watch only retrokube's objects. */
-  private informer(type: ResourceType, managedOnly: boolean): Informer<KubeObject> {
-    const id = `${typeId(type)}|${managedOnly}`;
+  /** One shared informer per type, selector and filter; owned types watch only retrokube's objects. */
+  private informer(type: ResourceType, managedOnly: boolean, filter?: InformerFilter): Informer<KubeObject> {
+    const id = `${typeId(type)}|${managedOnly}|${filter?.id ?? ''}`;
     let inf = this.informers.get(id);
     if (!inf) {
       inf = new Informer<KubeObject>(this.client, {
         type,
         namespace: this.opts.namespace,
         labelSelector: managedOnly ? MANAGED_SELECTOR : undefined,
+        keep: filter?.keep,
         resyncMs: this.opts.resyncMs,
       });
       this.informers.set(id, inf);

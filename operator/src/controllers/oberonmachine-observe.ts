@@ -1,0 +1,196 @@
+// What an OberonMachine's status reads from the world besides its own children, as pure
+// functions over cached objects:
+//   - Kubernetes Events about the machine's Pod (kubelet: Started, BackOff, Killing, ...), its
+//     StatefulSet, VirtualMachine or VirtualMachineInstance (KubeVirt, and our hook's refusals
+//     such as "machine files are not on the volume yet") → status.events and lastBoot;
+//   - the EndpointSlices of the relay Service rk-air-<air> → may the machine start yet
+//     (spec §7 item 8: QEMU resolves the relay's name when it opens the chardev).
+// Reading core Events and EndpointSlices (list/watch) is all this needs: no Pods, no Secrets.
+import type { KubeObject, ResourceType } from '../runtime/client.ts';
+import { timestamp } from '../runtime/conditions.ts';
+import type { InformerFilter } from '../runtime/controller.ts';
+import type { PolicyRule } from '../runtime/rbac.ts';
+import { machineChild, relayHost } from './oberonmachine-render.ts';
+
+export const OBSERVE_LIMITS = {
+  statusEvents: 5, // the last few events in status: enough to see a crash loop, small enough for `kubectl get -o yaml`
+  messageChars: 256, // one event message in status; the full text stays on the Event
+  eventWriteIntervalMs: 10_000, // status writes caused only by events: at most one per machine this often (storms)
+} as const;
+
+/** core/v1 Events: what the kubelet and KubeVirt write (events.k8s.io ones show here too). */
+export const CORE_EVENT: ResourceType = {
+  group: '',
+  version: 'v1',
+  plural: 'events',
+  kind: 'Event',
+  namespaced: true,
+};
+export const ENDPOINT_SLICE: ResourceType = {
+  group: 'discovery.k8s.io',
+  version: 'v1',
+  plural: 'endpointslices',
+  kind: 'EndpointSlice',
+  namespaced: true,
+};
+export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
+
+/** Read-only: list/watch, so the operator never gains a sensitive verb for this. */
+export const OBSERVE_RBAC: PolicyRule[] = [
+  { apiGroups: [''], resources: ['events'], verbs: ['list', 'watch'] },
+  { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] },
+];
+
+interface CoreEvent extends KubeObject {
+  involvedObject?: { kind?: string; name?: string; namespace?: string; fieldPath?: string };
+  reason?: string;
+  message?: string;
+  type?: string;
+  count?: number;
+  firstTimestamp?: string;
+  lastTimestamp?: string;
+  eventTime?: string;
+  series?: { count?: number; lastObservedTime?: string };
+}
+
+const EVENT_KINDS = new Set(['Pod', 'StatefulSet', 'VirtualMachine', 'VirtualMachineInstance']);
+const PREFIX = machineChild('');
+
+/** The machine an event is about, or undefined (not one of our machines' Pod/StatefulSet/VM/VMI). */
+export function eventMachine(e: KubeObject): { namespace: string; name: string } | undefined {
+  const io = (e as CoreEvent).involvedObject;
+  const name = io?.name ?? '';
+  if (!io?.kind || !EVENT_KINDS.has(io.kind) || !name.startsWith(PREFIX)) return undefined;
+  const namespace = io.namespace ?? e.metadata.namespace ?? '';
+  // The StatefulSet's only pod is <statefulset>-0.
+  const child = io.kind === 'Pod' ? name.replace(/-0$/, '') : name;
+  if (io.kind === 'Pod' && child === name) return undefined;
+  const machine = child.slice(PREFIX.length);
+  return machine ? { namespace, name: machine } : undefined;
+}
+
+/** Keeps only our machines' events in the operator's cache (a cluster has many others). */
+export const EVENT_FILTER: InformerFilter = {
+  id: 'oberonmachine-events',
+  keep: (e) => eventMachine(e) !== undefined,
+};
+
+export const SLICE_FILTER: InformerFilter = {
+  id: 'relay-slices',
+  keep: (s) => (s.metadata.labels?.[SERVICE_NAME_LABEL] ?? '').startsWith(relayHost('')),
+};
+
+/** The air a relay EndpointSlice serves, or undefined. */
+export function sliceAir(s: KubeObject): string | undefined {
+  const svc = s.metadata.labels?.[SERVICE_NAME_LABEL] ?? '';
+  const prefix = relayHost('');
+  return svc.startsWith(prefix) && svc.length > prefix.length ? svc.slice(prefix.length) : undefined;
+}
+
+interface Slice extends KubeObject {
+  endpoints?: Array<{ addresses?: string[]; conditions?: { ready?: boolean } }>;
+}
+
+/** True when one of the Service's slices has an address that is ready (nil ready counts as ready). */
+export function relayEndpointReady(slices: readonly KubeObject[], air: string): boolean {
+  const svc = relayHost(air);
+  return slices.some(
+    (s) =>
+      s.metadata.labels?.[SERVICE_NAME_LABEL] === svc &&
+      ((s as Slice).endpoints ?? []).some(
+        (ep) => (ep.addresses?.length ?? 0) > 0 && ep.conditions?.ready !== false,
+      ),
+  );
+}
+
+export interface StatusEvent {
+  object: string;
+  type: string;
+  reason: string;
+  message: string;
+  count: number;
+  lastTimestamp: string;
+}
+
+function when(e: CoreEvent): string | undefined {
+  const t = e.lastTimestamp ?? e.series?.lastObservedTime ?? e.eventTime ?? e.firstTimestamp;
+  const ms = t ? Date.parse(t) : Number.NaN;
+  return Number.isFinite(ms) ? timestamp(new Date(ms)) : undefined;
+}
+
+/**
+ * The machine's recent events, newest first: only its Pod/StatefulSet/VM/VMI, none older than the
+ * machine itself (a previous machine of the same name), identical (object, type, reason, message)
+ * merged into one line with the summed count.
+ */
+export function machineEvents(
+  events: readonly KubeObject[],
+  machine: { namespace: string; name: string; createdAt?: string },
+): StatusEvent[] {
+  const since = machine.createdAt ? Date.parse(machine.createdAt) : 0;
+  const merged = new Map<string, StatusEvent>();
+  for (const raw of events) {
+    const e = raw as CoreEvent;
+    const who = eventMachine(e);
+    if (!who || who.name !== machine.name || who.namespace !== machine.namespace) continue;
+    const t = when(e);
+    if (!t || Date.parse(t) < since) continue;
+    const line: StatusEvent = {
+      object: `${e.involvedObject?.kind}/${e.involvedObject?.name}`,
+      type: e.type ?? 'Normal',
+      reason: e.reason ?? '',
+      message: (e.message ?? '').slice(0, OBSERVE_LIMITS.messageChars),
+      count: Math.max(1, e.count ?? e.series?.count ?? 1),
+      lastTimestamp: t,
+    };
+    const id = [line.object, line.type, line.reason, line.message].join('\u0000');
+    const prev = merged.get(id);
+    if (!prev) merged.set(id, line);
+    else {
+      prev.count += line.count;
+      if (line.lastTimestamp > prev.lastTimestamp) prev.lastTimestamp = line.lastTimestamp;
+    }
+  }
+  return [...merged.values()]
+    .sort(
+      (a, b) =>
+        b.lastTimestamp.localeCompare(a.lastTimestamp) ||
+        a.object.localeCompare(b.object) ||
+        a.reason.localeCompare(b.reason) ||
+        a.message.localeCompare(b.message),
+    )
+    .slice(0, OBSERVE_LIMITS.statusEvents);
+}
+
+/**
+ * When the machine last booted, as observed: the newest `Started` of the pod's `machine` container
+ * (kubelet) or of the VirtualMachineInstance (KubeVirt). Undefined when no such event is at hand.
+ */
+export function bootFromEvents(
+  events: readonly KubeObject[],
+  machine: { namespace: string; name: string; createdAt?: string },
+): string | undefined {
+  const since = machine.createdAt ? Date.parse(machine.createdAt) : 0;
+  let best: string | undefined;
+  for (const raw of events) {
+    const e = raw as CoreEvent;
+    const who = eventMachine(e);
+    if (!who || who.name !== machine.name || who.namespace !== machine.namespace) continue;
+    if (e.reason !== 'Started') continue;
+    const io = e.involvedObject ?? {};
+    const boot =
+      (io.kind === 'Pod' && io.fieldPath === 'spec.containers{machine}') ||
+      io.kind === 'VirtualMachineInstance';
+    const t = when(e);
+    if (!boot || !t || Date.parse(t) < since) continue;
+    if (!best || t > best) best = t;
+  }
+  return best;
+}
+
+/** The later of two RFC 3339 times (either may be missing). */
+export function later(a: string | undefined, b: string | undefined): string | undefined {
+  if (!a) return b;
+  if (!b) return a;
+  return Date.parse(b) > Date.parse(a) ? b : a;
+}
