@@ -55,6 +55,54 @@ export const OberonAirStatus = Type.Object(
       }),
     ),
     readyReplicas: Type.Optional(Type.Integer({ minimum: 0, description: 'Ready relay pods (0 or 1).' })),
+    heard: Type.Optional(
+      Type.Object(
+        {
+          stations: Type.Integer({
+            minimum: 0,
+            description:
+              'Distinct senders heard in the last 60 s: nodes by heartbeat name, planes by cluster tag, other stations by SCC address.',
+          }),
+          framesPerSecond: Type.Number({
+            minimum: 0,
+            description: 'Frames per second over the last 10 s (kept while it moves less than a quarter).',
+          }),
+          clusters: Type.Array(
+            Type.Object({
+              tag: Type.Integer({ minimum: 1, maximum: 255, description: 'The one-byte cluster tag.' }),
+              name: Type.String({
+                maxLength: 8,
+                description: "The cluster's name when an OberonKube on this air names it, else empty.",
+              }),
+              verified: Type.Boolean({
+                description:
+                  "The operator holds this cluster's key (an OberonKube's), so forgeries are told apart.",
+              }),
+              nodes: Type.Array(Type.String({ maxLength: 6 }), {
+                maxItems: 20,
+                description: 'Node names heard in heartbeats in the last 60 s (unverified unless verified).',
+              }),
+              plane: Type.Boolean({
+                description: "The plane's assignments or specs heard in the last 60 s.",
+              }),
+              forgedFrames: Type.Integer({
+                minimum: 0,
+                description: 'Frames with this tag and a bad MAC heard so far (0 when not verified).',
+              }),
+            }),
+            {
+              maxItems: 16,
+              description:
+                'Cluster tags heard in the last 60 s, and every cluster of an OberonKube on this air.',
+            },
+          ),
+        },
+        {
+          description:
+            "What the operator's passive station on this air hears (it only says hello, never transmits).",
+        },
+      ),
+    ),
   },
   { description: 'Observed state of the air.' },
 );
@@ -78,6 +126,8 @@ export const OberonAirKind: KindDefinition = {
   printerColumns: [
     { name: 'Address', type: 'string', jsonPath: '.status.address' },
     { name: 'Loss', type: 'number', jsonPath: '.spec.loss' },
+    { name: 'Stations', type: 'integer', jsonPath: '.status.heard.stations' },
+    { name: 'Frames/s', type: 'number', jsonPath: '.status.heard.framesPerSecond', priority: 1 },
     { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
     {
       name: 'Reason',

@@ -1,5 +1,6 @@
 // The heavy half of `retrokube operator`: loaded only when the verb runs, so every other verb of
 // the CLI starts without @kubernetes/client-node and the controllers.
+import { AirEars } from '../controllers/air-ears.ts';
 import { oberonAirController } from '../controllers/oberonair.ts';
 import { type KubeControllerOptions, oberonKubeController } from '../controllers/oberonkube.ts';
 import { oberonMachineController } from '../controllers/oberonmachine.ts';
@@ -45,18 +46,16 @@ export function createOperatorManager(opts: {
         }
       : undefined,
   });
-  mgr.add(oberonAirController({ image: opts.image }));
+  // One passive station per air, shared: the air's census and every cluster view on it.
+  const ears = new AirEars({ address: opts.airAddress });
+  mgr.add(oberonAirController({ image: opts.image, ears }));
   mgr.add(oberonMachineController({ image: opts.image, kubevirt: opts.kubevirt }));
-  const kube = oberonKubeController({
-    airAddress: opts.airAddress,
-    keySeed: opts.keySeed ?? process.env.RETROKUBE_KEY_SEED,
-  });
-  mgr.add(kube);
+  mgr.add(oberonKubeController({ ears, keySeed: opts.keySeed ?? process.env.RETROKUBE_KEY_SEED }));
   // The air stations live as long as the manager.
   const stop = mgr.stop.bind(mgr);
   mgr.stop = async () => {
     await stop();
-    await kube.ears.closeAll();
+    await ears.closeAll();
   };
   return mgr;
 }

@@ -1,73 +1,114 @@
-// The operator's ears: one passive station per Oberon cluster on its relay, feeding the air
-// toolkit's AirView. It sends only hellos (to be forwarded to) and never a frame; everything the
-// status says about nodes and pods is what this station heard.
-
+// The operator's ears: one passive station per OberonAir on its relay. It sends only hellos (to
+// be forwarded to) and never a frame. Every datagram feeds the air's census (what the air sounds
+// like, keyless: the OberonAir status) and the AirView of each cluster a subscriber asked about
+// with its key (the OberonKube status). Several clusters on one air share its one station.
 import { keyFromHex } from '../air/kubenet.ts';
 import { openStation, type Station } from '../air/station.ts';
-import { AirView, type AirView as AirViewT, type ClusterView } from '../air/view.ts';
+import { AirView, type ClusterView } from '../air/view.ts';
 import { logger } from '../util/log.ts';
+import { AirCensus, type AirHeard } from './air-census.ts';
 
 const log = logger('air-ears');
 
-export interface EarSettings {
-  host: string;
+/** Where an air's relay is heard: by default its Service. */
+export type AirAddress = (namespace: string, air: string, port: number) => { host: string; port: number };
+
+export const serviceAddress: AirAddress = (ns, air, port) => ({
+  host: `rk-air-${air}.${ns}.svc.cluster.local`,
+  port,
+});
+
+/** Which air: the OberonAir's namespace, name and relay port. */
+export interface AirRef {
+  namespace: string;
+  air: string;
   port: number;
+}
+
+export interface ClusterSettings {
   cluster: string;
   /** Hex, '' = the zero key. Never logged. */
   keyHex: string;
 }
 
+interface Subscription {
+  settings: ClusterSettings;
+  view: AirView;
+  since: number;
+}
+
 interface Ear {
-  settings: EarSettings;
-  view: AirViewT;
+  host: string;
+  port: number;
+  census: AirCensus;
+  /** Cluster views by subscriber (for example an OberonKube's namespace/name). */
+  clusters: Map<string, Subscription>;
   station: Promise<Station | undefined>;
   since: number;
 }
 
-const same = (a: EarSettings, b: EarSettings) =>
-  a.host === b.host && a.port === b.port && a.cluster === b.cluster && a.keyHex === b.keyHex;
+const airId = (ref: Pick<AirRef, 'namespace' | 'air'>) => `${ref.namespace}/${ref.air}`;
 
 export class AirEars {
   private readonly ears = new Map<string, Ear>();
+  private readonly address: AirAddress;
 
-  /** Listens for `id` with these settings (re-opening on a change); returns the view now, or null before opening. */
-  listen(id: string, settings: EarSettings, now = Date.now()): { view: ClusterView; listeningMs: number } {
-    let ear = this.ears.get(id);
-    if (ear && !same(ear.settings, settings)) {
-      this.close(id);
-      ear = undefined;
-    }
-    if (!ear) {
-      const view = new AirView({ cluster: settings.cluster, key: keyFromHex(settings.keyHex) });
-      const station = openStation({
-        host: settings.host,
-        port: settings.port,
-        onDatagram: (msg, at) => {
-          view.ingest(at, msg);
-        },
-      }).catch((err: Error) => {
-        log.warn(
-          { id, host: settings.host, port: settings.port, err: err.message },
-          'Cannot open a station on the air',
-        );
-        this.ears.delete(id);
-        return undefined;
+  constructor(opts: { address?: AirAddress } = {}) {
+    this.address = opts.address ?? serviceAddress;
+  }
+
+  /** Listens to the air (opening its station, or re-opening it on a new address); its census now. */
+  hear(ref: AirRef, now = Date.now()): { heard: AirHeard; listeningMs: number } {
+    const ear = this.ear(ref, now);
+    const known = new Map<number, { name: string; forgedFrames: number }>();
+    for (const sub of ear.clusters.values()) {
+      known.set(sub.view.tag, {
+        name: sub.settings.cluster,
+        forgedFrames: sub.view.view(now).counts.forged,
       });
-      ear = { settings, view, station, since: now };
-      this.ears.set(id, ear);
-      log.info(
-        { id, host: settings.host, port: settings.port, cluster: settings.cluster },
-        'Listening to the air',
-      );
     }
-    return { view: ear.view.view(now), listeningMs: now - ear.since };
+    return { heard: ear.census.summary(now, known), listeningMs: now - ear.since };
   }
 
-  has(id: string): boolean {
-    return this.ears.has(id);
+  /** One cluster on the air, judged with its key for `subscriber`; opens the air's station if needed. */
+  cluster(
+    ref: AirRef,
+    subscriber: string,
+    settings: ClusterSettings,
+    now = Date.now(),
+  ): { view: ClusterView; listeningMs: number } {
+    const ear = this.ear(ref, now);
+    let sub = ear.clusters.get(subscriber);
+    if (sub && (sub.settings.cluster !== settings.cluster || sub.settings.keyHex !== settings.keyHex))
+      sub = undefined;
+    if (!sub) {
+      sub = {
+        settings,
+        view: new AirView({ cluster: settings.cluster, key: keyFromHex(settings.keyHex) }),
+        since: now,
+      };
+      ear.clusters.set(subscriber, sub);
+    }
+    return { view: sub.view.view(now), listeningMs: now - sub.since };
   }
 
-  close(id: string): void {
+  /** The subscriber no longer needs its cluster view (the station stays while the air exists). */
+  forget(ref: Pick<AirRef, 'namespace' | 'air'>, subscriber: string): void {
+    this.ears.get(airId(ref))?.clusters.delete(subscriber);
+  }
+
+  has(ref: Pick<AirRef, 'namespace' | 'air'>): boolean {
+    return this.ears.has(airId(ref));
+  }
+
+  /** Open stations (one per air). */
+  get size(): number {
+    return this.ears.size;
+  }
+
+  /** Stops listening to the air (it is gone). */
+  close(ref: Pick<AirRef, 'namespace' | 'air'>): void {
+    const id = airId(ref);
     const ear = this.ears.get(id);
     if (!ear) return;
     this.ears.delete(id);
@@ -78,5 +119,52 @@ export class AirEars {
     const all = [...this.ears.values()];
     this.ears.clear();
     await Promise.all(all.map(async (e) => (await e.station)?.close()));
+  }
+
+  private ear(ref: AirRef, now: number): Ear {
+    const id = airId(ref);
+    const { host, port } = this.address(ref.namespace, ref.air, ref.port);
+    let ear = this.ears.get(id);
+    if (ear && (ear.host !== host || ear.port !== port)) {
+      // A new port: a new station; what was heard so far stays (the clusters are the same).
+      const old = ear.station;
+      void old.then((s) => s?.close());
+      ear.host = host;
+      ear.port = port;
+      ear.station = this.open(id, ear);
+      return ear;
+    }
+    if (!ear) {
+      ear = {
+        host,
+        port,
+        census: new AirCensus(),
+        clusters: new Map(),
+        station: Promise.resolve(undefined),
+        since: now,
+      };
+      ear.station = this.open(id, ear);
+      this.ears.set(id, ear);
+    }
+    return ear;
+  }
+
+  private open(id: string, ear: Ear): Promise<Station | undefined> {
+    log.info({ air: id, host: ear.host, port: ear.port }, 'Listening to the air');
+    return openStation({
+      host: ear.host,
+      port: ear.port,
+      onDatagram: (msg, at) => {
+        ear.census.ingest(at, msg);
+        for (const sub of ear.clusters.values()) sub.view.ingest(at, msg);
+      },
+    }).catch((err: Error) => {
+      log.warn(
+        { air: id, host: ear.host, port: ear.port, err: err.message },
+        'Cannot open a station on the air',
+      );
+      if (this.ears.get(id) === ear) this.ears.delete(id); // the next reconcile tries again
+      return undefined;
+    });
   }
 }

@@ -1,4 +1,5 @@
-// OberonAir controller: one relay Deployment and one ClusterIP Service per air.
+// OberonAir controller: one relay Deployment and one ClusterIP Service per air, and the operator's
+// passive station on it: status.heard says what the air sounds like (senders, clusters, frames/s).
 // Reads top to bottom: watch setup, reconcile, render (pure), status (pure).
 import { AIR_DEFAULTS, type OberonAirSpecT, type OberonAirStatusT } from '../api/oberonair.ts';
 import { GROUP, VERSION } from '../api/schema.ts';
@@ -10,14 +11,18 @@ import type {
   ReconcileContext,
   ReconcileResult,
 } from '../runtime/controller.ts';
-import { controllerRef, isControlledBy, MANAGED_BY } from '../runtime/objects.ts';
+import { controllerRef, isControlledBy, isSubset, MANAGED_BY } from '../runtime/objects.ts';
 import { CHILD_VERBS, type PolicyRule } from '../runtime/rbac.ts';
 import { VERSION as RETROKUBE_VERSION } from '../version.ts';
+import { type AirHeard, steadyRate } from './air-census.ts';
+import { type AirAddress, AirEars } from './air-ears.ts';
 
 export const LIMITS = {
   relayUid: 65534, // "nobody": the relay needs no identity and no file system
   conflictRecheckMs: 60_000, // a name taken by someone else is re-checked every minute
   relayMetricsPort: 9524, // the relay's HTTP /metrics (TCP), also its readiness probe
+  hearPollMs: 5_000, // how often what is heard is looked at (cache reads; writes only on change)
+  minHeardWriteMs: 5_000, // at most one status write per air this often for a change in what is heard
 } as const;
 
 export const OBERONAIR: ResourceType = {
@@ -58,14 +63,34 @@ export function defaultImage(): string {
 
 // --- watch setup -------------------------------------------------------------------------------
 
-export function oberonAirController(opts: { image?: string } = {}): ControllerDefinition {
+export interface AirControllerOptions {
+  image?: string;
+  /** The operator's ears (shared with the OberonKube controller): one passive station per air. */
+  ears?: AirEars;
+  /** Where an air is heard when `ears` is not given: default its Service. */
+  airAddress?: AirAddress;
+}
+
+export function oberonAirController(
+  opts: AirControllerOptions = {},
+): ControllerDefinition & { ears: AirEars } {
   const image = opts.image ?? defaultImage();
+  const ears = opts.ears ?? new AirEars({ address: opts.airAddress });
+  const lastHeardWrite = new Map<string, number>();
   return {
     name: 'oberonair',
     primary: OBERONAIR,
     owns: [CORE.deployment, CORE.service],
-    reconcile: (ctx, key) => reconcile(ctx, key, image),
+    ears,
+    reconcile: (ctx, key) => reconcile(ctx, key, { image, ears, lastHeardWrite }),
   };
+}
+
+interface Deps {
+  image: string;
+  ears: AirEars;
+  /** Per air: when a change in what is heard was last written (the rate limit). */
+  lastHeardWrite: Map<string, number>;
 }
 
 // --- reconcile ---------------------------------------------------------------------------------
@@ -73,11 +98,17 @@ export function oberonAirController(opts: { image?: string } = {}): ControllerDe
 async function reconcile(
   ctx: ReconcileContext,
   key: ObjectKeyRef,
-  image: string,
+  d: Deps,
 ): Promise<ReconcileResult | undefined> {
+  const id = `${key.namespace}/${key.name}`;
   const air = ctx.cached<OberonAir>(OBERONAIR, key.namespace, key.name);
   // Gone, or going: the garbage collector removes the children through their ownerReferences.
-  if (!air || air.metadata.deletionTimestamp) return undefined;
+  if (!air || air.metadata.deletionTimestamp) {
+    d.ears.close({ namespace: key.namespace, air: key.name });
+    d.lastHeardWrite.delete(id);
+    return undefined;
+  }
+  const image = d.image;
 
   const spec = withDefaults(air.spec, image);
   const desired = render(air, spec);
@@ -113,12 +144,25 @@ async function reconcile(
   if (created.length)
     void ctx.recorder.record(air, 'Normal', 'Created', `Created ${created.join(' and ')}`, 'Create');
 
-  const status = computeStatus(air, spec, observed.deployment, conflicts);
+  // Listen to the air (not to someone else's Service): its census goes into status.heard.
+  const ref = { namespace: key.namespace, air: key.name, port: spec.port };
+  let heard: AirHeard | undefined;
+  if (conflicts.length) d.ears.close(ref);
+  else heard = d.ears.hear(ref).heard;
+
+  const now = Date.now();
+  const status = computeStatus(air, spec, observed.deployment, conflicts, new Date(now), heard);
+  // A change in what is heard alone is written at most every few seconds; anything else at once.
+  const sinceHeardWrite = now - (d.lastHeardWrite.get(id) ?? 0);
+  const onlyHeard = isSubset({ ...status, heard: air.status?.heard }, air.status ?? {});
+  if (onlyHeard && sinceHeardWrite < LIMITS.minHeardWriteMs)
+    return { requeueAfterMs: LIMITS.minHeardWriteMs - sinceHeardWrite };
   const changed = await ctx.applyStatusIfChanged(
     OBERONAIR,
     air,
     status as unknown as Record<string, unknown>,
   );
+  if (changed && onlyHeard) d.lastHeardWrite.set(id, now);
   if (changed && conflicts.length) {
     void ctx.recorder.record(air, 'Warning', 'NameConflict', conflictMessage(conflicts));
   }
@@ -126,7 +170,7 @@ async function reconcile(
     (c) => c.type === 'Degraded' && c.status === 'True' && c.reason === 'RelayFailing',
   );
   if (changed && failing) void ctx.recorder.record(air, 'Warning', 'RelayFailing', failing.message);
-  return conflicts.length ? { requeueAfterMs: LIMITS.conflictRecheckMs } : undefined;
+  return { requeueAfterMs: conflicts.length ? LIMITS.conflictRecheckMs : LIMITS.hearPollMs };
 }
 
 // --- render (pure) -----------------------------------------------------------------------------
@@ -255,6 +299,7 @@ export function computeStatus(
   deployment: KubeObject | undefined,
   conflicts: string[],
   now: Date = new Date(),
+  heard?: AirHeard,
 ): OberonAirStatusT {
   const generation = air.metadata.generation;
   const ds = (deployment?.status ?? {}) as DeploymentStatus;
@@ -311,6 +356,15 @@ export function computeStatus(
     observedGeneration: generation,
     address: address(air, s),
     readyReplicas,
+    // The rate already reported stands while the air only jitters: a steady air writes nothing.
+    ...(heard
+      ? {
+          heard: {
+            ...heard,
+            framesPerSecond: steadyRate(air.status?.heard?.framesPerSecond, heard.framesPerSecond),
+          },
+        }
+      : {}),
     conditions: setConditions(air.status?.conditions, conds, generation, now),
   };
 }

@@ -30,7 +30,8 @@ import type {
 } from '../runtime/controller.ts';
 import { controllerRef, isControlledBy, MANAGED_BY } from '../runtime/objects.ts';
 import type { PolicyRule } from '../runtime/rbac.ts';
-import { AirEars } from './air-ears.ts';
+import { type AirAddress, AirEars } from './air-ears.ts';
+import { keyReadProblem } from './key-access.ts';
 import { OBERONAIR } from './oberonair.ts';
 import { OBERONMACHINE } from './oberonmachine.ts';
 
@@ -79,9 +80,10 @@ export interface OberonKube extends KubeObject {
 
 export interface KubeControllerOptions {
   /** Where the relay of an air is heard: default its Service, rk-air-<air>.<ns>.svc.cluster.local. */
-  airAddress?: (namespace: string, air: string, port: number) => { host: string; port: number };
+  airAddress?: AirAddress;
   /** Secret from which generated keys are derived (HMAC of the object's uid), so a restart recomputes them. */
   keySeed?: string;
+  /** The operator's ears, shared with the OberonAir controller: one station per air. */
   ears?: AirEars;
 }
 
@@ -90,17 +92,15 @@ export interface KubeControllerOptions {
 export function oberonKubeController(
   opts: KubeControllerOptions = {},
 ): ControllerDefinition & { ears: AirEars } {
-  const ears = opts.ears ?? new AirEars();
+  const ears = opts.ears ?? new AirEars({ address: opts.airAddress });
   const seed = opts.keySeed || randomBytes(32).toString('hex');
-  const airAddress =
-    opts.airAddress ?? ((ns, air, port) => ({ host: `rk-air-${air}.${ns}.svc.cluster.local`, port }));
   const memo = new Map<string, Memo>();
   return {
     name: 'oberonkube',
     primary: OBERONKUBE,
     owns: [OBERONAIR, OBERONMACHINE],
     ears,
-    reconcile: (ctx, key) => reconcile(ctx, key, { ears, seed, airAddress, memo }),
+    reconcile: (ctx, key) => reconcile(ctx, key, { ears, seed, memo }),
   };
 }
 
@@ -116,7 +116,6 @@ interface Memo {
 interface Deps {
   ears: AirEars;
   seed: string;
-  airAddress: NonNullable<KubeControllerOptions['airAddress']>;
   memo: Map<string, Memo>;
 }
 
@@ -218,8 +217,11 @@ async function reconcile(
 ): Promise<ReconcileResult | undefined> {
   const id = `${key.namespace}/${key.name}`;
   const k = ctx.cached<OberonKube>(OBERONKUBE, key.namespace, key.name);
+  const airRef = { namespace: key.namespace, air: kubeAirName(key.name) };
   if (!k || k.metadata.deletionTimestamp) {
-    d.ears.close(id);
+    d.ears.forget(airRef, id);
+    // The air's own controller stops listening when the air goes; if it never existed, stop here.
+    if (!ctx.cached(OBERONAIR, airRef.namespace, airRef.air)) d.ears.close(airRef);
     d.memo.delete(id);
     return undefined;
   }
@@ -279,11 +281,7 @@ async function reconcile(
       if (/^[0-9a-fA-F]{0,16}$/.test(raw)) keyHex = raw.toLowerCase();
       else keyProblem = `Secret ${s.keySecretRef.name} entry ${s.keySecretRef.key} is not 0–16 hex digits`;
     } catch (err) {
-      const code = err instanceof ApiError ? err.status : 0;
-      keyProblem =
-        code === 403
-          ? `the operator may not read Secret ${s.keySecretRef.name}; grant it "get" on that Secret (a Role in ${s.namespace}) to judge the air`
-          : `cannot read Secret ${s.keySecretRef.name}: ${code === 404 ? 'not found' : (err as Error).message}`;
+      keyProblem = keyReadProblem(err, s.namespace, s.keySecretRef); // names the Role to grant on a 403
     }
   }
 
@@ -294,15 +292,12 @@ async function reconcile(
     kubeAirName(s.name),
   );
   const port = airObj?.spec?.port ?? AIR_DEFAULTS.port;
+  // The air's station (shared with the OberonAir controller); this cluster's view verified with its key.
   const heard =
     keyHex === undefined
       ? undefined
-      : d.ears.listen(id, {
-          ...d.airAddress(s.namespace, kubeAirName(s.name), port),
-          cluster: s.cluster,
-          keyHex,
-        });
-  if (keyHex === undefined) d.ears.close(id);
+      : d.ears.cluster({ ...airRef, port }, id, { cluster: s.cluster, keyHex });
+  if (keyHex === undefined) d.ears.forget(airRef, id);
 
   const nodeNames = Array.from({ length: s.nodes }, (_, i) => kubeNodeName(i));
   const existingPlane = ctx.cached(OBERONMACHINE, s.namespace, `${s.name}-plane`);
