@@ -363,7 +363,7 @@ export async function checkLauncher(client: KubeClient): Promise<LauncherState> 
     KubeObject & { spec?: { template?: { spec?: { containers?: Array<{ args?: string[] }> } } } }
   >(CORE.deployment, ns, 'virt-controller');
   const args = ctrl?.spec?.template?.spec?.containers?.[0]?.args ?? [];
-  const tag = (args[1] ?? '').split(':').pop() ?? '';
+  const tag = imageTag(args[1] ?? '');
   if (
     args[0] !== '--launcher-image' ||
     !/-(paleo|risc5)-/.test(tag) ||
@@ -387,6 +387,14 @@ export async function checkLauncher(client: KubeClient): Promise<LauncherState> 
       message: `kubevirt-paleo-launcher reports ${state}: ${cm?.data?.reason ?? ''}`.trim(),
     };
   return { ready: true, reason: 'LauncherReady', message: `RISC5 launcher ${args[1]} with the Sidecar gate` };
+}
+
+/** An image reference's tag (`repo:5000/x:TAG@sha256:…` → TAG); '' when it has none (digest only). */
+export function imageTag(ref: string): string {
+  const name = ref.split('@')[0] ?? '';
+  const last = name.slice(name.lastIndexOf('/') + 1);
+  const colon = last.lastIndexOf(':');
+  return colon < 0 ? '' : last.slice(colon + 1);
 }
 
 class LauncherCheck {
