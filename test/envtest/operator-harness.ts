@@ -98,10 +98,18 @@ export async function quiescent(mgr: Manager, settleMs = 500): Promise<void> {
 export function condition(
   obj: KubeObject | undefined,
   type: string,
-): { status: string; reason: string; observedGeneration?: number } | undefined {
+): { status: string; reason: string; message?: string; observedGeneration?: number } | undefined {
   const conds = (
     obj?.status as
-      | { conditions?: Array<{ type: string; status: string; reason: string; observedGeneration?: number }> }
+      | {
+          conditions?: Array<{
+            type: string;
+            status: string;
+            reason: string;
+            message?: string;
+            observedGeneration?: number;
+          }>;
+        }
       | undefined
   )?.conditions;
   return conds?.find((c) => c.type === type);

@@ -220,7 +220,7 @@ export function renderPod(
               name: 'machine',
               image,
               args,
-              env,
+              ...(env.length ? { env } : {}), // the API server drops an empty list: [] would never match
               ports: [{ name: 'vnc', containerPort: RENDER_LIMITS.vncPort, protocol: 'TCP' }],
               readinessProbe: { tcpSocket: { port: 'vnc' }, periodSeconds: 10 },
               resources: { requests: { memory: s.memory }, limits: { memory: s.memory } },
