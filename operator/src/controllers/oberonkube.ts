@@ -31,6 +31,7 @@ import type {
 import { controllerRef, isControlledBy, MANAGED_BY } from '../runtime/objects.ts';
 import type { PolicyRule } from '../runtime/rbac.ts';
 import { type AirAddress, AirEars } from './air-ears.ts';
+import { keyReadProblem } from './key-access.ts';
 import { OBERONAIR } from './oberonair.ts';
 import { OBERONMACHINE } from './oberonmachine.ts';
 
@@ -280,11 +281,7 @@ async function reconcile(
       if (/^[0-9a-fA-F]{0,16}$/.test(raw)) keyHex = raw.toLowerCase();
       else keyProblem = `Secret ${s.keySecretRef.name} entry ${s.keySecretRef.key} is not 0–16 hex digits`;
     } catch (err) {
-      const code = err instanceof ApiError ? err.status : 0;
-      keyProblem =
-        code === 403
-          ? `the operator may not read Secret ${s.keySecretRef.name}; grant it "get" on that Secret (a Role in ${s.namespace}) to judge the air`
-          : `cannot read Secret ${s.keySecretRef.name}: ${code === 404 ? 'not found' : (err as Error).message}`;
+      keyProblem = keyReadProblem(err, s.namespace, s.keySecretRef); // names the Role to grant on a 403
     }
   }
 

@@ -1,0 +1,41 @@
+// Why the operator could not read a key Secret named by keySecretRef, said so that a person can fix
+// it. The operator holds no Secret read of its own (its ClusterRole may only create Secrets); a
+// user who names a Secret grants `get` on that one Secret with a Role in its namespace. On a 403
+// the API server names the operator's user, so the message can give the exact commands.
+import { ApiError } from '../runtime/client.ts';
+
+export const KEY_ACCESS_LIMITS = {
+  roleNameChars: 63, // RBAC object names are DNS subdomains; keep them short and readable
+} as const;
+
+/** The Role (and RoleBinding) name the fix suggests for Secret `secret`. */
+export function keyRoleName(secret: string): string {
+  return `retrokube-read-${secret}`.slice(0, KEY_ACCESS_LIMITS.roleNameChars).replace(/[-.]+$/, '');
+}
+
+/** The user in an API server 403 message (`... is forbidden: User "x" cannot get ...`). */
+export function forbiddenUser(message: string): string | undefined {
+  return /User "([^"]+)" cannot/.exec(message)?.[1];
+}
+
+/** A one-paragraph problem statement for a failed read of the key Secret; never contains the key. */
+export function keyReadProblem(err: unknown, namespace: string, ref: { name: string; key: string }): string {
+  const code = err instanceof ApiError ? err.status : 0;
+  if (code === 404)
+    return `Secret ${ref.name} (keySecretRef) does not exist in namespace ${namespace}; create it with the KubeNet key (0–16 hex digits) in entry "${ref.key}"`;
+  if (code !== 403) return `cannot read Secret ${ref.name}: ${(err as Error).message}`;
+  const user = forbiddenUser((err as Error).message);
+  const sa = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(user ?? '');
+  const subject = sa
+    ? `--serviceaccount=${sa[1]}:${sa[2]}`
+    : user
+      ? `--user=${user}`
+      : '--serviceaccount=<operator namespace>:<operator service account>';
+  const role = keyRoleName(ref.name);
+  return (
+    `the operator${user ? ` (${user})` : ''} may not read Secret ${ref.name} named by keySecretRef, so it cannot hear this cluster's air ` +
+    `(machines still run: the kubelet reads the key for them). Grant "get" on that one Secret: ` +
+    `kubectl -n ${namespace} create role ${role} --verb=get --resource=secrets --resource-name=${ref.name} && ` +
+    `kubectl -n ${namespace} create rolebinding ${role} --role=${role} ${subject}`
+  );
+}
