@@ -45,7 +45,7 @@ async function run(disk: string, o: RunOpts): Promise<void> {
     inPlace: o.inPlace ?? false,
     clock: o.deterministic ? 'deterministic' : 'realtime',
     commands: o.commands,
-    jit: o.jit ?? false,
+    jit: o.jit ?? true,
     boot: o.rom ? 'assembled' : 'native',
   };
   if (o.memory !== undefined) opts.memoryMiB = intOption('--memory', o.memory, 1, 32);
@@ -136,7 +136,7 @@ export function registerMachineVerbs(program: Command): void {
       '--deterministic',
       'timer from the instruction count (reproducible runs) instead of the wall clock',
     )
-    .option('--jit', 'translate hot RISC5 code to JavaScript (faster loops, slower branchy code)')
+    .option('--no-jit', 'interpreter only: do not translate hot RISC5 code to WebAssembly')
     .option('--rom', 'boot with our boot ROM (assembled RISC5 code) instead of the native boot')
     .option('--in-place', 'write to DISK itself instead of a temporary copy')
     .option('--for <seconds>', 'stop after this many seconds')

@@ -8,7 +8,15 @@
 // has "branched into the void" and calls bus.reset() (the hardware/emulator resets to the ROM).
 
 import { fpAdd, fpDiv, fpMul, idiv, idivResult } from './fpu.ts';
-import { type BlockFn, complexOp, LIMITS as JIT_LIMITS, type JitHelpers, translate } from './jit.ts';
+import {
+  CELL,
+  CodeSpace,
+  complexOp,
+  LIMITS as JIT_LIMITS,
+  type JitImports,
+  memoryLayout,
+  translateBlock,
+} from './jit.ts';
 
 export const LIMITS = {
   romStart: 0xfffff800, // byte address of the boot ROM window (hardware constant)
@@ -33,7 +41,8 @@ export class Risc5 {
   readonly memWords: number;
   /** First byte of the framebuffer; stores at or above it bump fbVersion. */
   displayStart: number;
-  readonly R = new Int32Array(16);
+  /** The registers (a view into the same memory as RAM, so translated code reaches them too). */
+  readonly R: Int32Array;
   pc = ROM_START_WORD;
   H = 0;
   /** N and Z are derived from the last register write (lazy flags). */
@@ -50,16 +59,24 @@ export class Risc5 {
   /** Set by the bus during an I/O access to end run() early (idle, or a device wants attention). */
   stop = false;
   bus: IoBus;
-  /** Translate hot RISC5 code to JS blocks (jit.ts); false = the plain interpreter only. */
+  /** Translate hot RISC5 code to wasm blocks (jit.ts); false = the plain interpreter only. */
   readonly jit: boolean;
-  private readonly blocks: (BlockFn | undefined)[];
   /** 1 for every RAM word covered by a translated block (stores there invalidate it). */
   private readonly codeMark: Uint8Array;
+  /** The table slot of the translated block starting at each RAM word (0: none). */
+  private readonly slotOf: Int32Array;
   /** How often each block start ran in the interpreter (translation starts at hotBlock). */
   private readonly hits: Uint16Array;
   private readonly pageBlocks = new Map<number, number[]>();
   private readonly blockLength = new Map<number, number>();
-  private readonly helpers: JitHelpers = { mulHighSigned, mulHighUnsigned };
+  /** Hot block starts waiting to be compiled together (LIMITS.batch), and since when. */
+  private readonly waiting = new Set<number>();
+  private waitingSince = 0;
+  /** The cells that carry flags, H, the instruction count and stop into translated code. */
+  private readonly cells: Int32Array;
+  private readonly space: CodeSpace | null;
+  /** instructions at the start of the current run of translated blocks (cells count from it). */
+  private blockBase = 0;
   /** Entries of a block start before it is translated (at most 65,535: the counters are 16-bit). */
   readonly hotBlock: number;
   /** Blocks translated since power-on (a measure of code churn). */
@@ -73,24 +90,78 @@ export class Risc5 {
   ) {
     this.memBytes = memBytes;
     this.memWords = memBytes >>> 2;
-    this.mem = new Int32Array(this.memWords);
     this.displayStart = displayStart;
     this.bus = bus;
     this.jit = opts.jit ?? true;
     this.hotBlock = Math.min(Math.max(Math.floor(opts.hotBlock ?? JIT_LIMITS.hotBlock), 1), 0xffff);
-    this.blocks = this.jit ? new Array(this.memWords).fill(undefined) : [];
-    this.codeMark = new Uint8Array(this.jit ? this.memWords : 0);
     this.hits = new Uint16Array(this.jit ? this.memWords : 0);
+    // RAM and registers live in the translator's wasm memory (jit.ts layout), or in a plain buffer.
+    const layout = memoryLayout(memBytes);
+    this.space = this.jit ? new CodeSpace(memBytes, this.translatedCodeImports()) : null;
+    const buffer = this.space?.buffer ?? new ArrayBuffer(layout.codeMarkBase);
+    this.mem = new Int32Array(buffer, 0, this.memWords);
+    this.R = new Int32Array(buffer, memBytes, 16);
+    this.cells = new Int32Array(buffer, memBytes, 32);
+    this.codeMark = new Uint8Array(
+      this.jit ? buffer : new ArrayBuffer(0),
+      this.jit ? layout.codeMarkBase : 0,
+      this.jit ? this.memWords : 0,
+    );
+    this.slotOf = new Int32Array(
+      this.jit ? buffer : new ArrayBuffer(0),
+      this.jit ? layout.slotBase : 0,
+      this.jit ? this.memWords : 0,
+    );
+  }
+
+  /** What translated code calls: the bus sees the same CPU state as under the interpreter. */
+  private translatedCodeImports(): JitImports {
+    const sync = (k: number) => {
+      const cells = this.cells;
+      this.ioInstr = this.blockBase + cells[CELL.instr] + k;
+      this.fbVersion += cells[CELL.fb];
+      cells[CELL.fb] = 0;
+    };
+    return {
+      ioRead: (ad, k) => {
+        sync(k);
+        const v = this.bus.ioRead(ad >>> 0);
+        this.cells[CELL.stop] = this.stop ? 1 : 0;
+        return v;
+      },
+      ioWrite: (ad, v, k) => {
+        sync(k);
+        this.bus.ioWrite(ad >>> 0, v);
+        this.cells[CELL.stop] = this.stop ? 1 : 0;
+      },
+      invalidate: (wi) => this.invalidate(wi),
+      complexOp: (ir, b, c) => {
+        this.H = this.cells[CELL.H];
+        const r = complexOp(this, ir, b, c);
+        this.cells[CELL.H] = this.H;
+        return r;
+      },
+    };
   }
 
   /** Forget every translation (after RAM was changed behind the CPU's back, e.g. a boot load). */
   flushCode(): void {
-    if (!this.jit) return;
-    for (const starts of this.pageBlocks.values()) for (const pc of starts) this.blocks[pc] = undefined;
+    if (this.space === null) return;
+    for (const pc of this.blockLength.keys()) this.dropBlock(pc);
     this.pageBlocks.clear();
-    this.blockLength.clear();
+    this.waiting.clear();
     this.codeMark.fill(0);
     this.hits.fill(0);
+  }
+
+  private dropBlock(pc: number): void {
+    const slot = this.slotOf[pc];
+    if (slot === 0) return;
+    this.space?.free(slot);
+    this.slotOf[pc] = 0;
+    const len = this.blockLength.get(pc) ?? 0;
+    this.blockLength.delete(pc);
+    for (let i = 0; i < len; i++) this.codeMark[pc + i] = 0;
   }
 
   /** A store hit translated code at word w: drop the translations of its page. */
@@ -102,13 +173,7 @@ export class Risc5 {
       return;
     }
     this.pageBlocks.delete(page);
-    for (const pc of starts) {
-      if (this.blocks[pc] === undefined) continue;
-      this.blocks[pc] = undefined;
-      const len = this.blockLength.get(pc) ?? 0;
-      this.blockLength.delete(pc);
-      for (let i = 0; i < len; i++) this.codeMark[pc + i] = 0;
-    }
+    for (const pc of starts) this.dropBlock(pc);
     // Blocks of other pages may still cover words here; re-mark them.
     for (const [pc, len] of this.blockLength) {
       if (pc + len > page << JIT_LIMITS.pageShift && pc < (page + 1) << JIT_LIMITS.pageShift) {
@@ -117,25 +182,39 @@ export class Risc5 {
     }
   }
 
-  private compile(pc: number): BlockFn {
-    const { fn, length } = translate(this, pc, this.helpers);
-    this.translations++;
-    this.blocks[pc] = fn;
-    this.blockLength.set(pc, length);
-    for (let i = 0; i < length; i++) this.codeMark[pc + i] = 1;
-    const first = pc >>> JIT_LIMITS.pageShift;
-    const last = (pc + length - 1) >>> JIT_LIMITS.pageShift;
-    for (let p = first; p <= last; p++) {
-      const list = this.pageBlocks.get(p);
-      if (list === undefined) this.pageBlocks.set(p, [pc]);
-      else list.push(pc);
-    }
-    return fn;
+  /** A block start became hot: it waits for company, so one wasm module carries several blocks. */
+  private markHot(pc: number): void {
+    if (this.waiting.size === 0) this.waitingSince = this.instructions;
+    this.waiting.add(pc);
+    if (
+      this.waiting.size >= JIT_LIMITS.batch ||
+      this.instructions - this.waitingSince >= JIT_LIMITS.batchDelay
+    )
+      this.compileWaiting();
   }
 
-  /** DIV and FPU operations for translated code (sets H for DIV). */
-  complexOp(ir: number, b: number, c: number): number {
-    return complexOp(this, ir, b, c);
+  private compileWaiting(): void {
+    const space = this.space;
+    if (space === null) return;
+    const starts = [...this.waiting].filter((pc) => this.slotOf[pc] === 0);
+    this.waiting.clear();
+    if (starts.length === 0) return;
+    const blocks = starts.map((pc) => translateBlock(this.mem, pc, space.layout, this.displayStart));
+    const slots = space.install(blocks.map((b) => b.body));
+    starts.forEach((pc, i) => {
+      const length = blocks[i].length;
+      this.translations++;
+      this.slotOf[pc] = slots[i];
+      this.blockLength.set(pc, length);
+      for (let w = 0; w < length; w++) this.codeMark[pc + w] = 1;
+      const first = pc >>> JIT_LIMITS.pageShift;
+      const last = (pc + length - 1) >>> JIT_LIMITS.pageShift;
+      for (let p = first; p <= last; p++) {
+        const list = this.pageBlocks.get(p);
+        if (list === undefined) this.pageBlocks.set(p, [pc]);
+        else list.push(pc);
+      }
+    });
   }
 
   get N(): boolean {
@@ -161,27 +240,53 @@ export class Risc5 {
    */
   run(n: number): number {
     this.stop = false;
-    if (!this.jit) return this.interpret(n);
+    if (this.space === null) return this.interpret(n);
     const start = this.instructions;
     const end = start + n;
-    const R = this.R;
-    const mem = this.mem;
-    const cm = this.codeMark;
-    const blocks = this.blocks;
+    const slotOf = this.slotOf;
     const hits = this.hits;
     while (this.instructions < end) {
       const pc = this.pc;
       if (pc < this.memWords) {
-        const f = blocks[pc];
-        if (f !== undefined) f(this, R, mem, cm);
-        else if (hits[pc] >= this.hotBlock) this.compile(pc)(this, R, mem, cm);
-        else this.interpret(end - this.instructions, true); // cold code, until a hot branch target
+        if (slotOf[pc] !== 0) this.runBlocks(this.space, end);
+        else {
+          // Count entries here too: a block that falls through a not-taken branch lands on code
+          // that no taken branch reaches, and that code must be able to become hot as well.
+          if (++hits[pc] >= this.hotBlock) this.markHot(pc);
+          this.interpret(end - this.instructions, true); // until a branch lands on hot code
+        }
       } else {
         this.interpret(1); // the ROM window, or a branch into the void
       }
       if (this.stop) break;
     }
+    if (this.waiting.size > 0) this.compileWaiting(); // a block waits at most one run() for company
     return this.instructions - start;
+  }
+
+  /**
+   * Run translated blocks from this.pc on, block to block inside wasm, until one leads to
+   * untranslated code, a device asks to stop, or the budget up to `end` is spent. State crosses
+   * in the cells.
+   */
+  private runBlocks(space: CodeSpace, end: number): void {
+    const cells = this.cells;
+    cells[CELL.nz] = this.nz;
+    cells[CELL.C] = this.C;
+    cells[CELL.V] = this.V;
+    cells[CELL.H] = this.H;
+    cells[CELL.instr] = 0;
+    cells[CELL.stop] = 0;
+    cells[CELL.fb] = 0;
+    this.blockBase = this.instructions;
+    const budget = Math.min(end - this.instructions, 0x40000000); // the count cell is an int32
+    this.pc = space.dispatch(this.pc, budget);
+    this.nz = cells[CELL.nz];
+    this.C = cells[CELL.C];
+    this.V = cells[CELL.V];
+    this.H = cells[CELL.H];
+    this.instructions = this.blockBase + cells[CELL.instr];
+    this.fbVersion += cells[CELL.fb];
   }
 
   /**
@@ -190,7 +295,7 @@ export class Risc5 {
    */
   interpret(n: number, toHot = false): number {
     const hits = this.hits;
-    const blocks = this.blocks;
+    const slotOf = this.slotOf;
     const mem = this.mem;
     const cm = this.codeMark;
     const jit = this.jit;
@@ -406,7 +511,7 @@ export class Risc5 {
           }
           if ((ir & 0x20000000) === 0) pc = R[ir & 15] >>> 2;
           else pc = (pc + ((ir << 8) >> 8)) >>> 0;
-          if (toHot && pc < memWords && (blocks[pc] !== undefined || ++hits[pc] >= hot)) break;
+          if (toHot && pc < memWords && (slotOf[pc] !== 0 || ++hits[pc] >= hot)) break;
         }
       }
     }

@@ -50,7 +50,7 @@ export interface RunnerOptions {
   air?: { host: string; port: number; localPort?: number };
   /** Keep a current screen for snapshot() (pushed by the worker when the screen changes). Default true. */
   frames?: boolean;
-  /** Translate hot code to JavaScript (see MachineOptions.jit). */
+  /** Translate hot code to WebAssembly (see MachineOptions.jit; default on). */
   jit?: boolean;
   /** 'native' boot (default) or our assembled ROM running on the CPU (boot-rom.ts). */
   boot?: 'native' | 'assembled';
@@ -109,7 +109,7 @@ export class MachineRunner implements MachineScreen, MachineInput {
       switches: opts.switches,
       air: opts.air,
       frames: opts.frames ?? true,
-      jit: opts.jit ?? false,
+      jit: opts.jit ?? true,
       boot: opts.boot ?? 'native',
     };
     const custom = opts.memoryMiB !== undefined || opts.width !== undefined || opts.height !== undefined;
