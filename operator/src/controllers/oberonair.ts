@@ -2,7 +2,6 @@
 // passive station on it: status.heard says what the air sounds like (senders, clusters, frames/s).
 // Reads top to bottom: watch setup, reconcile, render (pure), status (pure).
 import { AIR_DEFAULTS, type OberonAirSpecT, type OberonAirStatusT } from '../api/oberonair.ts';
-import { GROUP, VERSION } from '../api/schema.ts';
 import { CORE, type KubeObject, type ResourceType } from '../runtime/client.ts';
 import { type ConditionInput, setConditions } from '../runtime/conditions.ts';
 import type {
@@ -11,11 +10,12 @@ import type {
   ReconcileContext,
   ReconcileResult,
 } from '../runtime/controller.ts';
-import { controllerRef, isControlledBy, isSubset, MANAGED_BY } from '../runtime/objects.ts';
+import { controllerRef, isSubset, MANAGED_BY } from '../runtime/objects.ts';
 import { CHILD_VERBS, type PolicyRule } from '../runtime/rbac.ts';
 import { VERSION as RETROKUBE_VERSION } from '../version.ts';
 import { type AirHeard, steadyRate } from './air-census.ts';
 import { type AirAddress, AirEars } from './air-ears.ts';
+import { applyOwned, ourKind, primaryRules } from './owned.ts';
 
 export const LIMITS = {
   relayUid: 65534, // "nobody": the relay needs no identity and no file system
@@ -25,19 +25,11 @@ export const LIMITS = {
   minHeardWriteMs: 5_000, // at most one status write per air this often for a change in what is heard
 } as const;
 
-export const OBERONAIR: ResourceType = {
-  group: GROUP,
-  version: VERSION,
-  plural: 'oberonairs',
-  kind: 'OberonAir',
-  namespaced: true,
-};
+export const OBERONAIR: ResourceType = ourKind('oberonairs', 'OberonAir');
 
 /** What this controller needs from the API server (merged into the chart's ClusterRole). */
 export const OBERONAIR_RBAC: PolicyRule[] = [
-  { apiGroups: [GROUP], resources: ['oberonairs'], verbs: ['get', 'list', 'watch'] },
-  { apiGroups: [GROUP], resources: ['oberonairs/status'], verbs: ['get', 'patch', 'update'] },
-  { apiGroups: [GROUP], resources: ['oberonairs/finalizers'], verbs: ['update'] },
+  ...primaryRules('oberonairs'),
   { apiGroups: ['apps'], resources: ['deployments'], verbs: CHILD_VERBS },
   { apiGroups: [''], resources: ['services'], verbs: CHILD_VERBS },
 ];
@@ -126,17 +118,10 @@ async function reconcile(
   ] as const;
   await Promise.all(
     children.map(async ([which, type, obj]) => {
-      const name = obj.metadata.name as string;
-      // Owned caches hold only our labelled objects; on a miss, look for someone else's object.
-      const current =
-        ctx.cached(type, key.namespace, name) ?? (await ctx.client.getOrUndefined(type, key.namespace, name));
-      if (current && !isControlledBy(current, air.metadata.uid)) {
-        conflicts.push(`${type.kind} ${name}`);
-        return; // never take over an object we do not control
-      }
-      const { object, wrote } = await ctx.applyIfChanged(type, obj, current);
-      observed[which] = object;
-      if (wrote && !current) created.push(`${type.kind} ${name}`);
+      const r = await applyOwned(ctx, air, type, obj);
+      if ('conflict' in r) return void conflicts.push(r.conflict); // never take over someone else's
+      observed[which] = r.object;
+      if (r.created) created.push(`${type.kind} ${obj.metadata.name}`);
     }),
   );
   conflicts.sort();

@@ -34,6 +34,7 @@ import { type AirAddress, AirEars } from './air-ears.ts';
 import { keyReadProblem } from './key-access.ts';
 import { OBERONAIR } from './oberonair.ts';
 import { OBERONMACHINE } from './oberonmachine.ts';
+import { applyOwned, ourKind, primaryRules } from './owned.ts';
 
 export const LIMITS = {
   pollMs: 2_000, // how often the heard view is turned into status (reads only; writes are rate-limited)
@@ -42,13 +43,7 @@ export const LIMITS = {
   forgedWindowMs: 60_000, // forged frames this recent keep the cluster Degraded
 } as const;
 
-export const OBERONKUBE: ResourceType = {
-  group: GROUP,
-  version: VERSION,
-  plural: 'oberonkubes',
-  kind: 'OberonKube',
-  namespaced: true,
-};
+export const OBERONKUBE: ResourceType = ourKind('oberonkubes', 'OberonKube');
 
 /**
  * Secrets: `create` only, for the generated key. The operator never reads a Secret through its
@@ -56,9 +51,7 @@ export const OBERONKUBE: ResourceType = {
  * the user granted it (a Role in that namespace) — otherwise status says the air cannot be judged.
  */
 export const OBERONKUBE_RBAC: PolicyRule[] = [
-  { apiGroups: [GROUP], resources: ['oberonkubes'], verbs: ['get', 'list', 'watch'] },
-  { apiGroups: [GROUP], resources: ['oberonkubes/status'], verbs: ['get', 'patch', 'update'] },
-  { apiGroups: [GROUP], resources: ['oberonkubes/finalizers'], verbs: ['update'] },
+  ...primaryRules('oberonkubes'),
   // The air goes with its cluster through the garbage collector: no delete needed (nor granted).
   {
     apiGroups: [GROUP],
@@ -319,16 +312,10 @@ async function reconcile(
     [OBERONAIR, desired.air] as const,
     ...desired.machines.map((m) => [OBERONMACHINE, m] as const),
   ]) {
-    const name = obj.metadata.name as string;
-    const current =
-      ctx.cached(type, s.namespace, name) ?? (await ctx.client.getOrUndefined(type, s.namespace, name));
-    if (current && !isControlledBy(current, uid)) {
-      conflicts.push(`${type.kind} ${name}`);
-      continue;
-    }
-    const { wrote } = await ctx.applyIfChanged(type, obj, current);
-    if (wrote && !current)
-      void ctx.recorder.record(k, 'Normal', 'Created', `Created ${type.kind} ${name}`, 'Create');
+    const r = await applyOwned(ctx, k, type, obj); // never takes over someone else's object
+    if ('conflict' in r) conflicts.push(r.conflict);
+    else if (r.created)
+      void ctx.recorder.record(k, 'Normal', 'Created', `Created ${type.kind} ${obj.metadata.name}`, 'Create');
   }
   // Scaling down: our machines that are no longer desired go.
   const want = new Set(desired.machines.map((m) => m.metadata.name));
