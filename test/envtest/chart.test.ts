@@ -429,6 +429,9 @@ describe('RBAC of the chart, impersonating its ServiceAccount', () => {
       },
       ...['get', 'list'].map((verb) => ({ verb, group: 'kubevirt.io', resource: 'kubevirts' })),
       { verb: 'create', resource: 'secrets' },
+      // Machine status: its pod's/VM's Events and its relay's EndpointSlices, read-only.
+      ...['list', 'watch'].map((verb) => ({ verb, resource: 'events' })),
+      ...['list', 'watch'].map((verb) => ({ verb, group: 'discovery.k8s.io', resource: 'endpointslices' })),
     ];
     for (const n of needs) {
       expect(

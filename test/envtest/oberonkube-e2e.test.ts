@@ -54,7 +54,7 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
       // Machines start only once the relay Service has a ready endpoint (the endpointslice
       // controller's work, played here; the relay itself is the local one above).
       await waitFor('the relay Service', () => k.getOrUndefined(CORE.service, ns, 'rk-air-e2e-air'));
-      await publishRelayEndpoint(k, ns, 'e2e-air', { address: '127.0.0.1' });
+      await publishRelayEndpoint(k, ns, 'e2e-air');
 
       // The kubelet: every StatefulSet that appears gets its pod, run here as a process.
       const kubelet = async () => {
