@@ -1,7 +1,7 @@
 // LauncherReady with KubeVirt present, against a real kube-apiserver: a KubeVirt CR, virt-controller
 // and the launcher component's status ConfigMap exist as in a cluster, and the operator reports
 // what it reads — no Sidecar gate, the stock launcher, the RISC5 launcher patched in (spec §2.1
-// shape), a launcher component asking for consent — and never writes any of them.
+// shape), a launcher component asking for consent, KubeVirt being deleted — and never writes any of them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   checkLauncher,
@@ -190,7 +190,7 @@ describe('LauncherReady with KubeVirt present (read, never patched)', () => {
     k.close();
   });
 
-  it('each outcome: no Sidecar gate, the stock launcher, the RISC5 launcher patched in, a launcher asking for consent', async () => {
+  it('each outcome: no Sidecar gate, the stock launcher, the RISC5 launcher patched in, a launcher asking for consent, KubeVirt being deleted', async () => {
     const kvNs = await freshNamespace('kubevirt');
     const c = client();
     const check = (): Promise<LauncherState> => checkLauncher(c);
@@ -238,7 +238,14 @@ describe('LauncherReady with KubeVirt present (read, never patched)', () => {
       data: { state: 'Applied' },
     });
     expect(await check()).toMatchObject({ ready: true, reason: 'LauncherReady' });
+
+    // KubeVirt being uninstalled (its operator's finalizer holds the CR): no longer trusted.
+    await admin.patch(c, KINDS_OWNED.kubevirt, kvNs, 'kubevirt', {
+      metadata: { finalizers: ['example.org/uninstalling'] },
+    });
     await c.delete(KINDS_OWNED.kubevirt, kvNs, 'kubevirt');
+    expect(await check()).toMatchObject({ ready: false, reason: 'KubeVirtDeleting' });
+    await admin.patch(c, KINDS_OWNED.kubevirt, kvNs, 'kubevirt', { metadata: { finalizers: null } });
     await waitFor(
       'the KubeVirt CR gone',
       async () => !(await c.getOrUndefined(KINDS_OWNED.kubevirt, kvNs, 'kubevirt')),

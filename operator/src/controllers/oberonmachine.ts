@@ -347,6 +347,12 @@ export async function checkLauncher(client: KubeClient): Promise<LauncherState> 
     | (KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> })
     | undefined;
   if (!kv) return { ready: false, reason: 'KubeVirtMissing', message: 'no KubeVirt CR in the cluster' };
+  if (kv.metadata.deletionTimestamp)
+    return {
+      ready: false,
+      reason: 'KubeVirtDeleting',
+      message: `the KubeVirt CR ${kv.metadata.namespace}/${kv.metadata.name} is being deleted`,
+    };
   const gates =
     (kv.spec?.configuration as { developerConfiguration?: { featureGates?: string[] } } | undefined)
       ?.developerConfiguration?.featureGates ?? [];
