@@ -1,13 +1,15 @@
 // A RISC5 → WebAssembly translator. A superblock (straight-line code up to an unconditional
 // branch, conditional branches as side exits, at most LIMITS.maxBlock instructions) becomes one
-// small wasm module whose function runs those instructions against the machine's RAM, which lives
-// in the same WebAssembly.Memory (layout below). Registers sit in wasm locals for the whole block,
-// flags too, and C/V are computed only where a later instruction or an exit can observe them.
+// wasm function that runs those instructions against the machine's RAM, which lives in the same
+// WebAssembly.Memory as everything the CPU owns (layout below). Registers sit in wasm locals for
+// the whole block, flags too, and C/V are computed only where a later instruction or an exit can
+// observe them. Hot blocks are compiled several to a module, placed in one function table, and a
+// small wasm dispatcher calls block after block through that table.
 //
 // Why wasm and not generated JavaScript: V8 must warm each JavaScript function up through its
 // tiers and may throw optimised code away when a path it never saw runs; a translated block paid
-// about 1 ms of compiler time that way, more than a short compile job ever repays. A wasm module
-// compiles in about 0.1 ms, has no speculation to lose, and calls between blocks stay cheap.
+// about 1 ms of compiler time that way, more than a short compile job ever repays. A wasm block
+// costs about 0.06 ms, has no speculation to lose, and calls between blocks stay inside wasm.
 //
 // Semantics are the interpreter's (cpu.ts), instruction for instruction: a block leaves after an
 // I/O access that asks the CPU to stop, and after a store into translated code (Oberon loads
@@ -18,7 +20,7 @@ import { fpAdd, fpDiv, fpMul, idiv, idivResult } from './fpu.ts';
 export const LIMITS = {
   maxBlock: 64, // instructions per translated block (bounds module size and run(n) overshoot)
   pageShift: 8, // invalidation granularity: 256 words (1 KiB) of code
-  hotBlock: 1000, // translate a block on its 1,000th entry: lower thresholds translate code that never repays its ~0.1 ms (bench/machine)
+  hotBlock: 1000, // translate a block on its 1,000th entry: lower thresholds translate code that never repays its ~0.06 ms (bench/machine)
   batch: 16, // hot blocks compiled together in one wasm module (a module has a fixed cost of its own)
   batchDelay: 250_000, // ...or once the oldest has waited this many instructions (10 ms at 25 MHz), or at the end of run()
 } as const;
@@ -118,6 +120,7 @@ export class CodeSpace {
     return this.nextSlot++;
   }
 }
+
 // ---------------------------------------------------------------- wasm encoding
 
 const OP = {
