@@ -4,6 +4,8 @@
 // are ignored. After a failed send the relay's host name is resolved again (at most once a
 // second), so a relay behind a Kubernetes Service whose pod was replaced is found again; the
 // socket keeps reading after errors (an ICMP "port unreachable" never deafens the machine).
+// A name that does not resolve at start is not fatal either: the machine runs without an air,
+// tries again with every hello, and says since when the name is unresolvable (unresolvedSince).
 
 import dgram from 'node:dgram';
 import dns from 'node:dns/promises';
@@ -43,13 +45,16 @@ export class UdpAir implements AirPort {
   private lastResolve = 0;
   private resolving = false;
   stats = { sent: 0, received: 0, sendErrors: 0, ignored: 0, resolves: 0 };
+  /** Since when (ms since the epoch) the relay's name has not resolved, and why; null once it does. */
+  unresolvedSince: number | null = null;
+  resolveError: string | null = null;
 
   constructor(opts: UdpAirOptions) {
     this.opts = opts;
   }
 
   async start(): Promise<void> {
-    await this.resolve();
+    await this.resolve().catch((err: Error) => this.unresolved(err));
     const sock = dgram.createSocket(this.family === 6 ? 'udp6' : 'udp4');
     this.sock = sock;
     sock.on('error', (err) => {
@@ -95,6 +100,15 @@ export class UdpAir implements AirPort {
       : await dns.lookup(host, { family: this.sock === null ? 0 : this.family });
     this.address = r.address;
     if (this.sock === null) this.family = r.family === 6 ? 6 : 4;
+    this.unresolvedSince = null;
+    this.resolveError = null;
+  }
+
+  private unresolved(err: Error): void {
+    if (this.unresolvedSince === null)
+      log.warn({ host: this.opts.host, err: err.message }, 'cannot resolve the air relay');
+    this.unresolvedSince ??= Date.now();
+    this.resolveError = err.message;
   }
 
   private failed(): void {
@@ -102,9 +116,7 @@ export class UdpAir implements AirPort {
     if (this.resolving || Date.now() - this.lastResolve < LIMITS.reresolveMs) return;
     this.resolving = true;
     this.resolve()
-      .catch((err: Error) =>
-        log.warn({ host: this.opts.host, err: err.message }, 'cannot resolve the air relay'),
-      )
+      .catch((err: Error) => this.unresolved(err))
       .finally(() => {
         this.resolving = false;
       });
@@ -112,7 +124,11 @@ export class UdpAir implements AirPort {
 
   private transmit(buf: Uint8Array): void {
     const sock = this.sock;
-    if (sock === null || this.address === null) return;
+    if (sock === null) return;
+    if (this.address === null) {
+      this.failed(); // the name never resolved: try again (at most once a second)
+      return;
+    }
     try {
       sock.send(buf, this.opts.port, this.address, (err) => {
         if (err) this.failed();

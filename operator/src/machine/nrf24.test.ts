@@ -135,6 +135,32 @@ describe('nRF24L01+ radio and the UDP air', () => {
     expect(asked).toBe(2);
   });
 
+  it('starts even when the relay name does not resolve yet, says since when, and finds the relay once it does', async () => {
+    const rel = await relay();
+    cleanups.push(rel.close);
+    let asked = 0;
+    const air = new UdpAir({
+      host: 'rk-air-later',
+      port: rel.port,
+      onFrame: () => {},
+      lookup: async () => {
+        if (asked++ === 0) throw new Error('getaddrinfo ENOTFOUND rk-air-later');
+        return { address: '127.0.0.1', family: 4 };
+      },
+    });
+    const before = Date.now();
+    await air.start(); // not fatal: the machine runs without an air meanwhile
+    cleanups.push(() => air.close());
+    expect(air.unresolvedSince).toBeGreaterThanOrEqual(before);
+    expect(air.resolveError).toMatch(/ENOTFOUND/);
+    await new Promise((r) => setTimeout(r, 1100)); // at most one resolution per second
+    air.send(5, new Uint8Array(32)); // nowhere to send: resolves again
+    await until(() => air.unresolvedSince === null);
+    expect(air.resolveError).toBeNull();
+    air.send(5, new Uint8Array(32).fill(7));
+    await until(() => rel.heard.some((d) => d.length === 33 && d[1] === 7));
+  });
+
   it('drops frames on another channel and keeps at most 3 in the RX queue', async () => {
     const rel = await relay();
     cleanups.push(rel.close);

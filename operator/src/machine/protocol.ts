@@ -53,6 +53,9 @@ export interface MachineState {
     ignored: number;
     resolves: number;
     localPort: number;
+    /** Since when (ms since the epoch) the relay's name has not resolved; null when it resolves. */
+    unresolvedSince: number | null;
+    resolveError: string | null;
   } | null;
   /** Host CPU time used by the worker thread so far (ms). */
   cpuMs: number;

@@ -156,7 +156,15 @@ function state(): MachineState {
     leds: s.leds,
     diskWrites: s.diskWrites,
     radio: s.radio,
-    air: air === null ? null : { ...air.stats, localPort: air.localPort },
+    air:
+      air === null
+        ? null
+        : {
+            ...air.stats,
+            localPort: air.localPort,
+            unresolvedSince: air.unresolvedSince,
+            resolveError: air.resolveError,
+          },
     cpuMs: process.threadCpuUsage
       ? process.threadCpuUsage().user / 1000 + process.threadCpuUsage().system / 1000
       : 0,
