@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { snapshotToPng } from '../machine/png.ts';
 import { type RfbServer, startRfbServer } from '../machine/rfb/server.ts';
 import { MachineRunner, type RunnerOptions } from '../machine/runner.ts';
+import { missingModules, StatusFileWriter } from '../machine/status-file.ts';
 
 interface RunOpts {
   commands?: string;
@@ -21,6 +22,7 @@ interface RunOpts {
   inPlace?: boolean;
   for?: string;
   json?: boolean;
+  statusFile?: string;
 }
 
 /** "relay:7524" / "127.0.0.1:7524" / "[::1]:7524" → host and port. */
@@ -58,19 +60,38 @@ async function run(disk: string, o: RunOpts): Promise<void> {
   if (seconds !== undefined && !(seconds > 0))
     throw new Error(`--for must be a positive number of seconds, got "${o.for}"`);
 
+  // The status file first of all: one left by a previous run must not speak for this one.
+  const status =
+    o.statusFile === undefined ? null : new StatusFileWriter(o.statusFile, { relayHost: opts.air?.host });
+  if (status !== null) {
+    process.once('exit', () => status.stop('the emulator exited'));
+    status.setMissingModules(await missingModules(disk, o.commands).catch(() => []));
+  }
   // Listen for Ctrl-C / SIGTERM from the start, so a stop during boot is not lost.
+  let stopReason = 'finished';
   let requestStop: () => void = () => {};
   const stopRequested = new Promise<void>((resolve) => {
     requestStop = resolve;
   });
-  process.once('SIGINT', () => requestStop());
-  process.once('SIGTERM', () => requestStop());
-  const m = await MachineRunner.start(opts);
+  for (const sig of ['SIGINT', 'SIGTERM'] as const)
+    process.once(sig, () => {
+      stopReason = sig;
+      requestStop();
+    });
+  let m: MachineRunner;
+  try {
+    m = await MachineRunner.start(opts);
+  } catch (err) {
+    status?.stop(`could not start: ${(err as Error).message}`);
+    throw err;
+  }
+  status?.follow(m);
   m.onSerial = (bytes) => process.stdout.write(Buffer.from(bytes));
   let vnc: RfbServer | null = null;
   const stop = async (): Promise<void> => {
     await vnc?.close();
     const st = await m.state().catch(() => null);
+    status?.stop(stopReason);
     await m.stop();
     if (o.json && st !== null) process.stdout.write(`${JSON.stringify({ disk: m.diskPath, ...st })}\n`);
   };
@@ -141,13 +162,18 @@ export function registerMachineVerbs(program: Command): void {
     .option('--in-place', 'write to DISK itself instead of a temporary copy')
     .option('--for <seconds>', 'stop after this many seconds')
     .option('--json', 'print the machine state as JSON when it stops')
+    .option(
+      '--status-file <path>',
+      'keep the machine\'s word in this file: a first line "booting: ...", "booted: ...", "trouble: ..." or "stopped: ..." (for a readiness probe), then details',
+    )
     .addHelpText(
       'after',
       `
 Examples:
   retrokube machine run Oberon.dsk --screenshot boot.png
   retrokube machine run Oberon.dsk --exec "System.Directory *.Mod" --vnc 5900
-  retrokube machine run kube.dsk --air 127.0.0.1:7524 --commands "KubeNet.Join a kube 00c0ffee"`,
+  retrokube machine run kube.dsk --air 127.0.0.1:7524 --commands "KubeNet.Join a kube 00c0ffee"
+  retrokube machine run kube.dsk --status-file /run/retrokube/status   # then: head -1 /run/retrokube/status`,
     )
     .action((disk: string, o: RunOpts) => run(disk, o));
 }
