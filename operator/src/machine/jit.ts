@@ -124,6 +124,7 @@ export class CodeSpace {
 // ---------------------------------------------------------------- wasm encoding
 
 const OP = {
+  block: 0x02,
   loop: 0x03,
   if: 0x04,
   else: 0x05,
@@ -171,8 +172,8 @@ const OP = {
 
 const FN = { ioRead: 0, ioWrite: 1, invalidate: 2, complexOp: 3, count: 4 } as const;
 // Locals: r0..r15 are the registers, then the flags and scratch.
-const L = { nz: 16, C: 17, V: 18, x: 19, y: 20, r: 21, ad: 22, w: 23 } as const;
-const LOCALS = 24;
+const L = { nz: 16, C: 17, V: 18, x: 19, y: 20, r: 21, ad: 22, w: 23, pc: 24, count: 25 } as const;
+const LOCALS = 26;
 
 function uleb(out: number[], n: number): void {
   let v = n >>> 0;
@@ -422,41 +423,35 @@ export function translateBlock(
     uleb(b, offset);
   };
   const cell = (c: number) => stateBase + c * 4;
-  /** Leave the block after its k-th instruction; pushPc leaves the next PC on the stack. */
+  // Structured control: `depth` counts the ifs open inside the exit block, so an exit knows how
+  // far to branch out.
+  let depth = 0;
+  const open = (type: number) => {
+    b.push(OP.if, type);
+    depth++;
+  };
+  const close = () => {
+    b.push(OP.end);
+    depth--;
+  };
+  /**
+   * Leave the block after its k-th instruction (pushPc leaves the next PC on the stack): every
+   * exit branches to one shared epilogue that writes registers, flags and the count back.
+   */
   const exit = (k: number, pushPc: () => void) => {
-    for (let r = 0; r < 16; r++) {
-      if ((dirty & (1 << r)) === 0) continue;
-      i32(0);
-      get(r);
-      store(stateBase + r * 4);
-    }
-    i32(0);
-    get(L.nz);
-    store(cell(CELL.nz));
-    if (cvWritten) {
-      i32(0);
-      get(L.C);
-      store(cell(CELL.C));
-      i32(0);
-      get(L.V);
-      store(cell(CELL.V));
-    }
-    i32(0);
-    i32(0);
-    load(cell(CELL.instr));
-    i32(k + 1);
-    b.push(OP.i32Add);
-    store(cell(CELL.instr));
     pushPc();
-    b.push(OP.return);
+    i32(k + 1);
+    set(L.count);
+    b.push(OP.br);
+    uleb(b, depth);
   };
   const exitTo = (k: number, pc: number) => exit(k, () => i32(pc));
   const stopExit = (k: number, next: number) => {
     i32(0);
     load(cell(CELL.stop));
-    b.push(OP.if, OP.void);
+    open(OP.void);
     exitTo(k, next);
-    b.push(OP.end);
+    close();
   };
 
   // Entry: registers and flags into locals.
@@ -475,6 +470,7 @@ export function translateBlock(
   i32(0);
   load(cell(CELL.V));
   set(L.V);
+  b.push(OP.block, OP.i32); // the exit block: its value is the next PC
 
   let ended = false;
   for (let k = 0; k < n; k++) {
@@ -507,13 +503,40 @@ export function translateBlock(
         ended = true;
       } else {
         condition(cond);
-        b.push(OP.if, OP.void);
+        open(OP.void);
         taken();
-        b.push(OP.end);
+        close();
       }
     }
   }
   if (!ended) exitTo(n - 1, pc0 + n);
+  b.push(OP.end);
+  // The epilogue: registers written, flags, the instruction count; the next PC is the result.
+  set(L.pc);
+  for (let r = 0; r < 16; r++) {
+    if ((dirty & (1 << r)) === 0) continue;
+    i32(0);
+    get(r);
+    store(stateBase + r * 4);
+  }
+  i32(0);
+  get(L.nz);
+  store(cell(CELL.nz));
+  if (cvWritten) {
+    i32(0);
+    get(L.C);
+    store(cell(CELL.C));
+    i32(0);
+    get(L.V);
+    store(cell(CELL.V));
+  }
+  i32(0);
+  i32(0);
+  load(cell(CELL.instr));
+  get(L.count);
+  b.push(OP.i32Add);
+  store(cell(CELL.instr));
+  get(L.pc);
   return { body: b, length: n };
 
   function condition(cond: number): void {
@@ -736,7 +759,8 @@ export function translateBlock(
     pushC();
     tee(L.y);
     i32(0);
-    b.push(OP.i32GtS, OP.if, OP.i32);
+    b.push(OP.i32GtS);
+    open(OP.i32);
     get(rb);
     tee(L.x);
     get(L.y);
@@ -750,7 +774,8 @@ export function translateBlock(
       // Truncating division → floor: a negative remainder moves the quotient down by one.
       get(L.w);
       i32(0);
-      b.push(OP.i32LtS, OP.if, OP.void);
+      b.push(OP.i32LtS);
+      open(OP.void);
       get(L.r);
       i32(1);
       b.push(OP.i32Sub);
@@ -759,7 +784,7 @@ export function translateBlock(
       get(L.y);
       b.push(OP.i32Add);
       set(L.w);
-      b.push(OP.end);
+      close();
     }
     i32(0);
     get(L.w);
@@ -769,7 +794,8 @@ export function translateBlock(
     i32(ir);
     get(rb);
     get(L.y);
-    b.push(OP.call, FN.complexOp, OP.end);
+    b.push(OP.call, FN.complexOp);
+    close();
   }
 
   function memoryOp(ir: number, k: number, next: number): void {
@@ -783,7 +809,7 @@ export function translateBlock(
     b.push(OP.i32LtU);
     if ((ir & 0x20000000) === 0) {
       // Load: RAM inline; a device read goes through the bus and may stop the CPU.
-      b.push(OP.if, OP.i32);
+      open(OP.i32);
       get(L.ad);
       if (byte) load(0, OP.i32Load8u);
       else {
@@ -808,13 +834,13 @@ export function translateBlock(
       set(L.nz);
       stopExit(k, next);
       get(a);
-      b.push(OP.end);
+      close();
       tee(a);
       set(L.nz);
       return;
     }
     // Store: RAM inline (bumping the frame counter in the display, invalidating translated code).
-    b.push(OP.if, OP.void);
+    open(OP.void);
     get(L.ad);
     if (byte) {
       get(a);
@@ -827,24 +853,25 @@ export function translateBlock(
     }
     get(L.ad);
     i32(displayStart);
-    b.push(OP.i32GeU, OP.if, OP.void);
+    b.push(OP.i32GeU);
+    open(OP.void);
     i32(0);
     i32(0);
     load(cell(CELL.fb));
     i32(1);
     b.push(OP.i32Add);
     store(cell(CELL.fb));
-    b.push(OP.end);
+    close();
     get(L.ad);
     i32(2);
     b.push(OP.i32ShrU);
     tee(L.w);
     load(codeMarkBase, OP.i32Load8u);
-    b.push(OP.if, OP.void);
+    open(OP.void);
     get(L.w);
     b.push(OP.call, FN.invalidate);
     exitTo(k, next);
-    b.push(OP.end);
+    close();
     b.push(OP.else);
     get(L.ad);
     get(a);
@@ -855,7 +882,7 @@ export function translateBlock(
     i32(k + 1);
     b.push(OP.call, FN.ioWrite);
     stopExit(k, next);
-    b.push(OP.end);
+    close();
   }
 }
 
