@@ -4,7 +4,7 @@
 // $(RK_KEY), the relay Service pointing at a local relay), and the OberonKube reports Ready with
 // the node and pod counts the operator heard on the air.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -17,6 +17,7 @@ import { freshNamespace } from './harness.ts';
 import {
   CORE,
   condition,
+  localMachineArgs,
   publishRelayEndpoint,
   startOperator,
   testClient,
@@ -62,16 +63,11 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
           const name = sts.metadata.name as string;
           if (procs.has(name) || sts.spec.replicas !== 1) continue;
           const c = sts.spec.template.spec.containers[0];
-          const d = join(work, `${name}.dsk`);
-          copyFileSync(disk, d);
-          const args: string[] = [];
-          for (let i = 0; i < c.args.length; i++) {
-            const a = c.args[i] as string;
-            if (a === '--vnc' || a === '--vnc-host') i++;
-            else if (a === '/disk/oberon.dsk') args.push(d);
-            else if (c.args[i - 1] === '--air') args.push(`127.0.0.1:${relay.address.port}`);
-            else args.push(a.replaceAll('$(RK_KEY)', key));
-          }
+          // The pod's volumes as local folders: the PVC with the Kube disk, the status emptyDir.
+          const mounts = { disk: join(work, name, 'disk'), status: join(work, name, 'status') };
+          for (const dir of Object.values(mounts)) mkdirSync(dir, { recursive: true });
+          copyFileSync(disk, join(mounts.disk, 'oberon.dsk'));
+          const args = localMachineArgs(c, { mounts, relay: `127.0.0.1:${relay.address.port}`, key });
           procs.set(
             name,
             spawn(resolve(root, 'node_modules/.bin/node'), ['operator/src/cli/main.ts', ...args], {

@@ -83,6 +83,8 @@ describe('OberonMachine on a real API server', () => {
       '5900',
       '--vnc-host',
       '0.0.0.0',
+      '--status-file',
+      '/run/retrokube/status',
       '--commands',
       'KubeNet.Join node-a farm $(RK_KEY)',
       '--air',

@@ -1,10 +1,12 @@
 // Helpers for the operator's envtest files: an in-process operator against the test API server,
 // a raw client for assertions, and polling.
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { onTestFinished } from 'vitest';
 import { createOperatorManager } from '../../operator/src/cli/operator-run.ts';
 import { OBERONAIR, type OberonAir } from '../../operator/src/controllers/oberonair.ts';
-import { ENDPOINT_SLICE } from '../../operator/src/controllers/oberonmachine-observe.ts';
+import { CORE_EVENT, ENDPOINT_SLICE } from '../../operator/src/controllers/oberonmachine-observe.ts';
 import { CORE, KubeClient, type KubeObject } from '../../operator/src/runtime/client.ts';
 import type { Manager } from '../../operator/src/runtime/manager.ts';
 import { kubeconfigPath } from './harness.ts';
@@ -165,4 +167,116 @@ export async function publishRelayEndpoint(
     ports: [{ name: 'air', port: 7524, protocol: 'UDP' }],
   });
   return slice.metadata.name as string;
+}
+
+// --- playing kubelet for machine pods ------------------------------------------------------------
+
+// biome-ignore lint/suspicious/noExplicitAny: a Pod template's container, navigated freely
+type Container = any;
+
+/** Local folders standing in for a pod's volumes (by volume name, e.g. disk → the PVC's folder). */
+export type LocalMounts = Record<string, string>;
+
+/** A path inside the container → the same path under the local folder of its volume mount. */
+function localPath(c: Container, mounts: LocalMounts, text: string): string {
+  for (const vm of (c.volumeMounts ?? []) as Array<{ name: string; mountPath: string }>) {
+    const local = mounts[vm.name];
+    if (local !== undefined && (text === vm.mountPath || text.startsWith(`${vm.mountPath}/`)))
+      return local + text.slice(vm.mountPath.length);
+  }
+  return text;
+}
+
+/**
+ * The machine container's arguments as the kubelet would run them, on this host: paths under a
+ * volume mount point at its local folder, $(RK_KEY) is expanded, the relay Service's address is a
+ * local relay, and the VNC server stays off (no port to share between test machines).
+ */
+export function localMachineArgs(
+  c: Container,
+  o: { mounts: LocalMounts; relay?: string; key?: string },
+): string[] {
+  const args: string[] = [];
+  const given = c.args as string[];
+  for (let i = 0; i < given.length; i++) {
+    const a = given[i];
+    if (a === '--vnc' || a === '--vnc-host') i++;
+    else if (given[i - 1] === '--air' && o.relay !== undefined) args.push(o.relay);
+    else args.push(localPath(c, o.mounts, a.replaceAll('$(RK_KEY)', o.key ?? '')));
+  }
+  return args;
+}
+
+/**
+ * Runs the container's exec readiness probe for real (its own command, volume paths pointing at
+ * the local folders) as the kubelet does: combined output, a failure on a non-zero exit or timeout.
+ */
+export function runExecProbe(c: Container, mounts: LocalMounts): { ok: boolean; output: string } {
+  const cmd = (c.readinessProbe?.exec?.command ?? []) as string[];
+  if (cmd.length === 0) throw new Error('the container has no exec readiness probe');
+  const [file, ...rest] = cmd.map((part) => {
+    let out = part;
+    for (const vm of (c.volumeMounts ?? []) as Array<{ name: string; mountPath: string }>)
+      if (mounts[vm.name] !== undefined) out = out.replaceAll(vm.mountPath, mounts[vm.name]);
+    return out;
+  });
+  const r = spawnSync(file, rest, {
+    encoding: 'utf8',
+    timeout: (c.readinessProbe.timeoutSeconds ?? 1) * 1000,
+  });
+  return { ok: r.status === 0, output: `${r.stdout ?? ''}${r.stderr ?? ''}` };
+}
+
+/**
+ * What the kubelet writes when a readiness probe fails: a Warning `Unhealthy` event on the pod's
+ * container, "Readiness probe failed: <output>"; the same message again bumps the count of the
+ * event it wrote before (the kubelet's event correlator), as on a real node.
+ */
+export class ProbeEvents {
+  private readonly written = new Map<string, { name: string; count: number }>();
+  private readonly k: KubeClient;
+  private readonly ns: string;
+  constructor(k: KubeClient, ns: string) {
+    this.k = k;
+    this.ns = ns;
+  }
+  /** The highest count written for the pod's events so far. */
+  countOf(pod: string): number {
+    let n = 0;
+    for (const [id, e] of this.written) if (id.startsWith(`${pod}\u0000`)) n = Math.max(n, e.count);
+    return n;
+  }
+  async failed(pod: string, container: string, output: string): Promise<void> {
+    const message = `Readiness probe failed: ${output}`;
+    const id = `${pod}\u0000${message}`;
+    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const prev = this.written.get(id);
+    if (prev) {
+      prev.count++;
+      await this.k.mergePatch(CORE_EVENT, this.ns, prev.name, { count: prev.count, lastTimestamp: now });
+      return;
+    }
+    const e = await this.k.create<KubeObject>(CORE_EVENT, {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: `${pod}.${randomBytes(8).toString('hex')}`, namespace: this.ns },
+      involvedObject: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        name: pod,
+        namespace: this.ns,
+        fieldPath: `spec.containers{${container}}`,
+      },
+      reason: 'Unhealthy',
+      message,
+      type: 'Warning',
+      count: 1,
+      firstTimestamp: now,
+      lastTimestamp: now,
+      source: { component: 'kubelet', host: 'node-1' },
+      reportingComponent: 'kubelet',
+      reportingInstance: 'node-1',
+    });
+    this.written.set(id, { name: e.metadata.name as string, count: 1 });
+  }
 }

@@ -139,7 +139,8 @@ export function machineEvents(
       object: `${e.involvedObject?.kind}/${e.involvedObject?.name}`,
       type: e.type ?? 'Normal',
       reason: e.reason ?? '',
-      message: (e.message ?? '').slice(0, OBSERVE_LIMITS.messageChars),
+      // Trimmed: an exec probe's output (quoted by the kubelet) ends with a newline.
+      message: (e.message ?? '').trim().slice(0, OBSERVE_LIMITS.messageChars),
       count: Math.max(1, e.count ?? e.series?.count ?? 1),
       lastTimestamp: t,
     };

@@ -4,7 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { descriptor, machineSettings, type OberonMachine, renderPod } from './oberonmachine-render.ts';
+import {
+  descriptor,
+  machineSettings,
+  type OberonMachine,
+  renderPod,
+  STATUS_DIR,
+  STATUS_FILE,
+} from './oberonmachine-render.ts';
 
 const HOOK = fileURLToPath(new URL('./hook/onDefineDomain.py', import.meta.url));
 const python = spawnSync('python3', ['--version']).status === 0;
@@ -35,6 +42,55 @@ describe('OberonMachine renders', () => {
     const text = JSON.stringify(statefulSet);
     expect(text).toContain('Kube.Start;KubeNet.Serve kube $(RK_KEY);Kube.Ensure web 4 Ticker');
     expect(text).toContain('"secretKeyRef":{"name":"s","key":"key"}');
+  });
+});
+
+describe("the machine pod is ready on the emulator's own word", () => {
+  // biome-ignore lint/suspicious/noExplicitAny: tests navigate API objects freely
+  const pod = (renderPod(plane, machineSettings(plane), 'img').statefulSet.spec as any).template.spec;
+  const machine = pod.containers[0];
+
+  it('the emulator keeps its status file on a small memory emptyDir, VNC stays exposed, no token is mounted', () => {
+    expect(machine.args).toContain('--status-file');
+    expect(machine.args[machine.args.indexOf('--status-file') + 1]).toBe(STATUS_FILE);
+    expect(machine.volumeMounts).toContainEqual({ name: 'status', mountPath: STATUS_DIR });
+    expect(pod.volumes).toEqual([{ name: 'status', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }]);
+    expect(machine.ports).toEqual([{ name: 'vnc', containerPort: 5900, protocol: 'TCP' }]);
+    expect(machine.readinessProbe.exec.command.slice(0, 2)).toEqual(['sh', '-c']);
+    expect(machine.readinessProbe.tcpSocket).toBeUndefined();
+    expect(pod.automountServiceAccountToken).toBe(false);
+  });
+
+  it('the probe (run by /bin/sh for real) prints the first status line and passes only on "booted:"', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'probe-'));
+    // The probe's command as the kubelet runs it, with the status mount at a temporary folder.
+    const script = (machine.readinessProbe.exec.command[2] as string).replaceAll(STATUS_DIR, dir);
+    expect(script).not.toMatch(/\bnode\b/); // a shell builtin, not a node process per probe
+    const probe = () =>
+      spawnSync(machine.readinessProbe.exec.command[0], ['-c', script], { encoding: 'utf8' });
+    let r = probe();
+    expect([r.status, r.stdout, r.stderr]).toEqual([
+      1,
+      `starting: the emulator has not written ${dir}/status yet\n`,
+      '',
+    ]);
+    writeFileSync(join(dir, 'status'), 'booting: 1.2 M instructions, 0.2 s since power-on\nphase: booting\n');
+    r = probe();
+    expect([r.status, r.stdout]).toEqual([1, 'booting: 1.2 M instructions, 0.2 s since power-on\n']);
+    writeFileSync(
+      join(dir, 'status'),
+      'booted: Oberon.Loop reached at 2026-11-29T12:30:01Z\nphase: booted\n',
+    );
+    r = probe();
+    expect([r.status, r.stdout]).toEqual([0, 'booted: Oberon.Loop reached at 2026-11-29T12:30:01Z\n']);
+    writeFileSync(join(dir, 'status'), 'trouble: relay rk-air-lab unresolvable since 2026-11-29T12:30:15Z\n');
+    r = probe();
+    expect([r.status, r.stdout]).toEqual([
+      1,
+      'trouble: relay rk-air-lab unresolvable since 2026-11-29T12:30:15Z\n',
+    ]);
+    writeFileSync(join(dir, 'status'), 'stopped: SIGTERM at 2026-11-29T12:40:00Z\n');
+    expect(probe().status).toBe(1);
   });
 });
 

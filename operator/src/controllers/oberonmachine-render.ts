@@ -23,7 +23,20 @@ export const RENDER_LIMITS = {
   fillBackoffLimit: 10, // the volume may still be attached elsewhere: retry a while
   fillDeadlineSeconds: 1800,
   fillTtlSeconds: 3600,
+  probeDelaySeconds: 3, // the emulator boots in about a second: no "booting" event at every start
+  probePeriodSeconds: 10, // a shell builtin reading a tiny file: cheap even this often
+  statusVolume: '1Mi', // the status file is a few hundred bytes (tmpfs, counted as the pod's memory)
 } as const;
+
+/** Where the machine container keeps its status file (`machine run --status-file`, an emptyDir). */
+export const STATUS_DIR = '/run/retrokube';
+export const STATUS_FILE = `${STATUS_DIR}/status`;
+/**
+ * The readiness probe: prints the emulator's first status line (the kubelet quotes it in its
+ * `Unhealthy` event) and passes only on `booted:`. Only /bin/sh and its builtins: no node
+ * process per probe.
+ */
+export const PROBE_SCRIPT = `{ read -r s < ${STATUS_FILE}; } 2>/dev/null || s='starting: the emulator has not written ${STATUS_FILE} yet'; echo "$s"; case "$s" in booted:*) exit 0;; esac; exit 1`;
 
 export const OBERON_RUN_IMAGE = 'ghcr.io/tym83/paleocomputing/oberon-run:dev'; // pin with spec.disk.image
 export const KEY_PLACEHOLDER_POD = '$(RK_KEY)'; // expanded by the kubelet from the env var
@@ -150,6 +163,8 @@ export function renderPod(
     String(RENDER_LIMITS.vncPort),
     '--vnc-host',
     '0.0.0.0',
+    '--status-file',
+    STATUS_FILE,
   ];
   if (text) args.push('--commands', text);
   if (s.air) args.push('--air', `${relayHost(s.air)}:${RENDER_LIMITS.airPort}`);
@@ -201,6 +216,9 @@ export function renderPod(
             seccompProfile: { type: 'RuntimeDefault' },
           },
           ...(antiAffinity(s) ? { affinity: antiAffinity(s) } : {}),
+          volumes: [
+            { name: 'status', emptyDir: { medium: 'Memory', sizeLimit: RENDER_LIMITS.statusVolume } },
+          ],
           initContainers: [
             {
               name: 'seed',
@@ -222,9 +240,18 @@ export function renderPod(
               args,
               ...(env.length ? { env } : {}), // the API server drops an empty list: [] would never match
               ports: [{ name: 'vnc', containerPort: RENDER_LIMITS.vncPort, protocol: 'TCP' }],
-              readinessProbe: { tcpSocket: { port: 'vnc' }, periodSeconds: 10 },
+              // The emulator's own word (machine run --status-file): not ready while it boots or is in
+              // trouble, and the kubelet's Unhealthy event carries its words into status.events.
+              readinessProbe: {
+                exec: { command: ['sh', '-c', PROBE_SCRIPT] },
+                initialDelaySeconds: RENDER_LIMITS.probeDelaySeconds,
+                periodSeconds: RENDER_LIMITS.probePeriodSeconds,
+              },
               resources: { requests: { memory: s.memory }, limits: { memory: s.memory } },
-              volumeMounts: [{ name: 'disk', mountPath: '/disk' }],
+              volumeMounts: [
+                { name: 'disk', mountPath: '/disk' },
+                { name: 'status', mountPath: STATUS_DIR },
+              ],
               securityContext: {
                 allowPrivilegeEscalation: false,
                 readOnlyRootFilesystem: true,
