@@ -2,7 +2,10 @@
 // functions over cached objects:
 //   - Kubernetes Events about the machine's Pod (kubelet: Started, BackOff, Killing, ...), its
 //     StatefulSet, VirtualMachine or VirtualMachineInstance (KubeVirt, and our hook's refusals
-//     such as "machine files are not on the volume yet") → status.events and lastBoot;
+//     such as "machine files are not on the volume yet") → status.events and lastBoot; for the pod
+//     runtime also the emulator's own words: its readiness probe prints the first line of its
+//     status file (`machine run --status-file`), so a failing probe is the kubelet's Unhealthy
+//     event "Readiness probe failed: trouble: ..." (no Pod or log access needed);
 //   - the EndpointSlices of the relay Service rk-air-<air> → may the machine start yet
 //     (spec §7 item 8: QEMU resolves the relay's name when it opens the chardev).
 // Reading core Events and EndpointSlices (list/watch) is all this needs: no Pods, no Secrets.
@@ -166,6 +169,10 @@ export function machineEvents(
 /**
  * When the machine last booted, as observed: the newest `Started` of the pod's `machine` container
  * (kubelet) or of the VirtualMachineInstance (KubeVirt). Undefined when no such event is at hand.
+ * For the pod runtime this is the emulator's power-on, kept on purpose: it reaches Oberon.Loop
+ * about a second later, but a passing probe writes no event and the operator reads no Pods, so
+ * that moment is visible only as the Ready condition turning True (its lastTransitionTime), never
+ * as an event time we could trust after an operator restart.
  */
 export function bootFromEvents(
   events: readonly KubeObject[],

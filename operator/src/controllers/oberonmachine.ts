@@ -2,7 +2,6 @@
 // plus a VNC Service) or as a KubeVirt VirtualMachine on the RISC5 launcher (hook ConfigMap, disk
 // PVC, fill Job, VM — Halted until the Job has seeded the disk). Reads top to bottom: watch setup,
 // reconcile, status. Renders live in oberonmachine-render.ts (pure).
-import { GROUP, VERSION } from '../api/schema.ts';
 import { CORE, type KubeClient, type KubeObject, type ResourceType } from '../runtime/client.ts';
 import { type Condition, type ConditionInput, isTrue, setConditions } from '../runtime/conditions.ts';
 import type {
@@ -11,7 +10,6 @@ import type {
   ReconcileContext,
   ReconcileResult,
 } from '../runtime/controller.ts';
-import { isControlledBy } from '../runtime/objects.ts';
 import { CHILD_VERBS, type PolicyRule } from '../runtime/rbac.ts';
 import { defaultImage } from './oberonair.ts';
 import {
@@ -42,6 +40,7 @@ import {
   renderKubeVirt,
   renderPod,
 } from './oberonmachine-render.ts';
+import { applyOwned, ourKind, primaryRules } from './owned.ts';
 
 export const LIMITS = {
   conflictRecheckMs: 60_000, // a name taken by someone else is re-checked every minute
@@ -56,7 +55,7 @@ const T = (group: string, version: string, plural: string, kind: string): Resour
   kind,
   namespaced: true,
 });
-export const OBERONMACHINE = T(GROUP, VERSION, 'oberonmachines', 'OberonMachine');
+export const OBERONMACHINE = ourKind('oberonmachines', 'OberonMachine');
 export const KINDS_OWNED = {
   statefulSet: T('apps', 'v1', 'statefulsets', 'StatefulSet'),
   pvc: T('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim'),
@@ -67,9 +66,7 @@ export const KINDS_OWNED = {
 
 /** What this controller needs. No Secrets: keys reach machines through the kubelet, never the operator. */
 export const OBERONMACHINE_RBAC: PolicyRule[] = [
-  { apiGroups: [GROUP], resources: ['oberonmachines'], verbs: ['get', 'list', 'watch'] },
-  { apiGroups: [GROUP], resources: ['oberonmachines/status'], verbs: ['get', 'patch', 'update'] },
-  { apiGroups: [GROUP], resources: ['oberonmachines/finalizers'], verbs: ['update'] },
+  ...primaryRules('oberonmachines'),
   { apiGroups: ['apps'], resources: ['statefulsets'], verbs: CHILD_VERBS },
   { apiGroups: [''], resources: ['services', 'configmaps', 'persistentvolumeclaims'], verbs: CHILD_VERBS },
   { apiGroups: ['batch'], resources: ['jobs'], verbs: CHILD_VERBS },
@@ -129,6 +126,7 @@ export function oberonMachineController(opts: MachineControllerOptions = {}): Co
 
 // --- reconcile -----------------------------------------------------------------------------------
 
+/** applyOwned, with a name taken by someone else added to `conflicts` and a Created event. */
 async function applyChild(
   ctx: ReconcileContext,
   owner: KubeObject,
@@ -136,17 +134,20 @@ async function applyChild(
   desired: KubeObject,
   conflicts: string[],
 ): Promise<KubeObject | undefined> {
-  const ns = owner.metadata.namespace as string;
-  const name = desired.metadata.name as string;
-  const current = ctx.cached(type, ns, name) ?? (await ctx.client.getOrUndefined(type, ns, name));
-  if (current && !isControlledBy(current, owner.metadata.uid)) {
-    conflicts.push(`${type.kind} ${name}`);
+  const r = await applyOwned(ctx, owner, type, desired);
+  if ('conflict' in r) {
+    conflicts.push(r.conflict);
     return undefined; // never take over an object we do not control
   }
-  const { object, wrote } = await ctx.applyIfChanged(type, desired, current);
-  if (wrote && !current)
-    void ctx.recorder.record(owner, 'Normal', 'Created', `Created ${type.kind} ${name}`, 'Create');
-  return object;
+  if (r.created)
+    void ctx.recorder.record(
+      owner,
+      'Normal',
+      'Created',
+      `Created ${type.kind} ${desired.metadata.name}`,
+      'Create',
+    );
+  return r.object;
 }
 
 async function reconcile(
