@@ -43,6 +43,21 @@ describe('which machine an event is about', () => {
 });
 
 describe('status.events', () => {
+  it("a failed exec probe's output is shown without the kubelet's trailing newline", () => {
+    const words = 'Readiness probe failed: trouble: the disk has no Boot.rsc, KubeNet.rsc';
+    const out = machineEvents(
+      [
+        ev('Pod', 'rk-m-m1-0', 'Unhealthy', '2026-01-01T00:00:05Z', {
+          type: 'Warning',
+          message: `${words}\n`,
+          involved: { fieldPath: 'spec.containers{machine}' },
+        }),
+      ],
+      m1,
+    );
+    expect(out.map((e) => [e.reason, e.type, e.message])).toEqual([['Unhealthy', 'Warning', words]]);
+  });
+
   it('newest first, bounded, merged duplicates, none from before the machine, messages cut', () => {
     const events = [
       ev('Pod', 'rk-m-m1-0', 'Old', '2025-12-31T23:59:59Z'), // a previous machine of that name
