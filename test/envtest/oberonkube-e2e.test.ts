@@ -19,6 +19,7 @@ import {
   condition,
   localMachineArgs,
   publishRelayEndpoint,
+  runExecProbe,
   startOperator,
   testClient,
   waitFor,
@@ -36,6 +37,7 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
     const work = mkdtempSync(join(tmpdir(), 'rk-e2e-'));
     const relay = await startRelay({ port: 0, bind: '127.0.0.1' });
     const procs = new Map<string, ChildProcess>();
+    const pods = new Map<string, { c: Deep; mounts: Record<string, string> }>();
     try {
       await startOperator({
         namespace: ns,
@@ -68,6 +70,7 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
           for (const dir of Object.values(mounts)) mkdirSync(dir, { recursive: true });
           copyFileSync(disk, join(mounts.disk, 'oberon.dsk'));
           const args = localMachineArgs(c, { mounts, relay: `127.0.0.1:${relay.address.port}`, key });
+          pods.set(name, { c, mounts });
           procs.set(
             name,
             spawn(resolve(root, 'node_modules/.bin/node'), ['operator/src/cli/main.ts', ...args], {
@@ -100,6 +103,16 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
         240_000,
       );
       expect(procs.size).toBe(3);
+      // Each machine's own readiness probe (run for real on its status file) says it booted, with
+      // every module its boot commands name on the Kube disk: no trouble.
+      for (const [name, p] of pods) {
+        const r = runExecProbe(p.c, p.mounts);
+        expect([name, r.ok, r.output]).toEqual([
+          name,
+          true,
+          expect.stringMatching(/^booted: Oberon\.Loop reached at /),
+        ]);
+      }
       expect(s.status).toMatchObject({ nodes: '2/2', pods: '3/3', planeHeard: true, forgedFrames: 0 });
       const ids = s.status.nodeTable.flatMap((n: Deep) => n.running);
       expect(ids).toHaveLength(3);
