@@ -31,6 +31,7 @@ export const LIMITS = {
   serialKeepBytes: 1 << 20, // RS232 output kept on the main side
   pollMs: 25, // how often wait helpers re-check their condition
   defaultWaitMs: 30_000, // default timeout of wait helpers
+  stopReplyMs: 5_000, // stop() waits this long for the worker to flush its disk, then terminates it anyway
 } as const;
 
 export interface RunnerOptions {
@@ -310,7 +311,13 @@ export class MachineRunner implements MachineScreen, MachineInput {
   /** Stop the machine, flush the disk, remove the temporary copy (unless keepDisk). */
   async stop(opts: { keepDisk?: boolean } = {}): Promise<void> {
     if (!this.exited) {
-      await this.request((id) => ({ t: 'stop', id })).catch(() => undefined);
+      // A worker that does not answer (starved, or stuck) must not hang whoever stops it.
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, LIMITS.stopReplyMs);
+      });
+      await Promise.race([this.request((id) => ({ t: 'stop', id })).catch(() => undefined), late]);
+      clearTimeout(timer);
       await this.worker.terminate();
     }
     if (this.tempDir !== null && !opts.keepDisk) fs.rmSync(this.tempDir, { recursive: true, force: true });

@@ -13,6 +13,9 @@ export const LIMITS = {
   sliceHostMs: 12, // longest stretch of host time spent emulating before yielding to messages
   maxCreditMs: 40, // catch-up horizon: a machine that fell behind does not sprint longer than this
   idleSleepMs: 16, // sleep while Oberon idles (woken early by input/radio): one 60 Hz frame, as the reference
+  idleSleepMaxMs: 64, // ...doubled after quiet frames up to this: a thread wake-up costs ~0.2 ms of host CPU on a VM, ten times the idle frame itself; Oberon's tasks may then run up to 64 ms late (its clock stays right)
+  quietFrameInstructions: 5_000, // an idle frame that ran at most this (Oberon.Loop alone: ~800) and drew nothing is quiet
+  quietFramesToBackOff: 4, // quiet frames in a row before the sleep doubles
   frameMinMs: 40, // at most 25 pushed screen frames per second
 } as const;
 
@@ -61,6 +64,9 @@ let timer: NodeJS.Timeout | null = null;
 let immediate: NodeJS.Immediate | null = null;
 let credit = 0;
 let last = performance.now();
+let idleSleep: number = LIMITS.idleSleepMs;
+let quietFrames = 0;
+let wokenEarly = false;
 const virtualStart = performance.now();
 
 function schedule(ms: number): void {
@@ -71,6 +77,7 @@ function schedule(ms: number): void {
 
 /** Input or a radio frame arrived: run now instead of finishing the idle sleep. */
 function wake(): void {
+  wokenEarly = true;
   if (timer !== null) {
     clearTimeout(timer);
     timer = null;
@@ -100,9 +107,14 @@ function slice(): void {
   }
   last = now;
   const deadline = now + LIMITS.sliceHostMs;
+  const fbBefore = machine.cpu.fbVersion;
+  const woken = wokenEarly;
+  wokenEarly = false;
+  let executed = 0;
   while (credit > 0) {
     const r = machine.run(Math.min(credit, LIMITS.chunk));
     credit -= r.executed;
+    executed += r.executed;
     if (r.idle) {
       idle = true;
       if (init.clock === 'deterministic')
@@ -115,7 +127,17 @@ function slice(): void {
   publish();
   if (idle && init.clock === 'realtime') {
     credit = 0;
-    schedule(LIMITS.idleSleepMs);
+    // Back off while nothing happens; anything at all (input, a frame, a task that ran, a picture)
+    // brings the 60 Hz frame back.
+    const quiet = !woken && executed <= LIMITS.quietFrameInstructions && machine.cpu.fbVersion === fbBefore;
+    if (!quiet) {
+      idleSleep = LIMITS.idleSleepMs;
+      quietFrames = 0;
+    } else if (++quietFrames >= LIMITS.quietFramesToBackOff) {
+      idleSleep = Math.min(idleSleep * 2, LIMITS.idleSleepMaxMs);
+      quietFrames = 0;
+    }
+    schedule(idleSleep);
   } else if (credit <= 0) schedule(Math.max(1, Math.ceil(-credit / MACHINE_LIMITS.instrPerMs)));
   else schedule(0);
 }
