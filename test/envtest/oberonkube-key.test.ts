@@ -1,11 +1,9 @@
 // The generated OberonKube key never reaches the operator's log, even at trace level: the
 // operator runs as a real process (`retrokube operator`) and its whole output is searched.
-import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
 import { freshNamespace, kubeconfigPath } from './harness.ts';
-import { CORE, type KubeObject, testClient, waitFor } from './operator-harness.ts';
+import { CORE, type KubeObject, spawnOperator, testClient, waitFor } from './operator-harness.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests navigate API objects freely
 type Deep = any;
@@ -14,35 +12,10 @@ describe('the generated key of an OberonKube', () => {
   it('is in its Secret and in no log line of the operator (trace level), no status and no Event', async () => {
     const ns = await freshNamespace('kube-key');
     const k = testClient();
-    const root = resolve(import.meta.dirname, '../..');
-    const proc = spawn(
-      resolve(root, 'node_modules/.bin/node'),
-      [
-        'operator/src/cli/main.ts',
-        'operator',
-        '--kubeconfig',
-        kubeconfigPath(),
-        '--namespace',
-        ns,
-        '--metrics-port',
-        '0',
-        '--health-port',
-        '0',
-        '--log-level',
-        'trace',
-      ],
-      {
-        cwd: root,
-        env: { ...process.env, RETROKUBE_KEY_SEED: 'log-test-seed', VITEST: '' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let out = '';
-    proc.stdout.on('data', (b) => {
-      out += b;
-    });
-    proc.stderr.on('data', (b) => {
-      out += b;
+    const op = spawnOperator({
+      kubeconfig: kubeconfigPath(),
+      namespace: ns,
+      env: { RETROKUBE_KEY_SEED: 'log-test-seed' },
     });
     try {
       const obj: KubeObject = {
@@ -64,13 +37,12 @@ describe('the generated key of an OberonKube', () => {
         30_000,
       );
       await new Promise((r) => setTimeout(r, 1500));
-      expect(out).toMatch(/"component":"controller"/); // the log was captured at all
-      expect(out).not.toContain(key);
+      expect(op.output()).toMatch(/"component":"controller"/); // the log was captured at all
+      expect(op.output()).not.toContain(key);
       const seen = JSON.stringify([await k.get(OBERONKUBE, ns, 'quiet'), await k.list(CORE.event, ns)]);
       expect(seen).not.toContain(key);
     } finally {
-      proc.kill('SIGTERM');
-      await new Promise((r) => proc.once('exit', r));
+      await op.stop();
     }
   }, 60_000);
 });

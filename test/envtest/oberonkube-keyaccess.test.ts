@@ -3,10 +3,10 @@
 // user's key Secret then says what is wrong and the two commands that fix it; nothing is deleted,
 // its machines are still made (the kubelet reads the key for them), and no key reaches status,
 // Events or the log. Running those very commands lets the operator read the key and judge the air.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
@@ -19,7 +19,9 @@ import {
   condition,
   type KubeObject,
   OBERONAIR,
+  type OperatorProcess,
   publishRelayEndpoint,
+  spawnOperator,
   testClient,
   waitFor,
 } from './operator-harness.ts';
@@ -108,33 +110,9 @@ describe('an OberonKube whose keySecretRef the operator may not read', () => {
     const work = mkdtempSync(join(tmpdir(), 'rk-keyaccess-'));
     const kubeconfig = join(work, 'operator.kubeconfig');
     writeFileSync(kubeconfig, serviceAccountKubeConfig(ns, saName).exportConfig());
-    let out = '';
-    let proc: ChildProcess | undefined;
+    let op: OperatorProcess | undefined;
     try {
-      proc = spawn(
-        resolve(REPO_ROOT, 'node_modules/.bin/node'),
-        [
-          'operator/src/cli/main.ts',
-          'operator',
-          '--kubeconfig',
-          kubeconfig,
-          '--namespace',
-          ns,
-          '--metrics-port',
-          '0',
-          '--health-port',
-          '0',
-          '--log-level',
-          'trace',
-        ],
-        { cwd: REPO_ROOT, env: { ...process.env, VITEST: '' }, stdio: ['ignore', 'pipe', 'pipe'] },
-      );
-      proc.stdout?.on('data', (b) => {
-        out += b;
-      });
-      proc.stderr?.on('data', (b) => {
-        out += b;
-      });
+      op = spawnOperator({ kubeconfig, namespace: ns });
 
       // The user's key, in a Secret of their own; the operator's ServiceAccount may not read it.
       await k.create(CORE.secret, {
@@ -219,8 +197,8 @@ describe('an OberonKube whose keySecretRef the operator may not read', () => {
 
       // No key anywhere it could leak: statuses, Events, the operator's log at trace level.
       await new Promise((r) => setTimeout(r, 1500));
-      expect(out).toMatch(/"component":"controller"/); // the log was captured at all
-      expect(out).not.toContain(KEY);
+      expect(op.output()).toMatch(/"component":"controller"/); // the log was captured at all
+      expect(op.output()).not.toContain(KEY);
       const seen = JSON.stringify([
         await k.get(OBERONKUBE, ns, 'locked'),
         await k.list(OBERONMACHINE, ns),
@@ -229,10 +207,7 @@ describe('an OberonKube whose keySecretRef the operator may not read', () => {
       ]);
       expect(seen).not.toContain(KEY);
     } finally {
-      if (proc && proc.exitCode === null) {
-        proc.kill('SIGTERM');
-        await new Promise((r) => proc?.once('exit', r));
-      }
+      await op?.stop();
       rmSync(work, { recursive: true, force: true });
     }
   }, 120_000);

@@ -15,8 +15,8 @@ import { BASE_IMAGE } from '../../operator/src/machine/test-disk.ts';
 import { type KubeClient, resourcePath } from '../../operator/src/runtime/client.ts';
 import { freshNamespace } from './harness.ts';
 import {
-  type KubeObject,
   localMachineArgs,
+  oberonMachine,
   ProbeEvents,
   publishRelayEndpoint,
   quiescent,
@@ -28,13 +28,6 @@ import {
 
 // biome-ignore lint/suspicious/noExplicitAny: tests navigate API objects freely
 type Deep = any;
-
-const machine = (ns: string, name: string, spec: Record<string, unknown>): KubeObject => ({
-  apiVersion: 'retrokube.io/v1alpha1',
-  kind: 'OberonMachine',
-  metadata: { name, namespace: ns },
-  spec,
-});
 
 const statusOf = async (k: KubeClient, ns: string, name: string): Promise<Deep> =>
   ((await k.get(OBERONMACHINE, ns, name)) as Deep).status ?? {};
@@ -68,8 +61,8 @@ describe("OberonMachine status carries the emulator's own words (runtime pod, th
     try {
       const mgr = await startOperator({ namespace: ns });
       await publishRelayEndpoint(k, ns, 'lab');
-      await k.create(OBERONMACHINE, machine(ns, 'n1', { air: 'lab', role: 'node', nodeName: 'a' }));
-      await k.create(OBERONMACHINE, machine(ns, 's1', { role: 'standalone' }));
+      await k.create(OBERONMACHINE, oberonMachine(ns, 'n1', { air: 'lab', role: 'node', nodeName: 'a' }));
+      await k.create(OBERONMACHINE, oberonMachine(ns, 's1', { role: 'standalone' }));
 
       // The kubelet starts each pod: the base Oberon image as the PVC (no Kube modules on it).
       for (const name of ['rk-m-n1', 'rk-m-s1']) {

@@ -10,11 +10,13 @@ import {
   ENDPOINT_SLICE,
   OBSERVE_LIMITS,
 } from '../../operator/src/controllers/oberonmachine-observe.ts';
-import { type KubeClient, resourcePath } from '../../operator/src/runtime/client.ts';
+import type { KubeClient } from '../../operator/src/runtime/client.ts';
 import { freshNamespace } from './harness.ts';
 import {
+  completeJob,
   condition,
   type KubeObject,
+  oberonMachine,
   publishRelayEndpoint,
   quiescent,
   startOperator,
@@ -25,13 +27,6 @@ import {
 // biome-ignore lint/suspicious/noExplicitAny: tests navigate API objects freely
 type Deep = any;
 
-const machine = (ns: string, name: string, spec: Record<string, unknown>): KubeObject => ({
-  apiVersion: 'retrokube.io/v1alpha1',
-  kind: 'OberonMachine',
-  metadata: { name, namespace: ns },
-  spec,
-});
-const merge = { contentType: 'application/merge-patch+json' };
 const seconds = (d = new Date()) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** A core/v1 Event as the kubelet (source kubelet) or virt-handler writes it. */
@@ -73,7 +68,7 @@ describe('OberonMachine status from events (real API server)', () => {
     const ns = await freshNamespace('m-events');
     const k = testClient();
     const mgr = await startOperator({ namespace: ns });
-    await k.create(OBERONMACHINE, machine(ns, 'm1', { role: 'standalone' }));
+    await k.create(OBERONMACHINE, oberonMachine(ns, 'm1', { role: 'standalone' }));
     await waitFor('the StatefulSet', () => k.getOrUndefined(KINDS_OWNED.statefulSet, ns, 'rk-m-m1'));
     const first = await waitFor('a status', async () => (await statusOf(k, ns, 'm1')).phase && true);
     expect(first).toBe(true);
@@ -200,23 +195,9 @@ describe('OberonMachine status from events (real API server)', () => {
     const ns = await freshNamespace('m-kv-events');
     const k = testClient();
     await startOperator({ namespace: ns, kubevirt: true });
-    await k.create(OBERONMACHINE, machine(ns, 'v1', { runtime: 'kubevirt', role: 'standalone' }));
+    await k.create(OBERONMACHINE, oberonMachine(ns, 'v1', { runtime: 'kubevirt', role: 'standalone' }));
     const job: Deep = await waitFor('the fill Job', async () => (await k.list(KINDS_OWNED.job, ns)).items[0]);
-    const now = seconds();
-    await k.request('PATCH', resourcePath(KINDS_OWNED.job, ns, job.metadata.name, 'status'), {
-      body: {
-        status: {
-          startTime: now,
-          completionTime: now,
-          succeeded: 1,
-          conditions: [
-            { type: 'SuccessCriteriaMet', status: 'True', lastTransitionTime: now },
-            { type: 'Complete', status: 'True', lastTransitionTime: now },
-          ],
-        },
-      },
-      ...merge,
-    });
+    await completeJob(k, ns, job.metadata.name);
     await waitFor(
       'runStrategy Always',
       async () => ((await k.get(KINDS_OWNED.vm, ns, 'rk-m-v1')) as Deep).spec.runStrategy === 'Always',
@@ -257,7 +238,7 @@ describe('OberonMachine waits for its relay (real API server)', () => {
     const ns = await freshNamespace('m-relay');
     const k = testClient();
     await startOperator({ namespace: ns });
-    await k.create(OBERONMACHINE, machine(ns, 'n1', { air: 'lab', role: 'node', nodeName: 'node-a' }));
+    await k.create(OBERONMACHINE, oberonMachine(ns, 'n1', { air: 'lab', role: 'node', nodeName: 'node-a' }));
     const held: Deep = await waitFor('held', async () => {
       const o = await k.get(OBERONMACHINE, ns, 'n1');
       return condition(o, 'AirReachable')?.reason === 'WaitingForRelayEndpoint' && o;
@@ -304,23 +285,9 @@ describe('OberonMachine waits for its relay (real API server)', () => {
     const ns = await freshNamespace('m-relay-kv');
     const k = testClient();
     await startOperator({ namespace: ns, kubevirt: true });
-    await k.create(OBERONMACHINE, machine(ns, 'p', { runtime: 'kubevirt', air: 'lab', role: 'plane' }));
+    await k.create(OBERONMACHINE, oberonMachine(ns, 'p', { runtime: 'kubevirt', air: 'lab', role: 'plane' }));
     const job: Deep = await waitFor('the fill Job', async () => (await k.list(KINDS_OWNED.job, ns)).items[0]);
-    const now = seconds();
-    await k.request('PATCH', resourcePath(KINDS_OWNED.job, ns, job.metadata.name, 'status'), {
-      body: {
-        status: {
-          startTime: now,
-          completionTime: now,
-          succeeded: 1,
-          conditions: [
-            { type: 'SuccessCriteriaMet', status: 'True', lastTransitionTime: now },
-            { type: 'Complete', status: 'True', lastTransitionTime: now },
-          ],
-        },
-      },
-      ...merge,
-    });
+    await completeJob(k, ns, job.metadata.name);
     const held: Deep = await waitFor('seeded and held', async () => {
       const o = await k.get(OBERONMACHINE, ns, 'p');
       return condition(o, 'AirReachable')?.reason === 'WaitingForRelayEndpoint' && o;

@@ -7,8 +7,9 @@ import { resourcePath } from '../../operator/src/runtime/client.ts';
 import { freshNamespace } from './harness.ts';
 import {
   CORE,
+  completeJob,
   condition,
-  type KubeObject,
+  oberonMachine,
   publishRelayEndpoint,
   quiescent,
   startOperator,
@@ -18,13 +19,6 @@ import {
 
 // biome-ignore lint/suspicious/noExplicitAny: tests navigate API objects freely
 type Deep = any;
-
-const machine = (ns: string, name: string, spec: Record<string, unknown>): KubeObject => ({
-  apiVersion: 'retrokube.io/v1alpha1',
-  kind: 'OberonMachine',
-  metadata: { name, namespace: ns },
-  spec,
-});
 
 function expectOwnedByRetrokube(child: Deep, owner: Deep): void {
   expect(child.metadata.ownerReferences).toEqual([
@@ -51,7 +45,7 @@ describe('OberonMachine on a real API server', () => {
     await publishRelayEndpoint(k, ns, 'lab'); // machines on an air wait for its relay's endpoint
     const m = await k.create(
       OBERONMACHINE,
-      machine(ns, 'n1', {
+      oberonMachine(ns, 'n1', {
         air: 'lab',
         role: 'node',
         nodeName: 'node-a',
@@ -144,7 +138,7 @@ describe('OberonMachine on a real API server', () => {
     await publishRelayEndpoint(k, ns, 'lab'); // machines on an air wait for its relay's endpoint
     const m = await k.create(
       OBERONMACHINE,
-      machine(ns, 'plane', {
+      oberonMachine(ns, 'plane', {
         runtime: 'kubevirt',
         air: 'lab',
         role: 'plane',
@@ -204,21 +198,7 @@ describe('OberonMachine on a real API server', () => {
     expect(condition(st, 'LauncherReady')).toMatchObject({ status: 'False', reason: 'KubeVirtMissing' });
 
     // The harness plays the Job controller: the fill succeeded → the VM may run.
-    const now = new Date().toISOString();
-    await k.request('PATCH', resourcePath(KINDS_OWNED.job, ns, job.metadata.name, 'status'), {
-      body: {
-        status: {
-          startTime: now,
-          completionTime: now,
-          succeeded: 1,
-          conditions: [
-            { type: 'SuccessCriteriaMet', status: 'True', lastTransitionTime: now },
-            { type: 'Complete', status: 'True', lastTransitionTime: now },
-          ],
-        },
-      },
-      contentType: 'application/merge-patch+json',
-    });
+    await completeJob(k, ns, job.metadata.name);
     await waitFor(
       'runStrategy Always',
       async () => ((await k.get(KINDS_OWNED.vm, ns, 'rk-m-plane')) as Deep).spec.runStrategy === 'Always',

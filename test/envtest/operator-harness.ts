@@ -1,14 +1,16 @@
 // Helpers for the operator's envtest files: an in-process operator against the test API server,
 // a raw client for assertions, and polling.
-import { spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { onTestFinished } from 'vitest';
 import { createOperatorManager } from '../../operator/src/cli/operator-run.ts';
 import { OBERONAIR, type OberonAir } from '../../operator/src/controllers/oberonair.ts';
+import { KINDS_OWNED } from '../../operator/src/controllers/oberonmachine.ts';
 import { CORE_EVENT, ENDPOINT_SLICE } from '../../operator/src/controllers/oberonmachine-observe.ts';
-import { CORE, KubeClient, type KubeObject } from '../../operator/src/runtime/client.ts';
+import { CORE, KubeClient, type KubeObject, resourcePath } from '../../operator/src/runtime/client.ts';
 import type { Manager } from '../../operator/src/runtime/manager.ts';
+import { REPO_ROOT } from './control-plane.ts';
 import { kubeconfigPath } from './harness.ts';
 
 export type { KubeObject, OberonAir };
@@ -87,6 +89,29 @@ export async function waitFor<T>(
 
 export function air(namespace: string, name: string, spec: Record<string, unknown> = {}): OberonAir {
   return { apiVersion: 'retrokube.io/v1alpha1', kind: 'OberonAir', metadata: { name, namespace }, spec };
+}
+
+export function oberonMachine(namespace: string, name: string, spec: Record<string, unknown>): KubeObject {
+  return { apiVersion: 'retrokube.io/v1alpha1', kind: 'OberonMachine', metadata: { name, namespace }, spec };
+}
+
+/** Plays the Job controller (the test API server runs none): the named Job succeeded just now. */
+export async function completeJob(k: KubeClient, namespace: string, name: string): Promise<void> {
+  const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  await k.request('PATCH', resourcePath(KINDS_OWNED.job, namespace, name, 'status'), {
+    body: {
+      status: {
+        startTime: now,
+        completionTime: now,
+        succeeded: 1,
+        conditions: [
+          { type: 'SuccessCriteriaMet', status: 'True', lastTransitionTime: now },
+          { type: 'Complete', status: 'True', lastTransitionTime: now },
+        ],
+      },
+    },
+    contentType: 'application/merge-patch+json',
+  });
 }
 
 /** Waits until the manager's controllers have nothing queued or in flight. */
@@ -279,4 +304,54 @@ export class ProbeEvents {
     });
     this.written.set(id, { name: e.metadata.name as string, count: 1 });
   }
+}
+
+/** The operator as a real process (`retrokube operator`, trace logs captured), for tests of what it prints. */
+export interface OperatorProcess {
+  readonly proc: ChildProcess;
+  /** Everything it wrote to stdout and stderr so far. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+export function spawnOperator(o: {
+  kubeconfig: string;
+  namespace: string;
+  env?: Record<string, string>;
+}): OperatorProcess {
+  const proc = spawn(
+    `${REPO_ROOT}/node_modules/.bin/node`,
+    [
+      'operator/src/cli/main.ts',
+      'operator',
+      '--kubeconfig',
+      o.kubeconfig,
+      '--namespace',
+      o.namespace,
+      '--metrics-port',
+      '0',
+      '--health-port',
+      '0',
+      '--log-level',
+      'trace',
+    ],
+    { cwd: REPO_ROOT, env: { ...process.env, ...o.env, VITEST: '' }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  proc.stdout?.on('data', (b) => {
+    out += b;
+  });
+  proc.stderr?.on('data', (b) => {
+    out += b;
+  });
+  return {
+    proc,
+    output: () => out,
+    stop: async () => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      const exited = new Promise((r) => proc.once('exit', r));
+      proc.kill('SIGTERM');
+      await exited;
+    },
+  };
 }
