@@ -1,8 +1,9 @@
 // Benchmark: 100 OberonKube objects of 3 nodes against a real kube-apiserver (kine memory://),
 // reconciled by `retrokube operator` running as its own process (each cluster also gets a
-// passive air station; no machine runs, so the planes stay gated behind their nodes).
-// Measures: time until every cluster has its key Secret, OberonAir (+ relay Deployment and
-// Service), 3 node OberonMachines (+ StatefulSet and Service each) and a status; API writes per
+// passive air station; no machine runs, so the planes stay gated behind their nodes). The bench
+// publishes each relay's EndpointSlice as the endpointslice controller would, so machines are
+// released. Measures: time until every cluster has its key Secret, OberonAir (+ relay Deployment
+// and Service), 3 node OberonMachines (+ a StatefulSet of 1 and a Service each) and a status; API writes per
 // object; writes during a quiet period afterwards (must be zero, although every cluster is
 // re-examined every 2 s); the operator's peak RSS.
 //   node_modules/.bin/node bench/operator/kube.ts [--count 100] [--concurrency 16]
@@ -10,6 +11,7 @@ import { OBERONAIR } from '../../operator/src/controllers/oberonair.ts';
 import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
 import { KINDS_OWNED, OBERONMACHINE } from '../../operator/src/controllers/oberonmachine.ts';
 import { CORE, type KubeClient, type KubeObject } from '../../operator/src/runtime/client.ts';
+import { publishRelayEndpoint } from '../../test/envtest/relay-endpoint.ts';
 import { runOperatorBench } from './harness.ts';
 
 const NODES = 3;
@@ -32,6 +34,7 @@ await runOperatorBench({
       metadata: { name: `k${i}`, namespace: ns },
       spec: { nodes: NODES, deployments: 'web 4 Ticker; api 2 Ticker2' },
     });
+    await publishRelayEndpoint(k, ns, `k${i}-air`);
   },
   async countComplete(k: KubeClient, ns) {
     const names = async (t: Parameters<typeof k.list>[0]) =>
@@ -40,7 +43,10 @@ await runOperatorBench({
       k.list<KubeObject & { status?: { nodes?: string } }>(OBERONKUBE, ns),
       names(OBERONAIR),
       names(OBERONMACHINE),
-      names(KINDS_OWNED.statefulSet),
+      // Only StatefulSets released to run (the relay has a ready endpoint) count.
+      k
+        .list<KubeObject & { spec?: { replicas?: number } }>(KINDS_OWNED.statefulSet, ns)
+        .then((l) => new Set(l.items.filter((o) => o.spec?.replicas === 1).map((o) => o.metadata.name))),
       names(CORE.service),
       names(CORE.deployment),
       names(CORE.secret),

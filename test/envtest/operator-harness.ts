@@ -7,12 +7,13 @@ import { onTestFinished } from 'vitest';
 import { createOperatorManager } from '../../operator/src/cli/operator-run.ts';
 import { OBERONAIR, type OberonAir } from '../../operator/src/controllers/oberonair.ts';
 import { KINDS_OWNED } from '../../operator/src/controllers/oberonmachine.ts';
-import { CORE_EVENT, ENDPOINT_SLICE } from '../../operator/src/controllers/oberonmachine-observe.ts';
+import { CORE_EVENT } from '../../operator/src/controllers/oberonmachine-observe.ts';
 import { CORE, KubeClient, type KubeObject, resourcePath } from '../../operator/src/runtime/client.ts';
 import type { Manager } from '../../operator/src/runtime/manager.ts';
 import { REPO_ROOT } from './control-plane.ts';
 import { kubeconfigPath } from './harness.ts';
 
+export { publishRelayEndpoint } from './relay-endpoint.ts';
 export type { KubeObject, OberonAir };
 export { CORE, OBERONAIR };
 
@@ -140,58 +141,6 @@ export function condition(
       | undefined
   )?.conditions;
   return conds?.find((c) => c.type === type);
-}
-
-/**
- * Publishes a ready endpoint for the relay Service of `air` as the endpointslice controller would
- * (the test API server runs no kube-controller-manager): an EndpointSlice labelled with the
- * Service's name (and its labels), owned by the Service when it exists. Returns the slice's name.
- */
-export async function publishRelayEndpoint(
-  k: KubeClient,
-  namespace: string,
-  air: string,
-  opts: { ready?: boolean; address?: string } = {},
-): Promise<string> {
-  const service = `rk-air-${air}`;
-  const svc = await k.getOrUndefined(CORE.service, namespace, service);
-  const name = `${service}-${Math.random().toString(36).slice(2, 7)}`; // as generateName would
-  const slice = await k.create<KubeObject>(ENDPOINT_SLICE, {
-    apiVersion: 'discovery.k8s.io/v1',
-    kind: 'EndpointSlice',
-    metadata: {
-      name,
-      namespace,
-      labels: {
-        ...(svc?.metadata.labels ?? {}),
-        'kubernetes.io/service-name': service,
-        'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
-      },
-      ...(svc
-        ? {
-            ownerReferences: [
-              {
-                apiVersion: 'v1',
-                kind: 'Service',
-                name: service,
-                uid: svc.metadata.uid as string,
-                controller: true,
-                blockOwnerDeletion: true,
-              },
-            ],
-          }
-        : {}),
-    },
-    addressType: 'IPv4',
-    endpoints: [
-      {
-        addresses: [opts.address ?? '10.244.0.7'],
-        conditions: { ready: opts.ready ?? true, serving: opts.ready ?? true, terminating: false },
-      },
-    ],
-    ports: [{ name: 'air', port: 7524, protocol: 'UDP' }],
-  });
-  return slice.metadata.name as string;
 }
 
 // --- playing kubelet for machine pods ------------------------------------------------------------
