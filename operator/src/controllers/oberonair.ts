@@ -16,6 +16,7 @@ import { VERSION as RETROKUBE_VERSION } from '../version.ts';
 import { type AirHeard, steadyRate } from './air-census.ts';
 import { type AirAddress, AirEars } from './air-ears.ts';
 import { applyOwned, ourKind, primaryRules } from './owned.ts';
+import { restrictedContainerSecurity, restrictedPodSecurity } from './pod-security.ts';
 
 export const LIMITS = {
   relayUid: 65534, // "nobody": the relay needs no identity and no file system
@@ -229,12 +230,7 @@ export function render(air: OberonAir, s: AirSettings): { deployment: KubeObject
         spec: {
           automountServiceAccountToken: false,
           enableServiceLinks: false,
-          securityContext: {
-            runAsNonRoot: true,
-            runAsUser: LIMITS.relayUid,
-            runAsGroup: LIMITS.relayUid,
-            seccompProfile: { type: 'RuntimeDefault' },
-          },
+          securityContext: restrictedPodSecurity({ user: LIMITS.relayUid, group: LIMITS.relayUid }),
           containers: [
             {
               name: 'relay',
@@ -248,11 +244,7 @@ export function render(air: OberonAir, s: AirSettings): { deployment: KubeObject
               // UDP cannot be probed; the relay's /metrics answers once its socket is bound.
               readinessProbe: { httpGet: { path: '/metrics', port: 'metrics' }, periodSeconds: 10 },
               resources: s.resources,
-              securityContext: {
-                allowPrivilegeEscalation: false,
-                readOnlyRootFilesystem: true,
-                capabilities: { drop: ['ALL'] },
-              },
+              securityContext: restrictedContainerSecurity({ readOnlyRoot: true }),
             },
           ],
         },

@@ -12,6 +12,7 @@ import { joinCommands, nodeRoleCommands, planeRoleCommands } from '../api/oberon
 import { MACHINE_DEFAULTS, type OberonMachineSpecT } from '../api/oberonmachine.ts';
 import type { KubeObject } from '../runtime/client.ts';
 import { controllerRef, hashOf, MANAGED_BY } from '../runtime/objects.ts';
+import { restrictedContainerSecurity, restrictedPodSecurity } from './pod-security.ts';
 
 export const RENDER_LIMITS = {
   vncPort: 5900, // RFB's customary port
@@ -208,13 +209,11 @@ export function renderPod(
           automountServiceAccountToken: false,
           enableServiceLinks: false,
           terminationGracePeriodSeconds: 0, // no ACPI: the machine has nothing to shut down
-          securityContext: {
-            runAsNonRoot: true,
-            runAsUser: RENDER_LIMITS.uid,
-            runAsGroup: RENDER_LIMITS.uid,
+          securityContext: restrictedPodSecurity({
+            user: RENDER_LIMITS.uid,
+            group: RENDER_LIMITS.uid,
             fsGroup: RENDER_LIMITS.uid,
-            seccompProfile: { type: 'RuntimeDefault' },
-          },
+          }),
           ...(antiAffinity(s) ? { affinity: antiAffinity(s) } : {}),
           volumes: [
             { name: 'status', emptyDir: { medium: 'Memory', sizeLimit: RENDER_LIMITS.statusVolume } },
@@ -230,7 +229,7 @@ export function renderPod(
                 'test -s /disk/oberon.dsk || { node /app/operator/src/cli/main.ts disk build-kube --out /disk/.oberon.dsk.tmp && mv /disk/.oberon.dsk.tmp /disk/oberon.dsk; }',
               ],
               volumeMounts: [{ name: 'disk', mountPath: '/disk' }],
-              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+              securityContext: restrictedContainerSecurity({ readOnlyRoot: false }),
             },
           ],
           containers: [
@@ -252,11 +251,7 @@ export function renderPod(
                 { name: 'disk', mountPath: '/disk' },
                 { name: 'status', mountPath: STATUS_DIR },
               ],
-              securityContext: {
-                allowPrivilegeEscalation: false,
-                readOnlyRootFilesystem: true,
-                capabilities: { drop: ['ALL'] },
-              },
+              securityContext: restrictedContainerSecurity({ readOnlyRoot: true }),
             },
           ],
         },
@@ -359,13 +354,11 @@ export function renderKubeVirt(
     restartPolicy: 'OnFailure',
     automountServiceAccountToken: false,
     enableServiceLinks: false,
-    securityContext: {
-      runAsNonRoot: true,
-      runAsUser: RENDER_LIMITS.fillUid,
-      runAsGroup: RENDER_LIMITS.qemuGid,
+    securityContext: restrictedPodSecurity({
+      user: RENDER_LIMITS.fillUid,
+      group: RENDER_LIMITS.qemuGid,
       fsGroup: RENDER_LIMITS.qemuGid,
-      seccompProfile: { type: 'RuntimeDefault' },
-    },
+    }),
     // Soft: near the launcher pod when it runs (a required rule deadlocked in the catalog).
     affinity: {
       podAffinity: {
@@ -389,7 +382,7 @@ export function renderKubeVirt(
           { name: 'payload', mountPath: '/payload' },
           ...(s.keySecretRef ? [{ name: 'key', mountPath: '/key', readOnly: true }] : []),
         ],
-        securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+        securityContext: restrictedContainerSecurity({ readOnlyRoot: false }),
       },
     ],
     volumes: [
