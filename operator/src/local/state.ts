@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { processAlive } from '../util/process.ts';
 
 export const LIMITS = {
   clientTimeoutMs: 30_000, // a typed command or a screenshot answers well within this
@@ -49,15 +50,6 @@ export function writeUpState(dir: string, st: UpState): void {
 
 export function removeUpState(dir: string): void {
   rmSync(join(dir, LIMITS.stateFile), { force: true });
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** The key kept in the state folder, made once (16 random hex digits). Never printed. */

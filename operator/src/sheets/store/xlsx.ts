@@ -33,6 +33,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { logger } from '../../util/log.ts';
+import { processAlive } from '../../util/process.ts';
 import { StoreBase } from './base.ts';
 import { diffTabs, mergeBooks, sameRow } from './merge.ts';
 import { Book, type Formula, Grid, type StoredCell } from './model.ts';
@@ -400,15 +401,6 @@ export class XlsxStore extends StoreBase {
       while (this.saving) await this.saving.catch(() => {});
       await this.io.close();
     }
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
