@@ -96,22 +96,16 @@ export class Risc5 {
     this.hotBlock = Math.min(Math.max(Math.floor(opts.hotBlock ?? JIT_LIMITS.hotBlock), 1), 0xffff);
     this.hits = new Uint16Array(this.jit ? this.memWords : 0);
     // RAM and registers live in the translator's wasm memory (jit.ts layout), or in a plain buffer.
-    const layout = memoryLayout(memBytes);
-    this.space = this.jit ? new CodeSpace(memBytes, this.translatedCodeImports()) : null;
-    const buffer = this.space?.buffer ?? new ArrayBuffer(layout.codeMarkBase);
+    const space = this.jit ? new CodeSpace(memBytes, this.translatedCodeImports()) : null;
+    this.space = space;
+    const buffer = space?.buffer ?? new ArrayBuffer(memoryLayout(memBytes).codeMarkBase);
     this.mem = new Int32Array(buffer, 0, this.memWords);
     this.R = new Int32Array(buffer, memBytes, 16);
     this.cells = new Int32Array(buffer, memBytes, 32);
-    this.codeMark = new Uint8Array(
-      this.jit ? buffer : new ArrayBuffer(0),
-      this.jit ? layout.codeMarkBase : 0,
-      this.jit ? this.memWords : 0,
-    );
-    this.slotOf = new Int32Array(
-      this.jit ? buffer : new ArrayBuffer(0),
-      this.jit ? layout.slotBase : 0,
-      this.jit ? this.memWords : 0,
-    );
+    this.codeMark = space
+      ? new Uint8Array(buffer, space.layout.codeMarkBase, this.memWords)
+      : new Uint8Array(0);
+    this.slotOf = space ? new Int32Array(buffer, space.layout.slotBase, this.memWords) : new Int32Array(0);
   }
 
   /** What translated code calls: the bus sees the same CPU state as under the interpreter. */
