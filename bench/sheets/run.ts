@@ -100,18 +100,15 @@ async function heartbeatBench(nodes: number) {
     await post(url, { action: 'apply', deployments: deps });
     const names = Array.from({ length: nodes }, (_, i) => `node-${i}`);
     const reported = new Map<string, unknown[]>();
+    // A node's heartbeat: its capacity and the pods it last reported Running.
+    const heartbeat = (n: string) =>
+      post(url, { node: n, ip: '10.0.0.1', cpu_total: 4000, mem_total: 8192, pods: reported.get(n) ?? [] });
     // Register every node, then let each report its pods Running (two passes, 20 at a time).
     for (let pass = 0; pass < 2; pass++) {
       for (let i = 0; i < names.length; i += 20) {
         await Promise.all(
           names.slice(i, i + 20).map(async (n) => {
-            const r = await post(url, {
-              node: n,
-              ip: '10.0.0.1',
-              cpu_total: 4000,
-              mem_total: 8192,
-              pods: reported.get(n) ?? [],
-            });
+            const r = await heartbeat(n);
             reported.set(n, runningOf(r.json as Orders));
           }),
         );
@@ -137,13 +134,7 @@ async function heartbeatBench(nodes: number) {
         sent++;
         const sentAt = performance.now() - t0;
         inflight.push(
-          post(url, {
-            node: n,
-            ip: '10.0.0.1',
-            cpu_total: 4000,
-            mem_total: 8192,
-            pods: reported.get(n) ?? [],
-          })
+          heartbeat(n)
             .then((r) => {
               if (r.status === 200) {
                 lat.push(r.ms);
@@ -168,13 +159,7 @@ async function heartbeatBench(nodes: number) {
       Array.from({ length: 32 }, async () => {
         while (performance.now() - tc < CLOSED_LOOP_S * 1000) {
           const n = names[k++ % nodes];
-          const r = await post(url, {
-            node: n,
-            ip: '10.0.0.1',
-            cpu_total: 4000,
-            mem_total: 8192,
-            pods: reported.get(n) ?? [],
-          });
+          const r = await heartbeat(n);
           if (r.status === 200) closed.push(r.ms);
         }
       }),
