@@ -11,13 +11,13 @@ import { describe, expect, it } from 'vitest';
 import { startRelay } from '../../operator/src/air/relay.ts';
 import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
 import { KINDS_OWNED } from '../../operator/src/controllers/oberonmachine.ts';
-import { resourcePath } from '../../operator/src/runtime/client.ts';
 import { kubeDisk } from '../e2e/kube-harness.ts';
 import { freshNamespace } from './harness.ts';
 import {
   CORE,
   condition,
   localMachineArgs,
+  markStatefulSetReady,
   publishRelayEndpoint,
   runExecProbe,
   startOperator,
@@ -78,19 +78,7 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
               stdio: 'ignore',
             }),
           );
-          await k.request('PATCH', resourcePath(KINDS_OWNED.statefulSet, ns, name, 'status'), {
-            body: {
-              status: {
-                replicas: 1,
-                readyReplicas: 1,
-                availableReplicas: 1,
-                currentReplicas: 1,
-                updatedReplicas: 1,
-                observedGeneration: sts.metadata.generation,
-              },
-            },
-            contentType: 'application/merge-patch+json',
-          });
+          await markStatefulSetReady(k, ns, name, sts.metadata.generation);
         }
       };
       const s: Deep = await waitFor(

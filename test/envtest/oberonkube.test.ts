@@ -19,6 +19,7 @@ import {
   CORE,
   condition,
   type KubeObject,
+  markStatefulSetReady,
   OBERONAIR,
   publishRelayEndpoint,
   startOperator,
@@ -41,19 +42,7 @@ const merge = { contentType: 'application/merge-patch+json' };
 async function stsReady(k: ReturnType<typeof testClient>, ns: string, machine: string) {
   const name = `rk-m-${machine}`;
   await waitFor(`StatefulSet ${name}`, () => k.getOrUndefined(KINDS_OWNED.statefulSet, ns, name));
-  await k.request('PATCH', resourcePath(KINDS_OWNED.statefulSet, ns, name, 'status'), {
-    body: {
-      status: {
-        replicas: 1,
-        readyReplicas: 1,
-        availableReplicas: 1,
-        currentReplicas: 1,
-        updatedReplicas: 1,
-        observedGeneration: 1,
-      },
-    },
-    ...merge,
-  });
+  await markStatefulSetReady(k, ns, name, 1);
 }
 
 describe('OberonKube on a real API server', () => {

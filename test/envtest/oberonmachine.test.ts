@@ -9,6 +9,7 @@ import {
   CORE,
   completeJob,
   condition,
+  markStatefulSetReady,
   oberonMachine,
   publishRelayEndpoint,
   quiescent,
@@ -102,19 +103,7 @@ describe('OberonMachine on a real API server', () => {
     expect(condition(st, 'Ready')?.status).toBe('False');
 
     // The harness plays the StatefulSet controller: one ready replica → Running.
-    await k.request('PATCH', resourcePath(KINDS_OWNED.statefulSet, ns, 'rk-m-n1', 'status'), {
-      body: {
-        status: {
-          replicas: 1,
-          readyReplicas: 1,
-          availableReplicas: 1,
-          currentReplicas: 1,
-          updatedReplicas: 1,
-          observedGeneration: 1,
-        },
-      },
-      contentType: 'application/merge-patch+json',
-    });
+    await markStatefulSetReady(k, ns, 'rk-m-n1', 1);
     await waitFor(
       'status Running',
       async () => ((await k.get(OBERONMACHINE, ns, 'n1')) as Deep).status?.phase === 'Running',

@@ -96,6 +96,28 @@ export function oberonMachine(namespace: string, name: string, spec: Record<stri
   return { apiVersion: 'retrokube.io/v1alpha1', kind: 'OberonMachine', metadata: { name, namespace }, spec };
 }
 
+/** Plays the StatefulSet controller (the test API server runs none): its one replica is ready. */
+export async function markStatefulSetReady(
+  k: KubeClient,
+  namespace: string,
+  name: string,
+  observedGeneration: number,
+): Promise<void> {
+  await k.request('PATCH', resourcePath(KINDS_OWNED.statefulSet, namespace, name, 'status'), {
+    body: {
+      status: {
+        replicas: 1,
+        readyReplicas: 1,
+        availableReplicas: 1,
+        currentReplicas: 1,
+        updatedReplicas: 1,
+        observedGeneration,
+      },
+    },
+    contentType: 'application/merge-patch+json',
+  });
+}
+
 /** Plays the Job controller (the test API server runs none): the named Job succeeded just now. */
 export async function completeJob(k: KubeClient, namespace: string, name: string): Promise<void> {
   const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
