@@ -1,0 +1,2 @@
+# The Project Oberon board
+CONFIG_OBERON=y
