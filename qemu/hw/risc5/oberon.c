@@ -563,8 +563,8 @@ static void display_update(void *opaque)
         dst = (uint32_t *)(surface_data(surface) + row * surface_stride(surface));
         for (i = 0; i < DISPLAY_W / 8; i++) {
             for (bit = 0; bit < 8; bit++) {
-                /* bit 0 is the leftmost pixel; a 1 is ink (black), 0 the paper (white) */
-                dst[i * 8 + bit] = (src[i] >> bit) & 1 ? 0xff000000u : 0xffffffffu;
+                /* bit 0 is the leftmost pixel; a 1 is foreground (white), as our own viewers draw it */
+                dst[i * 8 + bit] = (src[i] >> bit) & 1 ? 0xffffffffu : 0xff000000u;
             }
         }
         if (first < 0 || row < first) {

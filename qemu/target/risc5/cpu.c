@@ -72,6 +72,7 @@ static void risc5_cpu_initfn(Object *obj)
     RISC5CPU *cpu = RISC5_CPU(obj);
     cpu_set_cpustate_pointers(cpu);
     cpu->env.ram_bytes = 0;
+    cpu->env.nz = 1;   /* power-on: N and Z clear, like the other registers' zero state */
 }
 
 static ObjectClass *risc5_cpu_class_by_name(const char *model)
