@@ -22,7 +22,9 @@ export const BASE_DISK = '/work/shared/oberon/Oberon-2020-08-18.dsk';
 
 /** The built binary, or null with the reason. */
 export function qemuBinary(): { path: string | null; reason: string } {
-  const path = execFileSync('bash', [join(REPO, 'qemu/build.sh'), '--print-path'], { encoding: 'utf8' }).trim();
+  const path = execFileSync('bash', [join(REPO, 'qemu/build.sh'), '--print-path'], {
+    encoding: 'utf8',
+  }).trim();
   if (existsSync(path)) return { path, reason: '' };
   return { path: null, reason: `qemu-system-risc5 is not built (${path}); run qemu/build.sh` };
 }
@@ -45,7 +47,9 @@ export function writeProm(dir: string): string {
 export class Qmp {
   private buf = '';
   private readonly waiting: Array<(msg: Record<string, unknown>) => void> = [];
-  private constructor(private readonly sock: Socket) {
+  private readonly sock: Socket;
+  private constructor(sock: Socket) {
+    this.sock = sock;
     sock.setEncoding('utf8');
     sock.on('data', (d: string) => {
       this.buf += d;

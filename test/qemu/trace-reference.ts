@@ -51,7 +51,8 @@ export function compareTrace(
     const hash = stateHash(m);
     const qpc = trace.readUInt32LE(i * 8);
     const qhash = trace.readUInt32LE(i * 8 + 4);
-    if (qpc !== pc || qhash !== hash) return { index: i, pc, qemu: { pc: qpc, hash: qhash }, ts: { pc, hash } };
+    if (qpc !== pc || qhash !== hash)
+      return { index: i, pc, qemu: { pc: qpc, hash: qhash }, ts: { pc, hash } };
     m.run(1);
   }
   return null;
