@@ -36,9 +36,9 @@ export function requireQemu(): string | null {
   return path;
 }
 
-/** Our boot ROM (boot-rom.ts) as the 2 KiB prom.bin QEMU's -bios takes. */
-export function writeProm(dir: string): string {
-  const words = bootRom(LIMITS.baseMemLim, LIMITS.baseStackOrg);
+/** Our boot ROM (boot-rom.ts), or another ROM program, as the prom.bin QEMU's -bios takes. */
+export function writeProm(dir: string, rom?: Int32Array): string {
+  const words = rom ?? bootRom(LIMITS.baseMemLim, LIMITS.baseStackOrg);
   const path = join(dir, 'prom.bin');
   writeFileSync(path, Buffer.from(words.buffer, words.byteOffset, words.byteLength));
   return path;
@@ -113,13 +113,15 @@ export interface StartOptions {
   machine?: string[];
   args?: string[];
   disk?: string;
+  /** Another ROM program (≤ 512 words) instead of our boot ROM. */
+  rom?: Int32Array;
 }
 
 export async function startQemu(bin: string, opts: StartOptions = {}): Promise<QemuMachine> {
   const dir = mkdtempSync(join(tmpdir(), 'retrokube-qemu-'));
   const disk = join(dir, 'oberon.dsk');
   copyFileSync(opts.disk ?? BASE_DISK, disk);
-  const prom = writeProm(dir);
+  const prom = writeProm(dir, opts.rom);
   const sockPath = join(dir, 'qmp.sock');
   const machine = ['oberon', ...(opts.machine ?? [])].join(',');
   const proc = spawn(

@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { assemble } from '../../operator/src/machine/asm.ts';
 import { bootRom } from '../../operator/src/machine/boot-rom.ts';
 import { Machine } from '../../operator/src/machine/machine.ts';
 import type { FrameSnapshot } from '../../operator/src/machine/screen-input.ts';
@@ -32,6 +33,46 @@ const LIMITS = {
   keyGapMs: 8, // between key events (the reference paced 5 ms; Oberon drops nothing at this rate)
   holdMs: 120, // a mouse button is held this long so Oberon's loop surely sees it down
 } as const;
+
+// Runs the vector records at 10000H (count, then op x y result) through the FPU instructions.
+const FPU_PROGRAM = `
+    MOV' R1, 1          ; R1 := 10000H
+    LDW R2, R1, 0       ; the number of records
+    ADD R1, R1, 16
+  loop:
+    MOV R2, R2
+    BEQ done
+    LDW R3, R1, 0
+    LDW R4, R1, 4
+    LDW R5, R1, 8
+    SUB R0, R3, 1
+    BEQ fsb
+    SUB R0, R3, 2
+    BEQ fml
+    SUB R0, R3, 3
+    BEQ fdv
+    FAD R6, R4, R5
+    B store
+  fsb:
+    FSB R6, R4, R5
+    B store
+  fml:
+    FML R6, R4, R5
+    B store
+  fdv:
+    FDV R6, R4, R5
+  store:
+    STW R6, R1, 12
+    ADD R1, R1, 16
+    SUB R2, R2, 1
+    B loop
+  done:
+    MOV R1, -64
+    MOV R2, 0FFH
+    STW R2, R1, 4
+  halt:
+    B halt
+`;
 
 const bin = requireQemu();
 const suite = bin === null ? describe.skip : describe;
@@ -72,6 +113,51 @@ suite('qemu-system-risc5: the RISC5 QEMU model agrees with our TypeScript emulat
       expect(control.status).toBe(1);
       expect(control.stdout).toMatch(/1 checked, 1 mismatches/);
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('FAD, FSB, FML and FDV executed by the QEMU CPU give every vector of the 2016 revision', async () => {
+    // The vectors go into RAM (-device loader); a ROM program runs each through the CPU's own
+    // instruction and stores the result next to it, then shows LED FFH.
+    const lines = readFileSync('/work/shared/ref/risc5-fpu-vectors.tsv', 'utf8')
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'))
+      .map((l) => l.split('\t'));
+    const OPS = ['FAD', 'FSB', 'FML', 'FDV'];
+    const base = 0x10000;
+    const data = Buffer.alloc(16 + lines.length * 16);
+    data.writeUInt32LE(lines.length, 0);
+    lines.forEach(([op, x, y], i) => {
+      data.writeUInt32LE(OPS.indexOf(op), 16 + i * 16);
+      data.writeUInt32LE(Number.parseInt(x, 16), 20 + i * 16);
+      data.writeUInt32LE(Number.parseInt(y, 16), 24 + i * 16);
+      data.writeUInt32LE(0xdeadbeef, 28 + i * 16); // must be overwritten by the result
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'retrokube-fpu-q-'));
+    const vec = join(dir, 'vectors.bin');
+    writeFileSync(vec, data);
+    const program = assemble(FPU_PROGRAM, 0xfffff800).words;
+    const m = await startQemu(qemu, {
+      rom: program,
+      args: ['-device', `loader,file=${vec},addr=${base},force-raw=on`],
+    });
+    try {
+      await until(
+        'the FPU program to finish (LED FFH)',
+        async () => (await m.qmp.prop<number>('leds')) === 0xff,
+        60_000,
+      );
+      const out = join(dir, 'results.bin');
+      await m.qmp.cmd('pmemsave', { val: base, size: data.length, filename: out });
+      const res = readFileSync(out);
+      const wrong = lines.filter(
+        ([, , , , , want], i) => res.readUInt32LE(28 + i * 16) !== Number.parseInt(want, 16),
+      );
+      expect(wrong.length).toBe(0);
+      expect(lines.length).toBe(14_372);
+    } finally {
+      await m.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   });
