@@ -1,6 +1,8 @@
 // `retrokube up [FILE]` and its companion verbs: down, machine off|on NAME, kube apply|get,
 // screen NAME. The air verbs (air off|on|loss|cut) find the running `up`'s relay by themselves.
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { type Command, InvalidArgumentError } from 'commander';
 import { formatView } from '../air/view.ts';
 import { requireUp, stateDir, upRequest } from '../local/state.ts';
@@ -21,6 +23,12 @@ const stateOption = (c: Command): Command =>
     'state folder of the running cluster (default $RETROKUBE_STATE, $XDG_STATE_HOME/retrokube or ./.retrokube)',
   );
 
+/** The binary qemu/build.sh built (its --print-path; the file may not exist yet). */
+function builtQemu(): string {
+  const script = fileURLToPath(new URL('../../../qemu/build.sh', import.meta.url));
+  return execFileSync('bash', [script, '--print-path'], { encoding: 'utf8' }).trim();
+}
+
 export function registerUpVerbs(program: Command): void {
   stateOption(
     program
@@ -37,12 +45,18 @@ export function registerUpVerbs(program: Command): void {
     .option('--no-vnc', 'serve no VNC (less host CPU)')
     .option('--no-view', 'print progress lines instead of redrawing the live table')
     .option('--no-sheets', 'with no FILE, do not run the sample Sheeternetes cluster alongside')
+    .option(
+      '--qemu <machines>',
+      'run these machines (comma-separated, or "all") as qemu-system-risc5, our QEMU model (qemu/)',
+    )
+    .option('--qemu-binary <path>', 'the qemu-system-risc5 to run (default: what qemu/build.sh built)')
     .addHelpText(
       'after',
       `
 Examples:
   retrokube up                      # the sample clusters: Oberon plane + 3 nodes, and Sheeternetes
   retrokube up cluster.yaml --vnc-base 5900
+  retrokube up cluster.yaml --qemu plane,node-a   # two machines in QEMU, the rest emulated
   retrokube machine off node-a      # from another terminal: break it
   retrokube kube get                # the cluster as heard on the air
   retrokube down`,
@@ -50,9 +64,20 @@ Examples:
     .action(
       async (
         file: string | undefined,
-        o: { state?: string; vncBase?: number; vnc: boolean; view: boolean; sheets: boolean },
+        o: {
+          state?: string;
+          vncBase?: number;
+          vnc: boolean;
+          view: boolean;
+          sheets: boolean;
+          qemu?: string;
+          qemuBinary?: string;
+        },
       ) => {
         await runUp({
+          qemu: o.qemu
+            ? { machines: o.qemu.split(',').map((m) => m.trim()), binary: o.qemuBinary ?? builtQemu() }
+            : undefined,
           file,
           dir: stateDir(o.state),
           vncBase: o.vnc ? (o.vncBase ?? 0) : null,

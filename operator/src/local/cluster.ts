@@ -9,6 +9,7 @@ import { keyFromHex } from '../air/kubenet.ts';
 import { type Listener, startListener } from '../air/listen.ts';
 import { type Relay, startRelay } from '../air/relay.ts';
 import type { ClusterView } from '../air/view.ts';
+import { QemuRunner } from '../machine/qemu-runner.ts';
 import { type RfbServer, startRfbServer } from '../machine/rfb/server.ts';
 import { MachineRunner } from '../machine/runner.ts';
 import type { FrameSnapshot, MachineInput, MachineScreen, MouseButtons } from '../machine/screen-input.ts';
@@ -47,6 +48,8 @@ export interface LocalClusterOptions {
   vncBase: number | null;
   /** Progress lines for people. */
   progress?: (line: string) => void;
+  /** Machines that run as qemu-system-risc5 (our QEMU model) instead of the TS emulator. */
+  qemu?: { binary: string; machines: string[] };
 }
 
 /** Screen and input of whichever runner is the machine now (VNC outlives power cycles). */
@@ -78,6 +81,8 @@ export class LocalCluster {
   private readonly slots = new Map<string, MachineSlot>();
   private readonly vnc = new Map<string, RfbServer>();
   private readonly roles = new Map<string, Role>();
+  /** Machines running as QEMU processes now (LocalClusterOptions.qemu). */
+  private readonly qemus = new Map<string, QemuRunner>();
   private closed = false;
 
   private constructor(o: LocalClusterOptions, relay: Relay, listener: Listener) {
@@ -192,7 +197,7 @@ export class LocalCluster {
     return [...this.roles].map(([name, role]) => ({
       name,
       role,
-      on: this.slots.get(name)?.runner !== null,
+      on: this.slots.get(name)?.runner !== null || this.qemus.has(name),
       vnc: this.vnc.get(name)?.port ?? null,
       disk: this.diskOf(name),
     }));
@@ -217,6 +222,26 @@ export class LocalCluster {
   /** Power on (a cold boot from the machine's own disk) or off (stops at once; the disk keeps what was written). */
   async power(name: string, on: boolean, commands?: string): Promise<void> {
     const s = this.slot(name);
+    if (this.o.qemu?.machines.includes(name)) {
+      const q = this.qemus.get(name);
+      if (on && !q) {
+        this.qemus.set(
+          name,
+          await QemuRunner.start({
+            qemu: this.o.qemu.binary,
+            disk: this.diskOf(name),
+            commands: commands ?? this.commandsOf(name),
+            air: { host: '127.0.0.1', port: this.relay.address.port },
+          }),
+        );
+        log.info({ machine: name, runtime: 'qemu' }, 'machine on');
+      } else if (!on && q) {
+        this.qemus.delete(name);
+        await q.stop();
+        log.info({ machine: name, runtime: 'qemu' }, 'machine off');
+      }
+      return;
+    }
     if (on) {
       if (s.runner) return;
       s.runner = await MachineRunner.start({
@@ -237,6 +262,8 @@ export class LocalCluster {
   }
 
   private runner(name: string): MachineRunner {
+    if (this.o.qemu?.machines.includes(name))
+      throw new Error(`${name} runs in QEMU: its screen and keyboard are QEMU's own (not served here yet)`);
     const r = this.slot(name).runner;
     if (!r) throw new Error(`${name} is off (switch it on with "retrokube machine on ${name}")`);
     return r;
@@ -244,7 +271,9 @@ export class LocalCluster {
 
   /** Commands on the serial port, read by Boot's task (how boot commands arrive). */
   serial(name: string, commands: string): void {
-    this.runner(name).serialFeed(`${commands};`);
+    const q = this.qemus.get(name);
+    if (q) q.serialFeed(`${commands};`);
+    else this.runner(name).serialFeed(`${commands};`);
   }
 
   /** Types a command into System.Tool and middle-clicks it, as a person would. */
