@@ -1,8 +1,10 @@
 import { defineConfig } from 'vitest/config';
 
-// Three projects, run one after the other (sequence.groupOrder) so the real-time e2e machines never
-// compete for the 2 cores with CPU-heavy unit tests:
+// Projects, run one after the other (sequence.groupOrder) so the real-time e2e machines never
+// compete for the 2 cores with CPU-heavy unit tests. `npm test` runs the set-up (hack/setup.ts)
+// first; `npm run test:unit` needs nothing but `npm install`.
 // - unit: needs nothing but Node;
+// - host: uses programs from Debian packages the set-up installs (files named *.host.test.ts);
 // - envtest: needs kube-apiserver and kine (hack/build-testbins.sh); its global setup starts them once;
 // - e2e: emulated Oberon machines on a real UDP air, judged from the air, in real time.
 export default defineConfig({
@@ -13,13 +15,22 @@ export default defineConfig({
           name: 'unit',
           sequence: { groupOrder: 0 },
           include: ['operator/src/**/*.test.ts', 'test/unit/**/*.test.ts'],
+          exclude: ['**/*.host.test.ts', '**/node_modules/**'],
           testTimeout: 30_000,
         },
       },
       {
         test: {
-          name: 'envtest',
+          name: 'host',
           sequence: { groupOrder: 1 },
+          include: ['operator/src/**/*.host.test.ts'],
+          testTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: 'envtest',
+          sequence: { groupOrder: 2 },
           include: ['test/envtest/**/*.test.ts'],
           globalSetup: ['test/envtest/global-setup.ts'],
           testTimeout: 120_000,
@@ -30,7 +41,7 @@ export default defineConfig({
       {
         test: {
           name: 'e2e',
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 3 },
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 600_000,
           hookTimeout: 600_000,
