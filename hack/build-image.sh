@@ -96,12 +96,12 @@ copies=$(instr COPY | awk '{
 
 # The disks: found (or built) by the CLI itself, so the image holds exactly what it would use.
 
-mkdir -p "$OUTDIR"
-kube_json=$(cd "$REPO" && "$NODE" operator/src/cli/main.ts disk build-kube --json 2>/dev/null) ||
-  die "could not build the Kube disk: run 'node operator/src/cli/main.ts disk build-kube' to see why"
+mkdir -p "$OUTDIR" "$WORK"
+kube_json=$(cd "$REPO" && "$NODE" operator/src/cli/main.ts disk build-kube --json 2>"$WORK/disk.err") ||
+  die "could not build the Kube disk: $(tail -1 "$WORK/disk.err")"
 kube_disk=$(echo "$kube_json" | "$NODE" -e 'const r = JSON.parse(require("fs").readFileSync(0, "utf8")); console.log(r.cachePath)')
-base_json=$(cd "$REPO" && "$NODE" operator/src/cli/main.ts disk base -o json 2>/dev/null) ||
-  die "no Oberon base image: run 'node operator/src/cli/main.ts disk base' (downloads and checks its sha256)"
+base_json=$(cd "$REPO" && "$NODE" operator/src/cli/main.ts disk base -o json 2>"$WORK/disk.err") ||
+  die "no Oberon base image: $(tail -1 "$WORK/disk.err")"
 base_disk=$(echo "$base_json" | "$NODE" -e 'const r = JSON.parse(require("fs").readFileSync(0, "utf8")); console.log(r.path)')
 base_sha=$(echo "$base_json" | "$NODE" -e 'const r = JSON.parse(require("fs").readFileSync(0, "utf8")); console.log(r.sha256)')
 [ "$(sha256sum <"$base_disk" | cut -d' ' -f1)" = "$base_sha" ] || die "$base_disk does not match its sha256 $base_sha"
