@@ -207,7 +207,9 @@ export async function portForward(
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  const close = () => p.kill('SIGTERM');
+  const close = (): void => {
+    p.kill('SIGTERM');
+  };
   onTestFinished(close);
   return await new Promise((ok, fail) => {
     let out = '';
