@@ -6,7 +6,9 @@ import { defineConfig } from 'vitest/config';
 // - unit: needs nothing but Node;
 // - host: uses programs from Debian packages the set-up installs (files named *.host.test.ts);
 // - envtest: needs kube-apiserver and kine (hack/build-testbins.sh); its global setup starts them once;
-// - e2e: emulated Oberon machines on a real UDP air, judged from the air, in real time.
+// - e2e: emulated Oberon machines on a real UDP air, judged from the air, in real time;
+// - cluster: a real node (hack/node-up.sh: kubelet, containerd, kube-proxy, CoreDNS) or any
+//   kubeconfig in RETROKUBE_CLUSTER_KUBECONFIG; the chart, the image and machine pods for real.
 export default defineConfig({
   test: {
     projects: [
@@ -45,6 +47,17 @@ export default defineConfig({
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 600_000,
           hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: 'cluster',
+          sequence: { groupOrder: 3 },
+          include: ['test/cluster/**/*.test.ts'],
+          globalSetup: ['test/cluster/global-setup.ts'],
+          testTimeout: 600_000,
+          hookTimeout: 600_000, // the global setup may build the image and start the node
           fileParallelism: false,
         },
       },
