@@ -29,7 +29,14 @@ const LIMITS = {
 export const DEBIAN_PACKAGES: Record<string, string> = {
   unzip: 'envtest: helm and kubectl come out of an npm package as a zip',
   python3: 'unit: the KubeVirt hook sidecar is Python',
-  vncsnapshot: 'e2e, cluster: a real RFB client takes screenshots of Oberon machines',
+  vncsnapshot: 'host, cluster: a real RFB client takes screenshots of Oberon machines',
+  containerd: 'cluster: the real node runs pods in containerd',
+  runc: 'cluster: the OCI runtime under containerd',
+  'containernetworking-plugins': 'cluster: pod networking (bridge, host-local, loopback)',
+  iptables: 'cluster: kube-proxy programs Service ClusterIPs',
+  conntrack: 'cluster: kube-proxy clears stale UDP flows (the air is UDP)',
+  'busybox-static': "cluster: the product image's /bin/sh and the node's test pods",
+  openssl: "cluster: the node's certificates",
 };
 
 interface Step {
@@ -53,6 +60,24 @@ function scriptReady(script: string): boolean {
   }
 }
 
+/** What a build script prints with a flag that computes where its output goes and builds nothing. */
+function scriptPath(script: string, flag: string): string {
+  return execFileSync('bash', [join(REPO, script), flag], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  }).trim();
+}
+
+const NODE_BINS = [
+  'kubelet',
+  'kube-scheduler',
+  'kube-controller-manager',
+  'kube-proxy',
+  'coredns',
+  'local-path-provisioner',
+  'pause',
+];
+
 const STEPS: Step[] = [
   {
     name: 'kube-apiserver, kine, helm, kubectl',
@@ -62,10 +87,27 @@ const STEPS: Step[] = [
     command: ['bash', join(REPO, 'hack/build-testbins.sh')],
   },
   {
+    name: 'kubelet, scheduler, controller-manager, kube-proxy, CoreDNS, provisioner, pause',
+    why: 'cluster: the real node (hack/build-node-bins.sh)',
+    coldEstimate: 'about 5 min after the step above (it reuses its Go build cache)',
+    ready: () => {
+      const dir = scriptPath('hack/build-node-bins.sh', '--print-dir');
+      return NODE_BINS.every((b) => existsSync(join(dir, b)));
+    },
+    command: ['bash', join(REPO, 'hack/build-node-bins.sh')],
+  },
+  {
     name: 'Oberon base disk image',
     why: 'unit, e2e: Project Oberon 2013 base image, found or downloaded, sha256 checked',
     ready: () => baseImageReady(),
     command: [process.execPath, join(REPO, 'operator/src/cli/main.ts'), 'disk', 'base'],
+  },
+  {
+    name: 'the product image (an OCI archive, built without Docker)',
+    why: 'cluster: imported into containerd for the chart, the relay and the machine pods (hack/build-image.sh)',
+    coldEstimate: 'about a minute (production npm install, the Kube disk built by ORP in the emulator)',
+    ready: () => existsSync(scriptPath('hack/build-image.sh', '--print-path')),
+    command: ['bash', join(REPO, 'hack/build-image.sh')],
   },
 ];
 
