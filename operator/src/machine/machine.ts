@@ -60,6 +60,7 @@ export const LIMITS = {
   fsOffsetBlock: 0x80000, // SD block of Oberon sector 0 (Kernel.FSoffset)
   bootBlock: 0x80004, // first SD block of the boot area (Oberon sector 2)
   moduleTable: 0x20, // MT register value set by the boot loader
+  boardStackOrg: 0x80000, // BootLoad's stackOrg for the board layout (heap from here to MemLim)
 } as const;
 
 const ROM_START_WORD = 0xfffff800 >>> 2;
@@ -208,7 +209,9 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
       this.memBytes = LIMITS.defaultMemBytes;
     }
     this.memLim = this.displayStart - 16;
-    this.stackOrg = this.displayStart / 2;
+    // Wirth's BootLoad (and the reference ROM) put the stack origin at 80000H on the board; only
+    // the emulator's --mem/--size layouts patch it to display/2 (which is 80000H for 1 MiB too).
+    this.stackOrg = this.customDisplay ? this.displayStart / 2 : LIMITS.boardStackOrg;
     this.cpu = new Risc5(this.memBytes, this.displayStart, this, {
       jit: opts.jit ?? true,
       hotBlock: opts.hotBlock,
@@ -228,6 +231,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     cpu.H = 0;
     cpu.setFlags(false, false, false, false);
     cpu.instructions = 0;
+    cpu.ioInstr = 0;
     cpu.fbVersion = 0;
     cpu.pc = ROM_START_WORD;
     this.skipped = 0;
@@ -338,14 +342,15 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
 
   /** The millisecond counter Oberon reads at −64. */
   timerMs(): number {
-    if (this.clock === 'deterministic')
-      return Math.floor((this.cpu.instructions + this.skipped) / LIMITS.instrPerMs);
+    if (this.clock === 'deterministic') return Math.floor(this.cycles / LIMITS.instrPerMs);
     return Math.floor(this.hostNow() - this.wallStart);
   }
 
   /** Instructions executed plus idle time skipped (deterministic), i.e. emulated cycles. */
   get cycles(): number {
-    return this.cpu.instructions + this.skipped;
+    // During a device access the count of the accessing instruction, not of the run's start:
+    // the timer must not depend on where run() chunks or translated blocks begin.
+    return this.cpu.now + this.skipped;
   }
 
   // ---------------------------------------------------------------- running
