@@ -33,6 +33,7 @@
 import { bootRom } from './boot-rom.ts';
 import { type IoBus, Risc5 } from './cpu.ts';
 import { type AirPort, Nrf24 } from './nrf24.ts';
+import { findTaskRing, nextTaskDue, type TaskRing } from './oberon-tasks.ts';
 import { textToPs2 } from './ps2.ts';
 import type { FrameSnapshot, MachineInput, MachineScreen, MouseButtons } from './screen-input.ts';
 import { leftmostInk, lowestInkRow, titleBars } from './screen-scan.ts';
@@ -60,6 +61,7 @@ export const LIMITS = {
   fsOffsetBlock: 0x80000, // SD block of Oberon sector 0 (Kernel.FSoffset)
   bootBlock: 0x80004, // first SD block of the boot area (Oberon sector 2)
   moduleTable: 0x20, // MT register value set by the boot loader
+  taskRingRetryMs: 2000, // an unfound task ring is looked for again after this much machine time
   boardStackOrg: 0x80000, // BootLoad's stackOrg for the board layout (heap from here to MemLim)
 } as const;
 
@@ -179,6 +181,9 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
   voidFetches = 0;
   /** True once Oberon's main loop has run idle at least once since power-on. */
   booted = false;
+  /** Where Oberon's task ring was found (null: not yet), and when it was last looked for. */
+  private taskRing: TaskRing | null = null;
+  private taskRingSearchedAt = Number.NEGATIVE_INFINITY;
 
   constructor(opts: MachineOptions) {
     this.disk = opts.disk instanceof DiskImage ? opts.disk : new DiskImage(opts.disk);
@@ -245,6 +250,8 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     this.input.length = 0;
     this.mouseState = 0;
     this.booted = false;
+    this.taskRing = null;
+    this.taskRingSearchedAt = Number.NEGATIVE_INFINITY;
     this.quietPolls = 0;
     this.idleHit = false;
     if (this.customDisplay) {
@@ -344,6 +351,25 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
   timerMs(): number {
     if (this.clock === 'deterministic') return Math.floor(this.cycles / LIMITS.instrPerMs);
     return Math.floor(this.hostNow() - this.wallStart);
+  }
+
+  /**
+   * When Oberon's next task is due (on the timerMs() scale), read from its task ring in RAM; null
+   * when the ring is not found (another system, or not booted). Idle runners sleep until then.
+   */
+  nextTaskDueMs(): number | null {
+    const mem = this.cpu.mem;
+    if (this.taskRing !== null) {
+      const due = nextTaskDue(mem, this.taskRing, this.stackOrg, this.memLim);
+      if (due !== null) return due;
+      this.taskRing = null;
+    }
+    // Look again at most once per LIMITS.taskRingRetryMs of machine time (a scan reads the module area).
+    const now = this.timerMs();
+    if (now - this.taskRingSearchedAt < LIMITS.taskRingRetryMs) return null;
+    this.taskRingSearchedAt = now;
+    this.taskRing = findTaskRing(mem, this.stackOrg, this.memLim);
+    return this.taskRing === null ? null : nextTaskDue(mem, this.taskRing, this.stackOrg, this.memLim);
   }
 
   /** Instructions executed plus idle time skipped (deterministic), i.e. emulated cycles. */

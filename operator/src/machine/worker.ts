@@ -14,6 +14,7 @@ export const LIMITS = {
   maxCreditMs: 40, // catch-up horizon: a machine that fell behind does not sprint longer than this
   idleSleepMs: 16, // sleep while Oberon idles (woken early by input/radio): one 60 Hz frame, as the reference
   idleSleepMaxMs: 64, // ...doubled after quiet frames up to this: a thread wake-up costs ~0.2 ms of host CPU on a VM, ten times the idle frame itself; Oberon's tasks may then run up to 64 ms late (its clock stays right)
+  idleSleepLongMs: 1000, // longest sleep until Oberon's next task is due (a bogus due time costs at most this)
   quietFrameInstructions: 5_000, // an idle frame that ran at most this (Oberon.Loop alone: ~800) and drew nothing is quiet
   quietFramesToBackOff: 4, // quiet frames in a row before the sleep doubles
   frameMinMs: 40, // at most 25 pushed screen frames per second
@@ -137,7 +138,12 @@ function slice(): void {
       idleSleep = Math.min(idleSleep * 2, LIMITS.idleSleepMaxMs);
       quietFrames = 0;
     }
-    schedule(idleSleep);
+    // Nothing can happen before Oberon's next task is due, unless input or a radio frame wakes
+    // us: sleep until then when that is longer than the beat (a task due sooner still waits for
+    // the beat, as before: a 10-ms radio poll need not run while no frame arrives).
+    const due = machine.nextTaskDueMs();
+    const untilDue = due === null ? 0 : Math.min(due - machine.timerMs(), LIMITS.idleSleepLongMs);
+    schedule(Math.max(idleSleep, untilDue));
   } else if (credit <= 0) schedule(Math.max(1, Math.ceil(-credit / MACHINE_LIMITS.instrPerMs)));
   else schedule(0);
 }
