@@ -262,16 +262,32 @@ function blocksBytes(bodies: number[][], slots: number[]): Uint8Array {
     uleb(elems, FN.count + i);
   });
   section(out, 9, elems);
-  const code: number[] = [];
-  uleb(code, bodies.length);
-  for (const body of bodies) {
-    uleb(code, body.length + 4);
-    code.push(1, LOCALS, OP.i32);
-    for (const x of body) code.push(x);
-    code.push(OP.end);
-  }
-  section(out, 10, code);
-  return Uint8Array.from(out);
+  // The code section holds nearly all the bytes: written straight into the result (a body is
+  // copied once, natively) instead of number by number through arrays.
+  const head: number[] = [];
+  uleb(head, bodies.length);
+  const sizes = bodies.map((body) => ulebBytes(body.length + 4));
+  let sectionLength = head.length;
+  bodies.forEach((body, i) => {
+    sectionLength += sizes[i].length + body.length + 4;
+  });
+  out.push(10);
+  uleb(out, sectionLength);
+  for (const x of head) out.push(x);
+  const bytes = new Uint8Array(out.length + sectionLength - head.length);
+  bytes.set(out);
+  let at = out.length;
+  bodies.forEach((body, i) => {
+    bytes.set(sizes[i], at);
+    at += sizes[i].length;
+    bytes[at++] = 1; // one local declaration: LOCALS locals of type i32
+    bytes[at++] = LOCALS;
+    bytes[at++] = OP.i32;
+    bytes.set(body, at);
+    at += body.length;
+    bytes[at++] = OP.end;
+  });
+  return bytes;
 }
 
 /** The dispatcher: run(pc, budget) calls block after block through the table (see CodeSpace). */

@@ -38,6 +38,13 @@ export class DiskImage {
   readBlock(block: number, dst: Int32Array, at: number): void {
     const off = (block - this.blockOffset) * LIMITS.blockBytes;
     const b = this.bytes;
+    if (off >= 0 && off + LIMITS.blockBytes <= b.length) {
+      // A byte copy: RAM words are little-endian like the disk (every host Node runs on is).
+      new Uint8Array(dst.buffer, dst.byteOffset + at * 4, LIMITS.blockBytes).set(
+        b.subarray(off, off + LIMITS.blockBytes),
+      );
+      return;
+    }
     for (let i = 0; i < 128; i++) {
       const p = off + i * 4;
       dst[at + i] = p >= 0 && p + 4 <= b.length ? b.readInt32LE(p) : 0;
@@ -58,7 +65,7 @@ export class DiskImage {
       }
       this.bytes = this.capacity.subarray(0, need);
     }
-    for (let i = 0; i < 128; i++) this.bytes.writeInt32LE(src[i], off + i * 4);
+    this.bytes.set(new Uint8Array(src.buffer, src.byteOffset, LIMITS.blockBytes), off); // little-endian, as readBlock
     this.writes++;
     this.onWrite?.(off, this.bytes.subarray(off, off + LIMITS.blockBytes));
   }
