@@ -15,7 +15,7 @@ import {
   LIMITS as JIT_LIMITS,
   type JitImports,
   memoryLayout,
-  translateBlock,
+  translateShared,
 } from './jit.ts';
 
 export const LIMITS = {
@@ -195,7 +195,7 @@ export class Risc5 {
     const starts = [...this.waiting].filter((pc) => this.slotOf[pc] === 0);
     this.waiting.clear();
     if (starts.length === 0) return;
-    const blocks = starts.map((pc) => translateBlock(this.mem, pc, space.layout, this.displayStart));
+    const blocks = starts.map((pc) => translateShared(this.mem, pc, space.layout, this.displayStart));
     const slots = space.install(blocks.map((b) => b.body));
     starts.forEach((pc, i) => {
       const length = blocks[i].length;
