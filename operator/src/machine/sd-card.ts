@@ -23,6 +23,8 @@ export class DiskImage {
   /** Called after every block write with the byte offset and the 512 written bytes. */
   onWrite: ((offset: number, data: Buffer) => void) | null = null;
   writes = 0;
+  /** While not null, every block read is appended (a boot image records what its boot read). */
+  readLog: number[] | null = null;
 
   /** The backing store; `bytes` is its used part (the image as a file would hold it). */
   private capacity: Buffer;
@@ -36,6 +38,7 @@ export class DiskImage {
 
   /** Copy SD block `block` into dst (128 little-endian words) at word index at. */
   readBlock(block: number, dst: Int32Array, at: number): void {
+    this.readLog?.push(block);
     const off = (block - this.blockOffset) * LIMITS.blockBytes;
     const b = this.bytes;
     if (off >= 0 && off + LIMITS.blockBytes <= b.length) {
@@ -76,6 +79,18 @@ const READING = 1;
 const WAIT_TOKEN = 2;
 const WRITING = 3;
 
+export interface SdCardState {
+  state: number;
+  cmd: Uint8Array;
+  cmdLen: number;
+  tx: Int32Array;
+  txCount: number;
+  txIdx: number;
+  rx: Int32Array;
+  rxIdx: number;
+  writeBlockNo: number;
+}
+
 export class SdCard {
   readonly disk: DiskImage;
   private state = IDLE;
@@ -91,6 +106,33 @@ export class SdCard {
 
   constructor(disk: DiskImage) {
     this.disk = disk;
+  }
+
+  /** The card's protocol state (not the disk), for boot images. */
+  saveState(): SdCardState {
+    return {
+      state: this.state,
+      cmd: this.cmd.slice(),
+      cmdLen: this.cmdLen,
+      tx: this.tx.slice(),
+      txCount: this.txCount,
+      txIdx: this.txIdx,
+      rx: this.rx.slice(),
+      rxIdx: this.rxIdx,
+      writeBlockNo: this.writeBlockNo,
+    };
+  }
+
+  loadState(s: SdCardState): void {
+    this.state = s.state;
+    this.cmd.set(s.cmd);
+    this.cmdLen = s.cmdLen;
+    this.tx.set(s.tx);
+    this.txCount = s.txCount;
+    this.txIdx = s.txIdx;
+    this.rx.set(s.rx);
+    this.rxIdx = s.rxIdx;
+    this.writeBlockNo = s.writeBlockNo;
   }
 
   read(): number {

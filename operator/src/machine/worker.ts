@@ -39,6 +39,7 @@ const machine = new Machine({
   switches: init.switches,
   jit: init.jit,
   boot: init.boot,
+  bootImages: init.bootImages,
 });
 machine.disk.onWrite = (offset, data) => {
   fs.writeSync(fd, data, 0, data.length, offset);
@@ -48,7 +49,7 @@ let serialBuf: number[] = [];
 machine.onSerial = (b) => {
   serialBuf.push(b);
 };
-let ledsChanged = false;
+let ledsChanged = machine.restored; // a restored boot has LEDs set already
 machine.onLeds = () => {
   ledsChanged = true;
 };
@@ -158,6 +159,11 @@ function publish(): void {
     ledsChanged = false;
     post({ t: 'leds', value: machine.leds });
   }
+  const image = machine.bootImage;
+  if (image !== null) {
+    machine.bootImage = null; // sent once, to the runner's cache
+    post({ t: 'bootImage', image }, [image.ram.buffer as ArrayBuffer]);
+  }
   if (!bootedSent && machine.booted) {
     bootedSent = true;
     post({ t: 'booted' });
@@ -197,6 +203,7 @@ function state(): MachineState {
       ? process.threadCpuUsage().user / 1000 + process.threadCpuUsage().system / 1000
       : 0,
     voidFetches: s.voidFetches,
+    restored: machine.restored,
   };
 }
 
