@@ -18,6 +18,7 @@ import {
   HeartbeatBody,
   InputError,
   PostEnvelope,
+  scaleReplicas,
 } from './validate.ts';
 
 const log = logger('sheets-apiserver');
@@ -238,7 +239,7 @@ async function dispatch(cluster: Cluster, action: ActionName, b: Record<string, 
     case 'apply':
       return cluster.apply(b as Parameters<Cluster['apply']>[0]);
     case 'scale':
-      return { result: await cluster.scale(name, Math.trunc(Number(b.replicas))) };
+      return { result: await cluster.scale(name, scaleReplicas(b.replicas)) };
     case 'delete': {
       const kind = typeof b.kind === 'string' && b.kind !== '' ? b.kind : 'deployment';
       return { result: await cluster.delete(name, kind) };
