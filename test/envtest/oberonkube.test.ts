@@ -110,7 +110,7 @@ describe('OberonKube on a real API server', () => {
       k.getOrUndefined(KINDS_OWNED.statefulSet, ns, 'rk-m-farm-plane'),
     );
     expect(planeSts.spec.template.spec.containers[0].args).toContain(
-      'Kube.Start;KubeNet.Serve kube $(RK_KEY);Kube.Ensure web 3 Ticker',
+      'Kube.Start;KubeNet.Serve kube $$(RK_KEY);Kube.Ensure web 3 Ticker',
     );
 
     // Scaling adds and removes node machines; new deployments re-command (and so restart) the plane.
