@@ -18,6 +18,7 @@ import {
   CORE,
   condition,
   localMachineArgs,
+  localMachineEnv,
   markStatefulSetReady,
   publishRelayEndpoint,
   runExecProbe,
@@ -101,6 +102,7 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
             spawn(resolve(root, 'node_modules/.bin/node'), ['operator/src/cli/main.ts', ...args], {
               cwd: root,
               stdio: 'ignore',
+              env: localMachineEnv(key),
             }),
           );
           await markStatefulSetReady(k, ns, name, sts.metadata.generation);

@@ -111,7 +111,7 @@ describe('OberonKube on a real API server', () => {
       k.getOrUndefined(KINDS_OWNED.statefulSet, ns, 'rk-m-farm-plane'),
     );
     const planeArgs = planeSts.spec.template.spec.containers[0].args;
-    expect(planeArgs).toContain('Kube.Start;KubeNet.Serve kube $(RK_KEY)');
+    expect(planeArgs).toContain('Kube.Start;KubeNet.Serve kube $$(RK_KEY)');
     expect(planeArgs.slice(-2)).toEqual(['--live-commands', '/etc/retrokube/live/deployments']);
     const live: Deep = await waitFor('the live deployments ConfigMap', () =>
       k.getOrUndefined(CORE.configMap, ns, 'rk-kube-farm-deployments'),

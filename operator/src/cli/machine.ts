@@ -2,6 +2,7 @@
 // optionally on an air, with a VNC server, a screenshot, and commands typed or fed to RS232.
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import { expandKeyReference } from '../machine/boot-key.ts';
 import { watchLiveCommands } from '../machine/live-commands.ts';
 import { snapshotToPng } from '../machine/png.ts';
 import { type RfbServer, startRfbServer } from '../machine/rfb/server.ts';
@@ -44,11 +45,13 @@ function intOption(name: string, text: string, min: number, max: number): number
 }
 
 async function run(disk: string, o: RunOpts): Promise<void> {
+  // $(RK_KEY) in the commands becomes the key from the environment, checked as hex first.
+  const commands = o.commands === undefined ? undefined : expandKeyReference(o.commands);
   const opts: RunnerOptions = {
     disk,
     inPlace: o.inPlace ?? false,
     clock: o.deterministic ? 'deterministic' : 'realtime',
-    commands: o.commands,
+    commands,
     jit: o.jit ?? true,
     boot: o.rom ? 'assembled' : 'native',
   };
@@ -67,7 +70,7 @@ async function run(disk: string, o: RunOpts): Promise<void> {
     o.statusFile === undefined ? null : new StatusFileWriter(o.statusFile, { relayHost: opts.air?.host });
   if (status !== null) {
     process.once('exit', () => status.stop('the emulator exited'));
-    status.setMissingModules(await missingModules(disk, o.commands).catch(() => []));
+    status.setMissingModules(await missingModules(disk, commands).catch(() => []));
   }
   // Listen for Ctrl-C / SIGTERM from the start, so a stop during boot is not lost.
   let stopReason = 'finished';

@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { joinCommands, nodeRoleCommands, planeRoleCommands } from '../api/oberonkube.ts';
 import { MACHINE_DEFAULTS, type OberonMachineSpecT } from '../api/oberonmachine.ts';
+import { KEY_REFERENCE } from '../machine/boot-key.ts';
 import type { KubeObject } from '../runtime/client.ts';
 import { controllerRef, hashOf, MANAGED_BY } from '../runtime/objects.ts';
 import { restrictedContainerSecurity, restrictedPodSecurity } from './pod-security.ts';
@@ -42,7 +43,9 @@ export const PROBE_SCRIPT = `{ read -r s < ${STATUS_FILE}; } 2>/dev/null || s='s
 export const LIVE_DIR = '/etc/retrokube/live'; // where the live-commands ConfigMap is mounted
 export const LIVE_KEY = 'deployments'; // its entry: Kube.Apply lines
 export const OBERON_RUN_IMAGE = 'ghcr.io/tym83/paleocomputing/oberon-run:dev'; // pin with spec.disk.image
-export const KEY_PLACEHOLDER_POD = '$(RK_KEY)'; // expanded by the kubelet from the env var
+// "$$" escapes the reference from the kubelet: `machine run` gets $(RK_KEY) literally and puts the
+// key from the env var in its place after checking it is hex (machine/boot-key.ts).
+export const KEY_PLACEHOLDER_POD = `$${KEY_REFERENCE}`;
 export const KEY_PLACEHOLDER_VM = '$(KEY)'; // substituted by our hook from /payload/key
 export const AIR_LABEL = 'retrokube.io/air';
 export const DESCRIPTOR_ANNOTATION = 'paleocomputing.io/machine';

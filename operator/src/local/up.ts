@@ -30,6 +30,8 @@ export interface UpOptions {
   view: boolean;
   /** Run the sample Sheeternetes cluster too (only with no FILE). */
   sheets: boolean;
+  /** The sample Sheeternetes nodes offer the process runtime (named opt-in, `--allow-process`). */
+  allowProcess?: boolean;
   out?: (s: string) => void;
 }
 
@@ -120,6 +122,7 @@ export async function runUp(o: UpOptions): Promise<void> {
       token: DEFAULT_TOKEN,
       waitSec: 0,
       detach: false,
+      allowProcess: o.allowProcess,
       out: (s) => {
         const m = /apiserver listening on (\S+)/.exec(s);
         if (m) resolveUrl(m[1]);
