@@ -1,5 +1,6 @@
 // Scheduler inputs parsed from sheet rows (spec §3.1). Parsing is lenient on purpose: a person's
 // odd cell must never stop the cluster; `apply` is where bad input is rejected.
+import { parseRestartPolicy, type RestartPolicy } from './phases.ts';
 import { type AssignedPort, type PortSpec, parseAssigned, parsePortsLenient } from './ports.ts';
 
 export const DEFAULTS = {
@@ -29,6 +30,7 @@ export interface DeploymentIn {
   env: string;
   secretFiles: string;
   ports: PortSpec[];
+  restartPolicy: RestartPolicy;
 }
 
 export interface NodeIn {
@@ -133,6 +135,7 @@ export function deploymentFromRow(r: Row): DeploymentIn | null {
     env: text(r.env),
     secretFiles: text(r.secret_files),
     ports: parsePortsLenient(r.ports),
+    restartPolicy: parseRestartPolicy(r.restart_policy),
   };
 }
 
