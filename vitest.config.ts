@@ -42,6 +42,17 @@ export default defineConfig({
       },
       {
         test: {
+          // qemu-system-risc5 (qemu/build.sh) against the TS emulator; needs the QEMU build.
+          name: 'qemu',
+          sequence: { groupOrder: 2 },
+          include: ['test/qemu/**/*.test.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
           name: 'e2e',
           sequence: { groupOrder: 3 },
           include: ['test/e2e/**/*.test.ts'],
