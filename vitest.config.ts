@@ -4,7 +4,8 @@ import { defineConfig } from 'vitest/config';
 // compete for the 2 cores with CPU-heavy unit tests:
 // - unit: needs nothing but Node;
 // - envtest: needs kube-apiserver and kine (hack/build-testbins.sh); its global setup starts them once;
-// - e2e: emulated Oberon machines on a real UDP air, judged from the air, in real time.
+// - e2e: emulated Oberon machines on a real UDP air, judged from the air, in real time;
+// - browser: the web console and the browser lab in Debian's chromium (playwright-core), real time.
 export default defineConfig({
   test: {
     projects: [
@@ -34,6 +35,16 @@ export default defineConfig({
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 600_000,
           hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: 'browser',
+          sequence: { groupOrder: 3 },
+          include: ['test/browser/**/*.test.ts'],
+          testTimeout: 900_000,
+          hookTimeout: 300_000,
           fileParallelism: false,
         },
       },

@@ -294,7 +294,7 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
         'content-type': file.type,
         'cache-control': 'no-cache',
         'content-security-policy':
-          "default-src 'self'; connect-src 'self'; worker-src 'self'; style-src 'self' 'unsafe-inline'",
+          "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; style-src 'self' 'unsafe-inline'",
         'x-content-type-options': 'nosniff',
       });
       res.end(file.body);
