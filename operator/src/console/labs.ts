@@ -150,6 +150,7 @@ export const LABS: Lab[] = [
           max = Math.max(max, v.running);
           const now = runningWith(v, next);
           if (now < target) return `${now}/${target} pods run ${next}; running ${min}…${max} so far`;
+          if (v.running !== total) return `${v.running - total} old pods still running`;
           return converged(v, total);
         },
         LIMITS.rolloutMs,
@@ -167,6 +168,8 @@ export const LABS: Lab[] = [
     title: 'A node dies',
     goal: 'the busiest node switched off: its pods run on the others; switched on, it joins again',
     run: async (w, progress) => {
+      const calm = await until(w, () => converged(w.view(), 1), LIMITS.convergeMs, progress);
+      if (!calm.ok) return { pass: false, detail: `not converged before: ${calm.text}` };
       const v0 = w.view();
       const total = v0.running;
       const ready = v0.nodes.filter((n) => n.ready);

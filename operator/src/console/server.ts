@@ -9,15 +9,16 @@ import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { runInjector } from '../air/inject.ts';
-import { decodeKubeFrame, keyFromHex } from '../air/kubenet.ts';
+import { keyFromHex } from '../air/kubenet.ts';
 import { type Listener, startListener } from '../air/listen.ts';
 import { checkLoss, type Relay } from '../air/relay.ts';
 import type { FrameRecord } from '../air/view.ts';
-import { fromHex, TYP } from '../air/wire.ts';
+import { fromHex } from '../air/wire.ts';
 import { BadRequest, readJsonObject } from '../util/json-body.ts';
 import { logger } from '../util/log.ts';
 import { type PageFiles, pageFiles } from './bundle.ts';
 import { allowedHosts, guardRequest } from './guard.ts';
+import { ReplayBook } from './replay.ts';
 import type {
   AirOp,
   ConsoleEvent,
@@ -45,7 +46,6 @@ export const LIMITS = {
   commandChars: 120, // Oberon's System.Tool line; longer is not a command a person types
   intruderTimeoutMs: 30_000, // the reference injector's limit for hearing three assignments
   intruderRounds: 3, // forgeries go out after each of the plane's next 3 assignments (reference)
-  keepAssignments: 64, // genuine assignments per node kept as replay material
 } as const;
 
 /** What the console drives: `retrokube up`'s cluster, seen through the narrow waist it needs. */
@@ -92,7 +92,7 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
   const host = o.host ?? '127.0.0.1';
   const files: PageFiles = await pageFiles();
   const records: FrameRecord[] = [];
-  const assignments = new Map<string, Uint8Array[]>();
+  const replays = new ReplayBook();
   const clients = new Set<WebSocket>();
   const dropped = new Map<WebSocket, number>();
   let pending: FrameRecord[] = [];
@@ -107,12 +107,8 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
       records.push(r);
       if (records.length > LIMITS.keepRecords) records.shift();
       pending.push(r);
-      if (r.verdict === 'ok' && r.kind === 'assign' && r.node) {
-        const list = assignments.get(r.node) ?? [];
-        list.push(fromHex(r.raw));
-        if (list.length > LIMITS.keepAssignments) list.shift();
-        assignments.set(r.node, list);
-      }
+      if (r.verdict === 'ok' && r.kind === 'assign' && r.node && r.ids)
+        replays.add(r.node, r.ids, fromHex(r.raw));
     },
   });
 
@@ -192,19 +188,13 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
     if (kind === 'replay') {
       // An old genuine assignment of this node whose ids differ from what it runs now: replayed,
       // obeying it would show. Without one a replay proves nothing, and the button says so.
-      const sameSet = (a: number[], b: number[]) =>
-        a.length === b.length && [...a].sort().join() === [...b].sort().join();
-      const old = (assignments.get(node) ?? []).find((d) => {
-        const f = decodeKubeFrame(d);
-        return f?.kube.ok && f.kube.msg.typ === TYP.ASSIGN && !sameSet(f.kube.msg.ids, ids);
-      });
+      const old = replays.pick(node, ids);
       if (!old)
         throw new Error(
           `no old assignment of ${node} with other pods was heard yet; roll out or switch a node off first, then replay`,
         );
-      const f = decodeKubeFrame(old);
-      if (f?.kube.ok && f.kube.msg.typ !== TYP.SPEC) report.forgedIds = f.kube.msg.ids;
-      raw = [old];
+      report.forgedIds = old.ids;
+      raw = [old.datagram];
     }
     const r = await runInjector({
       host: '127.0.0.1',

@@ -2,9 +2,10 @@
 // in the page (loss, cut, off, intruders), judged by the same AirView the operator uses. Nothing
 // leaves the page once it is loaded: the Kube disk comes with it (kube.dsk.gz).
 import { type Forgery, forge } from '../../air/forge.ts';
-import { clusterTag, decodeKubeFrame, keyFromHex } from '../../air/kubenet.ts';
+import { clusterTag, keyFromHex } from '../../air/kubenet.ts';
 import { AirView, type FrameRecord } from '../../air/view.ts';
-import { encodeDatagram, TYP } from '../../air/wire.ts';
+import { encodeDatagram } from '../../air/wire.ts';
+import { ReplayBook } from '../replay.ts';
 import type { AirOp, ConsoleState, Done, InjectReport, IntruderKind, MachineInfo } from '../types.ts';
 import type { Backend, BackendEvents, ScreenLink } from './backend.ts';
 import { drawOberonFrame } from './screen.ts';
@@ -15,7 +16,6 @@ export const LIMITS = {
   intruderRounds: 3, // forgeries follow each of the plane's next 3 assignments (reference)
   intruderTimeoutMs: 30_000, // ...heard within this, or the button gives up
   ahead: 2, // forged counter = heard + 2 (reference)
-  keepAssignments: 64, // genuine assignments per node kept as replay material
   bootMs: 30_000, // a machine reports booted within this, or the page says so
 } as const;
 
@@ -45,16 +45,13 @@ interface Attack {
   done: (r: InjectReport) => void;
 }
 
-const sameSet = (a: readonly number[], b: readonly number[]): boolean =>
-  a.length === b.length && [...a].sort().join() === [...b].sort().join();
-
 export class LabBackend implements Backend {
   readonly kind = 'lab' as const;
   private readonly view = new AirView({ cluster: LAB.cluster, key: keyFromHex(LAB.key) });
   private readonly stations = new Map<string, Station>();
   private readonly ether = { on: true, loss: 0, cuts: new Set<string>() };
   private pending: FrameRecord[] = [];
-  private readonly assignments = new Map<string, Uint8Array[]>();
+  private readonly replays = new ReplayBook();
   private attack: Attack | null = null;
   private ev: BackendEvents | null = null;
 
@@ -129,24 +126,29 @@ export class LabBackend implements Backend {
     }
   }
 
-  /** A frame from a station (or the intruder, from = null) onto the air. */
+  /**
+   * A frame from a station (or the intruder, from = null) onto the air. The page's listener is a
+   * station like the others: it hears nothing while the air is off or from a cut machine, and
+   * loses deliveries as they do.
+   */
   private transmit(from: string | null, channel: number, payload: Uint8Array): void {
-    const datagram = encodeDatagram(channel, payload);
-    const rec = this.view.ingest(Date.now(), datagram);
-    if (rec) this.pending.push(rec);
     if (!this.ether.on || (from !== null && this.ether.cuts.has(from))) return;
+    const lost = (): boolean => this.ether.loss > 0 && Math.random() < this.ether.loss;
     for (const s of this.stations.values()) {
-      if (s.name === from || !s.on || this.ether.cuts.has(s.name)) continue;
-      if (this.ether.loss > 0 && Math.random() < this.ether.loss) continue;
+      if (s.name === from || !s.on || this.ether.cuts.has(s.name) || lost()) continue;
       this.post(s, { t: 'radio', channel, payload });
     }
-    if (rec && from !== null) this.heard(rec, datagram);
+    if (lost()) return;
+    const datagram = encodeDatagram(channel, payload);
+    const rec = this.view.ingest(Date.now(), datagram);
+    if (!rec) return;
+    this.pending.push(rec);
+    if (from !== null) this.heard(rec, datagram);
   }
 
   /** Genuine assignments are replay material, and the trigger of a pending intruder. */
   private heard(rec: FrameRecord, datagram: Uint8Array): void {
-    if (rec.verdict !== 'ok' || rec.kind !== 'assign' || !rec.node) return;
-    const list = this.assignments.get(rec.node) ?? [];
+    if (rec.verdict !== 'ok' || rec.kind !== 'assign' || !rec.node || !rec.ids) return;
     const a = this.attack;
     if (a && a.node === rec.node && a.report.times.length < LIMITS.intruderRounds) {
       const forged: Forgery[] = a.replay
@@ -156,7 +158,7 @@ export class LabBackend implements Backend {
             key: keyFromHex(LAB.key),
             ids: [],
             ahead: LIMITS.ahead,
-            recorded: list,
+            recorded: [],
           });
       for (const f of forged) this.transmit(null, f.datagram[0], f.datagram.subarray(1));
       a.report.times.push(Date.now());
@@ -165,9 +167,7 @@ export class LabBackend implements Backend {
         a.done(a.report);
       }
     }
-    list.push(datagram.slice());
-    if (list.length > LIMITS.keepAssignments) list.shift();
-    this.assignments.set(rec.node, list);
+    this.replays.add(rec.node, rec.ids, datagram);
   }
 
   private state(): ConsoleState {
@@ -231,19 +231,15 @@ export class LabBackend implements Backend {
     };
     let replay: Uint8Array | null = null;
     if (kind === 'replay') {
-      replay =
-        (this.assignments.get(target.name) ?? []).find((d) => {
-          const f = decodeKubeFrame(d);
-          return f?.kube.ok && f.kube.msg.typ === TYP.ASSIGN && !sameSet(f.kube.msg.ids, target.running);
-        }) ?? null;
-      if (!replay)
+      const old = this.replays.pick(target.name, target.running);
+      if (!old)
         return Promise.reject(
           new Error(
             `no old assignment of ${target.name} with other pods heard yet; roll out or switch a node off first`,
           ),
         );
-      const f = decodeKubeFrame(replay);
-      if (f?.kube.ok && f.kube.msg.typ !== TYP.SPEC) report.forgedIds = f.kube.msg.ids;
+      replay = old.datagram;
+      report.forgedIds = old.ids;
     }
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
