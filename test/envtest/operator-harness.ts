@@ -37,7 +37,7 @@ export interface TestOperatorOptions {
   keySeed?: string;
   /** Where the operator reaches a SheetCluster's apiserver (a local process), and shorter waits. */
   sheetsAddress?: (namespace: string, cluster: string) => string;
-  sheetTiming?: { pollMs?: number; startGraceMs?: number; claimGraceMs?: number };
+  sheetTiming?: { pollMs?: number; startGraceMs?: number; claimGraceMs?: number; secretRecheckMs?: number };
   /** Bind /metrics and probes on a free loopback port. */
   http?: boolean;
   /** Act as this kubeconfig's user (e.g. the chart's ServiceAccount, impersonated); default admin. */

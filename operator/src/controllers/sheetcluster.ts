@@ -76,7 +76,7 @@ export interface SheetControllerOptions {
   /** Where the operator reaches a cluster's apiserver: default its Service. Tests point it at a local process. */
   sheetsAddress?: (namespace: string, cluster: string) => string;
   /** Shorter waits for tests (a PVC that never binds is reported after claimGraceMs). */
-  timing?: { pollMs?: number; startGraceMs?: number; claimGraceMs?: number };
+  timing?: { pollMs?: number; startGraceMs?: number; claimGraceMs?: number; secretRecheckMs?: number };
 }
 
 interface Memo {
@@ -148,6 +148,7 @@ export function sheetClusterController(opts: SheetControllerOptions = {}): Contr
           pollMs: LIMITS.pollMs,
           startGraceMs: LIMITS.startGraceMs,
           claimGraceMs: LIMITS.claimGraceMs,
+          secretRecheckMs: LIMITS.secretRecheckMs,
           ...opts.timing,
         },
       }),
@@ -159,7 +160,7 @@ interface Deps {
   seed: string;
   memo: Map<string, Memo>;
   address?: (namespace: string, cluster: string) => string;
-  t: { pollMs: number; startGraceMs: number; claimGraceMs: number };
+  t: { pollMs: number; startGraceMs: number; claimGraceMs: number; secretRecheckMs: number };
 }
 
 // --- reconcile -----------------------------------------------------------------------------------
@@ -194,7 +195,7 @@ async function reconcile(
   const problems: string[] = [];
   const secretValue = async (ref: SecretRef, generated: boolean, purpose: 'token' | 'signing') => {
     if (generated) return derivedSecret(d.seed, purpose, uid);
-    const r = await readUserSecret(ctx, memo, s.namespace, ref, purpose, now);
+    const r = await readUserSecret(ctx, memo, s.namespace, ref, purpose, now, d.t.secretRecheckMs);
     if (r.problem) problems.push(r.problem);
     return r.value;
   };
@@ -299,10 +300,11 @@ async function readUserSecret(
   ref: SecretRef,
   purpose: 'token' | 'signing',
   now: number,
+  recheckMs: number,
 ): Promise<{ value?: string; problem?: string }> {
   const k = `${ref.name}/${ref.key}`;
   const known = memo.userSecrets.get(k);
-  if (known && now - known.atMs < LIMITS.secretRecheckMs) return known;
+  if (known && now - known.atMs < recheckMs) return known;
   const field = purpose === 'token' ? 'tokenSecretRef' : 'signingKeySecretRef';
   let r: { value?: string; problem?: string };
   try {
