@@ -83,6 +83,7 @@ interface Memo {
   lastWriteMs: number;
   secretsCreated: string; // hash of the generated Secrets last created
   lastReadMs: number;
+  inflight?: Promise<void>; // the read (and apply) under way
   read?: SheetRead;
   everAnswered: boolean;
   nodeStatus: Map<string, string>;
@@ -248,15 +249,24 @@ async function reconcile(
     }
   }
 
-  // The sheet, through the contract, at most every pollMs.
+  // The sheet, through the contract, at most every pollMs — in the background, so an apiserver that
+  // hangs never holds a reconcile worker; the next reconcile (≤ pollMs later) uses what was read.
   const url = d.address ? d.address(s.namespace, s.name) : serviceUrl(s);
-  if (token !== undefined && now - memo.lastReadMs >= d.t.pollMs) {
+  if (token !== undefined && !memo.inflight && now - memo.lastReadMs >= d.t.pollMs) {
     memo.lastReadMs = now;
-    memo.read = await readSheet(url, token);
-    if (memo.read.ok) {
-      memo.everAnswered = true;
-      if (signingKey !== undefined) await applySpecDeployments(ctx, c, s, memo, url, token, signingKey);
-    }
+    const key = signingKey;
+    memo.inflight = (async () => {
+      const read = await readSheet(url, token);
+      memo.read = read;
+      if (read.ok) {
+        memo.everAnswered = true;
+        if (key !== undefined) await applySpecDeployments(ctx, c, s, memo, url, token, key);
+      }
+    })()
+      .catch((err: unknown) => ctx.log.warn({ err: (err as Error).message }, 'Reading the sheet failed'))
+      .finally(() => {
+        memo.inflight = undefined;
+      });
   }
   if (token === undefined) memo.read = undefined;
   const summary =
