@@ -9,10 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { SHEETCLUSTER } from '../../operator/src/controllers/sheetcluster.ts';
+import type { LocalProcess } from '../../operator/src/local/pods.ts';
 import { SheetsClient } from '../../operator/src/sheets/ctl/client.ts';
 import { freshNamespace } from './harness.ts';
 import { CORE, condition, startOperator, testClient, waitFor } from './operator-harness.ts';
-import { type LocalPod, runAgentPod, runApiserverPod, sheetCluster } from './sheetcluster-kit.ts';
+import { runAgentPod, runApiserverPod, sheetCluster } from './sheetcluster-kit.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests navigate API objects freely
 type Deep = any;
@@ -53,15 +54,25 @@ describe('SheetCluster status from a real apiserver and real agents', () => {
       const s = await k.getOrUndefined(CORE.secret, ns, 'rk-sheets-live-signing');
       return !!d && !!s;
     });
+    // The PV controller binds the workbook's claim (the test API server runs none: we write its status);
+    // the folder below is that volume.
+    await k.request(
+      'PATCH',
+      `/api/v1/namespaces/${ns}/persistentvolumeclaims/rk-sheets-live-workbook/status`,
+      {
+        body: { status: { phase: 'Bound' } },
+        contentType: 'application/merge-patch+json',
+      },
+    );
     const data = mkdtempSync(join(tmpdir(), 'rk-sheet-pvc-'));
-    const pods: LocalPod[] = [];
+    const pods: LocalProcess[] = [];
     onTestFinished(async () => {
       await Promise.all(pods.map((p) => p.stop('SIGKILL')));
     });
     let api = await runApiserverPod(k, ns, 'live', data);
     pods.push(api.pod);
     url = api.url;
-    const agents: LocalPod[] = [];
+    const agents: LocalProcess[] = [];
     for (let i = 0; i < 3; i++) {
       agents[i] = await runAgentPod(k, ns, 'live', i, url);
       pods.push(agents[i]);

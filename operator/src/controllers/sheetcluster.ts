@@ -288,7 +288,8 @@ async function reconcile(
       summary,
       readProblem: memo.read && !memo.read.ok ? memo.read.problem : undefined,
       starting: !memo.everAnswered && age < d.t.startGraceMs,
-      claimPending: claimPending(pvc, now, d.t.claimGraceMs),
+      // An apiserver that answers has its workbook: a Pending claim matters only while it does not.
+      claimPending: memo.read?.ok ? undefined : claimPending(pvc, now, d.t.claimGraceMs),
       podProblems: memo.read?.ok ? [] : podProblems(ctx, s, now),
       applyProblem: memo.applyProblem,
       url: serviceUrl(s),
