@@ -42,10 +42,12 @@ describe('SheetCluster status from a real apiserver and real agents', () => {
       sheetCluster(ns, 'live', {
         nodes: 3,
         failoverSeconds: 6,
-        // The sample "hello" (wasm) gets 2 replicas from the spec; "tick" is the spec's own.
+        // The sample "hello" (wasm, runs once) gets 2 replicas from the spec; "tick" is the spec's own;
+        // "shell" needs the process runtime, which no node offers (runtimes defaults to wasm).
         deployments: [
           { name: 'hello', replicas: 2 },
           { name: 'tick', image: 'sicf:hello-wasm:v1', replicas: 1, cpu_req: 10, mem_req: 8 },
+          { name: 'shell', image: 'process', command: 'sleep 100', replicas: 1, cpu_req: 10, mem_req: 8 },
         ],
       }),
     );
@@ -91,18 +93,21 @@ describe('SheetCluster status from a real apiserver and real agents', () => {
         const o = await sc();
         return condition(o, 'Ready')?.status === 'True' &&
           o.status.nodes === '3/3' &&
-          o.status.runningPods === 3
+          o.status.runningPods === 5
           ? o
           : undefined;
       },
       90_000,
     );
-    expect(ready.status.desiredPods).toBe(5); // hello 2 + tick 1 + the process sample web 2
-    expect(ready.status.pods).toBe('3/5');
+    expect(ready.status.desiredPods).toBe(6); // hello 2 + the sample ticker 2 + tick 1 + shell 1
+    expect(ready.status.pods).toBe('5/6');
     expect(condition(ready, 'Degraded')?.status).toBe('False');
     expect(ready.status.nodeTable.map((n: Deep) => n.name)).toEqual(['node-0', 'node-1', 'node-2']);
     const sheetPods = await person().get('pods');
-    expect(sheetPods.filter((p) => p.deployment === 'web').every((p) => p.phase !== 'Running')).toBe(true);
+    const shell = sheetPods.filter((p) => p.deployment === 'shell');
+    expect(shell).toHaveLength(1);
+    expect(shell[0].phase).not.toBe('Running'); // no node runs commands from cells unless the spec says so
+    expect(String(shell[0].message)).toMatch(/process runtime/);
     const rows = await person().get('deployments');
     expect(rows.find((r) => r.name === 'hello')?.replicas).toBe(2);
     expect(rows.find((r) => r.name === 'tick')?.image).toBe('sicf:hello-wasm:v1');
@@ -128,8 +133,8 @@ describe('SheetCluster status from a real apiserver and real agents', () => {
 
     // Steady state: no writes to the SheetCluster while nothing changes in the sheet.
     await waitFor(
-      'status settled (3/5 again)',
-      async () => (await sc()).status.pods === '3/5' && (await sc()).status.runningPods === 3,
+      'status settled (5/6 again)',
+      async () => (await sc()).status.pods === '5/6' && (await sc()).status.runningPods === 5,
       60_000,
     );
     // The Metrics tab is sampled every 15 s; its newest sample is in status.

@@ -287,7 +287,9 @@ describe('SheetCluster object graph', () => {
     );
     const sts = await k.get<Deep>(STS, ns, 'rk-sheets-gs-node');
     expect(JSON.stringify(sts.spec.template.spec)).not.toContain('gcreds'); // agents never see the credentials
-    expect(sts.spec.template.spec.containers[0].args).toContain('wasm,process');
+    expect(sts.spec.template.spec.containers[0].args).toEqual(
+      expect.arrayContaining(['wasm,process', '--allow-process']),
+    );
 
     // The kubelet cannot mount the missing Secret (the test API server runs no kubelet: we write its Event).
     await k.create(CORE_V1_EVENT, {

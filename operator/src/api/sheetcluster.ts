@@ -180,6 +180,11 @@ export const SheetDeployment = Type.Object(
     env: Type.Optional(StringList('NAME=value.')),
     secret_files: Type.Optional(StringList('secretName:/absolute/path (from the Secrets tab).')),
     ports: Type.Optional(StringList('host:container[/udp] or container[/udp] (a host port is assigned).')),
+    restart_policy: Type.Optional(
+      Type.Union([Type.Literal('Always'), Type.Literal('OnFailure'), Type.Literal('Never')], {
+        description: 'What a pod that exits does (the Kubernetes words); absent = restart with backoff.',
+      }),
+    ),
   },
   {
     description:

@@ -197,6 +197,8 @@ export function agentArgs(s: SheetSettings): string[] {
     'node',
     '--runtime',
     s.runtimes.join(','),
+    // The agent refuses the process runtime without this opt-in: the spec named it explicitly.
+    ...(s.runtimes.includes('process') ? ['--allow-process'] : []),
     '--interval',
     String(Math.min(SHEET_DEFAULTS.heartbeatSeconds, Math.max(1, Math.floor(s.failoverSeconds / 3)))),
     '--work-dir',
