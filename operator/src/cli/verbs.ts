@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { registerAirVerbs } from '../air/cli.ts';
+import { registerSheetsBridgeVerbs } from '../sheets/bridge/cli.ts';
 import { registerSheetsControlPlaneVerbs } from '../sheets/ctl/verbs.ts';
 import { registerSheetsNodeVerbs } from '../sheets/node/cli.ts';
 import { registerDiskVerbs } from './disk.ts';
@@ -17,5 +18,6 @@ export function registerVerbs(program: Command): void {
   registerOperatorVerbs(program);
   registerSheetsControlPlaneVerbs(program);
   registerSheetsNodeVerbs(program);
+  registerSheetsBridgeVerbs(program);
   registerUpVerbs(program);
 }
