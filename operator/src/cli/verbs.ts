@@ -3,6 +3,7 @@ import { registerAirVerbs } from '../air/cli.ts';
 import { registerSheetsBridgeVerbs } from '../sheets/bridge/cli.ts';
 import { registerSheetsControlPlaneVerbs } from '../sheets/ctl/verbs.ts';
 import { registerSheetsNodeVerbs } from '../sheets/node/cli.ts';
+import { registerSheetsWireVerbs } from '../sheets/wire/cli.ts';
 import { registerDiskVerbs } from './disk.ts';
 import { registerKubeDiskVerbs } from './kube-disk.ts';
 import { registerMachineVerbs } from './machine.ts';
@@ -19,5 +20,6 @@ export function registerVerbs(program: Command): void {
   registerSheetsControlPlaneVerbs(program);
   registerSheetsNodeVerbs(program);
   registerSheetsBridgeVerbs(program);
+  registerSheetsWireVerbs(program);
   registerUpVerbs(program);
 }
