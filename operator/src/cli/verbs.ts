@@ -3,6 +3,7 @@ import { registerAirVerbs } from '../air/cli.ts';
 import { registerSheetsBridgeVerbs } from '../sheets/bridge/cli.ts';
 import { registerSheetsControlPlaneVerbs } from '../sheets/ctl/verbs.ts';
 import { registerSheetsNodeVerbs } from '../sheets/node/cli.ts';
+import { registerWasmletVerb } from '../sheets/wasmlet/cli.ts';
 import { registerSheetsWireVerbs } from '../sheets/wire/cli.ts';
 import { registerDiskVerbs } from './disk.ts';
 import { registerKubeDiskVerbs } from './kube-disk.ts';
@@ -21,5 +22,6 @@ export function registerVerbs(program: Command): void {
   registerSheetsNodeVerbs(program);
   registerSheetsBridgeVerbs(program);
   registerSheetsWireVerbs(program);
+  registerWasmletVerb(program);
   registerUpVerbs(program);
 }
