@@ -4,6 +4,8 @@ import { AirEars } from '../controllers/air-ears.ts';
 import { oberonAirController } from '../controllers/oberonair.ts';
 import { type KubeControllerOptions, oberonKubeController } from '../controllers/oberonkube.ts';
 import { oberonMachineController } from '../controllers/oberonmachine.ts';
+import { sheetFederationController } from '../controllers/sheetfederation.ts';
+import { type MigrationControllerOptions, sheetMigrationController } from '../controllers/sheetmigration.ts';
 import { KubeClient } from '../runtime/client.ts';
 import { defaultIdentity } from '../runtime/leader.ts';
 import { Manager } from '../runtime/manager.ts';
@@ -27,6 +29,8 @@ export function createOperatorManager(opts: {
   airAddress?: KubeControllerOptions['airAddress'];
   /** Seed of generated cluster keys (default $RETROKUBE_KEY_SEED, else random per process). */
   keySeed?: string;
+  /** SheetMigration hooks (tests stop the operator between a step's writes and its status). */
+  migration?: MigrationControllerOptions;
   resyncMs?: number;
   onLostLeadership?: () => void;
 }): Manager {
@@ -51,6 +55,8 @@ export function createOperatorManager(opts: {
   mgr.add(oberonAirController({ image: opts.image, ears }));
   mgr.add(oberonMachineController({ image: opts.image, kubevirt: opts.kubevirt }));
   mgr.add(oberonKubeController({ ears, keySeed: opts.keySeed ?? process.env.RETROKUBE_KEY_SEED }));
+  mgr.add(sheetFederationController());
+  mgr.add(sheetMigrationController(opts.migration));
   // The air stations live as long as the manager.
   const stop = mgr.stop.bind(mgr);
   mgr.stop = async () => {
