@@ -58,6 +58,7 @@ async function cluster(dir: string, name: string) {
     memTotal: 4096,
     intervalMs: 1100,
     runtimes: ['process'],
+    allowProcess: true, // the test opts in: its deployments run `sleep`
     workDir: await fsp.mkdtemp(path.join(dir, `${name}-`)),
     stopGraceMs: 500,
   });

@@ -54,6 +54,7 @@ async function sheetCluster(name: string, cpuTotal: number): Promise<SheetCluste
     memTotal: 4096,
     intervalMs: 1100,
     runtimes: ['process'],
+    allowProcess: true, // the test opts in: its deployments run `sleep`
     stopGraceMs: 500,
   });
   agent.start();

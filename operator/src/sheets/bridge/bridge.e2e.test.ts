@@ -43,6 +43,7 @@ async function startAgent(c: Omit<Cluster, 'agent'>, cpuTotal: number): Promise<
     memTotal: 4096,
     intervalMs: 1100, // > 1 s: identical signed heartbeats in one second would be refused as replays
     runtimes: ['process'],
+    allowProcess: true, // the test opts in: its deployments run `sleep`
     workDir: c.workDir,
     stopGraceMs: 500,
   });
