@@ -50,6 +50,12 @@ export function registerUpVerbs(program: Command): void {
       'run these machines (comma-separated, or "all") as qemu-system-risc5, our QEMU model (qemu/)',
     )
     .option('--qemu-binary <path>', 'the qemu-system-risc5 to run (default: what qemu/build.sh built)')
+    .option(
+      '--allow-process',
+      'the sample Sheeternetes nodes offer the process runtime (its web sample runs a command on this host)',
+    )
+    .option('--console-port <port>', 'port of the web console on 127.0.0.1 (default: any free port)', port)
+    .option('--no-console', 'serve no web console')
     .addHelpText(
       'after',
       `
@@ -72,6 +78,9 @@ Examples:
           sheets: boolean;
           qemu?: string;
           qemuBinary?: string;
+          allowProcess?: boolean;
+          consolePort?: number;
+          console: boolean;
         },
       ) => {
         await runUp({
@@ -83,6 +92,8 @@ Examples:
           vncBase: o.vnc ? (o.vncBase ?? 0) : null,
           view: o.view,
           sheets: o.sheets,
+          allowProcess: Boolean(o.allowProcess),
+          consolePort: o.console ? (o.consolePort ?? 0) : null,
         });
       },
     );
