@@ -25,6 +25,7 @@ spec:
   deployments: "web 4 Ticker"
 `;
 
+let upLog = '';
 const bin = requireQemu();
 const suite = bin === null ? describe.skip : describe.sequential;
 
@@ -48,7 +49,7 @@ async function until(test: (v: ClusterView) => boolean, ms: number, what: string
     if (v && test(v)) return Date.now() - t0;
     await new Promise((r) => setTimeout(r, 500));
   }
-  throw new Error(`${what}: not within ${ms / 1000} s`);
+  throw new Error(`${what}: not within ${ms / 1000} s\n${upLog.slice(-1500)}`);
 }
 
 suite('retrokube up --qemu: QEMU machines in a local cluster', () => {
@@ -88,13 +89,20 @@ suite('retrokube up --qemu: QEMU machines in a local cluster', () => {
         join(dir, 'mixed.yaml'),
         '--no-view',
         '--no-vnc',
+        '--no-console',
         '--qemu',
         'plane,node-a',
         '--qemu-binary',
         bin as string,
       ],
-      { env, stdio: 'ignore' },
+      { env },
     );
+    up.stdout?.on('data', (b: Buffer) => {
+      upLog += b.toString();
+    });
+    up.stderr?.on('data', (b: Buffer) => {
+      upLog += b.toString();
+    });
     const ms = await until(
       (v) => v.converged && v.running === 4 && v.readyNodes === 2,
       120_000,
