@@ -37,6 +37,11 @@ export function registerUpVerbs(program: Command): void {
     .option('--no-vnc', 'serve no VNC (less host CPU)')
     .option('--no-view', 'print progress lines instead of redrawing the live table')
     .option('--no-sheets', 'with no FILE, do not run the sample Sheeternetes cluster alongside')
+    .option(
+      '--log-format <format>',
+      'human: the console shows the view, JSON logs go to up.log in the state folder; json: JSON logs to stderr',
+      'human',
+    )
     .addHelpText(
       'after',
       `
@@ -50,9 +55,19 @@ Examples:
     .action(
       async (
         file: string | undefined,
-        o: { state?: string; vncBase?: number; vnc: boolean; view: boolean; sheets: boolean },
+        o: {
+          state?: string;
+          vncBase?: number;
+          vnc: boolean;
+          view: boolean;
+          sheets: boolean;
+          logFormat: string;
+        },
       ) => {
+        if (o.logFormat !== 'human' && o.logFormat !== 'json')
+          throw new Error(`--log-format ${o.logFormat} is not known; use human or json`);
         await runUp({
+          logFormat: o.logFormat,
           file,
           dir: stateDir(o.state),
           vncBase: o.vnc ? (o.vncBase ?? 0) : null,

@@ -2,13 +2,14 @@
 // the Kube disk, runs the cluster (cluster.ts) with its control endpoint (control.ts), writes the
 // state file for the companion verbs, and shows the live cluster table heard on the air until
 // Ctrl-C or `retrokube down`. With no FILE the sample Sheeternetes cluster runs alongside.
-import { readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatView } from '../air/view.ts';
 import { buildKubeDisk } from '../cli/kube-disk.ts';
 import { DEFAULT_TOKEN, SheetsClient } from '../sheets/ctl/client.ts';
 import { renderTable } from '../sheets/ctl/table.ts';
 import { runUp as runSheetsUp } from '../sheets/local/up.ts';
+import { sendLogsTo } from '../util/log.ts';
 import { LocalCluster } from './cluster.ts';
 import { startUpControl } from './control.ts';
 import { type LocalKube, parseLocalFile, SAMPLE_YAML } from './spec.ts';
@@ -39,6 +40,11 @@ export interface UpOptions {
   view: boolean;
   /** Run the sample Sheeternetes cluster too (only with no FILE). */
   sheets: boolean;
+  /**
+   * human (default): the console shows the view only, JSON log lines go to up.log in the state
+   * folder (its path printed); json: the log lines go to stderr.
+   */
+  logFormat?: 'human' | 'json';
   out?: (s: string) => void;
 }
 
@@ -61,6 +67,17 @@ export async function runUp(o: UpOptions): Promise<void> {
     throw new Error(
       `a cluster is already up in ${o.dir} (pid ${running.pid}); stop it with "retrokube down"`,
     );
+  // People get the view; the JSON log lines of every part (and of the sample's node agents) go to
+  // a file, or to stderr when asked for.
+  let agentLog = 2; // stderr
+  if (o.logFormat === 'json') sendLogsTo('stderr');
+  else {
+    const logFile = join(o.dir, STATE_LIMITS.logFile);
+    mkdirSync(o.dir, { recursive: true });
+    sendLogsTo(logFile);
+    agentLog = openSync(logFile, 'a');
+    out(`logs (JSON lines) go to ${logFile}; --log-format json sends them to stderr`);
+  }
   const key = spec.key ?? stateKey(o.dir);
   // Where the air verbs (listen, inject) find the key of this cluster while it runs.
   const keyFile = spec.key ? writeGivenKey(o.dir, spec.key) : join(o.dir, STATE_LIMITS.keyFile);
@@ -131,6 +148,7 @@ export async function runUp(o: UpOptions): Promise<void> {
       token: DEFAULT_TOKEN,
       waitSec: 0,
       detach: false,
+      agentOutput: agentLog,
       out: (s) => {
         const m = /apiserver listening on (\S+)/.exec(s);
         if (m) resolveUrl(m[1]);
@@ -206,6 +224,7 @@ export async function runUp(o: UpOptions): Promise<void> {
     await cluster.close();
     removeUpState(o.dir);
     removeGivenKey(o.dir);
+    if (agentLog !== 2) closeSync(agentLog);
     out(`stopped; disks kept in ${o.dir}`);
   }
 }

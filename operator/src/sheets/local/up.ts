@@ -29,6 +29,8 @@ export interface UpOptions {
   waitSec: number;
   detach: boolean;
   out?: (s: string) => void;
+  /** Where the node agents' output (their JSON log lines) goes: an open file or fd; default: their stderr only, to ours. */
+  agentOutput?: number;
 }
 
 /** Whether this build has the node agent verb. */
@@ -76,7 +78,7 @@ export async function runUp(o: UpOptions): Promise<UpResult> {
       for (let i = 0; i < o.nodes; i++) {
         const name = `node-${String.fromCharCode(97 + (i % 26))}${i >= 26 ? i : ''}`;
         const child = spawn(process.execPath, nodeAgentArgs(addr, o.token, name), {
-          stdio: ['ignore', 'ignore', 'inherit'],
+          stdio: ['ignore', o.agentOutput ?? 'ignore', o.agentOutput ?? 'inherit'],
         });
         agents.push(child);
       }

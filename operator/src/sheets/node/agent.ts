@@ -192,6 +192,10 @@ export class NodeAgent {
       { server: this.opts.server, runtimes: this.enabledRuntimes(), signed: Boolean(this.opts.key) },
       `node ${this.opts.name} starting`,
     );
+    if (this.runtimes.has('wasm'))
+      this.log.info(
+        'wasm pods run on node:wasi, which Node 24 still calls experimental (said once here, not per pod)',
+      );
     const loop = async () => {
       if (!this.running) return;
       this.ticking = this.tick();
