@@ -21,6 +21,7 @@ describe('sheets up', () => {
         token: 'up-test',
         waitSec: 60,
         detach: true,
+        allowProcess: true, // the web sample is a process pod: opted in by name
         out: (s) => (out += s),
       });
       expect(r.agents).toBe(2);

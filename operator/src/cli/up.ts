@@ -42,6 +42,10 @@ export function registerUpVerbs(program: Command): void {
       'human: the console shows the view, JSON logs go to up.log in the state folder; json: JSON logs to stderr',
       'human',
     )
+    .option(
+      '--allow-process',
+      'the sample Sheeternetes nodes offer the process runtime (a pod with image "process" runs its command on this host)',
+    )
     .addHelpText(
       'after',
       `
@@ -62,6 +66,7 @@ Examples:
           view: boolean;
           sheets: boolean;
           logFormat: string;
+          allowProcess?: boolean;
         },
       ) => {
         if (o.logFormat !== 'human' && o.logFormat !== 'json')
@@ -73,6 +78,7 @@ Examples:
           vncBase: o.vnc ? (o.vncBase ?? 0) : null,
           view: o.view,
           sheets: o.sheets,
+          allowProcess: Boolean(o.allowProcess),
         });
       },
     );

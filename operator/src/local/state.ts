@@ -133,7 +133,7 @@ export async function upRequest(
   try {
     res = await fetch(new URL(path, st.control), {
       method,
-      headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+      headers: method === 'POST' ? { 'content-type': 'application/json' } : undefined,
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(LIMITS.clientTimeoutMs),
     });

@@ -45,6 +45,8 @@ export interface UpOptions {
    * folder (its path printed); json: the log lines go to stderr.
    */
   logFormat?: 'human' | 'json';
+  /** The sample Sheeternetes nodes offer the process runtime (named opt-in, `--allow-process`). */
+  allowProcess?: boolean;
   out?: (s: string) => void;
 }
 
@@ -149,6 +151,7 @@ export async function runUp(o: UpOptions): Promise<void> {
       waitSec: 0,
       detach: false,
       agentOutput: agentLog,
+      allowProcess: o.allowProcess,
       out: (s) => {
         const m = /apiserver listening on (\S+)/.exec(s);
         if (m) resolveUrl(m[1]);

@@ -5,7 +5,7 @@
 import { logger } from '../../util/log.ts';
 import {
   type DeploymentIn,
-  deploymentFromRow,
+  deploymentsFromRows,
   type ExistingPod,
   existingFromRow,
   intOr,
@@ -202,11 +202,8 @@ export class Cluster {
     tx: Tx,
     o: { now: number; report?: Report; exclude?: Set<string>; pins?: Map<string, string> },
   ): CachedSchedule {
-    const deployments: DeploymentIn[] = [];
-    for (const r of tx.rows('Deployments')) {
-      const d = deploymentFromRow(r);
-      if (d) deployments.push(d);
-    }
+    const { deployments, problems } = deploymentsFromRows(tx.rows('Deployments'));
+    this.#reportSheetProblems(problems);
     const nodeRows = tx.rows('Nodes');
     const nodes: NodeIn[] = [];
     for (const r of nodeRows) {
@@ -320,6 +317,19 @@ export class Cluster {
     this.#cache = cache;
     this.#externalDirty = false;
     return cache;
+  }
+
+  // Cells the scheduler left out are logged once per distinct set (reconciles repeat every second).
+  #lastSheetProblems = '';
+  #reportSheetProblems(problems: string[]): void {
+    const key = problems.join('\n');
+    if (key === this.#lastSheetProblems) return;
+    this.#lastSheetProblems = key;
+    if (problems.length > 0)
+      log.warn(
+        { problems: problems.slice(0, 20) },
+        'some Deployments cells were not used as typed; fix them in the sheet',
+      );
   }
 
   #writeEvents(tx: Tx, events: EventRow[], now: number): void {

@@ -28,6 +28,8 @@ export interface UpOptions {
   token: string;
   waitSec: number;
   detach: boolean;
+  /** Start the node agents with the process runtime (the `web` sample needs it); named opt-in. */
+  allowProcess?: boolean;
   out?: (s: string) => void;
   /** Where the node agents' output (their JSON log lines) goes: an open file or fd; default: their stderr only, to ours. */
   agentOutput?: number;
@@ -42,8 +44,22 @@ export function nodeAgentAvailable(): boolean {
   return r.status === 0;
 }
 
-export function nodeAgentArgs(url: string, token: string, name: string): string[] {
-  return [MAIN, 'sheets', 'node', '--server', url, '--token', token, '--name', name];
+/** The agent's command line: never the token, which every user could read in `ps` (see nodeAgentEnv). */
+export function nodeAgentArgs(url: string, name: string, allowProcess = false): string[] {
+  return [
+    MAIN,
+    'sheets',
+    'node',
+    '--server',
+    url,
+    '--name',
+    name,
+    ...(allowProcess ? ['--allow-process'] : []),
+  ];
+}
+
+export function nodeAgentEnv(token: string, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return { ...base, TOKEN: token };
 }
 
 export interface UpResult {
@@ -77,12 +93,15 @@ export async function runUp(o: UpOptions): Promise<UpResult> {
     if (nodeAgentAvailable()) {
       for (let i = 0; i < o.nodes; i++) {
         const name = `node-${String.fromCharCode(97 + (i % 26))}${i >= 26 ? i : ''}`;
-        const child = spawn(process.execPath, nodeAgentArgs(addr, o.token, name), {
+        const child = spawn(process.execPath, nodeAgentArgs(addr, name, o.allowProcess), {
           stdio: ['ignore', o.agentOutput ?? 'ignore', o.agentOutput ?? 'inherit'],
+          env: nodeAgentEnv(o.token),
         });
         agents.push(child);
       }
-      out(`started ${agents.length} node agents (retrokube sheets node)\n`);
+      out(
+        `started ${agents.length} node agents (retrokube sheets node)${o.allowProcess ? ' with the process runtime: deployments with image "process" run their command on this host' : '; the process runtime is off (the web sample stays Pending; --allow-process runs it)'}\n`,
+      );
     } else {
       out(
         'the node agent (`retrokube sheets node`) is not available in this build: running the apiserver alone, with no nodes\n',

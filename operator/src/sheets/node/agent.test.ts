@@ -47,6 +47,7 @@ async function agent(url: string, o: Partial<AgentOptions> = {}): Promise<NodeAg
     memTotal: 4096,
     intervalMs: 150,
     runtimes: ['wasm', 'process'],
+    allowProcess: true,
     workDir,
     backoffBaseMs: 100,
     backoffMaxMs: 2_000,
@@ -200,6 +201,68 @@ describe('node agent', () => {
   });
 });
 
+describe('#17.6 names that are paths', () => {
+  it('an order named "../../escape" (a hostile apiserver or a typed cell) writes nothing outside the work folder', async () => {
+    // A real HTTP server playing a hostile apiserver: it orders a pod whose name is a path, with a secret.
+    const http = await import('node:http');
+    const hostile = http.createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      if (req.method === 'GET')
+        return res.end(
+          JSON.stringify({ items: [{ name: 's', data: Buffer.from('pwned').toString('base64') }] }),
+        );
+      res.end(
+        JSON.stringify({
+          pods: [
+            {
+              name: '../../escape',
+              desired: 'Running',
+              image: 'process',
+              command: 'true',
+              secret_files: 's',
+            },
+          ],
+        }),
+      );
+    });
+    await new Promise<void>((r) => hostile.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => hostile.close(() => r())));
+    const port = (hostile.address() as { port: number }).port;
+    const a = await agent(`http://127.0.0.1:${port}`);
+    await until('two heartbeats', () => a.heartbeats >= 2);
+    await new Promise((r) => setTimeout(r, 300));
+    const workDir = a.opts.workDir as string;
+    expect(a.status()).toEqual([]);
+    expect(existsSync(path.join(workDir, '..', 'escape.s'))).toBe(false);
+    expect(existsSync(path.join(workDir, 'escape.s'))).toBe(false);
+    expect(() => a.logFile('../../x')).toThrow(/must be letters/);
+  });
+
+  it('names with separators and dot-dots never resolve outside the folder; object names stay one component (fuzzed)', async () => {
+    const fc = (await import('fast-check')).default;
+    const { isObjectName, pathInside } = await import('../names.ts');
+    const root = path.join(os.tmpdir(), 'sk-root');
+    const piece = fc.constantFrom('..', '.', '/', '\\', 'a', '-', '_', '\u0000', '%2e', 'x.y');
+    fc.assert(
+      fc.property(fc.array(piece, { minLength: 1, maxLength: 8 }), (parts) => {
+        const name = parts.join('');
+        let p: string | undefined;
+        try {
+          p = pathInside(root, `${name}.log`);
+        } catch {
+          expect(isObjectName(name)).toBe(false); // only non-names are refused
+          return;
+        }
+        const rel = path.relative(root, p);
+        expect(rel === '' || rel.startsWith('..') || path.isAbsolute(rel)).toBe(false);
+        // An object name is always exactly one file directly in the folder.
+        if (isObjectName(name)) expect(path.dirname(p)).toBe(root);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
 // restart_policy: each phase transition of a pod, with real WASI modules that exit with a chosen
 // code, judged on the node's report and on the Pods row the apiserver writes from it.
 describe('restart policy and pod phases', () => {
@@ -330,12 +393,35 @@ describe('docker runtime command line (unexercised: no Docker engine here)', () 
       '10.0.0.5:30000:80/tcp',
       '-p',
       '10.0.0.5:53:53/udp',
+      '--',
       'nginx:alpine',
       'sh',
       '-c',
       'nginx -g "daemon off;"',
     ]);
     expect(portsText('30000:80/tcp')).toBe('0.0.0.0:30000->80/tcp');
+  });
+
+  it('refuses an image that docker would read as an option (--privileged) and never lets one through', () => {
+    const spec = {
+      pod: 'web-1',
+      node: 'node-a',
+      deployment: 'web',
+      image: '--privileged',
+      command: '',
+      env: {},
+      cpuReq: 0,
+      memReq: 0,
+      ports: [],
+      specHash: '',
+      secretFiles: [],
+      logFile: '/dev/null',
+    };
+    for (const image of ['--privileged', '-v/:/host', ' --pid=host', 'alpine --privileged', ''])
+      expect(() => dockerRunArgs({ ...spec, image }, { network: 'n' }), image).toThrow(/image/);
+    const args = dockerRunArgs({ ...spec, image: 'alpine:3', command: '--help' }, { network: 'n' });
+    // Everything from the sheet after the options comes after "--".
+    expect(args.slice(args.indexOf('--'))).toEqual(['--', 'alpine:3', 'sh', '-c', '--help']);
   });
 });
 

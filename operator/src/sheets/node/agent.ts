@@ -21,6 +21,7 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import { logger } from '../../util/log.ts';
 import { SheetsClient } from '../ctl/client.ts';
 import { ImageError, pullImage } from '../images/sicf.ts';
+import { isObjectName, nameProblem, pathInside } from '../names.ts';
 import type { Order, RunOrder } from '../scheduler/orders.ts';
 import {
   backoffPhase,
@@ -31,7 +32,7 @@ import {
 } from '../scheduler/phases.ts';
 import { primaryIp, sourceAddressFor } from './address.ts';
 import { DockerRuntime, dockerAvailable } from './runtimes/docker.ts';
-import { ProcessRuntime } from './runtimes/process.ts';
+import { PROCESS_OPT_IN, ProcessRuntime } from './runtimes/process.ts';
 import type { PodSpec, RunningPod, Runtime } from './runtimes/types.ts';
 import { WasmRuntime } from './runtimes/wasm.ts';
 
@@ -57,6 +58,11 @@ export interface AgentOptions {
   memTotal?: number;
   intervalMs?: number;
   runtimes: RuntimeName[];
+  /**
+   * The `process` runtime runs `/bin/sh -c <command>` from a cell as this agent's user: it is
+   * offered only when a person opted in by name (`sheets node --allow-process`).
+   */
+  allowProcess?: boolean;
   workDir?: string; // logs/ and secrets/ live here
   backoffBaseMs?: number;
   backoffMaxMs?: number;
@@ -138,6 +144,7 @@ export class NodeAgent {
       key: opts.key,
       timeoutMs: Math.min(30_000, Math.max(2_000, interval)),
     });
+    if (opts.runtimes.includes('process') && !opts.allowProcess) throw new Error(PROCESS_OPT_IN);
     this.workDir = opts.workDir ?? path.join(os.tmpdir(), `sk-node-${opts.name}`);
     mkdirSync(path.join(this.workDir, 'logs'), { recursive: true });
     mkdirSync(path.join(this.workDir, 'secrets'), { recursive: true, mode: 0o700 });
@@ -181,8 +188,10 @@ export class NodeAgent {
     return [...this.runtimes.keys()];
   }
 
+  /** The pod's log file; throws for a name that is not an object name or would leave the work folder. */
   logFile(pod: string): string {
-    return path.join(this.workDir, 'logs', `${pod}.log`);
+    if (!isObjectName(pod)) throw new Error(`pod ${nameProblem(pod)}`);
+    return pathInside(path.join(this.workDir, 'logs'), `${pod}.log`);
   }
 
   start(): void {
@@ -273,6 +282,11 @@ export class NodeAgent {
     const work: Promise<void>[] = [];
     for (const o of orders) {
       if (!o || typeof o.name !== 'string') continue;
+      // A pod name becomes a file name here; an apiserver (or a cell) that sends "../x" is ignored.
+      if (!isObjectName(o.name)) {
+        this.log.warn({ pod: String(o.name).slice(0, 64) }, `order ignored: pod ${nameProblem(o.name)}`);
+        continue;
+      }
       const e = this.entries.get(o.name);
       if (o.desired === 'Terminating') {
         if (e) work.push(this.remove(e));
@@ -510,6 +524,13 @@ export class NodeAgent {
       const i = w.indexOf(':');
       const name = i < 0 ? w : w.slice(0, i);
       const target = i < 0 ? `/run/secrets/${name}` : w.slice(i + 1);
+      if (!isObjectName(name) || !SECRET_TARGET.test(target)) {
+        this.log.warn(
+          { pod: o.name, item: w.slice(0, 64) },
+          'secret_files item ignored: use secretName:/absolute/path',
+        );
+        continue;
+      }
       const row = rows.find((r) => r.name === name);
       if (!row) {
         this.log.warn({ pod: o.name, secret: name }, 'secret not found');
@@ -520,13 +541,17 @@ export class NodeAgent {
         this.log.warn({ pod: o.name, secret: name }, 'secret is not valid base64');
         continue;
       }
-      const file = path.join(this.workDir, 'secrets', `${o.name}.${name.replace(/[^A-Za-z0-9._-]/g, '_')}`);
+      const file = pathInside(path.join(this.workDir, 'secrets'), `${o.name}.${name}`);
       writeFileSync(file, Buffer.from(data, 'base64'), { mode: 0o600 });
       out.push({ file, path: target });
     }
     return out;
   }
 }
+
+// Where a secret file appears in the pod: an absolute path without "..", ":" or "," (docker's -v
+// separator and the cell's list separator).
+const SECRET_TARGET = /^(?!.*\/\.\.(\/|$))\/[^:,]{1,1023}$/;
 
 function finishedMessage(code: number): string {
   return code === 0 ? 'completed (exit code 0)' : `exited with code ${code}`;
