@@ -50,7 +50,10 @@ let up: ChildProcess | null = null;
 let upLog = '';
 function startUp(): void {
   upLog = '';
-  up = spawn(process.execPath, [MAIN, 'up', join(dir, 'small.yaml'), '--no-view', '--no-vnc'], { env });
+  // info level, so the log file has lines to show (under vitest the default level is warn)
+  up = spawn(process.execPath, [MAIN, 'up', join(dir, 'small.yaml'), '--no-view', '--no-vnc'], {
+    env: { ...env, RETROKUBE_LOG_LEVEL: 'info' },
+  });
   up.stdout?.on('data', (b: Buffer) => {
     upLog += b.toString();
   });
