@@ -46,6 +46,8 @@ export function registerUpVerbs(program: Command): void {
       '--allow-process',
       'the sample Sheeternetes nodes offer the process runtime (a pod with image "process" runs its command on this host)',
     )
+    .option('--console-port <port>', 'port of the web console on 127.0.0.1 (default: any free port)', port)
+    .option('--no-console', 'serve no web console')
     .addHelpText(
       'after',
       `
@@ -67,6 +69,8 @@ Examples:
           sheets: boolean;
           logFormat: string;
           allowProcess?: boolean;
+          consolePort?: number;
+          console: boolean;
         },
       ) => {
         if (o.logFormat !== 'human' && o.logFormat !== 'json')
@@ -79,6 +83,7 @@ Examples:
           view: o.view,
           sheets: o.sheets,
           allowProcess: Boolean(o.allowProcess),
+          consolePort: o.console ? (o.consolePort ?? 0) : null,
         });
       },
     );
