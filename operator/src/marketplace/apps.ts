@@ -6,6 +6,8 @@ import { OberonAirKind } from '../api/oberonair.ts';
 import { OberonKubeKind } from '../api/oberonkube.ts';
 import { OberonMachineKind } from '../api/oberonmachine.ts';
 import type { KindDefinition } from '../api/schema.ts';
+import { SheetClusterKind } from '../api/sheetcluster.ts';
+import { SheetFederationKind } from '../api/sheetfederation.ts';
 
 export const CATALOG = {
   repository: 'retrokube-apps', // the OCI artifact of the tenant apps
@@ -76,6 +78,42 @@ export const APPS: readonly App[] = [
     hostile: [
       { values: { role: 'root' }, field: 'role' },
       { values: { memory: '64Gi;' }, field: 'memory' },
+    ],
+  },
+  {
+    name: 'sheet-cluster',
+    def: SheetClusterKind,
+    appKind: 'RkSheetCluster',
+    description: 'A Sheeternetes cluster: a spreadsheet control plane, its apiserver and node agents.',
+    weight: 40,
+    tags: ['sheeternetes', 'spreadsheet'],
+    example: { nodes: 1 },
+    hostile: [{ values: { nodes: 1000 }, field: 'nodes' }],
+  },
+  {
+    name: 'sheet-federation',
+    def: SheetFederationKind,
+    appKind: 'RkSheetFederation',
+    description: 'A federation of spreadsheet clusters: sync and stretch between SheetClusters.',
+    weight: 50,
+    tags: ['sheeternetes', 'federation'],
+    example: {
+      members: [
+        {
+          name: 'home',
+          url: 'http://sheets-home:8787',
+          tokenSecretRef: { name: 'home-token', key: 'token' },
+        },
+        { name: 'lab', url: 'http://sheets-lab:8787', tokenSecretRef: { name: 'lab-token', key: 'token' } },
+      ],
+    },
+    hostile: [
+      {
+        values: {
+          members: [{ name: 'only', url: 'http://x:1', tokenSecretRef: { name: 't', key: 'token' } }],
+        },
+        field: 'members',
+      },
     ],
   },
 ];
