@@ -4,10 +4,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SHEETFEDERATION } from '../../operator/src/controllers/sheetfederation.ts';
 import { SHEETMIGRATION } from '../../operator/src/controllers/sheetmigration.ts';
-import { createApiServer } from '../../operator/src/sheets/apiserver/server.ts';
-import { Member } from '../../operator/src/sheets/bridge/client.ts';
-import { NodeAgent } from '../../operator/src/sheets/node/agent.ts';
-import { MemoryStore } from '../../operator/src/sheets/store/memory.ts';
+import {
+  deploySleeper,
+  hasDeployment,
+  runningPods,
+  type SheetClusterKit,
+  startSheetCluster,
+} from '../../operator/src/sheets/bridge/testkit.ts';
 import type { Row } from '../../operator/src/sheets/store/types.ts';
 import { freshNamespace } from './harness.ts';
 import { CORE, type KubeObject, startOperator, testClient, waitFor } from './operator-harness.ts';
@@ -15,16 +18,7 @@ import { CORE, type KubeObject, startOperator, testClient, waitFor } from './ope
 // biome-ignore lint/suspicious/noExplicitAny: tests read status fields of unstructured objects.
 type Deep = any;
 
-interface SheetCluster {
-  name: string;
-  url: string;
-  store: MemoryStore;
-  api: Member;
-  agent: NodeAgent;
-  token: string;
-  key: string;
-  stopAgent(): Promise<void>;
-}
+type SheetCluster = SheetClusterKit;
 
 const closers: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -32,59 +26,15 @@ afterEach(async () => {
 });
 
 async function sheetCluster(name: string, cpuTotal: number): Promise<SheetCluster> {
-  const store = new MemoryStore();
-  const token = `${name}-token-${Math.random().toString(36).slice(2)}`;
-  const key = `${name}-key-${Math.random().toString(36).slice(2)}`;
-  const server = await createApiServer({
-    store,
-    token,
-    signingKey: key,
-    nodeTtlSec: 5,
-    samples: false,
-    metricsIntervalSec: 3600,
-  });
-  const url = (await server.listen(0, '127.0.0.1')).replace('[::1]', '127.0.0.1');
-  const agent = new NodeAgent({
-    server: url,
-    token,
-    key,
-    name: `${name}-node`,
-    ip: '127.0.0.1',
-    cpuTotal,
-    memTotal: 4096,
-    intervalMs: 1100,
-    runtimes: ['process'],
-    allowProcess: true, // the test opts in: its deployments run `sleep`
-    stopGraceMs: 500,
-  });
-  agent.start();
-  let stopped = false;
-  const c: SheetCluster = {
-    name,
-    url,
-    store,
-    token,
-    key,
-    agent,
-    api: new Member({ name, url, token, key }),
-    async stopAgent() {
-      if (!stopped) await agent.stop();
-      stopped = true;
-    },
-  };
-  closers.push(async () => {
-    await c.stopAgent();
-    await server.close();
-  });
-  await waitFor(`${name} node registered`, async () => store.rows('Nodes').length === 1);
+  const c = await startSheetCluster({ name, cpuTotal });
+  closers.push(() => c.close());
+  await waitFor(`${name} node registered`, async () => c.store.rows('Nodes').length === 1);
   return c;
 }
 
-const running = (c: SheetCluster, d: string) =>
-  c.store.rows('Pods').filter((p) => p.deployment === d && p.phase === 'Running').length;
-const has = (c: SheetCluster, d: string) => c.store.rows('Deployments').some((r) => r.name === d);
-const deploy = (c: SheetCluster, name: string, replicas: number, cpu = 100) =>
-  c.api.apply([{ name, image: 'process', command: 'sleep 600', replicas, cpu_req: cpu, mem_req: 16 }]);
+const running = runningPods;
+const has = hasDeployment;
+const deploy = deploySleeper;
 
 /** The Secret holding a member's token and key, and the member block naming it. */
 async function memberOf(k: ReturnType<typeof testClient>, ns: string, c: SheetCluster) {
@@ -227,23 +177,29 @@ describe('SheetFederation', () => {
   }, 60_000);
 });
 
+/** A namespace, two clusters with `replicas` of `deploy` running on local, and the spec's members. */
+async function migrationSetup(prefix: string, deploy_: string, replicas: number) {
+  const ns = await freshNamespace(prefix);
+  const k = testClient();
+  const local = await sheetCluster('local', 2000);
+  const peer = await sheetCluster('peer', 2000);
+  await deploy(local, deploy_, replicas);
+  await waitFor(`${deploy_} running on local`, async () => running(local, deploy_) === replicas, 30_000);
+  const spec = {
+    deployment: deploy_,
+    from: await memberOf(k, ns, local),
+    to: await memberOf(k, ns, peer),
+    pollSeconds: 1,
+    waitSeconds: 60,
+  };
+  return { ns, k, local, peer, spec };
+}
+
 describe('SheetMigration', () => {
   it('moves a deployment make-before-break, an Event for every phase', async () => {
-    const ns = await freshNamespace('skmig');
-    const k = testClient();
-    const local = await sheetCluster('local', 2000);
-    const peer = await sheetCluster('peer', 2000);
-    await deploy(local, 'mover', 2);
-    await waitFor('mover running on local', async () => running(local, 'mover') === 2, 30_000);
+    const { ns, k, local, peer, spec } = await migrationSetup('skmig', 'mover', 2);
     const hw = highWater(peer, 'mover');
     await startOperator({ namespace: ns });
-    const spec = {
-      deployment: 'mover',
-      from: await memberOf(k, ns, local),
-      to: await memberOf(k, ns, peer),
-      pollSeconds: 1,
-      waitSeconds: 60,
-    };
     await k.create(SHEETMIGRATION, migration(ns, 'move', spec));
     const st = await waitFor(
       'Succeeded',
@@ -264,21 +220,9 @@ describe('SheetMigration', () => {
   }, 120_000);
 
   it('rolls back when the target degrades inside the window', async () => {
-    const ns = await freshNamespace('skmig-rb');
-    const k = testClient();
-    const local = await sheetCluster('local', 2000);
-    const peer = await sheetCluster('peer', 2000);
-    await deploy(local, 'fragile', 1);
-    await waitFor('fragile running on local', async () => running(local, 'fragile') === 1, 30_000);
+    const { ns, k, local, peer, spec: base } = await migrationSetup('skmig-rb', 'fragile', 1);
     await startOperator({ namespace: ns });
-    const spec = {
-      deployment: 'fragile',
-      from: await memberOf(k, ns, local),
-      to: await memberOf(k, ns, peer),
-      pollSeconds: 1,
-      waitSeconds: 60,
-      rollbackWindowSeconds: 60,
-    };
+    const spec = { ...base, rollbackWindowSeconds: 60 };
     await k.create(SHEETMIGRATION, migration(ns, 'move', spec));
     await waitFor('Watching', async () => (await phaseOf(k, ns, 'move')).phase === 'Watching', 60_000);
     await peer.stopAgent(); // the target degrades on purpose
@@ -298,12 +242,7 @@ describe('SheetMigration', () => {
   }, 150_000);
 
   it('an operator killed between a step and its status resumes from status alone and never double-scales', async () => {
-    const ns = await freshNamespace('skmig-kill');
-    const k = testClient();
-    const local = await sheetCluster('local', 2000);
-    const peer = await sheetCluster('peer', 2000);
-    await deploy(local, 'mover', 2);
-    await waitFor('mover running on local', async () => running(local, 'mover') === 2, 30_000);
+    const { ns, k, local, peer, spec } = await migrationSetup('skmig-kill', 'mover', 2);
     const hw = highWater(peer, 'mover');
     // The first operator dies right after the target was scaled, before it could record that.
     let crashed = false;
@@ -318,13 +257,6 @@ describe('SheetMigration', () => {
         },
       },
     });
-    const spec = {
-      deployment: 'mover',
-      from: await memberOf(k, ns, local),
-      to: await memberOf(k, ns, peer),
-      pollSeconds: 1,
-      waitSeconds: 60,
-    };
     await k.create(SHEETMIGRATION, migration(ns, 'move', spec));
     await waitFor(
       'the first operator crashed after scaling the target',
