@@ -36,6 +36,9 @@ export interface TestOperatorOptions {
   /** Where the operator hears airs (a local relay). */
   airAddress?: (namespace: string, air: string, port: number) => { host: string; port: number };
   keySeed?: string;
+  /** Where the operator reaches a SheetCluster's apiserver (a local process), and shorter waits. */
+  sheetsAddress?: (namespace: string, cluster: string) => string;
+  sheetTiming?: { pollMs?: number; startGraceMs?: number; claimGraceMs?: number; secretRecheckMs?: number };
   /** Bind /metrics and probes on a free loopback port. */
   http?: boolean;
   /** Act as this kubeconfig's user (e.g. the chart's ServiceAccount, impersonated); default admin. */
@@ -57,6 +60,8 @@ export async function startOperator(o: TestOperatorOptions): Promise<Manager> {
     kubevirt: o.kubevirt,
     airAddress: o.airAddress,
     keySeed: o.keySeed,
+    sheetsAddress: o.sheetsAddress,
+    sheetTiming: o.sheetTiming,
     migration: o.migration,
     resyncMs: o.resyncMs ?? 0,
     metrics: o.http ? { host: '127.0.0.1', port: 0 } : undefined,

@@ -3,6 +3,7 @@ import { OberonAirKind } from './oberonair.ts';
 import { OberonKubeKind } from './oberonkube.ts';
 import { OberonMachineKind } from './oberonmachine.ts';
 import type { KindDefinition } from './schema.ts';
+import { SheetClusterKind } from './sheetcluster.ts';
 import { SheetFederationKind } from './sheetfederation.ts';
 import { SheetMigrationKind } from './sheetmigration.ts';
 
@@ -10,6 +11,7 @@ export const KINDS: readonly KindDefinition[] = [
   OberonAirKind,
   OberonMachineKind,
   OberonKubeKind,
+  SheetClusterKind,
   SheetFederationKind,
   SheetMigrationKind,
 ];

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { registerAirVerbs } from '../air/cli.ts';
+import { registerLabVerb } from '../console/lab.ts';
 import { registerSheetsBridgeVerbs } from '../sheets/bridge/cli.ts';
 import { registerSheetsControlPlaneVerbs } from '../sheets/ctl/verbs.ts';
 import { registerSheetsNodeVerbs } from '../sheets/node/cli.ts';
@@ -16,6 +17,7 @@ export function registerVerbs(program: Command): void {
   registerAirVerbs(program);
   registerDiskVerbs(program);
   registerKubeDiskVerbs(program);
+  registerLabVerb(program);
   registerMachineVerbs(program);
   registerOperatorVerbs(program);
   registerSheetsControlPlaneVerbs(program);

@@ -3,6 +3,7 @@ import { mergeRules, type PolicyRule, RUNTIME_RBAC } from '../runtime/rbac.ts';
 import { OBERONAIR_RBAC } from './oberonair.ts';
 import { OBERONKUBE_RBAC } from './oberonkube.ts';
 import { OBERONMACHINE_RBAC } from './oberonmachine.ts';
+import { SHEETCLUSTER_RBAC } from './sheetcluster.ts';
 import { SHEETFEDERATION_RBAC } from './sheetfederation.ts';
 import { SHEETMIGRATION_RBAC } from './sheetmigration.ts';
 
@@ -12,6 +13,7 @@ export function operatorRules(): PolicyRule[] {
     ...OBERONAIR_RBAC,
     ...OBERONMACHINE_RBAC,
     ...OBERONKUBE_RBAC,
+    ...SHEETCLUSTER_RBAC,
     ...SHEETFEDERATION_RBAC,
     ...SHEETMIGRATION_RBAC,
   ]);

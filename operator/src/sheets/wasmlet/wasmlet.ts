@@ -6,9 +6,9 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { WA, WasmRuntime } from '../node/runtimes/wasm.ts';
 import type { TabSchema } from '../store/schema.ts';
 import type { Row, Store } from '../store/types.ts';
-import { WA, WasmRuntime } from '../node/runtimes/wasm.ts';
 
 export const WASM_TAB: TabSchema = {
   name: 'Wasm',

@@ -14,7 +14,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SheetsEmulator } from '../google-emulator/server.ts';
 import { MemoryStore } from '../store/memory.ts';
 import { testAuth } from '../store/testing.ts';
-import { dataFrames, fromRow, LIMITS as FRAME_LIMITS, toRow, WIRE_HEADERS } from './frames.ts';
+import { dataFrames, LIMITS as FRAME_LIMITS, fromRow, toRow, WIRE_HEADERS } from './frames.ts';
 import { WireExpose, WireServe } from './relay.ts';
 import { GoogleTransport, StoreTransport } from './transport.ts';
 
