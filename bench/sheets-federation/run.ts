@@ -41,12 +41,8 @@ async function benchMigrate() {
   const peer = await startSheetCluster({ name: 'peer', cpuTotal: 4000, store: await xlsx('peer') });
   const flags = bridgeFlags(local, peer);
   const refAvailable = Boolean(REF && existsSync(REF));
-  await deploySleeper(local, 'mover', 2);
-  const runningOn = async (m: Member) =>
-    (await m.get('pods')).filter((p) => p.deployment === 'mover' && p.phase === 'Running').length;
-  while ((await runningOn(local.api)) < 2) await new Promise((r) => setTimeout(r, 200));
-
-  // status and sync: the reference's lines must be a prefix-equal subset of ours (we add lines).
+  // status and sync first, from the same state for both tools: the reference's lines must equal
+  // the first lines of ours (ours adds per-member lines after them).
   let statusSyncSame: boolean | null = null;
   if (refAvailable) {
     await deploySleeper(peer, 'only-on-peer', 0);
@@ -65,6 +61,11 @@ async function benchMigrate() {
     console.log({ refStatus, ourStatus, refSync, ourSync, statusSyncSame });
     for (const c of [local, peer]) await c.api.delete('only-on-peer');
   }
+
+  await deploySleeper(local, 'mover', 2);
+  const runningOn = async (m: Member) =>
+    (await m.get('pods')).filter((p) => p.deployment === 'mover' && p.phase === 'Running').length;
+  while ((await runningOn(local.api)) < 2) await new Promise((r) => setTimeout(r, 200));
 
   const ours: number[] = [];
   const reference: number[] = [];

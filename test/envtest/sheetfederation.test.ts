@@ -2,6 +2,7 @@
 // apiservers (signing on) and a real node agent each running real processes. The operator is
 // killed in the middle of a migration and a new one resumes it from status alone.
 import { afterEach, describe, expect, it } from 'vitest';
+import { SHEETCLUSTER } from '../../operator/src/controllers/sheetcluster.ts';
 import { SHEETFEDERATION } from '../../operator/src/controllers/sheetfederation.ts';
 import { SHEETMIGRATION } from '../../operator/src/controllers/sheetmigration.ts';
 import {
@@ -13,6 +14,7 @@ import {
 } from '../../operator/src/sheets/bridge/testkit.ts';
 import type { Row } from '../../operator/src/sheets/store/types.ts';
 import { freshNamespace } from './harness.ts';
+import { sheetCluster as sheetClusterObject } from './sheetcluster-kit.ts';
 import { CORE, type KubeObject, startOperator, testClient, waitFor } from './operator-harness.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read status fields of unstructured objects.
@@ -316,5 +318,77 @@ describe('SheetMigration', () => {
     expect(has(local, 'huge')).toBe(true);
     expect(has(local, 'never')).toBe(true);
     expect(has(peer, 'huge') || has(peer, 'never')).toBe(false);
+  }, 120_000);
+});
+
+describe('SheetFederation over two SheetClusters', () => {
+  it("finds each member's apiserver and Secrets through its SheetCluster and federates them", async () => {
+    const ns = await freshNamespace('skfed-sc');
+    const k = testClient();
+    // The SheetClusters' apiservers are ours in this process (no kubelet runs their pods here); the
+    // operator reaches a SheetCluster at the address the test gives, as it would reach its Service.
+    const servers = new Map<string, SheetClusterKit>();
+    await startOperator({
+      namespace: ns,
+      keySeed: 'skfed-sc-seed',
+      sheetsAddress: (_ns, cluster) => servers.get(cluster)?.url ?? 'http://127.0.0.1:9',
+    });
+    for (const name of ['east', 'west'])
+      await k.create(SHEETCLUSTER, sheetClusterObject(ns, name, { nodes: 1 }));
+    // The operator generated each cluster's token and signing key; its apiserver must use them.
+    const secret = async (name: string) => {
+      const s: Deep = await waitFor(`Secret ${name}`, () => k.getOrUndefined<Deep>(CORE.secret, ns, name));
+      const [entry] = Object.values(s.data as Record<string, string>);
+      return Buffer.from(entry, 'base64').toString('utf8').trim();
+    };
+    for (const name of ['east', 'west']) {
+      const c = await startSheetCluster({
+        name,
+        cpuTotal: 2000,
+        token: await secret(`rk-sheets-${name}-token`),
+        key: await secret(`rk-sheets-${name}-signing`),
+      });
+      closers.push(() => c.close());
+      servers.set(name, c);
+    }
+    const east = servers.get('east') as SheetClusterKit;
+    const west = servers.get('west') as SheetClusterKit;
+    await deploy(east, 'api', 1);
+    await k.create(SHEETFEDERATION, {
+      apiVersion: 'retrokube.io/v1alpha1',
+      kind: 'SheetFederation',
+      metadata: { name: 'fed', namespace: ns },
+      spec: {
+        members: [
+          { name: 'east', sheetCluster: 'east' },
+          { name: 'west', sheetCluster: 'west' },
+        ],
+        sync: { enabled: true, intervalSeconds: 5 },
+      },
+    } as KubeObject);
+    const st: Deep = await waitFor(
+      'both SheetClusters reachable and synced',
+      async () => {
+        const f: Deep = await k.get(SHEETFEDERATION, ns, 'fed');
+        return f.status?.members?.every((m: Deep) => m.reachable) && has(west, 'api') && f.status;
+      },
+      60_000,
+    );
+    expect(st.members.map((m: Deep) => m.name)).toEqual(['east', 'west']);
+    expect(st.services).toEqual([{ name: 'api', home: 'east', members: ['east', 'west'] }]);
+    // a member naming a SheetCluster that does not exist says so
+    await expect(
+      k.create(SHEETFEDERATION, {
+        apiVersion: 'retrokube.io/v1alpha1',
+        kind: 'SheetFederation',
+        metadata: { name: 'both', namespace: ns },
+        spec: {
+          members: [
+            { name: 'a', sheetCluster: 'east', url: 'http://x.example' },
+            { name: 'b', sheetCluster: 'west' },
+          ],
+        },
+      } as KubeObject),
+    ).rejects.toThrow(/give exactly one of url and sheetCluster/);
   }, 120_000);
 });

@@ -31,11 +31,13 @@ export async function startSheetCluster(o: {
   name: string;
   cpuTotal: number;
   store?: Store;
+  token?: string; // default: a fresh random one
+  key?: string;
 }): Promise<SheetClusterKit> {
   const store = o.store ?? new MemoryStore();
   const suffix = Math.random().toString(36).slice(2, 8);
-  const token = `${o.name}-token-${suffix}`;
-  const key = `${o.name}-key-${suffix}`;
+  const token = o.token ?? `${o.name}-token-${suffix}`;
+  const key = o.key ?? `${o.name}-key-${suffix}`;
   const server = await createApiServer({
     store,
     token,
