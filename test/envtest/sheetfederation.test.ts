@@ -14,8 +14,8 @@ import {
 } from '../../operator/src/sheets/bridge/testkit.ts';
 import type { Row } from '../../operator/src/sheets/store/types.ts';
 import { freshNamespace } from './harness.ts';
-import { sheetCluster as sheetClusterObject } from './sheetcluster-kit.ts';
 import { CORE, type KubeObject, startOperator, testClient, waitFor } from './operator-harness.ts';
+import { sheetCluster as sheetClusterObject } from './sheetcluster-kit.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read status fields of unstructured objects.
 type Deep = any;

@@ -1,8 +1,9 @@
 // For tests and benchmarks of the federation: a whole Sheeternetes cluster in this process — a real
 // apiserver with signing required, over any store, and one real node agent running process pods.
+
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { mkdtempSync } from 'node:fs';
 import { createApiServer } from '../apiserver/server.ts';
 import { NodeAgent } from '../node/agent.ts';
 import { MemoryStore } from '../store/memory.ts';
