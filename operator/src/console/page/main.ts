@@ -241,6 +241,8 @@ function main(backend: Backend): void {
     sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
     now: () => performance.now(),
   };
+  // For people (and tests) in the browser's console: what the page heard.
+  Object.assign(globalThis, { retrokubeRecords: () => records });
   let labBusy = false;
   const runLab = async (n: number): Promise<boolean> => {
     const lab = LABS.find((l) => l.n === n);
