@@ -38,6 +38,8 @@ export interface InjectOptions {
   /** Genuine assignments to only record before injecting starts. Default 0. */
   skip?: number;
   timeoutMs?: number;
+  /** Told once when nothing at all is heard for a few seconds (see openStation). */
+  onSilence?: (silenceMs: number) => void;
   onInject?: (e: { round: number; forgery: Forgery; raw: string }) => void;
 }
 
@@ -73,6 +75,7 @@ export async function runInjector(opts: InjectOptions): Promise<InjectResult> {
     host: opts.host,
     port: opts.port,
     helloIntervalMs: INJECT_LIMITS.HELLO_INTERVAL_MS,
+    onSilence: opts.onSilence,
     onDatagram: (msg) => {
       if (result.rounds >= rounds) return;
       const heard = new Uint8Array(msg);

@@ -39,6 +39,10 @@ export function registerUpVerbs(program: Command): void {
     .option('--no-sheets', 'with no FILE, do not run the sample Sheeternetes cluster alongside')
     .option('--console-port <port>', 'port of the web console on 127.0.0.1 (default: any free port)', port)
     .option('--no-console', 'serve no web console')
+    .option(
+      '--allow-process',
+      'the sample Sheeternetes nodes offer the process runtime (its web sample runs a command on this host)',
+    )
     .addHelpText(
       'after',
       `
@@ -60,6 +64,7 @@ Examples:
           sheets: boolean;
           consolePort?: number;
           console: boolean;
+          allowProcess?: boolean;
         },
       ) => {
         await runUp({
@@ -69,6 +74,7 @@ Examples:
           view: o.view,
           sheets: o.sheets,
           consolePort: o.console ? (o.consolePort ?? 0) : null,
+          allowProcess: Boolean(o.allowProcess),
         });
       },
     );

@@ -14,7 +14,16 @@ import { runUp as runSheetsUp } from '../sheets/local/up.ts';
 import { LocalCluster } from './cluster.ts';
 import { startUpControl } from './control.ts';
 import { type LocalKube, parseLocalFile, SAMPLE_YAML } from './spec.ts';
-import { readUpState, removeUpState, stateKey, type UpState, writeUpState } from './state.ts';
+import {
+  readUpState,
+  removeGivenKey,
+  removeUpState,
+  LIMITS as STATE_LIMITS,
+  stateKey,
+  type UpState,
+  writeGivenKey,
+  writeUpState,
+} from './state.ts';
 
 export const LIMITS = {
   redrawMs: 1000, // the live table is redrawn this often (the heartbeat period)
@@ -36,6 +45,8 @@ export interface UpOptions {
   sheets: boolean;
   /** Port of the web console on 127.0.0.1 (0 = any free port); null = no console. */
   consolePort?: number | null;
+  /** The sample Sheeternetes nodes offer the process runtime (named opt-in, `--allow-process`). */
+  allowProcess?: boolean;
   out?: (s: string) => void;
 }
 
@@ -73,6 +84,8 @@ export async function runUp(o: UpOptions): Promise<void> {
       `a cluster is already up in ${o.dir} (pid ${running.pid}); stop it with "retrokube down"`,
     );
   const key = spec.key ?? stateKey(o.dir);
+  // Where the air verbs (listen, inject) find the key of this cluster while it runs.
+  const keyFile = spec.key ? writeGivenKey(o.dir, spec.key) : join(o.dir, STATE_LIMITS.keyFile);
   const t0 = Date.now();
   out(`building the Kube disk (cached after the first run) ...`);
   const disk = await buildKubeDisk();
@@ -106,7 +119,7 @@ export async function runUp(o: UpOptions): Promise<void> {
   const state = (): UpState => ({
     pid: process.pid,
     control: control.url,
-    air: { port: cluster.relay.address.port, control: cluster.airControl },
+    air: { host: '127.0.0.1', port: cluster.relay.address.port, control: cluster.airControl, keyFile },
     cluster: spec.cluster,
     machines: cluster.machines().map(({ name, role, vnc, disk: d }) => ({ name, role, vnc, disk: d })),
     sheets: sheetsUrl ? { url: sheetsUrl } : undefined,
@@ -140,6 +153,7 @@ export async function runUp(o: UpOptions): Promise<void> {
       token: DEFAULT_TOKEN,
       waitSec: 0,
       detach: false,
+      allowProcess: o.allowProcess,
       out: (s) => {
         const m = /apiserver listening on (\S+)/.exec(s);
         if (m) resolveUrl(m[1]);
@@ -235,6 +249,7 @@ export async function runUp(o: UpOptions): Promise<void> {
     await control.close();
     await cluster.close();
     removeUpState(o.dir);
+    removeGivenKey(o.dir);
     out(`stopped; disks kept in ${o.dir}`);
   }
 }
