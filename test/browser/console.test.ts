@@ -190,6 +190,37 @@ describe.sequential('the web console of retrokube up, in chromium', () => {
     expect(done(v), JSON.stringify({ converged: v.converged, running: v.running })).toBe(true);
   });
 
+  it('two pages steer one cluster: a rollout raced by a power cut ends converged, both pages see it', async () => {
+    const other = await browser.context.newPage();
+    await other.goto(up.url);
+    await other.waitForSelector('#link.up', { timeout: 30_000 });
+    // Page 1 starts a rolling update through the command box; page 2 pulls node-a's plug at once.
+    await page.fill('#command', 'Kube.Apply web 4 Ticker');
+    await page.click('#command-form button');
+    await other.click('#machine-node-a button.power');
+    await page.waitForSelector('#machine-node-a.off', { timeout: 10_000 }); // page 1 sees page 2's action
+    expect(await page.locator('#notices').textContent()).toContain('node-a switched off');
+    await other.waitForTimeout(3000);
+    await other.click('#machine-node-a button.power');
+    await page.waitForSelector('#machine-node-a:not(.off)', { timeout: 30_000 });
+    const end = Date.now() + 180_000;
+    const done = (x: ClusterView) =>
+      x.converged &&
+      x.readyNodes === 2 &&
+      x.running === 4 &&
+      x.pods.every((p) => p.runningOn.length === 0 || p.image === 'Ticker');
+    let v = await view();
+    while (Date.now() < end && !done(v)) {
+      await new Promise((r) => setTimeout(r, 1000));
+      v = await view();
+    }
+    await shot(other, 'console-second-page');
+    await other.close();
+    expect(done(v), JSON.stringify({ converged: v.converged, ready: v.readyNodes, running: v.running })).toBe(
+      true,
+    );
+  });
+
   it('says clearly when the server goes away, and recovers when it returns', async () => {
     const port = Number(new URL(up.url).port);
     await stopUp(up);
