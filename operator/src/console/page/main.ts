@@ -186,13 +186,20 @@ function main(backend: Backend): void {
       flaps: n.flaps,
     }));
     $('nodes').replaceChildren(renderRows(nodes));
-    const pods = v.pods.map((p) => ({
+    // Pods neither assigned nor running are history (replaced by a rollout, scaled away).
+    const live = v.pods.filter((p) => p.assignedTo.length > 0 || p.runningOn.length > 0);
+    const pods = live.map((p) => ({
       pod: p.id,
       image: p.image ?? '?',
       assigned: p.assignedTo.join(', ') || '-',
       running: p.runningOn.join(', ') || '-',
     }));
-    $('pods').replaceChildren(renderRows(pods));
+    $('pods').replaceChildren(
+      renderRows(pods),
+      ...(live.length < v.pods.length
+        ? [el('p', {}, `${v.pods.length - live.length} earlier pods not shown`)]
+        : []),
+    );
     const c = v.counts;
     $('counts').textContent =
       `frames ${c.frames}: ok ${c.ok}, forged ${c.forged}, stale ${c.stale}, other cluster ${c.otherCluster}, malformed ${c.malformed}`;

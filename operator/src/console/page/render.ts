@@ -53,6 +53,7 @@ export function plotMetrics(rows: readonly Record<string, unknown>[]): Element {
     .slice(0, LIMITS.plotSeries)
     .map(([n, pts]) => [n, pts.slice(-LIMITS.plotPoints)] as const);
   const all = shown.flatMap(([, p]) => p);
+  svg.dataset.points = String(Math.max(0, ...shown.map(([, p]) => p.length)));
   if (all.length === 0) {
     const t = document.createElementNS(SVG, 'text');
     t.setAttribute('x', '10');
@@ -84,6 +85,15 @@ export function plotMetrics(rows: readonly Record<string, unknown>[]): Element {
     label.setAttribute('fill', `hsl(${hue} 70% 35%)`);
     label.textContent = `${name} (max ${Math.max(...pts.map((p) => p[1]))})`;
     svg.append(line, label);
+    // Samples come every 15 s: mark each, so the first ones show before there is a line.
+    for (const [t, v] of pts) {
+      const dot = document.createElementNS(SVG, 'circle');
+      dot.setAttribute('cx', (((t - t0) / (t1 - t0)) * (w - 10) + 5).toFixed(1));
+      dot.setAttribute('cy', (h - 5 - (v / v1) * (h - 10)).toFixed(1));
+      dot.setAttribute('r', '2');
+      dot.setAttribute('fill', `hsl(${hue} 70% 45%)`);
+      svg.append(dot);
+    }
   });
   return svg;
 }
