@@ -1,55 +1,32 @@
 // The console of `retrokube up` with the sample clusters: besides the Oberon cluster, the
 // Sheeternetes cluster running alongside shows as its tabs (live tables), its events and a plot of
 // its Metrics tab, read from the real apiserver over a real workbook, in Debian's chromium.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ARTIFACTS, type Browser, launch, shot } from './chromium.ts';
+import { startUp, stopUp, type Up } from './up-process.ts';
 
-const MAIN = join(import.meta.dirname, '../../operator/src/cli/main.ts');
 const dir = mkdtempSync(join(tmpdir(), 'retrokube-console-sheets-'));
-let up: ChildProcess;
-let url = '';
+let up: Up;
 let browser: Browser;
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  let log = '';
-  up = spawn(process.execPath, [MAIN, 'up', '--state', join(dir, 'state'), '--no-view', '--no-vnc'], {
-    env: { ...process.env, LOG_LEVEL: 'warn' },
-  });
-  url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`up did not start in 120 s:\n${log}`)), 120_000);
-    const seen = (b: Buffer): void => {
-      log += b.toString();
-      const m = /web console (\S+)/.exec(log);
-      if (m && log.includes('Sheeternetes apiserver')) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    };
-    up.stdout?.on('data', seen);
-    up.stderr?.on('data', seen);
-    up.on('exit', (code) => reject(new Error(`up exited (${code}):\n${log}`)));
-  });
+  up = await startUp(['--state', join(dir, 'state'), '--no-vnc'], 'Sheeternetes apiserver');
   browser = await launch();
 }, 180_000);
 
 afterAll(async () => {
   await browser?.close();
-  if (up && up.exitCode === null) {
-    const gone = new Promise((r) => up.once('exit', r));
-    up.kill('SIGTERM');
-    await gone;
-  }
+  if (up) await stopUp(up);
   rmSync(dir, { recursive: true, force: true });
 }, 60_000);
 
 it('shows the Sheeternetes tabs, events and a plot of the Metrics tab, live', async () => {
   const page = await browser.context.newPage();
-  await page.goto(url);
+  await page.goto(up.url);
   await page.waitForSelector('#sheets:not([hidden])', { timeout: 60_000 });
   // Pods scheduled by the sheet's scheduler onto the node agents show up in the pods table.
   await page.waitForFunction(
