@@ -9,6 +9,18 @@ const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
+/** A watcher that only polls when told to, with what it fed and warned. */
+function watching(path: string) {
+  const fed: string[] = [];
+  const warned: string[] = [];
+  const w = watchLiveCommands({
+    path,
+    feed: (t) => fed.push(t),
+    warn: (m) => warned.push(m),
+    pollMs: 60_000,
+  });
+  return { fed, warned, w };
+}
 function tempFile(): string {
   const d = mkdtempSync(join(tmpdir(), 'rk-live-'));
   dirs.push(d);
