@@ -45,14 +45,7 @@ describe('live commands for a running plane', () => {
 
   it('feeds everything at start, then each change, then a line that came back; waits for a missing file', async () => {
     const path = tempFile();
-    const fed: string[] = [];
-    const warned: string[] = [];
-    const w = watchLiveCommands({
-      path,
-      feed: (t) => fed.push(t),
-      warn: (m) => warned.push(m),
-      pollMs: 60_000,
-    });
+    const { fed, warned, w } = watching(path);
     try {
       await w.poll();
       expect(warned).toEqual([`${path} does not exist yet; waiting`]);
@@ -76,14 +69,7 @@ describe('live commands for a running plane', () => {
   it('refuses an oversized file whole and says so once', async () => {
     const path = tempFile();
     writeFileSync(path, `Kube.Apply web 1 Ticker\n${'#'.repeat(LIVE_LIMITS.maxFileBytes)}\n`);
-    const fed: string[] = [];
-    const warned: string[] = [];
-    const w = watchLiveCommands({
-      path,
-      feed: (t) => fed.push(t),
-      warn: (m) => warned.push(m),
-      pollMs: 60_000,
-    });
+    const { fed, warned, w } = watching(path);
     await w.poll();
     await w.poll();
     w.stop();
