@@ -6,6 +6,7 @@ import { defineConfig } from 'vitest/config';
 // - unit: needs nothing but Node;
 // - host: uses programs from Debian packages the set-up installs (files named *.host.test.ts);
 // - envtest: needs kube-apiserver and kine (hack/build-testbins.sh); its global setup starts them once;
+// - qemu: qemu-system-risc5 (qemu/build.sh) against the TS emulator, instruction by instruction;
 // - e2e: emulated Oberon machines on a real UDP air, judged from the air, in real time;
 // - cluster: a real node (hack/node-up.sh: kubelet, containerd, kube-proxy, CoreDNS) or any
 //   kubeconfig in RETROKUBE_CLUSTER_KUBECONFIG; the chart, the image and machine pods for real;
@@ -45,7 +46,7 @@ export default defineConfig({
         test: {
           // qemu-system-risc5 (qemu/build.sh) against the TS emulator; needs the QEMU build.
           name: 'qemu',
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 3 },
           include: ['test/qemu/**/*.test.ts'],
           testTimeout: 300_000,
           hookTimeout: 300_000,
@@ -55,7 +56,7 @@ export default defineConfig({
       {
         test: {
           name: 'e2e',
-          sequence: { groupOrder: 3 },
+          sequence: { groupOrder: 4 },
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 600_000,
           hookTimeout: 600_000,
@@ -65,7 +66,7 @@ export default defineConfig({
       {
         test: {
           name: 'cluster',
-          sequence: { groupOrder: 3 },
+          sequence: { groupOrder: 6 },
           include: ['test/cluster/**/*.test.ts'],
           globalSetup: ['test/cluster/global-setup.ts'],
           testTimeout: 600_000,
@@ -76,7 +77,7 @@ export default defineConfig({
       {
         test: {
           name: 'browser',
-          sequence: { groupOrder: 4 },
+          sequence: { groupOrder: 5 },
           include: ['test/browser/**/*.test.ts'],
           testTimeout: 900_000,
           hookTimeout: 300_000,

@@ -37,12 +37,12 @@ export function registerUpVerbs(program: Command): void {
     .option('--no-vnc', 'serve no VNC (less host CPU)')
     .option('--no-view', 'print progress lines instead of redrawing the live table')
     .option('--no-sheets', 'with no FILE, do not run the sample Sheeternetes cluster alongside')
-    .option('--console-port <port>', 'port of the web console on 127.0.0.1 (default: any free port)', port)
-    .option('--no-console', 'serve no web console')
     .option(
       '--allow-process',
       'the sample Sheeternetes nodes offer the process runtime (its web sample runs a command on this host)',
     )
+    .option('--console-port <port>', 'port of the web console on 127.0.0.1 (default: any free port)', port)
+    .option('--no-console', 'serve no web console')
     .addHelpText(
       'after',
       `
@@ -62,9 +62,9 @@ Examples:
           vnc: boolean;
           view: boolean;
           sheets: boolean;
+          allowProcess?: boolean;
           consolePort?: number;
           console: boolean;
-          allowProcess?: boolean;
         },
       ) => {
         await runUp({
@@ -73,8 +73,8 @@ Examples:
           vncBase: o.vnc ? (o.vncBase ?? 0) : null,
           view: o.view,
           sheets: o.sheets,
-          consolePort: o.console ? (o.consolePort ?? 0) : null,
           allowProcess: Boolean(o.allowProcess),
+          consolePort: o.console ? (o.consolePort ?? 0) : null,
         });
       },
     );
