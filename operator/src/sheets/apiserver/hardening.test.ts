@@ -7,6 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { rawRequest } from '../../util/http-guard.testkit.ts';
 import { DEFAULT_TOKEN } from '../default-token.ts';
 import { LIMITS as SHEET_LIMITS } from '../scheduler/model.ts';
+import { signRequest } from '../signing.ts';
+import { MemoryStore } from '../store/memory.ts';
 import { exposureProblem } from './server.ts';
 import { type Kit, startKit } from './testkit.ts';
 
@@ -132,4 +134,28 @@ describe('#17.1 serving beyond loopback needs a token of your own and signing', 
     );
     await expect(r).rejects.toThrow(/refusing to listen on 0.0.0.0 with the well-known default token/);
   }, 60_000);
+});
+
+describe('#17.11 a captured signed request is not accepted again after a restart', () => {
+  it('the restarted apiserver refuses what was signed before it started; new requests pass', async () => {
+    const KEY = 'replay-key';
+    const store = new MemoryStore();
+    let t = 1_000_000;
+    const a = await startKit({ store, signingKey: KEY, now: () => t });
+    t += 10;
+    const raw = JSON.stringify({ token: 'test-token', action: 'cordon', name: 'a' });
+    const captured = signRequest(KEY, raw, t);
+    expect((await a.post(null, { raw, headers: captured })).status).toBe(200);
+    expect((await a.post(null, { raw, headers: captured })).body).toMatchObject({
+      reason: 'replayed request',
+    });
+    await a.server.close(); // the store stays: a restart of the process
+    t += 5;
+    const b = await startKit({ store, signingKey: KEY, now: () => t });
+    kits.push(b);
+    const again = await b.post(null, { raw, headers: captured });
+    expect(again.status).toBe(401);
+    expect(again.body.reason).toMatch(/signed before the apiserver started/);
+    expect((await b.post(null, { raw, headers: signRequest(KEY, raw, t) })).status).toBe(200);
+  });
 });
