@@ -633,3 +633,62 @@ describe('RBAC of the chart, impersonating its ServiceAccount', () => {
     }
   });
 });
+
+describe('#17.8 namespaced mode (operator.watchNamespace), impersonating the ServiceAccount', () => {
+  it('the operator gets a Role in the watched namespace only: it writes there, nowhere else, and nothing cluster-wide but KubeVirt reads', async () => {
+    const release = await freshNamespace('chart-ns-rel');
+    const watched = await freshNamespace('chart-ns-watch');
+    const other = await freshNamespace('chart-ns-other');
+    const ms = await render({ 'operator.watchNamespace': watched }, { namespace: release, release });
+    expect(operatorContainer(ms).args).toContain(`--namespace=${watched}`);
+    // Cluster-wide: one read-only ClusterRole (the KubeVirt CR), no writes of any kind.
+    const clusterRoles = ms.filter((m) => m.kind === 'ClusterRole');
+    expect(clusterRoles).toHaveLength(1);
+    for (const r of clusterRoles[0]?.rules ?? [])
+      expect(r.verbs.every((v) => v === 'get' || v === 'list')).toBe(true);
+    const roles = ms.filter((m) => m.kind === 'Role');
+    expect(roles.map((r) => r.metadata?.namespace).sort()).toEqual([release, watched].sort());
+
+    const rbacKinds = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
+    const applied = await serverSideApply(
+      ms.filter((x) => rbacKinds.includes(x.kind ?? '')),
+      false,
+    );
+    expect(applied.stderr).toBe('');
+    const saName = only(ms, 'ServiceAccount').metadata?.name ?? '';
+    const sa = serviceAccountKubeConfig(release, saName);
+    const authz = sa.makeApiClient(AuthorizationV1Api);
+    const can = async (verb: string, group: string, resource: string, namespace?: string) =>
+      (
+        await authz.createSelfSubjectAccessReview({
+          body: { spec: { resourceAttributes: { verb, group, resource, namespace } } },
+        })
+      ).status?.allowed === true;
+    const writes: [string, string][] = [
+      ['apps', 'statefulsets'],
+      ['apps', 'deployments'],
+      ['batch', 'jobs'],
+      ['', 'services'],
+      ['', 'configmaps'],
+      ['', 'persistentvolumeclaims'],
+      ['retrokube.io', 'oberonmachines'],
+    ];
+    for (const [group, resource] of writes) {
+      for (const verb of ['create', 'update', 'patch', 'delete']) {
+        expect(
+          await can(verb, group, resource, watched),
+          `${verb} ${resource} in the watched namespace`,
+        ).toBe(true);
+        expect(await can(verb, group, resource, other), `${verb} ${resource} in another namespace`).toBe(
+          false,
+        );
+        expect(await can(verb, group, resource), `${verb} ${resource} cluster-wide`).toBe(false);
+      }
+    }
+    expect(await can('watch', 'retrokube.io', 'oberonkubes', watched)).toBe(true);
+    expect(await can('watch', 'retrokube.io', 'oberonkubes', other)).toBe(false);
+    expect(await can('get', '', 'secrets', watched)).toBe(false); // create only, as cluster-wide
+    expect(await can('create', '', 'secrets', other)).toBe(false);
+    expect(await can('list', 'kubevirt.io', 'kubevirts')).toBe(true);
+  });
+});

@@ -129,6 +129,22 @@ export const OberonMachineSpec = Type.Object(
         },
       ),
     ),
+    vnc: Type.Optional(
+      Type.Object(
+        {
+          expose: Type.Optional(
+            Type.Boolean({
+              default: false,
+              description:
+                'Pod runtime: serve VNC on the pod address (reachable through the Service, and by anyone the NetworkPolicy lets in). Default: loopback only, reached with `kubectl port-forward`.',
+            }),
+          ),
+        },
+        {
+          description: 'How the screen is served. VNC carries the screen, mouse and keyboard of the machine.',
+        },
+      ),
+    ),
     running: Type.Optional(
       Type.Boolean({ default: true, description: 'false halts the machine, keeping its disk.' }),
     ),

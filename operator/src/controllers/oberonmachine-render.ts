@@ -64,6 +64,8 @@ export interface MachineSettings {
   storageClass?: string;
   diskImage?: string;
   running: boolean;
+  /** Serve VNC on the pod address; default loopback (kubectl port-forward). */
+  vncExposed: boolean;
 }
 
 export interface OberonMachine extends KubeObject {
@@ -89,6 +91,7 @@ export function machineSettings(m: OberonMachine): MachineSettings {
     storageClass: s.disk?.storageClass,
     diskImage: s.disk?.image,
     running: s.running ?? MACHINE_DEFAULTS.running,
+    vncExposed: s.vnc?.expose ?? false,
   };
 }
 
@@ -166,7 +169,8 @@ export function renderPod(
     '--vnc',
     String(RENDER_LIMITS.vncPort),
     '--vnc-host',
-    '0.0.0.0',
+    // Loopback unless the user exposes it: `kubectl port-forward` reaches it inside the pod.
+    s.vncExposed ? '0.0.0.0' : '127.0.0.1',
     '--status-file',
     STATUS_FILE,
   ];
