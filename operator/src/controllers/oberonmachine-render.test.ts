@@ -17,7 +17,9 @@ const HOOK = fileURLToPath(new URL('./hook/onDefineDomain.py', import.meta.url))
 const python = spawnSync('python3', ['--version']).status === 0;
 // A developer machine without python3 skips the hook's process tests; CI must run them.
 if (!python && process.env.CI)
-  throw new Error('python3 is needed to test the onDefineDomain hook: install it (hack/ci-deps.sh does)');
+  throw new Error(
+    'python3 is needed to test the onDefineDomain hook: install it (the set-up of npm test does)',
+  );
 
 const plane: OberonMachine = {
   apiVersion: 'retrokube.io/v1alpha1',

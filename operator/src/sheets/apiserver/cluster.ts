@@ -231,7 +231,8 @@ export class Cluster {
     });
 
     // Pods tab: rewrite only when the set or order of pods changed, else update changed rows.
-    const rows = podRows(result.placements, before, o.report);
+    const policies = new Map(deployments.map((d) => [d.name, d.restartPolicy]));
+    const rows = podRows(result.placements, before, o.report, (d) => policies.get(d) ?? '');
     const sameShape =
       rows.length === podRowsBefore.length && rows.every((r, i) => text(podRowsBefore[i].name) === r.name);
     const events: EventRow[] = [];
@@ -438,7 +439,8 @@ export class Cluster {
         const r = tx.get('Pods', p.name);
         if (r) prev.set(p.name, r);
       }
-      for (const r of podRows(mine, prev, report)) {
+      const policyOf = (d: string) => cache.deployments.get(d)?.restartPolicy ?? '';
+      for (const r of podRows(mine, prev, report, policyOf)) {
         const b = prev.get(r.name);
         if (b && differs(b, r as unknown as Row)) tx.update('Pods', r.name, r as unknown as Row);
       }

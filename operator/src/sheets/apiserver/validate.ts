@@ -6,6 +6,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler';
 import type { ValueError } from '@sinclair/typebox/errors';
 import { isObjectName, LIMITS as NAME_LIMITS, nameProblem } from '../names.ts';
 import { parseKv, parseTaints, LIMITS as SHEET_LIMITS } from '../scheduler/model.ts';
+import { RESTART_POLICIES } from '../scheduler/phases.ts';
 import { formatPortSpecs, parsePorts } from '../scheduler/ports.ts';
 import { TABS } from '../store/schema.ts';
 import type { Row } from '../store/types.ts';
@@ -216,6 +217,17 @@ export function deploymentCells(obj: Record<string, unknown>): Row {
     out.secret_files = s;
   }
   if ('ports' in obj) out.ports = formatPortSpecs(parsePorts(obj.ports === null ? '' : obj.ports));
+  // The Kubernetes spelling is accepted too, so a pod spec's word can be pasted as it is.
+  const policyKey =
+    'restart_policy' in obj ? 'restart_policy' : 'restartPolicy' in obj ? 'restartPolicy' : '';
+  if (policyKey) {
+    const p = str(obj[policyKey], policyKey).trim();
+    if (p !== '' && !(RESTART_POLICIES as readonly string[]).includes(p))
+      throw new Error(
+        `${policyKey} ${JSON.stringify(p.slice(0, 32))} must be one of ${RESTART_POLICIES.join(', ')} (or empty for the reference behaviour: restart on every exit)`,
+      );
+    out.restart_policy = p;
+  }
   return out;
 }
 

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type ApiServer, createApiServer } from '../apiserver/server.ts';
 import { SheetsClient } from '../ctl/client.ts';
 import { digestOf, importImage, WASM_MEDIA_TYPE, wasmConfig } from '../images/sicf.ts';
-import { helloWasm } from '../images/wasm-hello.ts';
+import { helloWasm, tickerWasm } from '../images/wasm-hello.ts';
 import { MemoryStore } from '../store/memory.ts';
 import type { Store } from '../store/types.ts';
 import { type AgentOptions, NodeAgent, parsePorts, portsText } from './agent.ts';
@@ -260,6 +260,86 @@ describe('#17.6 names that are paths', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+// restart_policy: each phase transition of a pod, with real WASI modules that exit with a chosen
+// code, judged on the node's report and on the Pods row the apiserver writes from it.
+describe('restart policy and pod phases', () => {
+  async function run(policy: string, exitCode: number | 'forever', extra: Record<string, string> = {}) {
+    const { store, url } = await cluster();
+    const mod = exitCode === 'forever' ? tickerWasm('tick\n', 200, 50) : helloWasm('ran\n', exitCode);
+    await importImage(store, 'm:v1', [{ bytes: mod, mediaType: WASM_MEDIA_TYPE }], wasmConfig(digestOf(mod)));
+    await deploy(store, { name: 'job', image: 'sicf:m:v1', replicas: 1, restart_policy: policy, ...extra });
+    const a = await agent(url);
+    return { store, url, a };
+  }
+  const row = (store: Store) => store.get('Pods', 'job-1') ?? {};
+
+  it('OnFailure, exit 0: Running → Succeeded, not restarted, the exit code on the Pods row', async () => {
+    const { store, a } = await run('OnFailure', 0);
+    await until('Succeeded on the Pods row', () => row(store).phase === 'Succeeded');
+    expect(a.status()[0]).toMatchObject({ phase: 'Succeeded', exit_code: 0, restarts: 0 });
+    expect(a.status()[0].container_id).toMatch(/^wasm-/); // which run it was
+    await new Promise((r) => setTimeout(r, 600)); // several back-offs' worth: still not restarted
+    expect(readFileSync(a.logFile('job-1'), 'utf8')).toBe('ran\n');
+    expect(row(store)).toMatchObject({ phase: 'Succeeded', exit_code: 0, restarts: 0 });
+  });
+
+  it('Never, exit 3: Failed with its exit code, not restarted', async () => {
+    const { store, a } = await run('Never', 3);
+    await until('Failed on the Pods row', () => row(store).phase === 'Failed');
+    expect(row(store)).toMatchObject({ exit_code: 3, restarts: 0 });
+    expect(String(row(store).message)).toMatch(/exited with code 3; not restarted \(Never\)/);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(a.status()[0]).toMatchObject({ phase: 'Failed', restarts: 0 });
+  });
+
+  it('OnFailure, exit 3: CrashLoopBackOff with the reason while the back-off runs, then restarted', async () => {
+    const { store, a } = await run('OnFailure', 3);
+    await until('CrashLoopBackOff on the Pods row', () => row(store).phase === 'CrashLoopBackOff');
+    expect(String(row(store).message)).toMatch(/^back-off: exited with code 3; restarting in \d+s$/);
+    await until('restarted twice', () => (a.status()[0]?.restarts ?? 0) >= 2);
+  });
+
+  it('Always, exit 0: restarted (a long-running pod that ended is a crash), CrashLoopBackOff meanwhile', async () => {
+    const { store, a } = await run('Always', 0, {});
+    await until('restarted', () => (a.status()[0]?.restarts ?? 0) >= 2);
+    await until('CrashLoopBackOff on the Pods row', () => row(store).phase === 'CrashLoopBackOff');
+  });
+
+  it('no policy declared: the reference phases only (Pending while the restart waits), restarted on exit 0', async () => {
+    const { store, a } = await run('', 0);
+    await until('restarted', () => (a.status()[0]?.restarts ?? 0) >= 1);
+    expect(a.status()[0].phase).toBe('Pending');
+    await until('Pending with the reason on the Pods row', () =>
+      /restarting in/.test(String(row(store).message)),
+    );
+    expect(row(store).phase).toBe('Pending');
+  });
+
+  it('a long-running module stays Running and stops at once when scaled to zero', async () => {
+    const { store, url, a } = await run('Always', 'forever');
+    await until('Running on the Pods row', () => row(store).phase === 'Running');
+    const log = a.logFile('job-1');
+    await until(
+      'ticks in the log',
+      () => existsSync(log) && readFileSync(log, 'utf8').split('tick').length > 3,
+    );
+    expect(a.status()[0]).toMatchObject({ phase: 'Running', restarts: 0 });
+    const t = Date.now();
+    await new SheetsClient({ url, token: TOKEN }).post({ action: 'scale', name: 'job', replicas: 0 });
+    await until('stopped', () => a.status().length === 0);
+    expect(Date.now() - t).toBeLessThan(5_000);
+  });
+
+  it('a finished pod whose policy changes to Always is started again; Failed → CrashLoopBackOff → Running', async () => {
+    const { store, url, a } = await run('Never', 3);
+    await until('Failed', () => row(store).phase === 'Failed');
+    const ctl = new SheetsClient({ url, token: TOKEN });
+    await ctl.post({ action: 'apply', deployments: [{ name: 'job', restartPolicy: 'Always' }] });
+    await until('restarted', () => (a.status()[0]?.restarts ?? 0) >= 1);
+    expect(['CrashLoopBackOff', 'Running']).toContain(a.status()[0].phase);
   });
 });
 

@@ -1,6 +1,7 @@
 // Scheduler inputs parsed from sheet rows (spec §3.1). Parsing is lenient on purpose: a person's
 // odd cell must never stop the cluster; `apply` is where bad input is rejected.
 import { isObjectName, nameProblem } from '../names.ts';
+import { parseRestartPolicy, type RestartPolicy } from './phases.ts';
 import { type AssignedPort, type PortSpec, parseAssigned, parsePortsLenient } from './ports.ts';
 
 // What the scheduler takes from cells a person typed: the same caps as the apiserver's verbs, so a
@@ -39,6 +40,7 @@ export interface DeploymentIn {
   env: string;
   secretFiles: string;
   ports: PortSpec[];
+  restartPolicy: RestartPolicy;
 }
 
 export interface NodeIn {
@@ -143,6 +145,7 @@ export function deploymentFromRow(r: Row): DeploymentIn | null {
     env: text(r.env),
     secretFiles: text(r.secret_files),
     ports: parsePortsLenient(r.ports),
+    restartPolicy: parseRestartPolicy(r.restart_policy),
   };
 }
 
