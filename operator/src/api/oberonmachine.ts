@@ -148,6 +148,32 @@ export const OberonMachineSpec = Type.Object(
                 'Pod runtime: serve VNC on the pod address (reachable through the Service, and by anyone the NetworkPolicy lets in). Default: loopback only, reached with `kubectl port-forward`.',
             }),
           ),
+          passwordSecretRef: Type.Optional(
+            Type.Object(
+              {
+                name: Type.String({
+                  minLength: 1,
+                  maxLength: 253,
+                  pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
+                  description: 'Secret in the same namespace.',
+                }),
+                key: Type.Optional(
+                  Type.String({
+                    minLength: 1,
+                    maxLength: 253,
+                    pattern: '^[-._a-zA-Z0-9]+$',
+                    default: 'password',
+                    description:
+                      'Entry holding the password: 1-8 printable ASCII characters (default "password").',
+                  }),
+                ),
+              },
+              {
+                description:
+                  'Pod runtime: VNC viewers must give this password (RFB VNC Authentication). The kubelet reads the Secret for the machine; the operator never does.',
+              },
+            ),
+          ),
         },
         {
           description: 'How the screen is served. VNC carries the screen, mouse and keyboard of the machine.',
