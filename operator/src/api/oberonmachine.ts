@@ -26,25 +26,34 @@ export const NODE_NAME_PATTERN = '^[a-z0-9-]{1,6}$';
 export const CLUSTER_PATTERN = '^[a-z0-9-]{1,8}$';
 export const KEY_PATTERN = '^[0-9a-fA-F]{0,16}$';
 
-export const KeySecretRef = Type.Object(
-  {
-    name: Type.String({
-      minLength: 1,
-      maxLength: 253,
-      pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
-      description: 'Secret in the same namespace.',
-    }),
-    key: Type.Optional(
-      Type.String({
+/** A reference to one entry of a Secret in the same namespace (`key` defaults to `defaultKey`). */
+function secretEntryRef(defaultKey: string, entry: string, description: string) {
+  return Type.Object(
+    {
+      name: Type.String({
         minLength: 1,
         maxLength: 253,
-        pattern: '^[-._a-zA-Z0-9]+$',
-        default: 'key',
-        description: 'Entry of the Secret holding 0–16 hex digits (default "key").',
+        pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
+        description: 'Secret in the same namespace.',
       }),
-    ),
-  },
-  { description: 'The KubeNet key (0–16 hex digits) in a Secret; absent = the all-zero key.' },
+      key: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 253,
+          pattern: '^[-._a-zA-Z0-9]+$',
+          default: defaultKey,
+          description: `Entry of the Secret holding ${entry} (default "${defaultKey}").`,
+        }),
+      ),
+    },
+    { description },
+  );
+}
+
+export const KeySecretRef = secretEntryRef(
+  'key',
+  '0–16 hex digits',
+  'The KubeNet key (0–16 hex digits) in a Secret; absent = the all-zero key.',
 );
 
 export const OberonMachineSpec = Type.Object(
@@ -149,29 +158,10 @@ export const OberonMachineSpec = Type.Object(
             }),
           ),
           passwordSecretRef: Type.Optional(
-            Type.Object(
-              {
-                name: Type.String({
-                  minLength: 1,
-                  maxLength: 253,
-                  pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
-                  description: 'Secret in the same namespace.',
-                }),
-                key: Type.Optional(
-                  Type.String({
-                    minLength: 1,
-                    maxLength: 253,
-                    pattern: '^[-._a-zA-Z0-9]+$',
-                    default: 'password',
-                    description:
-                      'Entry holding the password: 1-8 printable ASCII characters (default "password").',
-                  }),
-                ),
-              },
-              {
-                description:
-                  'Pod runtime: VNC viewers must give this password (RFB VNC Authentication). The kubelet reads the Secret for the machine; the operator never does.',
-              },
+            secretEntryRef(
+              'password',
+              'the password: 1-8 printable ASCII characters',
+              'Pod runtime: VNC viewers must give this password (RFB VNC Authentication). The kubelet reads the Secret for the machine; the operator never does.',
             ),
           ),
         },
