@@ -53,7 +53,7 @@ function secretEntryRef(defaultKey: string, entry: string, description: string) 
 export const KeySecretRef = secretEntryRef(
   'key',
   '0–16 hex digits',
-  'The KubeNet key (0–16 hex digits) in a Secret; absent = the all-zero key.',
+  'The KubeNet key (0–16 hex digits, checked before use) in a Secret; absent = the all-zero key. Whoever may create this resource can have that Secret entry handed to a machine: treat that right like reading the Secret.',
 );
 
 export const OberonMachineSpec = Type.Object(
