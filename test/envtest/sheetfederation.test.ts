@@ -54,6 +54,15 @@ async function memberOf(k: ReturnType<typeof testClient>, ns: string, c: SheetCl
   };
 }
 
+function federation(ns: string, name: string, spec: Record<string, unknown>): KubeObject {
+  return {
+    apiVersion: 'retrokube.io/v1alpha1',
+    kind: 'SheetFederation',
+    metadata: { name, namespace: ns },
+    spec,
+  };
+}
+
 function migration(ns: string, name: string, spec: Record<string, unknown>): KubeObject {
   return {
     apiVersion: 'retrokube.io/v1alpha1',
@@ -96,16 +105,14 @@ describe('SheetFederation', () => {
     await deploy(local, 'web', 1, 250);
     await startOperator({ namespace: ns });
     const members = [await memberOf(k, ns, local), await memberOf(k, ns, peer)];
-    await k.create(SHEETFEDERATION, {
-      apiVersion: 'retrokube.io/v1alpha1',
-      kind: 'SheetFederation',
-      metadata: { name: 'fed', namespace: ns },
-      spec: {
+    await k.create(
+      SHEETFEDERATION,
+      federation(ns, 'fed', {
         members,
         sync: { enabled: true, intervalSeconds: 5 },
         stretched: [{ deployment: 'web', replicas: 6 }],
-      },
-    } as KubeObject);
+      }),
+    );
     const st: Deep = await waitFor(
       'members reported, sync done, web stretched and running',
       async () => {
@@ -150,19 +157,17 @@ describe('SheetFederation', () => {
     await deploy(local, 'api', 1);
     await startOperator({ namespace: ns });
     const good = await memberOf(k, ns, local);
-    await k.create(SHEETFEDERATION, {
-      apiVersion: 'retrokube.io/v1alpha1',
-      kind: 'SheetFederation',
-      metadata: { name: 'fed', namespace: ns },
-      spec: {
+    await k.create(
+      SHEETFEDERATION,
+      federation(ns, 'fed', {
         members: [
           good,
           { name: 'gone', url: 'http://127.0.0.1:1', tokenSecretRef: { name: 'local-creds', key: 'token' } },
           { name: 'nosecret', url: local.url, tokenSecretRef: { name: 'nope', key: 'token' } },
         ],
         sync: { enabled: true, intervalSeconds: 5 },
-      },
-    } as KubeObject);
+      }),
+    );
     const st: Deep = await waitFor('members judged', async () => {
       const f: Deep = await k.get(SHEETFEDERATION, ns, 'fed');
       return f.status?.members?.length === 3 && f.status;
@@ -354,18 +359,16 @@ describe('SheetFederation over two SheetClusters', () => {
     const east = servers.get('east') as SheetClusterKit;
     const west = servers.get('west') as SheetClusterKit;
     await deploy(east, 'api', 1);
-    await k.create(SHEETFEDERATION, {
-      apiVersion: 'retrokube.io/v1alpha1',
-      kind: 'SheetFederation',
-      metadata: { name: 'fed', namespace: ns },
-      spec: {
+    await k.create(
+      SHEETFEDERATION,
+      federation(ns, 'fed', {
         members: [
           { name: 'east', sheetCluster: 'east' },
           { name: 'west', sheetCluster: 'west' },
         ],
         sync: { enabled: true, intervalSeconds: 5 },
-      },
-    } as KubeObject);
+      }),
+    );
     const st: Deep = await waitFor(
       'both SheetClusters reachable and synced',
       async () => {
@@ -378,17 +381,15 @@ describe('SheetFederation over two SheetClusters', () => {
     expect(st.services).toEqual([{ name: 'api', home: 'east', members: ['east', 'west'] }]);
     // a member naming a SheetCluster that does not exist says so
     await expect(
-      k.create(SHEETFEDERATION, {
-        apiVersion: 'retrokube.io/v1alpha1',
-        kind: 'SheetFederation',
-        metadata: { name: 'both', namespace: ns },
-        spec: {
+      k.create(
+        SHEETFEDERATION,
+        federation(ns, 'both', {
           members: [
             { name: 'a', sheetCluster: 'east', url: 'http://x.example' },
             { name: 'b', sheetCluster: 'west' },
           ],
-        },
-      } as KubeObject),
+        }),
+      ),
     ).rejects.toThrow(/give exactly one of url and sheetCluster/);
   }, 120_000);
 });
