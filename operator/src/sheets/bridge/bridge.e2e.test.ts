@@ -87,6 +87,13 @@ describe('retrokube sheets bridge (two signed xlsx clusters with node agents)', 
     expect(deployments(peer).find((d) => d.name === 'shared')?.replicas).toBe(2);
     const again = JSON.parse((await bridge('sync', ...endpoints(), '-o', 'json')).stdout);
     expect(again).toMatchObject({ to_local: [], to_peer: [] });
+    // --push publishes every local row to the peer, overwriting same-named ones there
+    const push = await bridge('status', '--push', ...endpoints());
+    expect(push.stdout).toContain('[bridge] federated services:');
+    expect(push.stdout).toContain(
+      '[bridge] publishing local deployments to peer…\n   {"applied":["updated","updated","updated"]}',
+    );
+    expect(deployments(peer).find((d) => d.name === 'shared')?.replicas).toBe(1);
     for (const c of [local, peer]) await remove(c, 'api', 'db', 'shared');
     await until('no pods left', () => clusters().every((c) => c.store.rows('Pods').length === 0));
     await until('CPU released', () =>
