@@ -88,6 +88,7 @@ export class MachineRunner implements MachineScreen, MachineInput {
   private nextId = 1;
   private readonly pending = new Map<number, (msg: FromWorker) => void>();
   private bootedFlag = false;
+  private imageSent = false;
   private exited = false;
   private error: Error | null = null;
   leds = 0;
@@ -176,6 +177,7 @@ export class MachineRunner implements MachineScreen, MachineInput {
             return;
           case 'bootImage':
             keepBootImage(msg.image);
+            this.imageSent = true;
             return;
           case 'frame':
             this.lastFrame = msg.snap;
@@ -313,6 +315,13 @@ export class MachineRunner implements MachineScreen, MachineInput {
   }
   waitForBoot(timeoutMs: number = LIMITS.defaultWaitMs): Promise<void> {
     return this.waitFor(() => this.bootedFlag, timeoutMs, 'Oberon to boot');
+  }
+  /**
+   * Until this machine has given the process its boot image (or booted without one): machines
+   * started after that with the same disk start from it instead of booting (boot-image.ts).
+   */
+  waitForBootImage(timeoutMs: number = LIMITS.defaultWaitMs): Promise<void> {
+    return this.waitFor(() => this.imageSent || this.bootedFlag, timeoutMs, 'a boot image');
   }
   /** Until all queued input is consumed and Oberon idles. */
   waitForIdle(timeoutMs: number = LIMITS.defaultWaitMs): Promise<void> {

@@ -18,6 +18,7 @@ export const LIMITS = {
   quietFrameInstructions: 5_000, // an idle frame that ran at most this (Oberon.Loop alone: ~800) and drew nothing is quiet
   quietFramesToBackOff: 4, // quiet frames in a row before the sleep doubles
   frameMinMs: 40, // at most 25 pushed screen frames per second
+  radioWakeMs: 15, // a radio frame wakes a sleeping machine within this: frames of one burst share a wake (the radio's host queue keeps them 250 ms)
 } as const;
 
 const port = parentPort;
@@ -63,6 +64,7 @@ let lastFrameAt = 0;
 let bootedSent = false;
 let lastIdle = false;
 let timer: NodeJS.Timeout | null = null;
+let timerDue = 0; // performance.now() at which `timer` fires
 let immediate: NodeJS.Immediate | null = null;
 let credit = 0;
 let last = performance.now();
@@ -74,7 +76,19 @@ const virtualStart = performance.now();
 function schedule(ms: number): void {
   if (!running || timer !== null || immediate !== null) return;
   if (ms <= 0) immediate = setImmediate(slice);
-  else timer = setTimeout(slice, ms);
+  else {
+    timer = setTimeout(slice, ms);
+    timerDue = performance.now() + ms;
+  }
+}
+
+/** A radio frame arrived: run within LIMITS.radioWakeMs (sooner if already due sooner). */
+function wakeForFrame(): void {
+  if (timer === null || timerDue - performance.now() <= LIMITS.radioWakeMs) return;
+  wokenEarly = true;
+  clearTimeout(timer);
+  timer = null;
+  schedule(LIMITS.radioWakeMs);
 }
 
 /** Input or a radio frame arrived: run now instead of finishing the idle sleep. */
@@ -288,7 +302,7 @@ async function main(): Promise<void> {
       localPort: init.air.localPort,
       onFrame: (ch, payload) => {
         machine.radio.receive(ch, payload);
-        wake();
+        wakeForFrame();
       },
     });
     await air.start();
