@@ -18,6 +18,7 @@ export const LIMITS = {
   quietFrameInstructions: 5_000, // an idle frame that ran at most this (Oberon.Loop alone: ~800) and drew nothing is quiet
   quietFramesToBackOff: 4, // quiet frames in a row before the sleep doubles
   frameMinMs: 40, // at most 25 pushed screen frames per second
+  radioDrainMaxMs: 16, // with received frames unread, sleep at most this (or until Oberon's next task)
   radioWakeMs: 15, // a radio frame wakes a sleeping machine within this: frames of one burst share a wake (the radio's host queue keeps them 250 ms)
 } as const;
 
@@ -158,7 +159,11 @@ function slice(): void {
     // the beat, as before: a 10-ms radio poll need not run while no frame arrives).
     const due = machine.nextTaskDueMs();
     const untilDue = due === null ? 0 : Math.min(due - machine.timerMs(), LIMITS.idleSleepLongMs);
-    schedule(Math.max(idleSleep, untilDue));
+    // Received frames Oberon has not read yet (the chip holds 3; a burst waits in the host
+    // queue for at most 250 ms): wake when its radio task is due, not after the idle beat.
+    if (machine.radio.framesWaiting && machine.radio.listening)
+      schedule(Math.max(1, Math.min(untilDue, LIMITS.radioDrainMaxMs)));
+    else schedule(Math.max(idleSleep, untilDue));
   } else if (credit <= 0) schedule(Math.max(1, Math.ceil(-credit / MACHINE_LIMITS.instrPerMs)));
   else schedule(0);
 }
