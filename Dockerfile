@@ -10,14 +10,26 @@ COPY package.json package-lock.json ./
 # --ignore-scripts: no install scripts run at build time.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
+# --- disks: the base image (downloaded, sha256 checked) and the prebuilt Kube disk -----------------
+# A machine pod's seed container then finds both in the image: no network and no compile at run time.
+FROM deps AS disks
+COPY operator ./operator
+COPY images ./images
+ENV XDG_CACHE_HOME=/app/cache
+RUN node operator/src/cli/main.ts disk base && node operator/src/cli/main.ts disk build-kube
+
 # --- runtime ------------------------------------------------------------------------------------
+# hack/build-image.sh builds the same /app and config without Docker, reading this stage: keep its
+# instructions to ENV, WORKDIR, COPY, USER, ENTRYPOINT and CMD (test/cluster/image.test.ts checks).
 FROM node:24-slim AS runtime
-ENV NODE_ENV=production
+ENV NODE_ENV=production XDG_CACHE_HOME=/app/cache
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json LICENSE ./
 COPY crds ./crds
 COPY operator ./operator
+COPY images ./images
+COPY --from=disks /app/cache/retrokube ./cache/retrokube
 # The `node` user (uid 1000) of the official image; the chart runs with runAsUser 1000 too.
 USER 1000:1000
 ENTRYPOINT ["node", "operator/src/cli/main.ts"]

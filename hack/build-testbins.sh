@@ -6,9 +6,12 @@
 #                   helm falls back to `go build helm.sh/helm/v4/cmd/helm` when npm cannot deliver it
 # Output: ${XDG_CACHE_HOME:-$HOME/.cache}/retrokube/testbins/<version>/{kube-apiserver,kine,helm,kubectl}
 # Prints the folder on its last line. Idempotent: a binary already in the folder is not rebuilt.
-# Usage: hack/build-testbins.sh [--print-dir]   (--print-dir only prints the folder, builds nothing)
+# Usage: hack/build-testbins.sh [--print-dir|--check]   (--print-dir only prints the folder; --check exits 0
+#        when every binary is already built; neither builds anything)
 # Environment: RETROKUBE_TESTBINS_DIR overrides the folder; GOFLAGS/GOPROXY are honoured.
 set -euo pipefail
+# shellcheck source=hack/lib-gomod.sh
+source "$(dirname "$0")/lib-gomod.sh"
 
 K8S_VERSION=v1.34.4       # newest 1.34.x the proxy serves; kine v0.17.5 is tested against 1.34
 KINE_VERSION=v0.17.5
@@ -20,6 +23,10 @@ CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/retrokube"
 OUT="${RETROKUBE_TESTBINS_DIR:-$CACHE_ROOT/testbins/$STAMP}"
 WORK="$CACHE_ROOT/testbins-work"
 if [ "${1:-}" = "--print-dir" ]; then echo "$OUT"; exit 0; fi   # where the binaries are (or would be)
+if [ "${1:-}" = "--check" ]; then
+  for b in kube-apiserver kine helm kubectl; do [ -x "$OUT/$b" ] || exit 1; done
+  exit 0
+fi
 mkdir -p "$OUT" "$WORK"
 
 say() { echo "[build-testbins $(date +%H:%M:%S)] $*" >&2; }
@@ -43,45 +50,11 @@ fi
 if [ -x "$OUT/kube-apiserver" ]; then
   say "kube-apiserver: cached ($OUT/kube-apiserver)"
 else
+  say "kube-apiserver: k8s.io/kubernetes@$K8S_VERSION with a replace line per staging module; go mod tidy (downloads modules on a cold cache)"
   mod="$WORK/kube-apiserver-$K8S_VERSION"
-  mkdir -p "$mod"
-  say "kube-apiserver: reading k8s.io/kubernetes@$K8S_VERSION go.mod from the module proxy"
-  gomod=$(cd "$mod" && go mod download -json "k8s.io/kubernetes@$K8S_VERSION" |
-    sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
-  [ -f "$gomod" ] || { echo "build-testbins: could not download the go.mod of k8s.io/kubernetes@$K8S_VERSION" >&2; exit 1; }
-  # Every staging module is required at v0.0.0 and resolved by a local replace that the go command
-  # ignores outside the main module; map each to its published v0.X.Y (v1.34.4 -> v0.34.4).
-  staging_version="v0.${K8S_VERSION#v1.}"
-  staging=$( {
-    awk '$2 == "v0.0.0" && $1 ~ /^k8s\.io\// { print $1 }' "$gomod"
-    awk '$2 == "=>" && $3 ~ /^\.\/staging\// { print $1 }' "$gomod"
-  } | sort -u)
-  n=$(echo "$staging" | grep -c . || true)
-  [ "$n" -gt 10 ] || { echo "build-testbins: found only $n staging modules in $gomod; refusing to guess" >&2; exit 1; }
-  say "kube-apiserver: $n staging modules -> $staging_version"
-  go_line=$(awk '$1 == "go" { print $2; exit }' "$gomod")
-  {
-    echo "module local/retrokube-testbins"
-    echo
-    echo "go $go_line"
-    echo
-    echo "require k8s.io/kubernetes $K8S_VERSION"
-    echo
-    echo "replace ("
-    for m in $staging; do echo "	$m => $m $staging_version"; done
-    echo ")"
-  } >"$mod/go.mod"
-  cat >"$mod/tools.go" <<'EOF'
-//go:build tools
-
-package tools
-
-import _ "k8s.io/kubernetes/cmd/kube-apiserver"
-EOF
-  say "kube-apiserver: go mod tidy (downloads modules on a cold cache)"
-  (cd "$mod" && go mod tidy)
+  k8s_module "$mod" "$K8S_VERSION" local/retrokube-testbins k8s.io/kubernetes/cmd/kube-apiserver
   say "kube-apiserver: go build (slow on a cold cache: thousands of packages) ($(elapsed))"
-  ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2)"
+  ldflags=$(k8s_ldflags "$K8S_VERSION")
   (cd "$mod" && go build -trimpath -ldflags "$ldflags" -o "$OUT/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver)
   mv "$OUT/kube-apiserver.tmp" "$OUT/kube-apiserver"
   say "kube-apiserver: done ($(elapsed))"

@@ -185,7 +185,8 @@ function localPath(c: Container, mounts: LocalMounts, text: string): string {
 
 /**
  * The machine container's arguments as the kubelet would run them, on this host: paths under a
- * volume mount point at its local folder, $(RK_KEY) is expanded, the relay Service's address is a
+ * volume mount point at its local folder, $(RK_KEY) is expanded and $$(RK_KEY) becomes $(RK_KEY)
+ * (for `machine run` to expand from the env, localMachineEnv), the relay Service's address is a
  * local relay, and the VNC server stays off (no port to share between test machines).
  */
 export function localMachineArgs(
@@ -198,9 +199,19 @@ export function localMachineArgs(
     const a = given[i];
     if (a === '--vnc' || a === '--vnc-host') i++;
     else if (given[i - 1] === '--air' && o.relay !== undefined) args.push(o.relay);
-    else args.push(localPath(c, o.mounts, a.replaceAll('$(RK_KEY)', o.key ?? '')));
+    else args.push(localPath(c, o.mounts, kubeletExpand(a, o.key ?? '')));
   }
   return args;
+}
+
+/** The kubelet's $(VAR) expansion of RK_KEY, with "$$" escaping a reference. */
+function kubeletExpand(arg: string, key: string): string {
+  return arg.replace(/\$\$|\$\(RK_KEY\)/g, (m) => (m === '$$' ? '$' : key));
+}
+
+/** The machine container's environment on this host: the key Secret's value as RK_KEY. */
+export function localMachineEnv(key = ''): NodeJS.ProcessEnv {
+  return { ...process.env, RK_KEY: key };
 }
 
 /**

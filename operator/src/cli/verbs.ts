@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { registerAirVerbs } from '../air/cli.ts';
+import { registerLabVerb } from '../console/lab.ts';
 import { registerSheetsControlPlaneVerbs } from '../sheets/ctl/verbs.ts';
 import { registerSheetsNodeVerbs } from '../sheets/node/cli.ts';
 import { registerDiskVerbs } from './disk.ts';
@@ -13,6 +14,7 @@ export function registerVerbs(program: Command): void {
   registerAirVerbs(program);
   registerDiskVerbs(program);
   registerKubeDiskVerbs(program);
+  registerLabVerb(program);
   registerMachineVerbs(program);
   registerOperatorVerbs(program);
   registerSheetsControlPlaneVerbs(program);

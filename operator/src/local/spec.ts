@@ -175,8 +175,14 @@ export function parseLocalFile(text: string, file = 'FILE'): LocalKube {
     'memory',
     'storageClass',
     'loss',
-    'air',
   ];
+  // Accepting an air and then using another would be worse than saying no (issue 17 item 14).
+  if (spec.air !== undefined)
+    fail(
+      where,
+      'spec.air',
+      'is not used by "retrokube up": it runs its own air (a relay on loopback, its key in the state folder). Remove spec.air; set the loss with spec.loss or an OberonAir in the FILE, and join single machines to another relay with "retrokube machine run DISK --air HOST:PORT"',
+    );
   for (const f of Object.keys(spec))
     if (!known.includes(f))
       fail(where, `spec.${f}`, `is not an OberonKube field (known: ${known.join(', ')})`);

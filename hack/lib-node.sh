@@ -1,0 +1,117 @@
+# Sourced by hack/node-up.sh and hack/node-down.sh: where the test node lives and small helpers.
+
+R="${RETROKUBE_NODE_DIR:-/tmp/retrokube-node}"   # every file the node writes lives here
+BRIDGE=rknode0                # the pod bridge; also carries the node's address
+NODE_IP=10.244.0.1            # the bridge's address: API server, kubelet and pods' gateway
+POD_CIDR=10.244.0.0/24
+SERVICE_CIDR=10.96.0.0/24
+DNS_IP=10.96.0.10             # the kube-dns Service (CoreDNS)
+NODE_NAME=retrokube-node
+SOCK="$R/containerd.sock"
+CGROUP_PARENT=kubepods         # the kubelet's pod cgroups (cgroupfs driver), one per controller
+
+# Debian packages' commands the node needs; prints the missing ones.
+node_missing_prereqs() {
+  local c out=""
+  for c in containerd containerd-shim-runc-v2 runc ctr iptables conntrack openssl envsubst ss; do
+    command -v "$c" >/dev/null 2>&1 || out="$out $c"
+  done
+  for c in bridge host-local loopback; do [ -x "/usr/lib/cni/$c" ] || out="$out /usr/lib/cni/$c"; done
+  [ -x /bin/busybox ] || out="$out busybox(-static)"
+  echo "${out# }"
+}
+
+# A TCP port nothing listens on at ADDRESS (tests never take a fixed port).
+free_port() {
+  local addr=$1 p i
+  for i in $(seq 1 100); do
+    p=$((20000 + RANDOM % 40000))
+    [ -z "$(ss -Htln "sport = :$p")" ] && { echo "$p"; return 0; }
+  done
+  echo "no free port found on $addr" >&2
+  return 1
+}
+
+# start_proc NAME BIN ARGS...: in its own session, log to $R/logs/NAME.log, PID and binary recorded
+# (node-down stops only a PID whose executable is still that binary).
+start_proc() {
+  local name=$1 bin
+  shift
+  bin=$(command -v "$1")
+  shift
+  setsid "$bin" "$@" >"$R/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$R/pids/$name.pid"
+  echo "$bin" >"$R/pids/$name.exe"
+}
+
+# stop_proc NAME: SIGTERM, up to 10 s, then SIGKILL; only if /proc/PID/exe is the recorded binary.
+stop_proc() {
+  local name=$1 pid exe i
+  pid=$(cat "$R/pids/$name.pid" 2>/dev/null) || return 0
+  exe=$(cat "$R/pids/$name.exe" 2>/dev/null) || return 0
+  if [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$exe" ]; then
+    kill "$pid" 2>/dev/null || true
+    for i in $(seq 1 50); do
+      [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$exe" ] || break
+      sleep 0.2
+    done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$R/pids/$name.pid" "$R/pids/$name.exe"
+}
+
+# wait_until SECONDS CMD...: runs CMD every 0.5 s until it succeeds; fails after SECONDS.
+wait_until() {
+  local limit=$1 end
+  shift
+  end=$(($(date +%s) + limit))
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$end" ] || return 1
+    sleep 0.5
+  done
+}
+
+kubeconfig_for() {
+  local server=$1 ca=$2 token=$3
+  cat <<K
+apiVersion: v1
+kind: Config
+clusters: [{name: retrokube-node, cluster: {server: "$server", certificate-authority: "$ca"}}]
+users: [{name: admin, user: {token: "$token"}}]
+contexts: [{name: retrokube-node, context: {cluster: retrokube-node, user: admin, namespace: default}}]
+current-context: retrokube-node
+K
+}
+
+# Image names carry the node binaries' stamp, so new binaries mean new images.
+nodebins_tag() { basename "$1" | sha256sum | cut -c1-12; }
+PAUSE_IMAGE_NAME=localhost/retrokube-pause
+addons_image() { echo "localhost/retrokube-node-addons:$(nodebins_tag "$1")"; }
+
+# node_images NODEBINS_DIR OUT_DIR: the sandbox image (our pause) and the add-ons image (CoreDNS,
+# local-path-provisioner, busybox for the provisioner's helper pods), built once next to the binaries.
+node_images() {
+  local nb=$1 out=$2 root
+  mkdir -p "$out"
+  if [ ! -s "$nb/pause.oci.tar" ]; then
+    root=$(mktemp -d)
+    cp "$nb/pause" "$root/pause"
+    oci_layer "$root" "$root.tar"
+    oci_archive "$root.tar" "$nb/pause.oci.tar" "$PAUSE_IMAGE_NAME:$(nodebins_tag "$nb")" '{"Entrypoint":["/pause"]}' >/dev/null
+    rm -rf "$root" "$root.tar"
+  fi
+  if [ ! -s "$nb/addons.oci.tar" ]; then
+    root=$(mktemp -d)
+    mkdir -p "$root/bin" "$root/tmp" "$root/etc"
+    cp "$nb/coredns" "$nb/local-path-provisioner" "$root/"
+    cp /bin/busybox "$root/bin/busybox"
+    local a
+    for a in sh mkdir rm rmdir ls cat sleep test; do ln -s busybox "$root/bin/$a"; done
+    oci_layer "$root" "$root.tar"
+    oci_archive "$root.tar" "$nb/addons.oci.tar" "$(addons_image "$nb")" \
+      '{"Env":["PATH=/bin"],"Entrypoint":["/bin/sh"]}' >/dev/null
+    rm -rf "$root" "$root.tar"
+  fi
+  ln -sf "$nb/pause.oci.tar" "$out/pause.oci.tar"
+  ln -sf "$nb/addons.oci.tar" "$out/addons.oci.tar"
+}

@@ -1,0 +1,135 @@
+// vitest globalSetup of the `cluster` project: a real cluster for the whole run.
+//   RETROKUBE_CLUSTER_KUBECONFIG set: use that cluster (any kubeconfig: kind, the node of
+//     hack/node-up.sh started by hand, a real cluster); the product image must already be there
+//     under RETROKUBE_CLUSTER_IMAGE (hack/kind-e2e.sh loads it), else the image is built and its
+//     name taken from the archive (a node of hack/node-up.sh gets it imported).
+//   otherwise: hack/build-image.sh + hack/node-up.sh here, hack/node-down.sh afterwards
+//     (RETROKUBE_NODE_KEEP=1 leaves the node running for a post-mortem).
+// A node that cannot start fails the suite under CI=true; elsewhere (not root, no binaries) the
+// suite prints one line saying why it did not run and how to start the node, and every test
+// reports itself skipped.
+// Provides (read through test/cluster/harness.ts): clusterKubeconfig, clusterImage, clusterSkip,
+// clusterTools, clusterNode.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { locateTestBins, REPO_ROOT } from '../envtest/control-plane.ts';
+
+export interface ClusterTools {
+  kubectl: string;
+  helm: string;
+}
+
+/** Facts about a node of hack/node-up.sh (undefined for any other cluster). */
+export interface ClusterNodeInfo {
+  dir: string;
+  containerdSocket: string;
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    clusterKubeconfig: string;
+    clusterImage: string;
+    clusterSkip: string;
+    clusterTools: ClusterTools;
+    clusterNode: ClusterNodeInfo | undefined;
+  }
+}
+
+const HACK = join(REPO_ROOT, 'hack');
+const NODE_DIR = process.env.RETROKUBE_NODE_DIR ?? '/tmp/retrokube-node';
+
+function script(name: string, args: string[] = [], env: NodeJS.ProcessEnv = process.env): string {
+  // Progress goes to the terminal (stderr inherited); the path is the last line of stdout.
+  const out = execFileSync('bash', [join(HACK, name), ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env,
+  });
+  return out.trim().split('\n').pop() ?? '';
+}
+
+/** The image name inside an OCI archive of hack/build-image.sh. */
+export function imageNameOf(archive: string): string {
+  const index = execFileSync('tar', ['-xOf', archive, 'index.json'], { encoding: 'utf8' });
+  const name = JSON.parse(index).manifests?.[0]?.annotations?.['io.containerd.image.name'];
+  if (typeof name !== 'string') throw new Error(`${archive}: no image name in index.json`);
+  return name;
+}
+
+function importImage(node: ClusterNodeInfo, archive: string): void {
+  const r = spawnSync('ctr', ['-a', node.containerdSocket, '-n', 'k8s.io', 'images', 'import', archive], {
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) throw new Error(`ctr images import ${archive}: ${r.stderr}`);
+}
+
+function skipOrFail(project: TestProject, reason: string): void {
+  if (process.env.CI === 'true') throw new Error(`cluster: ${reason}`);
+  console.log(`[cluster] not run: ${reason}`);
+  project.provide('clusterSkip', reason);
+}
+
+export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
+  const bins = locateTestBins();
+  project.provide('clusterTools', { kubectl: bins.kubectl, helm: bins.helm });
+  project.provide('clusterSkip', '');
+  project.provide('clusterNode', undefined);
+  const given = process.env.RETROKUBE_CLUSTER_KUBECONFIG;
+  if (given) {
+    if (!existsSync(given)) {
+      throw new Error(`cluster: RETROKUBE_CLUSTER_KUBECONFIG=${given} does not exist`);
+    }
+    project.provide('clusterKubeconfig', given);
+    const node = existsSync(join(NODE_DIR, 'kubeconfig'))
+      ? { dir: NODE_DIR, containerdSocket: join(NODE_DIR, 'containerd.sock') }
+      : undefined;
+    let image = process.env.RETROKUBE_CLUSTER_IMAGE;
+    if (!image) {
+      const archive = script('build-image.sh');
+      image = imageNameOf(archive);
+      if (node && readFileSync(given, 'utf8') === readFileSync(join(NODE_DIR, 'kubeconfig'), 'utf8'))
+        importImage(node, archive);
+    }
+    project.provide('clusterImage', image);
+    project.provide('clusterNode', node);
+    console.log(`[cluster] using ${given}, image ${image}`);
+    return undefined;
+  }
+
+  if (process.getuid?.() !== 0) {
+    skipOrFail(
+      project,
+      'the real node needs root (containerd, mounts, a bridge); start it with `sudo bash hack/node-up.sh` and run with RETROKUBE_CLUSTER_KUBECONFIG=/tmp/retrokube-node/kubeconfig',
+    );
+    return undefined;
+  }
+  const t0 = Date.now();
+  let archive: string;
+  let kubeconfig: string;
+  try {
+    archive = script('build-image.sh');
+    kubeconfig = script('node-up.sh');
+  } catch (err) {
+    skipOrFail(
+      project,
+      `the node did not start (${(err as Error).message.split('\n')[0]}); see the lines above, fix, then run bash hack/node-up.sh`,
+    );
+    return undefined;
+  }
+  const node = { dir: NODE_DIR, containerdSocket: join(NODE_DIR, 'containerd.sock') };
+  importImage(node, archive);
+  const image = imageNameOf(archive);
+  project.provide('clusterKubeconfig', kubeconfig);
+  project.provide('clusterImage', image);
+  project.provide('clusterNode', node);
+  console.log(`[cluster] node up with image ${image} in ${Math.round((Date.now() - t0) / 1000)} s`);
+  return async () => {
+    if (process.env.RETROKUBE_NODE_KEEP) {
+      console.log(`[cluster] node left running (RETROKUBE_NODE_KEEP): ${kubeconfig}`);
+      return;
+    }
+    script('node-down.sh');
+  };
+}
