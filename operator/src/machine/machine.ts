@@ -197,6 +197,9 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
   private external = false;
   private inputEver = false;
   private capturing: number[] | null = null;
+  /** While recording: the block reads before the current run, and a state buffer to reuse. */
+  private readsBefore = 0;
+  private spareImage: BootImage | null = null;
   /** The boot image this boot recorded (once final), for the next machine like this one. */
   bootImage: BootImage | null = null;
   /** True when this boot started from a boot image. */
@@ -287,6 +290,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     this.bootImage = null;
     this.restored = false;
     this.capturing = null;
+    this.spareImage = null;
     this.disk.readLog = null;
     this.virtualClock = false;
     if (this.imageCandidates !== null) {
@@ -307,8 +311,15 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     return `${this.memBytes} ${this.displayStart} ${this.width}x${this.height} ${this.customDisplay} ${this.switches} ${rom}`;
   }
 
-  private saveBoot(reads: number[]): BootImage {
+  /** The state now; `reuse` (an earlier, discarded state) lends its RAM buffer. */
+  private saveBoot(reads: number[], reuse: BootImage | null = null): BootImage {
     const cpu = this.cpu;
+    const ramNow = new Uint8Array(cpu.mem.buffer, cpu.mem.byteOffset, this.memBytes);
+    let ram: Uint8Array;
+    if (reuse !== null && reuse.ram.length === this.memBytes) {
+      ram = reuse.ram;
+      ram.set(ramNow);
+    } else ram = ramNow.slice();
     return {
       key: this.bootKey(),
       reads,
@@ -324,7 +335,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
         R: cpu.R.slice(),
         fbVersion: cpu.fbVersion,
       },
-      ram: new Uint8Array(cpu.mem.buffer, cpu.mem.byteOffset, this.memBytes).slice(),
+      ram,
       devices: {
         leds: this.leds,
         ledHistory: [...this.ledHistory],
@@ -430,9 +441,15 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     if (reads === null) return;
     let image: BootImage | null = null;
     if (this.disk.writes > 0 || reads.length > IMAGE_LIMITS.maxReads) image = null;
-    else if (this.external) image = before;
-    else if (this.booted) image = this.saveBoot([...reads]);
-    else return;
+    else if (this.external) {
+      image = before;
+      if (image !== null) image.reads = reads.slice(0, this.readsBefore);
+    } else if (this.booted) image = this.saveBoot([...reads]);
+    else {
+      this.spareImage = before; // its buffers serve the next run's state
+      return;
+    }
+    this.spareImage = null;
     this.capturing = null;
     this.disk.readLog = null;
     if (image === null) return;
@@ -570,7 +587,11 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     this.pumpInput();
     // While a boot image is being recorded, the state before each run is the candidate: it is
     // final if something from outside reaches the machine during the run.
-    const before = this.capturing !== null && !this.external ? this.saveBoot([...this.capturing]) : null;
+    let before: BootImage | null = null;
+    if (this.capturing !== null && !this.external) {
+      before = this.saveBoot([], this.spareImage);
+      this.readsBefore = this.capturing.length;
+    }
     const executed = this.cpu.run(n);
     const idle = this.idleHit;
     if (idle && this.clock === 'deterministic') {
