@@ -30,8 +30,7 @@
 // - The disk is a DiskImage (sd-card.ts) over a Buffer; give it an onWrite hook to write
 //   through to a file. The machine never opens files itself.
 
-import { createHash } from 'node:crypto';
-import { type BootImage, blocksHash, LIMITS as IMAGE_LIMITS } from './boot-image.ts';
+import { type BootImage, blocksData, fnv64, LIMITS as IMAGE_LIMITS, sameBlocks } from './boot-image.ts';
 import { bootRom } from './boot-rom.ts';
 import { type IoBus, Risc5 } from './cpu.ts';
 import { type AirPort, Nrf24 } from './nrf24.ts';
@@ -323,6 +322,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     return {
       key: this.bootKey(),
       reads,
+      readData: new Uint8Array(0),
       readsHash: '',
       instructions: cpu.instructions,
       skipped: this.skipped,
@@ -361,17 +361,16 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
    */
   stateDigest(): string {
     const img = this.saveBoot([]);
-    const h = createHash('sha256');
-    h.update(img.ram);
-    h.update(new Uint8Array(img.cpu.R.buffer));
-    h.update(new Uint8Array(img.devices.sd.tx.buffer));
-    h.update(new Uint8Array(img.devices.sd.rx.buffer));
-    h.update(img.devices.sd.cmd);
-    h.update(this.radio.regs);
     const { R: _r, ...cpu } = img.cpu;
     const { sd, ...devices } = img.devices;
     const { tx: _tx, rx: _rx, cmd: _cmd, ...sdRest } = sd;
-    h.update(
+    return fnv64([
+      img.ram,
+      new Uint8Array(img.cpu.R.buffer),
+      new Uint8Array(sd.tx.buffer),
+      new Uint8Array(sd.rx.buffer),
+      sd.cmd,
+      this.radio.regs,
       JSON.stringify({
         instructions: img.instructions,
         cycles: this.cycles,
@@ -382,14 +381,13 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
         serial: [this.serialPos, this.serialIn.length, this.serialOutTotal],
         input: [this.input.length, this.keyFifo.length, this.mouseState],
       }),
-    );
-    return h.digest('hex');
+    ]);
   }
 
   /** Start from the image if it fits this machine and disk; false (nothing changed) otherwise. */
   private restoreBoot(image: BootImage): boolean {
     if (image.key !== this.bootKey() || image.ram.length !== this.memBytes) return false;
-    if (blocksHash(this.disk, image.reads) !== image.readsHash) return false;
+    if (!sameBlocks(this.disk, image)) return false;
     const cpu = this.cpu;
     new Uint8Array(cpu.mem.buffer, cpu.mem.byteOffset, this.memBytes).set(image.ram);
     cpu.flushCode();
@@ -453,7 +451,8 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     this.capturing = null;
     this.disk.readLog = null;
     if (image === null) return;
-    image.readsHash = blocksHash(this.disk, image.reads);
+    image.readData = blocksData(this.disk, image.reads);
+    image.readsHash = fnv64([new Uint8Array(Int32Array.from(image.reads).buffer), image.readData]);
     this.bootImage = image;
   }
 

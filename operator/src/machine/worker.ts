@@ -181,7 +181,7 @@ function publish(): void {
   const image = machine.bootImage;
   if (image !== null) {
     machine.bootImage = null; // sent once, to the runner's cache
-    post({ t: 'bootImage', image }, [image.ram.buffer as ArrayBuffer]);
+    post({ t: 'bootImage', image }, [image.ram.buffer as ArrayBuffer, image.readData.buffer as ArrayBuffer]);
   }
   if (!bootedSent && machine.booted) {
     bootedSent = true;
