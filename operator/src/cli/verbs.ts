@@ -1,12 +1,16 @@
 import type { Command } from 'commander';
 import { registerAirVerbs } from '../air/cli.ts';
 import { registerLabVerb } from '../console/lab.ts';
+import { registerSheetsBridgeVerbs } from '../sheets/bridge/cli.ts';
 import { registerSheetsControlPlaneVerbs } from '../sheets/ctl/verbs.ts';
 import { registerSheetsNodeVerbs } from '../sheets/node/cli.ts';
+import { registerWasmletVerb } from '../sheets/wasmlet/cli.ts';
+import { registerSheetsWireVerbs } from '../sheets/wire/cli.ts';
 import { registerDiskVerbs } from './disk.ts';
 import { registerKubeDiskVerbs } from './kube-disk.ts';
 import { registerMachineVerbs } from './machine.ts';
 import { registerOperatorVerbs } from './operator.ts';
+import { registerRolloutVerbs } from './rollout.ts';
 import { registerUpVerbs } from './up.ts';
 
 // Each area of the project adds its verbs here, one line each, so main.ts stays small.
@@ -17,7 +21,11 @@ export function registerVerbs(program: Command): void {
   registerLabVerb(program);
   registerMachineVerbs(program);
   registerOperatorVerbs(program);
+  registerRolloutVerbs(program);
   registerSheetsControlPlaneVerbs(program);
   registerSheetsNodeVerbs(program);
+  registerSheetsBridgeVerbs(program);
+  registerSheetsWireVerbs(program);
+  registerWasmletVerb(program);
   registerUpVerbs(program);
 }

@@ -153,8 +153,13 @@ export function parseLocalFile(text: string, file = 'FILE'): LocalKube {
       secrets.set(name as string, o);
       return;
     }
+    if (kind === 'SheetCluster') return; // run beside the OberonKube (local/sheets.ts reads it)
     if (kind !== 'OberonKube' && kind !== 'OberonAir')
-      fail(where, 'kind', `"${String(kind)}" is not known here; use OberonKube, OberonAir or Secret`);
+      fail(
+        where,
+        'kind',
+        `"${String(kind)}" is not known here; use OberonKube, OberonAir, SheetCluster or Secret`,
+      );
     if (o.apiVersion !== API_VERSION) fail(where, 'apiVersion', `must be ${API_VERSION}`);
     (kind === 'OberonKube' ? kubes : airs).push(o);
   });

@@ -13,6 +13,7 @@ import { renderTable } from '../sheets/ctl/table.ts';
 import { runUp as runSheetsUp } from '../sheets/local/up.ts';
 import { LocalCluster } from './cluster.ts';
 import { startUpControl } from './control.ts';
+import { type LocalSheets, parseSheetsFile, type RunningSheets, startLocalSheets } from './sheets.ts';
 import { type LocalKube, parseLocalFile, SAMPLE_YAML } from './spec.ts';
 import {
   readUpState,
@@ -65,19 +66,53 @@ async function readSheets(c: SheetsClient): Promise<SheetsTabs> {
 }
 
 export function loadSpec(file?: string): LocalKube {
-  if (!file) return parseLocalFile(SAMPLE_YAML, 'the sample cluster');
+  const f = loadFile(file);
+  if (!f.kube) throw new Error(`${file} holds no OberonKube`);
+  return f.kube;
+}
+
+/** The FILE's OberonKube and SheetCluster (either may be absent, not both); default: the sample. */
+export function loadFile(file?: string): { kube: LocalKube | null; sheets: LocalSheets | null } {
+  if (!file) return { kube: parseLocalFile(SAMPLE_YAML, 'the sample cluster'), sheets: null };
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (e) {
     throw new Error(`cannot read ${file}: ${(e as Error).message}`);
   }
-  return parseLocalFile(text, file);
+  const sheets = parseSheetsFile(text, file);
+  const hasKube = /^kind:\s*OberonKube\s*$/m.test(text);
+  if (!sheets || hasKube) return { kube: parseLocalFile(text, file), sheets };
+  return { kube: null, sheets };
+}
+
+/** A FILE with only a SheetCluster: its apiserver and agents, the tables until Ctrl-C. */
+async function runSheetsOnly(sheets: LocalSheets, o: UpOptions, out: (s: string) => void): Promise<void> {
+  const running = await startLocalSheets(sheets, { dir: o.dir, seed: stateKey(o.dir), out });
+  out(`retrokube skctl --server ${running.url} --token <token> get pods   (Ctrl-C stops the cluster)`);
+  const show = async () => {
+    const [n, p] = await Promise.all([running.client.get('nodes'), running.client.get('pods')]);
+    out(`${renderTable('nodes', n)}\n${renderTable('pods', p)}`);
+  };
+  const timer = setInterval(
+    () => void show().catch((e: Error) => out(`(sheets not answering: ${e.message})`)),
+    LIMITS.summaryMs,
+  );
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+  clearInterval(timer);
+  out('stopping the SheetCluster ...');
+  await running.stop();
+  out(`stopped; the workbook stays in ${o.dir}`);
 }
 
 export async function runUp(o: UpOptions): Promise<void> {
   const out = o.out ?? ((s: string) => void process.stdout.write(s.endsWith('\n') ? s : `${s}\n`));
-  const spec = loadSpec(o.file);
+  const file = loadFile(o.file);
+  if (!file.kube && file.sheets) return runSheetsOnly(file.sheets, o, out);
+  const spec = file.kube as LocalKube;
   const running = readUpState(o.dir);
   if (running)
     throw new Error(
@@ -141,7 +176,14 @@ export async function runUp(o: UpOptions): Promise<void> {
   let sheetsClient: SheetsClient | null = null;
   let sheetsTables = '';
   let sheetsDone: Promise<unknown> = Promise.resolve();
-  if (o.sheets && !o.file) {
+  let fileSheets: RunningSheets | undefined;
+  if (file.sheets) {
+    // The FILE's SheetCluster beside its OberonKube, as the operator would run both.
+    fileSheets = await startLocalSheets(file.sheets, { dir: o.dir, seed: stateKey(o.dir), out });
+    sheetsUrl = fileSheets.url;
+    sheetsClient = fileSheets.client;
+    writeUpState(o.dir, state());
+  } else if (o.sheets && !o.file) {
     let resolveUrl!: (u: string) => void;
     const urlKnown = new Promise<string>((r) => {
       resolveUrl = r;
@@ -246,6 +288,7 @@ export async function runUp(o: UpOptions): Promise<void> {
       await Promise.race([sheetsDone, new Promise((r) => setTimeout(r, 10_000))]);
     }
     await web?.close();
+    await fileSheets?.stop();
     await control.close();
     await cluster.close();
     removeUpState(o.dir);
