@@ -16,10 +16,11 @@ export const LIMITS = {
   idleSleepMaxMs: 64, // ...doubled after quiet frames up to this: a thread wake-up costs ~0.2 ms of host CPU on a VM, ten times the idle frame itself; Oberon's tasks may then run up to 64 ms late (its clock stays right)
   idleSleepLongMs: 1000, // longest sleep until Oberon's next task is due (a bogus due time costs at most this)
   quietFrameInstructions: 5_000, // an idle frame that ran at most this (Oberon.Loop alone: ~800) and drew nothing is quiet
+  quietTaskFrameInstructions: 200_000, // ...or, when Oberon's task ring is known, at most this (its periodic tasks run on their deadlines, not on the beat)
   quietFramesToBackOff: 4, // quiet frames in a row before the sleep doubles
   frameMinMs: 40, // at most 25 pushed screen frames per second
   radioDrainMaxMs: 16, // with received frames unread, sleep at most this (or until Oberon's next task)
-  radioWakeMs: 15, // a radio frame wakes a sleeping machine within this: frames of one burst share a wake (the radio's host queue keeps them 250 ms)
+  radioWakeMs: 40, // a radio frame wakes a sleeping machine within this: frames of one burst share a wake (the radio's host queue keeps them 250 ms)
 } as const;
 
 const port = parentPort;
@@ -146,7 +147,12 @@ function slice(): void {
     credit = 0;
     // Back off while nothing happens; anything at all (input, a frame, a task that ran, a picture)
     // brings the 60 Hz frame back.
-    const quiet = !woken && executed <= LIMITS.quietFrameInstructions && machine.cpu.fbVersion === fbBefore;
+    // With Oberon's task ring known, a frame in which only periodic tasks ran is quiet too: they
+    // are served at their due times below (Kube's 10-ms radio poll and 50-ms controllers would
+    // otherwise hold the beat at 16 ms forever, ~60 wake-ups a second per node).
+    const dueKnown = machine.nextTaskDueMs() !== null;
+    const limit = dueKnown ? LIMITS.quietTaskFrameInstructions : LIMITS.quietFrameInstructions;
+    const quiet = !woken && executed <= limit && machine.cpu.fbVersion === fbBefore;
     if (!quiet) {
       idleSleep = LIMITS.idleSleepMs;
       quietFrames = 0;
