@@ -2,6 +2,7 @@
 // machine is a real `retrokube machine run` process on one local relay), judged from what the
 // operator hears on the air. The operator is stopped mid-way and a new one resumes from the
 // Rollout's status alone, without touching a target twice. Bad input changes nothing.
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +12,8 @@ import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
 import { ROLLOUT } from '../../operator/src/controllers/rollout.ts';
 import { ApiError } from '../../operator/src/runtime/client.ts';
 import { kubeDisk } from '../e2e/kube-harness.ts';
-import { freshNamespace } from './harness.ts';
+import { REPO_ROOT } from './control-plane.ts';
+import { freshNamespace, kubeconfigPath } from './harness.ts';
 import {
   CORE,
   condition,
@@ -173,6 +175,27 @@ describe('Rollout over OberonKubes (the test plays kubelet; judged from the air)
       for (const c of CLUSTERS)
         expect(((await k.get(OBERONKUBE, ns, c)) as Deep).spec.deployments).toBe('web 2 Ticker2');
       await waitFor('every cluster heard running Ticker2', () => allReady('Ticker2'), 120_000);
+      // The CLI reads the walk and steers by fields.
+      const cli = (...args: string[]) =>
+        execFileSync(
+          join(REPO_ROOT, 'node_modules/.bin/node'),
+          [
+            join(REPO_ROOT, 'operator/src/cli/main.ts'),
+            'rollout',
+            ...args,
+            '-n',
+            ns,
+            '--kubeconfig',
+            kubeconfigPath(),
+          ],
+          { encoding: 'utf8' },
+        );
+      const table = cli('status', 'ticker2');
+      expect(table).toMatch(/\[#{20}\] 3\/3 changed {2}Succeeded/);
+      expect(table).toMatch(/^c2 +Succeeded +1 +\d+s ago +runs Ticker2 ×2$/m);
+      expect(JSON.parse(cli('status', 'ticker2', '-o', 'json')).progress).toBe('3/3');
+      expect(cli('pause', 'nothing')).toBe(`rollout ${ns}/nothing: paused\n`);
+      expect(((await k.get(ROLLOUT, ns, 'nothing')) as Deep).spec.paused).toBe(true);
       // The refused rollouts touched nothing (the change above is the only one).
       const reasons = ((await k.list(CORE.event, ns)).items as Deep[])
         .filter((e) => e.regarding?.name === 'ticker2')

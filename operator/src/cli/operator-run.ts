@@ -69,8 +69,8 @@ export function createOperatorManager(opts: {
       timing: opts.sheetTiming,
     }),
   );
-  mgr.add(sheetFederationController());
-  mgr.add(sheetMigrationController(opts.migration));
+  mgr.add(sheetFederationController({ sheetsAddress: opts.sheetsAddress }));
+  mgr.add(sheetMigrationController({ sheetsAddress: opts.sheetsAddress, ...opts.migration }));
   mgr.add(rolloutController());
   // The air stations live as long as the manager.
   const stop = mgr.stop.bind(mgr);

@@ -233,21 +233,26 @@ export async function runUp(o: UpOptions): Promise<void> {
   let web: ConsoleServer | null = null;
   if (o.consolePort !== null && o.consolePort !== undefined) {
     const first = spec.deployments[0] ?? { name: 'web', replicas: 4, module: 'Ticker' };
-    web = await startConsole(
-      {
-        name: spec.name,
-        cluster: spec.cluster,
-        key,
-        deployment: { name: first.name, replicas: first.replicas, module: first.module },
-        relay: cluster.relay,
-        machines: () => cluster.machines(),
-        power: (n, on) => cluster.power(n, on),
-        type: (n, c) => cluster.type(n, c),
-        sheets: sheetsClient ? () => readSheets(sheetsClient as SheetsClient) : undefined,
-      },
-      { port: o.consolePort },
-    );
-    out(`web console ${web.url} (loopback only)`);
+    try {
+      web = await startConsole(
+        {
+          name: spec.name,
+          cluster: spec.cluster,
+          key,
+          deployment: { name: first.name, replicas: first.replicas, module: first.module },
+          relay: cluster.relay,
+          machines: () => cluster.machines(),
+          power: (n, on) => cluster.power(n, on),
+          type: (n, c) => cluster.type(n, c),
+          sheets: sheetsClient ? () => readSheets(sheetsClient as SheetsClient) : undefined,
+        },
+        { port: o.consolePort },
+      );
+      out(`web console ${web.url} (loopback only)`);
+    } catch (e) {
+      // The cluster runs on without it: the console is a window, not a part.
+      out(`the web console did not start (${(e as Error).message}); the cluster runs without it`);
+    }
   }
 
   const tty = o.view && process.stdout.isTTY === true;
