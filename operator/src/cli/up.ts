@@ -51,8 +51,13 @@ export function registerUpVerbs(program: Command): void {
     )
     .option('--qemu-binary <path>', 'the qemu-system-risc5 to run (default: what qemu/build.sh built)')
     .option(
+      '--log-format <format>',
+      'human: the console shows the view, JSON logs go to up.log in the state folder; json: JSON logs to stderr',
+      'human',
+    )
+    .option(
       '--allow-process',
-      'the sample Sheeternetes nodes offer the process runtime (its web sample runs a command on this host)',
+      'the sample Sheeternetes nodes offer the process runtime (a pod with image "process" runs its command on this host)',
     )
     .option('--console-port <port>', 'port of the web console on 127.0.0.1 (default: any free port)', port)
     .option('--no-console', 'serve no web console')
@@ -78,15 +83,19 @@ Examples:
           sheets: boolean;
           qemu?: string;
           qemuBinary?: string;
+          logFormat: string;
           allowProcess?: boolean;
           consolePort?: number;
           console: boolean;
         },
       ) => {
+        if (o.logFormat !== 'human' && o.logFormat !== 'json')
+          throw new Error(`--log-format ${o.logFormat} is not known; use human or json`);
         await runUp({
           qemu: o.qemu
             ? { machines: o.qemu.split(',').map((m) => m.trim()), binary: o.qemuBinary ?? builtQemu() }
             : undefined,
+          logFormat: o.logFormat,
           file,
           dir: stateDir(o.state),
           vncBase: o.vnc ? (o.vncBase ?? 0) : null,
