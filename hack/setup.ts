@@ -38,6 +38,7 @@ export const DEBIAN_PACKAGES: Record<string, string> = {
   'busybox-static': "cluster: the product image's /bin/sh and the node's test pods",
   openssl: "cluster: the node's certificates",
   chromium: 'browser: the web console and the browser lab run in a real browser (driven by playwright-core)',
+  'libjpeg-turbo-progs': "qemu: djpeg decodes what a real VNC client saw of QEMU's screen",
   ...Object.fromEntries(
     readFileSync(join(REPO, 'qemu/build-deps.txt'), 'utf8')
       .split('\n')
@@ -116,6 +117,13 @@ const STEPS: Step[] = [
     coldEstimate: 'about 8 min on 2 idle cores (apt-get source qemu, one target, minimal configure)',
     ready: () => existsSync(scriptPath('qemu/build.sh', '--print-path')),
     command: ['bash', join(REPO, 'qemu/build.sh')],
+  },
+  {
+    name: "libvirt 9.0 source of Debian (for the libvirt patch's test)",
+    why: 'qemu: qemu/libvirt/patch_libvirt.py is proven on the real libvirt source (qemu/libvirt/source.sh)',
+    coldEstimate: 'under a minute (apt-get source, after the QEMU step wrote its deb-src list)',
+    ready: () => scriptReady('qemu/libvirt/source.sh'),
+    command: ['bash', join(REPO, 'qemu/libvirt/source.sh')],
   },
   {
     name: 'the product image (an OCI archive, built without Docker)',

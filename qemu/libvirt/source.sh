@@ -8,6 +8,8 @@ set -euo pipefail
 VERSION="${LIBVIRT_DEB_VERSION:-9.0.0-4+deb12u2}"
 SRC="${XDG_CACHE_HOME:-$HOME/.cache}/retrokube/libvirt/$VERSION"
 TREE="$SRC/libvirt-src"
+# --check: exit 0 when the tree is already extracted (the set-up's "ready" test), fetch nothing.
+if [[ "${1:-}" == "--check" ]]; then [[ -f "$TREE/src/util/virarch.h" ]]; exit $?; fi
 if [[ ! -f "$TREE/src/util/virarch.h" ]]; then
   mkdir -p "$SRC"
   LIST=/etc/apt/sources.list.d/retrokube-qemu-src.sources
