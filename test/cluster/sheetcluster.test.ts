@@ -87,6 +87,7 @@ describe.skipIf(skipReason())('SheetCluster on the real node', () => {
         nodes: 3,
         failoverSeconds: LIMITS.failoverSeconds,
         store: { type: 'xlsx', xlsx: { size: '64Mi' } },
+        deployments: [{ name: 'ticker', replicas: 3 }], // the WASM sample, one per node
       },
     });
     const sc = () => getJson(['sheetclusters.retrokube.io', '-n', ns, NAME]);
@@ -127,13 +128,13 @@ describe.skipIf(skipReason())('SheetCluster on the real node', () => {
       'the ticker sample Running on the agents',
       async () => {
         const p = (await s.c.get('pods')).filter((x) => x.deployment === 'ticker');
-        return p.length === 2 && p.every((x) => x.phase === 'Running' && /^node-[012]$/.test(String(x.node)))
+        return p.length === 3 && p.every((x) => x.phase === 'Running' && /^node-[012]$/.test(String(x.node)))
           ? p
           : undefined;
       },
       LIMITS.readyMs,
     );
-    expect(ticker).toHaveLength(2);
+    expect(new Set(ticker.map((p) => p.node)).size).toBeGreaterThan(1);
     // An acknowledged write: answered only after the workbook on the PVC was saved.
     expect(
       await s.c.post({
@@ -177,6 +178,10 @@ describe.skipIf(skipReason())('SheetCluster on the real node', () => {
     if (!localNode()) return; // the agent's process is visible only on the node of hack/node-up.sh
     const pid = agentPid(ns, 'node-1');
     expect(pid, 'the node-1 agent process on this host').toBeDefined();
+    s = await sheet();
+    const onNode1 = (await s.c.get('pods')).filter((x) => x.node === 'node-1').map((x) => String(x.name));
+    s.close();
+    expect(onNode1.length, 'pods placed on node-1').toBeGreaterThan(0);
     process.kill(pid as number, 'SIGSTOP');
     try {
       const lost = await waitFor(
@@ -190,9 +195,11 @@ describe.skipIf(skipReason())('SheetCluster on the real node', () => {
       expect(lost.status.nodes).toBe('2/3');
       s = await sheet();
       await waitFor(
-        'the ticker pods off node-1',
+        `${onNode1.join(', ')} running on other nodes`,
         async () =>
-          (await s.c.get('pods')).filter((x) => x.deployment === 'ticker').every((x) => x.node !== 'node-1'),
+          (await s.c.get('pods'))
+            .filter((x) => onNode1.includes(String(x.name)))
+            .every((x) => x.node !== 'node-1' && x.phase === 'Running'),
         60_000,
       );
       s.close();
