@@ -27,7 +27,7 @@ import {
 
 const LIMITS = {
   readyMs: 300_000, // pods start from the imported image; the node may be loaded by other suites
-  failoverSeconds: 5, // the TTL of this cluster: short, so failover is quick to see
+  failoverSeconds: 15, // the TTL: short enough to see failover, long enough for a node loaded by other suites
 } as const;
 
 const NAME = 'demo';
@@ -188,11 +188,12 @@ describe.skipIf(skipReason())('SheetCluster on the real node', () => {
         'node-1 NotReady in the sheet',
         async () => {
           const o = await sc();
-          return condition(o, 'Degraded')?.reason === 'NodesNotReady' ? o : undefined;
+          return /node-1/.test(condition(o, 'Degraded')?.message ?? '') ? o : undefined;
         },
         120_000,
       );
-      expect(lost.status.nodes).toBe('2/3');
+      expect(condition(lost, 'Degraded')?.reason).toBe('NodesNotReady');
+      expect(lost.status.readyNodes).toBeLessThan(3);
       s = await sheet();
       await waitFor(
         `${onNode1.join(', ')} running on other nodes`,
