@@ -10,7 +10,7 @@
 // Debian packages are installed when running as root; otherwise the set-up stops at once with the
 // exact `apt-get install` line to run.
 import { execFileSync, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +37,14 @@ export const DEBIAN_PACKAGES: Record<string, string> = {
   conntrack: 'cluster: kube-proxy clears stale UDP flows (the air is UDP)',
   'busybox-static': "cluster: the product image's /bin/sh and the node's test pods",
   openssl: "cluster: the node's certificates",
+  chromium: 'browser: the web console and the browser lab run in a real browser (driven by playwright-core)',
+  ...Object.fromEntries(
+    readFileSync(join(REPO, 'qemu/build-deps.txt'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'))
+      .map((pkg) => [pkg, 'qemu: building qemu-system-risc5 (qemu/build-deps.txt)']),
+  ),
 };
 
 interface Step {
@@ -101,6 +109,13 @@ const STEPS: Step[] = [
     why: 'unit, e2e: Project Oberon 2013 base image, found or downloaded, sha256 checked',
     ready: () => baseImageReady(),
     command: [process.execPath, join(REPO, 'operator/src/cli/main.ts'), 'disk', 'base'],
+  },
+  {
+    name: 'qemu-system-risc5 (our RISC5 target on the QEMU 7.2 of Debian)',
+    why: 'qemu, e2e: the QEMU model beside the TypeScript emulator (qemu/build.sh)',
+    coldEstimate: 'about 8 min on 2 idle cores (apt-get source qemu, one target, minimal configure)',
+    ready: () => existsSync(scriptPath('qemu/build.sh', '--print-path')),
+    command: ['bash', join(REPO, 'qemu/build.sh')],
   },
   {
     name: 'the product image (an OCI archive, built without Docker)',

@@ -8,6 +8,7 @@ import { createOperatorManager } from '../../operator/src/cli/operator-run.ts';
 import { OBERONAIR, type OberonAir } from '../../operator/src/controllers/oberonair.ts';
 import { KINDS_OWNED } from '../../operator/src/controllers/oberonmachine.ts';
 import { CORE_EVENT } from '../../operator/src/controllers/oberonmachine-observe.ts';
+import type { MigrationControllerOptions } from '../../operator/src/controllers/sheetmigration.ts';
 import { CORE, KubeClient, type KubeObject, resourcePath } from '../../operator/src/runtime/client.ts';
 import type { Manager } from '../../operator/src/runtime/manager.ts';
 import { REPO_ROOT } from './control-plane.ts';
@@ -42,6 +43,8 @@ export interface TestOperatorOptions {
   http?: boolean;
   /** Act as this kubeconfig's user (e.g. the chart's ServiceAccount, impersonated); default admin. */
   kubeConfig?: KubeConfig;
+  /** SheetMigration hooks (a test crashes the operator between a step's writes and its status). */
+  migration?: MigrationControllerOptions;
 }
 
 /** Starts the operator in this process, scoped to `namespace`; stopped when the test finishes. */
@@ -59,6 +62,7 @@ export async function startOperator(o: TestOperatorOptions): Promise<Manager> {
     keySeed: o.keySeed,
     sheetsAddress: o.sheetsAddress,
     sheetTiming: o.sheetTiming,
+    migration: o.migration,
     resyncMs: o.resyncMs ?? 0,
     metrics: o.http ? { host: '127.0.0.1', port: 0 } : undefined,
     health: o.http ? { host: '127.0.0.1', port: 0 } : undefined,

@@ -4,10 +4,14 @@ import { OberonKubeKind } from './oberonkube.ts';
 import { OberonMachineKind } from './oberonmachine.ts';
 import type { KindDefinition } from './schema.ts';
 import { SheetClusterKind } from './sheetcluster.ts';
+import { SheetFederationKind } from './sheetfederation.ts';
+import { SheetMigrationKind } from './sheetmigration.ts';
 
 export const KINDS: readonly KindDefinition[] = [
   OberonAirKind,
   OberonMachineKind,
   OberonKubeKind,
   SheetClusterKind,
+  SheetFederationKind,
+  SheetMigrationKind,
 ];

@@ -5,6 +5,8 @@ import { oberonAirController } from '../controllers/oberonair.ts';
 import { type KubeControllerOptions, oberonKubeController } from '../controllers/oberonkube.ts';
 import { oberonMachineController } from '../controllers/oberonmachine.ts';
 import { type SheetControllerOptions, sheetClusterController } from '../controllers/sheetcluster.ts';
+import { sheetFederationController } from '../controllers/sheetfederation.ts';
+import { type MigrationControllerOptions, sheetMigrationController } from '../controllers/sheetmigration.ts';
 import { KubeClient } from '../runtime/client.ts';
 import { defaultIdentity } from '../runtime/leader.ts';
 import { Manager } from '../runtime/manager.ts';
@@ -31,6 +33,8 @@ export function createOperatorManager(opts: {
   /** Where the operator reaches a SheetCluster's apiserver (tests: a local process); default its Service. */
   sheetsAddress?: SheetControllerOptions['sheetsAddress'];
   sheetTiming?: SheetControllerOptions['timing'];
+  /** SheetMigration hooks (tests stop the operator between a step's writes and its status). */
+  migration?: MigrationControllerOptions;
   resyncMs?: number;
   onLostLeadership?: () => void;
 }): Manager {
@@ -64,6 +68,8 @@ export function createOperatorManager(opts: {
       timing: opts.sheetTiming,
     }),
   );
+  mgr.add(sheetFederationController());
+  mgr.add(sheetMigrationController(opts.migration));
   // The air stations live as long as the manager.
   const stop = mgr.stop.bind(mgr);
   mgr.stop = async () => {

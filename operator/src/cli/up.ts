@@ -41,6 +41,8 @@ export function registerUpVerbs(program: Command): void {
       '--allow-process',
       'the sample Sheeternetes nodes offer the process runtime (its web sample runs a command on this host)',
     )
+    .option('--console-port <port>', 'port of the web console on 127.0.0.1 (default: any free port)', port)
+    .option('--no-console', 'serve no web console')
     .addHelpText(
       'after',
       `
@@ -62,6 +64,8 @@ Examples:
           view: boolean;
           sheets: boolean;
           allowProcess?: boolean;
+          consolePort?: number;
+          console: boolean;
         },
       ) => {
         await runUp({
@@ -71,6 +75,7 @@ Examples:
           view: o.view,
           sheets: o.sheets,
           allowProcess: Boolean(o.allowProcess),
+          consolePort: o.console ? (o.consolePort ?? 0) : null,
         });
       },
     );

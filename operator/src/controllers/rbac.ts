@@ -4,6 +4,8 @@ import { OBERONAIR_RBAC } from './oberonair.ts';
 import { OBERONKUBE_RBAC } from './oberonkube.ts';
 import { OBERONMACHINE_RBAC } from './oberonmachine.ts';
 import { SHEETCLUSTER_RBAC } from './sheetcluster.ts';
+import { SHEETFEDERATION_RBAC } from './sheetfederation.ts';
+import { SHEETMIGRATION_RBAC } from './sheetmigration.ts';
 
 export function operatorRules(): PolicyRule[] {
   return mergeRules([
@@ -12,5 +14,7 @@ export function operatorRules(): PolicyRule[] {
     ...OBERONMACHINE_RBAC,
     ...OBERONKUBE_RBAC,
     ...SHEETCLUSTER_RBAC,
+    ...SHEETFEDERATION_RBAC,
+    ...SHEETMIGRATION_RBAC,
   ]);
 }

@@ -6,6 +6,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatView } from '../air/view.ts';
 import { buildKubeDisk } from '../cli/kube-disk.ts';
+import { type ConsoleServer, startConsole } from '../console/server.ts';
+import type { SheetsTabs } from '../console/types.ts';
 import { DEFAULT_TOKEN, SheetsClient } from '../sheets/ctl/client.ts';
 import { renderTable } from '../sheets/ctl/table.ts';
 import { runUp as runSheetsUp } from '../sheets/local/up.ts';
@@ -29,6 +31,8 @@ export const LIMITS = {
   sheetsPollMs: 3000, // the sheets tables are read this often (each read is an HTTP call)
   sheetsNodes: 3, // the sample Sheeternetes cluster's node agents
   summaryMs: 10_000, // without a terminal, one summary line this often
+  sheetsEvents: 50, // Sheeternetes events shown in the console
+  sheetsMetricRows: 2000, // Metrics rows plotted (the newest)
 } as const;
 
 export interface UpOptions {
@@ -42,7 +46,23 @@ export interface UpOptions {
   sheets: boolean;
   /** The sample Sheeternetes nodes offer the process runtime (named opt-in, `--allow-process`). */
   allowProcess?: boolean;
+  /** Port of the web console on 127.0.0.1 (0 = any free port); null = no console. */
+  consolePort?: number | null;
   out?: (s: string) => void;
+}
+
+/** The Sheeternetes tabs the console shows (never Secrets), the latest events and metrics. */
+async function readSheets(c: SheetsClient): Promise<SheetsTabs> {
+  const kinds = ['nodes', 'pods', 'deployments', 'images', 'routes'];
+  const rows = await Promise.all(kinds.map((k) => c.get(k)));
+  const [events, metrics] = await Promise.all([c.get('events'), c.get('metrics')]);
+  return {
+    tabs: {
+      ...Object.fromEntries(kinds.map((k, i) => [k, rows[i]])),
+      metrics: metrics.slice(-LIMITS.sheetsMetricRows),
+    },
+    events: events.slice(-LIMITS.sheetsEvents).map((e) => `${e.ts} ${e.kind} ${e.object}: ${e.message}`),
+  };
 }
 
 export function loadSpec(file?: string): LocalKube {
@@ -192,6 +212,26 @@ export async function runUp(o: UpOptions): Promise<void> {
     }
   }
 
+  let web: ConsoleServer | null = null;
+  if (o.consolePort !== null && o.consolePort !== undefined) {
+    const first = spec.deployments[0] ?? { name: 'web', replicas: 4, module: 'Ticker' };
+    web = await startConsole(
+      {
+        name: spec.name,
+        cluster: spec.cluster,
+        key,
+        deployment: { name: first.name, replicas: first.replicas, module: first.module },
+        relay: cluster.relay,
+        machines: () => cluster.machines(),
+        power: (n, on) => cluster.power(n, on),
+        type: (n, c) => cluster.type(n, c),
+        sheets: sheetsClient ? () => readSheets(sheetsClient as SheetsClient) : undefined,
+      },
+      { port: o.consolePort },
+    );
+    out(`web console ${web.url} (loopback only)`);
+  }
+
   const tty = o.view && process.stdout.isTTY === true;
   let lastSummary = 0;
   const draw = (): void => {
@@ -212,7 +252,7 @@ export async function runUp(o: UpOptions): Promise<void> {
       const status = lastProgress ? `\n${lastProgress}` : '';
       const sheets = sheetsClient ? `\n\nSheeternetes (${sheetsUrl})\n${sheetsTables}` : '';
       process.stdout.write(
-        `\x1b[H\x1b[2J${head}${status}\n${machines}\n\n${formatView(v)}${sheets}\n\nCtrl-C stops everything · retrokube machine off node-a · retrokube air loss 0.3 · retrokube kube apply web 6 Ticker2\n`,
+        `\x1b[H\x1b[2J${head}${status}\n${machines}\n\n${formatView(v)}${sheets}\n\n${web ? `web console ${web.url} · ` : ''}Ctrl-C stops everything · retrokube machine off node-a · retrokube air loss 0.3 · retrokube kube apply web 6 Ticker2\n`,
       );
     } else if (Date.now() - lastSummary >= LIMITS.summaryMs) {
       lastSummary = Date.now();
@@ -247,6 +287,7 @@ export async function runUp(o: UpOptions): Promise<void> {
       process.emit('SIGTERM'); // sheets' own up stops on the signal it listens for
       await Promise.race([sheetsDone, new Promise((r) => setTimeout(r, 10_000))]);
     }
+    await web?.close();
     await fileSheets?.stop();
     await control.close();
     await cluster.close();
