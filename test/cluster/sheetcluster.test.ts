@@ -198,16 +198,18 @@ describe.skipIf(skipReason())('SheetCluster on the real node', () => {
       );
       expect(condition(lost, 'Degraded')?.reason).toBe('NodesNotReady');
       expect(lost.status.readyNodes).toBeLessThan(3);
-      s = await sheet();
-      await waitFor(
-        `${onNode1.join(', ')} running on other nodes`,
-        async () =>
-          (await s.c.get('pods'))
+      // A fresh port-forward per look: a forward through the kubelet may not outlive a busy node.
+      const moved = async () => {
+        const f = await sheet();
+        try {
+          return (await f.c.get('pods'))
             .filter((x) => onNode1.includes(String(x.name)))
-            .every((x) => x.node !== 'node-1' && x.phase === 'Running'),
-        60_000,
-      );
-      s.close();
+            .every((x) => x.node !== 'node-1' && x.phase === 'Running');
+        } finally {
+          f.close();
+        }
+      };
+      await waitFor(`${onNode1.join(', ')} running on other nodes`, moved, 90_000);
     } finally {
       await kubectl([
         'delete',
