@@ -44,6 +44,13 @@ function agentPid(ns: string, node: string): number | undefined {
       continue;
     }
     const vars = env.split('\0');
+    let args: string[] = [];
+    try {
+      args = readFileSync(join('/proc', d, 'cmdline'), 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    if (!(args.includes('sheets') && args.includes('node'))) continue; // the agent itself, not a child
     if (
       vars.includes(`NODE_NAME=${node}`) &&
       vars.some((v) => v.startsWith(`WEBAPP_URL=http://rk-sheets-${NAME}.${ns}.`))
@@ -190,6 +197,11 @@ describe.skipIf(skipReason())('SheetCluster on the real node', () => {
     s.close();
     expect(onNode1.length, 'ticker pods placed on node-1').toBeGreaterThan(0);
     process.kill(pid as number, 'SIGSTOP');
+    await waitFor(
+      'the agent really stopped',
+      async () => /State:\s+T/.test(readFileSync(`/proc/${pid}/status`, 'utf8')),
+      5_000,
+    );
     try {
       const lost = await waitFor(
         'node-1 NotReady in the sheet',
