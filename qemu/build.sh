@@ -3,7 +3,9 @@
 # patches and security fixes applied) + our RISC5 target and oberon board (graft.py), one
 # target, a minimal configure.  The result is cached by a hash of our sources and this script:
 #
-#   ${XDG_CACHE_HOME:-$HOME/.cache}/retrokube/qemu/<hash>/qemu-system-risc5
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/retrokube/qemu/<hash>/bin/qemu-system-risc5
+#   (and share/qemu/keymaps/ beside it: QEMU finds its data relative to the binary, and -vnc
+#   aborts without the en-us keymap)
 #
 #   qemu/build.sh               build if needed; print the binary's path
 #   qemu/build.sh --print-path  print where the binary is (or would be), build nothing
@@ -30,7 +32,7 @@ hash_sources() {
 
 HASH="$(hash_sources)"
 OUT="$CACHE/$HASH"
-BIN="$OUT/qemu-system-risc5"
+BIN="$OUT/bin/qemu-system-risc5"
 
 case "${1:-}" in
   --print-path) echo "$BIN"; exit 0 ;;
@@ -91,9 +93,10 @@ fi
 start=$(date +%s)
 nice -n 10 ninja -C "$BUILD" -j "$JOBS" qemu-system-risc5 >&2
 echo "qemu/build.sh: ninja took $(( $(date +%s) - start )) s" >&2
-mkdir -p "$OUT/keymaps"
+mkdir -p "$OUT/bin" "$OUT/share/qemu/keymaps"
+cp "$TREE"/pc-bios/keymaps/* "$OUT/share/qemu/keymaps/"
+rm -f "$OUT/share/qemu/keymaps/meson.build"
 cp "$BUILD/qemu-system-risc5" "$BIN.tmp"
 strip "$BIN.tmp" 2>/dev/null || true
-cp "$TREE/pc-bios/keymaps/en-us" "$OUT/keymaps/" 2>/dev/null || true
 mv "$BIN.tmp" "$BIN"
 echo "$BIN"

@@ -2,6 +2,7 @@
 // judges every frame (AirView), a plane and N nodes as emulated RISC5 machines booted from the
 // Kube disk with their role commands on the serial port. Everything is judged from the air, as
 // the reference's harness does (kube-on-oberon spec §8.1): never by asking the plane.
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +27,21 @@ export async function kubeDisk(): Promise<string> {
   const env = process.env.RETROKUBE_KUBE_DISK;
   if (env) return env;
   return (await buildKubeDisk()).path;
+}
+
+/**
+ * RETROKUBE_E2E_QEMU=plane,node-a runs those machines of every e2e cluster as qemu-system-risc5
+ * (RETROKUBE_QEMU_BINARY, else what qemu/build.sh built): the same suites, judged the same way.
+ */
+function qemuFromEnv(): ClusterOptions['qemu'] {
+  const names = process.env.RETROKUBE_E2E_QEMU;
+  if (!names) return undefined;
+  const binary =
+    process.env.RETROKUBE_QEMU_BINARY ??
+    execFileSync('bash', [join(import.meta.dirname, '../../qemu/build.sh'), '--print-path'], {
+      encoding: 'utf8',
+    }).trim();
+  return { binary, machines: names.split(',').map((n) => n.trim()) };
 }
 
 export interface ClusterOptions {
@@ -76,7 +92,8 @@ export class KubeCluster {
     this.qemu = opts.qemu;
   }
 
-  static async start(opts: ClusterOptions): Promise<KubeCluster> {
+  static async start(options: ClusterOptions): Promise<KubeCluster> {
+    const opts = { ...options, qemu: options.qemu ?? qemuFromEnv() };
     const disk = opts.disk ?? (await kubeDisk());
     const relay = await startRelay({ port: 0, bind: '127.0.0.1', rate: null });
     const dir = mkdtempSync(join(tmpdir(), 'retrokube-kube-e2e-'));

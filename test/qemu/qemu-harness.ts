@@ -15,6 +15,8 @@ export const LIMITS = {
   baseStackOrg: 0x80000, // the 2020 image's stack origin
   displayStart: 0xe7f00, // framebuffer address on the board
   displayBytes: (1024 * 768) / 8, // 1 bpp
+  keyGapMs: 8, // between key events (the reference paced 5 ms; Oberon drops nothing at this rate)
+  holdMs: 120, // a mouse button is held this long so Oberon's loop surely sees it down
 } as const;
 
 export const REPO = resolve(import.meta.dirname, '../..');
@@ -210,4 +212,49 @@ export async function until<T>(
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const SHIFTED: Record<string, string> = { '*': '8', '~': 'grave_accent', '!': '1', '@': '2', '^': '6' };
+const PLAIN: Record<string, string> = { '.': 'dot', ' ': 'spc', '\r': 'ret', '/': 'slash', '-': 'minus' };
+
+/** Keyboard and mouse through QEMU's own input layer (QMP input-send-event), as a VNC client would. */
+export function qemuInput(m: QemuMachine) {
+  const send = (events: unknown[]) => m.qmp.cmd('input-send-event', { events });
+  const key = (down: boolean, code: string) => ({
+    type: 'key',
+    data: { down, key: { type: 'qcode', data: code } },
+  });
+  const press = async (code: string, shift: boolean) => {
+    if (shift) await send([key(true, 'shift')]);
+    await send([key(true, code)]);
+    await sleep(LIMITS.keyGapMs);
+    await send([key(false, code)]);
+    if (shift) await send([key(false, 'shift')]);
+    await sleep(LIMITS.keyGapMs);
+  };
+  return {
+    /** Types text on a US keyboard ('\r' is Return). */
+    async type(text: string) {
+      for (const ch of text) {
+        if (SHIFTED[ch]) await press(SHIFTED[ch], true);
+        else if (PLAIN[ch]) await press(PLAIN[ch], false);
+        else if (/^[a-z0-9]$/.test(ch)) await press(ch, false);
+        else if (/^[A-Z]$/.test(ch)) await press(ch.toLowerCase(), true);
+        else throw new Error(`no key for ${JSON.stringify(ch)}`);
+      }
+    },
+    /** Moves to (x, yTop) — picture coordinates, y from the top — and clicks a button. */
+    async click(button: 'left' | 'middle' | 'right', x: number, yTop: number) {
+      await send([
+        { type: 'abs', data: { axis: 'x', value: Math.ceil((x * 32767) / 1023) } },
+        { type: 'abs', data: { axis: 'y', value: Math.ceil((yTop * 32767) / 767) } },
+      ]);
+      await sleep(LIMITS.holdMs);
+      await send([{ type: 'btn', data: { down: true, button } }]);
+      await sleep(LIMITS.holdMs);
+      await send([{ type: 'btn', data: { down: false, button } }]);
+      await sleep(LIMITS.holdMs);
+    },
+  };
 }

@@ -1,6 +1,8 @@
 // `retrokube up [FILE]` and its companion verbs: down, machine off|on NAME, kube apply|get,
 // screen NAME. The air verbs (air off|on|loss|cut) find the running `up`'s relay by themselves.
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { type Command, InvalidArgumentError } from 'commander';
 import { formatView } from '../air/view.ts';
 import { requireUp, stateDir, upRequest } from '../local/state.ts';
@@ -21,6 +23,12 @@ const stateOption = (c: Command): Command =>
     'state folder of the running cluster (default $RETROKUBE_STATE, $XDG_STATE_HOME/retrokube or ./.retrokube)',
   );
 
+/** The binary qemu/build.sh built (its --print-path; the file may not exist yet). */
+function builtQemu(): string {
+  const script = fileURLToPath(new URL('../../../qemu/build.sh', import.meta.url));
+  return execFileSync('bash', [script, '--print-path'], { encoding: 'utf8' }).trim();
+}
+
 export function registerUpVerbs(program: Command): void {
   stateOption(
     program
@@ -37,6 +45,11 @@ export function registerUpVerbs(program: Command): void {
     .option('--no-vnc', 'serve no VNC (less host CPU)')
     .option('--no-view', 'print progress lines instead of redrawing the live table')
     .option('--no-sheets', 'with no FILE, do not run the sample Sheeternetes cluster alongside')
+    .option(
+      '--qemu <machines>',
+      'run these machines (comma-separated, or "all") as qemu-system-risc5, our QEMU model (qemu/)',
+    )
+    .option('--qemu-binary <path>', 'the qemu-system-risc5 to run (default: what qemu/build.sh built)')
     .option(
       '--log-format <format>',
       'human: the console shows the view, JSON logs go to up.log in the state folder; json: JSON logs to stderr',
@@ -55,6 +68,7 @@ Examples:
   retrokube up                      # the sample clusters: Oberon plane + 3 nodes, and Sheeternetes
   retrokube up cluster.yaml --vnc-base 5900
   retrokube up sheets.yaml            # a SheetCluster: its apiserver and agents as local processes
+  retrokube up cluster.yaml --qemu plane,node-a   # two machines in QEMU, the rest emulated
   retrokube machine off node-a      # from another terminal: break it
   retrokube kube get                # the cluster as heard on the air
   retrokube down`,
@@ -68,6 +82,8 @@ Examples:
           vnc: boolean;
           view: boolean;
           sheets: boolean;
+          qemu?: string;
+          qemuBinary?: string;
           logFormat: string;
           allowProcess?: boolean;
           consolePort?: number;
@@ -77,6 +93,9 @@ Examples:
         if (o.logFormat !== 'human' && o.logFormat !== 'json')
           throw new Error(`--log-format ${o.logFormat} is not known; use human or json`);
         await runUp({
+          qemu: o.qemu
+            ? { machines: o.qemu.split(',').map((m) => m.trim()), binary: o.qemuBinary ?? builtQemu() }
+            : undefined,
           logFormat: o.logFormat,
           file,
           dir: stateDir(o.state),

@@ -9,6 +9,7 @@ import { keyFromHex } from '../air/kubenet.ts';
 import { type Listener, startListener } from '../air/listen.ts';
 import { type Relay, startRelay } from '../air/relay.ts';
 import type { ClusterView } from '../air/view.ts';
+import { QemuRunner } from '../machine/qemu-runner.ts';
 import { type RfbServer, startRfbServer } from '../machine/rfb/server.ts';
 import { MachineRunner } from '../machine/runner.ts';
 import type { FrameSnapshot, MachineInput, MachineScreen, MouseButtons } from '../machine/screen-input.ts';
@@ -48,6 +49,8 @@ export interface LocalClusterOptions {
   vncBase: number | null;
   /** Progress lines for people. */
   progress?: (line: string) => void;
+  /** Machines that run as qemu-system-risc5 (our QEMU model) instead of the TS emulator. */
+  qemu?: { binary: string; machines: string[] };
 }
 
 /** Screen and input of whichever runner is the machine now (VNC outlives power cycles). */
@@ -79,6 +82,8 @@ export class LocalCluster {
   private readonly slots = new Map<string, MachineSlot>();
   private readonly vnc = new Map<string, RfbServer>();
   private readonly roles = new Map<string, Role>();
+  /** Machines running as QEMU processes now (LocalClusterOptions.qemu). */
+  private readonly qemus = new Map<string, QemuRunner>();
   private closed = false;
 
   private constructor(o: LocalClusterOptions, relay: Relay, listener: Listener) {
@@ -161,9 +166,11 @@ export class LocalCluster {
     await this.power('plane', true, planeCommands(this.spec, key, false));
     // The nodes' disks are copies of the plane's: once the plane's boot has reached its commands
     // (a boot image, ~0.1 s), every node starts from there instead of booting on its own.
-    await this.runner('plane')
-      .waitForBootImage(LIMITS.bootImageWaitMs)
-      .catch(() => this.progress('the plane gave no boot image in time; the nodes boot on their own'));
+    // (A plane in QEMU makes no boot image: the nodes then boot on their own.)
+    if (!this.qemus.has('plane'))
+      await this.runner('plane')
+        .waitForBootImage(LIMITS.bootImageWaitMs)
+        .catch(() => this.progress('the plane gave no boot image in time; the nodes boot on their own'));
     await Promise.all(this.spec.nodeNames.map((n) => this.power(n, true)));
     this.progress('machines booting; waiting for every node to be Ready at the plane');
     const ready = await this.waitFor(
@@ -198,7 +205,7 @@ export class LocalCluster {
     return [...this.roles].map(([name, role]) => ({
       name,
       role,
-      on: this.slots.get(name)?.runner !== null,
+      on: this.slots.get(name)?.runner !== null || this.qemus.has(name),
       vnc: this.vnc.get(name)?.port ?? null,
       disk: this.diskOf(name),
     }));
@@ -223,6 +230,26 @@ export class LocalCluster {
   /** Power on (a cold boot from the machine's own disk) or off (stops at once; the disk keeps what was written). */
   async power(name: string, on: boolean, commands?: string): Promise<void> {
     const s = this.slot(name);
+    if (this.o.qemu?.machines.includes(name)) {
+      const q = this.qemus.get(name);
+      if (on && !q) {
+        this.qemus.set(
+          name,
+          await QemuRunner.start({
+            qemu: this.o.qemu.binary,
+            disk: this.diskOf(name),
+            commands: commands ?? this.commandsOf(name),
+            air: { host: '127.0.0.1', port: this.relay.address.port },
+          }),
+        );
+        log.info({ machine: name, runtime: 'qemu' }, 'machine on');
+      } else if (!on && q) {
+        this.qemus.delete(name);
+        await q.stop();
+        log.info({ machine: name, runtime: 'qemu' }, 'machine off');
+      }
+      return;
+    }
     if (on) {
       if (s.runner) return;
       s.runner = await MachineRunner.start({
@@ -243,6 +270,8 @@ export class LocalCluster {
   }
 
   private runner(name: string): MachineRunner {
+    if (this.o.qemu?.machines.includes(name))
+      throw new Error(`${name} runs in QEMU: its screen and keyboard are QEMU's own (not served here yet)`);
     const r = this.slot(name).runner;
     if (!r) throw new Error(`${name} is off (switch it on with "retrokube machine on ${name}")`);
     return r;
@@ -250,7 +279,9 @@ export class LocalCluster {
 
   /** Commands on the serial port, read by Boot's task (how boot commands arrive). */
   serial(name: string, commands: string): void {
-    this.runner(name).serialFeed(`${commands};`);
+    const q = this.qemus.get(name);
+    if (q) q.serialFeed(`${commands};`);
+    else this.runner(name).serialFeed(`${commands};`);
   }
 
   /** Types a command into System.Tool and middle-clicks it, as a person would. */

@@ -2,7 +2,7 @@
 // the Kube disk, runs the cluster (cluster.ts) with its control endpoint (control.ts), writes the
 // state file for the companion verbs, and shows the live cluster table heard on the air until
 // Ctrl-C or `retrokube down`. With no FILE the sample Sheeternetes cluster runs alongside.
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatView } from '../air/view.ts';
 import { buildKubeDisk } from '../cli/kube-disk.ts';
@@ -45,6 +45,8 @@ export interface UpOptions {
   view: boolean;
   /** Run the sample Sheeternetes cluster too (only with no FILE). */
   sheets: boolean;
+  /** Machine names (or "all") to run as qemu-system-risc5, and the binary. */
+  qemu?: { binary: string; machines: string[] };
   /**
    * human (default): the console shows the view only, JSON log lines go to up.log in the state
    * folder (its path printed); json: the log lines go to stderr.
@@ -55,6 +57,24 @@ export interface UpOptions {
   /** Port of the web console on 127.0.0.1 (0 = any free port); null = no console. */
   consolePort?: number | null;
   out?: (s: string) => void;
+}
+
+/** Checks --qemu: the names exist ("all" = every machine) and the binary is there. */
+export function qemuMachines(
+  spec: LocalKube,
+  q: UpOptions['qemu'],
+): { binary: string; machines: string[] } | undefined {
+  if (!q || q.machines.length === 0) return undefined;
+  const all = ['plane', ...spec.nodeNames];
+  const machines = q.machines.includes('all') ? all : q.machines;
+  const unknown = machines.filter((m) => !all.includes(m));
+  if (unknown.length > 0)
+    throw new Error(`--qemu: no machine ${unknown.join(', ')} in this cluster (machines: ${all.join(', ')})`);
+  if (!existsSync(q.binary))
+    throw new Error(
+      `--qemu: ${q.binary} does not exist; build it with qemu/build.sh (or give --qemu-binary)`,
+    );
+  return { binary: q.binary, machines };
 }
 
 /** The Sheeternetes tabs the console shows (never Secrets), the latest events and metrics. */
@@ -160,6 +180,7 @@ export async function runUp(o: UpOptions): Promise<void> {
       kubeDiskKey: disk.key,
       dir: o.dir,
       vncBase: o.vncBase,
+      qemu: qemuMachines(spec, o.qemu),
       progress: (line) => {
         lastProgress = line;
         out(line);

@@ -899,7 +899,7 @@ static void oberon_instance_init(Object *obj)
 {
     OberonMachineState *s = OBERON_MACHINE(obj);
     s->clock_mode = g_strdup("realtime");
-    s->idle_sleep_ms = 4;
+    s->idle_sleep_ms = 16;   /* a 60 Hz frame, as the pdewacht emulator sleeps; input and radio wake it at once */
 }
 
 static void oberon_class_init(ObjectClass *oc, void *data)
