@@ -41,7 +41,7 @@ describe('SheetCluster status from a real apiserver and real agents', () => {
       SHEETCLUSTER,
       sheetCluster(ns, 'live', {
         nodes: 3,
-        failoverSeconds: 6,
+        failoverSeconds: 10, // heartbeats every 3 s: a loaded CI machine does not starve a node past it
         // The sample "hello" (wasm, runs once) gets 2 replicas from the spec; "tick" is the spec's own;
         // "shell" needs the process runtime, which no node offers (runtimes defaults to wasm).
         deployments: [

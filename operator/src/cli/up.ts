@@ -38,7 +38,7 @@ export function registerUpVerbs(program: Command): void {
       )
       .argument(
         '[file]',
-        'YAML with an OberonKube (and optional OberonAir, Secret); default: the sample clusters',
+        'YAML with an OberonKube and/or a SheetCluster (and optional OberonAir, Secret); default: the sample clusters',
       ),
   )
     .option('--vnc-base <port>', 'VNC port of the plane; node i gets PORT+i (default: any free ports)', port)
@@ -67,6 +67,7 @@ export function registerUpVerbs(program: Command): void {
 Examples:
   retrokube up                      # the sample clusters: Oberon plane + 3 nodes, and Sheeternetes
   retrokube up cluster.yaml --vnc-base 5900
+  retrokube up sheets.yaml            # a SheetCluster: its apiserver and agents as local processes
   retrokube up cluster.yaml --qemu plane,node-a   # two machines in QEMU, the rest emulated
   retrokube machine off node-a      # from another terminal: break it
   retrokube kube get                # the cluster as heard on the air
