@@ -83,6 +83,6 @@ else
 fi
 
 "$OUT/kubelet" --version >&2
-"$OUT/coredns" -version 2>&1 | head -1 >&2
+"$OUT/coredns" -version 2>&1 | sed -n 1p >&2   # sed reads it all: no SIGPIPE under pipefail
 say "node binaries ready in $(elapsed)"
 echo "$OUT"
