@@ -72,6 +72,12 @@ if ip -4 -o addr show | grep -v " $BRIDGE " | grep -q ' inet 10\.244\.0\.'; then
   exit 1
 fi
 
+owner=$(other_owner)
+if [ -n "$owner" ]; then
+  echo "node-up: another node ($owner) owns this machine's bridge and pod cgroups; stop it first: RETROKUBE_NODE_DIR=$owner bash hack/node-down.sh" >&2
+  exit 1
+fi
+
 # --- leftovers of an earlier start ------------------------------------------------------------------
 if [ -d "$R" ] || ip link show "$BRIDGE" >/dev/null 2>&1; then
   say "cleaning the leftovers of an earlier node ($R)"
@@ -80,6 +86,7 @@ fi
 trap on_error ERR
 mkdir -p "$R"/{pids,logs,certs,cd/root,cd/state,cni,ipam,kubelet,manifests,podlogs,local-path,images,saved}
 chmod 755 "$R"
+echo "$R" >"$OWNER_FILE"
 cat /proc/sys/net/ipv4/ip_forward >"$R/saved/ip_forward"
 [ -d /run/containerd ] && touch "$R/saved/run-containerd-existed"
 echo "$TB" >"$R/saved/testbins"
