@@ -1,12 +1,16 @@
 import { defineConfig } from 'vitest/config';
 
-// Three projects, run one after the other (sequence.groupOrder) so the real-time e2e machines never
-// compete for the 2 cores with CPU-heavy unit tests:
+// Projects, run one after the other (sequence.groupOrder) so the real-time e2e machines never
+// compete for the 2 cores with CPU-heavy unit tests. `npm test` runs the set-up (hack/setup.ts)
+// first; `npm run test:unit` needs nothing but `npm install`.
 // - unit: needs nothing but Node;
+// - host: uses programs from Debian packages the set-up installs (files named *.host.test.ts);
 // - envtest: needs kube-apiserver and kine (hack/build-testbins.sh); its global setup starts them once;
+// - qemu: qemu-system-risc5 (qemu/build.sh) against the TS emulator, instruction by instruction;
 // - e2e: emulated Oberon machines on a real UDP air, judged from the air, in real time;
 // - cluster: a real node (hack/node-up.sh: kubelet, containerd, kube-proxy, CoreDNS) or any
 //   kubeconfig in RETROKUBE_CLUSTER_KUBECONFIG; the chart, the image and machine pods for real.
+// - browser: the web console and the browser lab in Debian's chromium (playwright-core), real time.
 export default defineConfig({
   test: {
     projects: [
@@ -15,13 +19,22 @@ export default defineConfig({
           name: 'unit',
           sequence: { groupOrder: 0 },
           include: ['operator/src/**/*.test.ts', 'test/unit/**/*.test.ts'],
+          exclude: ['**/*.host.test.ts', '**/node_modules/**'],
           testTimeout: 30_000,
         },
       },
       {
         test: {
-          name: 'envtest',
+          name: 'host',
           sequence: { groupOrder: 1 },
+          include: ['operator/src/**/*.host.test.ts'],
+          testTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: 'envtest',
+          sequence: { groupOrder: 2 },
           include: ['test/envtest/**/*.test.ts'],
           globalSetup: ['test/envtest/global-setup.ts'],
           testTimeout: 120_000,
@@ -31,8 +44,19 @@ export default defineConfig({
       },
       {
         test: {
+          // qemu-system-risc5 (qemu/build.sh) against the TS emulator; needs the QEMU build.
+          name: 'qemu',
+          sequence: { groupOrder: 3 },
+          include: ['test/qemu/**/*.test.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
           name: 'e2e',
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 4 },
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 600_000,
           hookTimeout: 600_000,
@@ -42,11 +66,21 @@ export default defineConfig({
       {
         test: {
           name: 'cluster',
-          sequence: { groupOrder: 3 },
+          sequence: { groupOrder: 6 },
           include: ['test/cluster/**/*.test.ts'],
           globalSetup: ['test/cluster/global-setup.ts'],
           testTimeout: 600_000,
           hookTimeout: 600_000, // the global setup may build the image and start the node
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: 'browser',
+          sequence: { groupOrder: 5 },
+          include: ['test/browser/**/*.test.ts'],
+          testTimeout: 900_000,
+          hookTimeout: 300_000,
           fileParallelism: false,
         },
       },

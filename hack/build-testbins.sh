@@ -6,7 +6,8 @@
 #                   helm falls back to `go build helm.sh/helm/v4/cmd/helm` when npm cannot deliver it
 # Output: ${XDG_CACHE_HOME:-$HOME/.cache}/retrokube/testbins/<version>/{kube-apiserver,kine,helm,kubectl}
 # Prints the folder on its last line. Idempotent: a binary already in the folder is not rebuilt.
-# Usage: hack/build-testbins.sh [--print-dir]   (--print-dir only prints the folder, builds nothing)
+# Usage: hack/build-testbins.sh [--print-dir|--check]   (--print-dir only prints the folder; --check exits 0
+#        when every binary is already built; neither builds anything)
 # Environment: RETROKUBE_TESTBINS_DIR overrides the folder; GOFLAGS/GOPROXY are honoured.
 set -euo pipefail
 # shellcheck source=hack/lib-gomod.sh
@@ -22,6 +23,10 @@ CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/retrokube"
 OUT="${RETROKUBE_TESTBINS_DIR:-$CACHE_ROOT/testbins/$STAMP}"
 WORK="$CACHE_ROOT/testbins-work"
 if [ "${1:-}" = "--print-dir" ]; then echo "$OUT"; exit 0; fi   # where the binaries are (or would be)
+if [ "${1:-}" = "--check" ]; then
+  for b in kube-apiserver kine helm kubectl; do [ -x "$OUT/$b" ] || exit 1; done
+  exit 0
+fi
 mkdir -p "$OUT" "$WORK"
 
 say() { echo "[build-testbins $(date +%H:%M:%S)] $*" >&2; }

@@ -28,6 +28,11 @@ export interface OperatorBench {
   create(k: KubeClient, namespace: string, i: number): Promise<void>;
   /** How many objects are complete now. */
   countComplete(k: KubeClient, namespace: string): Promise<number>;
+  /**
+   * Optional: how many objects have reached their final state after being complete (e.g. a status
+   * that waits out a grace period); the quiet period starts only once all have (settleSeconds).
+   */
+  countSettled?(k: KubeClient, namespace: string): Promise<number>;
   /** Extra fixed fields of the results. */
   extra?: Record<string, unknown>;
 }
@@ -154,9 +159,20 @@ export async function runOperatorBench(b: OperatorBench): Promise<void> {
       if (performance.now() - t0 > b.timeoutMs) throw new Error(`only ${done}/${count} complete in time`);
       await sleep(LIMITS.pollMs);
     }
+    console.log(`complete in ${(completeMs / 1000).toFixed(1)} s`);
+    let settleMs: number | undefined;
+    if (b.countSettled) {
+      for (;;) {
+        const settled = await b.countSettled(k, ns);
+        if (settled === count) break;
+        if (performance.now() - t0 > b.timeoutMs) throw new Error(`only ${settled}/${count} settled in time`);
+        await sleep(LIMITS.pollMs);
+      }
+      settleMs = performance.now() - t0;
+      console.log(`settled in ${(settleMs / 1000).toFixed(1)} s`);
+    }
     const m1 = await metrics(metricsPort);
     const cpu1 = cpuSeconds(pid);
-    console.log(`complete in ${(completeMs / 1000).toFixed(1)} s`);
 
     // Quiet period: nothing changes, so the operator should write nothing.
     await sleep(LIMITS.quietMs);
@@ -170,6 +186,7 @@ export async function runOperatorBench(b: OperatorBench): Promise<void> {
       createConcurrency: concurrency,
       createSeconds: +(createdMs / 1000).toFixed(2),
       [b.completeKey]: +(completeMs / 1000).toFixed(2),
+      ...(settleMs !== undefined ? { settleSeconds: +(settleMs / 1000).toFixed(2) } : {}),
       reconciles: reconciles(m1) - reconciles(m0),
       reconcilesPerSecond: +((reconciles(m1) - reconciles(m0)) / (completeMs / 1000)).toFixed(1),
       reconcileErrors: errors(m1) - errors(m0),

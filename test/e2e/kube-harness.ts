@@ -11,6 +11,7 @@ import { type Relay, startRelay } from '../../operator/src/air/relay.ts';
 import type { FrameRecord } from '../../operator/src/air/view.ts';
 import { buildKubeDisk } from '../../operator/src/cli/kube-disk.ts';
 import { OberonVolume } from '../../operator/src/machine/fs/volume.ts';
+import { QemuRunner } from '../../operator/src/machine/qemu-runner.ts';
 import { MachineRunner } from '../../operator/src/machine/runner.ts';
 
 export const HARNESS = {
@@ -37,6 +38,8 @@ export interface ClusterOptions {
   join?: boolean;
   /** Another disk for every machine (default: the Kube disk). */
   disk?: string;
+  /** Machines (plane or node names) that run as qemu-system-risc5 instead of the TS emulator. */
+  qemu?: { binary: string; machines: string[] };
 }
 
 export interface WindowView {
@@ -54,6 +57,9 @@ export class KubeCluster {
   readonly key: string;
   readonly cluster: string;
   readonly machines = new Map<string, MachineRunner>();
+  /** The machines that run as QEMU processes (ClusterOptions.qemu). */
+  readonly qemuMachines = new Map<string, QemuRunner>();
+  private readonly qemu: ClusterOptions['qemu'];
   private readonly disks = new Map<string, string>();
   private readonly commands = new Map<string, string>();
   listener!: Listener;
@@ -67,6 +73,7 @@ export class KubeCluster {
     this.key = opts.key ?? '0123456789abcdef';
     this.cluster = opts.cluster ?? 'kube';
     this.tag = clusterTag(this.cluster);
+    this.qemu = opts.qemu;
   }
 
   static async start(opts: ClusterOptions): Promise<KubeCluster> {
@@ -103,7 +110,17 @@ export class KubeCluster {
 
   /** Power on (a cold boot from the machine's disk, with its boot commands). */
   async on(name: string, commands?: string): Promise<void> {
-    if (this.machines.has(name)) throw new Error(`${name} is already on`);
+    if (this.machines.has(name) || this.qemuMachines.has(name)) throw new Error(`${name} is already on`);
+    if (this.qemu?.machines.includes(name)) {
+      const q = await QemuRunner.start({
+        qemu: this.qemu.binary,
+        disk: this.diskOf(name),
+        commands: commands ?? this.commands.get(name) ?? '',
+        air: { host: '127.0.0.1', port: this.relay.address.port },
+      });
+      this.qemuMachines.set(name, q);
+      return;
+    }
     const m = await MachineRunner.start({
       disk: this.diskOf(name),
       inPlace: true,
@@ -116,6 +133,12 @@ export class KubeCluster {
 
   /** Power off: the machine stops at once; its disk keeps what was written. */
   async off(name: string): Promise<void> {
+    const q = this.qemuMachines.get(name);
+    if (q) {
+      this.qemuMachines.delete(name);
+      await q.stop();
+      return;
+    }
     const m = this.machines.get(name);
     if (!m) return;
     this.machines.delete(name);
@@ -124,7 +147,7 @@ export class KubeCluster {
 
   /** Runs Oberon commands on a machine (sent on its serial port, read by Boot's task). */
   run(name: string, commands: string): void {
-    const m = this.machines.get(name);
+    const m = this.machines.get(name) ?? this.qemuMachines.get(name);
     if (!m) throw new Error(`${name} is off`);
     m.serialFeed(`${commands};`);
   }
@@ -194,7 +217,7 @@ export class KubeCluster {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.machines.keys()].map((m) => this.off(m)));
+    await Promise.all([...this.machines.keys(), ...this.qemuMachines.keys()].map((m) => this.off(m)));
     await this.listener.close();
     await this.relay.close();
     rmSync(this.dir, { recursive: true, force: true });

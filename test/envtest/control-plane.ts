@@ -56,10 +56,12 @@ export function assertTestBins(bins: TestBins): void {
   if (missing.length === 0) return;
   const why = `envtest: test binaries missing (${missing.join(', ')}).`;
   if (process.env.CI) {
-    throw new Error(`${why} CI must build them first: hack/ci-deps.sh runs hack/build-testbins.sh.`);
+    throw new Error(
+      `${why} CI must build them first: npm test runs the set-up (node hack/setup.ts) before the suites.`,
+    );
   }
   throw new Error(
-    `${why} Build them once with: bash hack/build-testbins.sh (needs Go; ~15 min cold, cached afterwards).`,
+    `${why} Run the set-up once with: npm run setup (needs Go; builds with bash hack/build-testbins.sh, ~5 min cold on idle cores, cached afterwards).`,
   );
 }
 

@@ -4,19 +4,21 @@
 // $(RK_KEY), the relay Service pointing at a local relay), and the OberonKube reports Ready with
 // the node and pod counts the operator heard on the air.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startRelay } from '../../operator/src/air/relay.ts';
 import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
 import { KINDS_OWNED } from '../../operator/src/controllers/oberonmachine.ts';
+import { resourcePath } from '../../operator/src/runtime/client.ts';
 import { kubeDisk } from '../e2e/kube-harness.ts';
 import { freshNamespace } from './harness.ts';
 import {
   CORE,
   condition,
   localMachineArgs,
+  localMachineEnv,
   markStatefulSetReady,
   publishRelayEndpoint,
   runExecProbe,
@@ -59,14 +61,38 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
       await waitFor('the relay Service', () => k.getOrUndefined(CORE.service, ns, 'rk-air-e2e-air'));
       await publishRelayEndpoint(k, ns, 'e2e-air');
 
-      // The kubelet: every StatefulSet that appears gets its pod, run here as a process.
+      // The kubelet: every StatefulSet that appears gets its pod, run here as a process; a
+      // ConfigMap volume is a folder with a file per entry, kept up to date.
+      const syncConfigMaps = async () => {
+        for (const [name, p] of pods) {
+          const volume = (
+            (await k.get(KINDS_OWNED.statefulSet, ns, name)) as Deep
+          ).spec.template.spec.volumes.find((v: Deep) => v.configMap);
+          if (!volume) continue;
+          const cm: Deep = await k.getOrUndefined(CORE.configMap, ns, volume.configMap.name);
+          for (const [entry, text] of Object.entries((cm?.data ?? {}) as Record<string, string>)) {
+            const file = join(p.mounts[volume.name], entry);
+            let old = '';
+            try {
+              old = readFileSync(file, 'utf8');
+            } catch {}
+            if (old !== text) writeFileSync(file, text);
+          }
+        }
+      };
       const kubelet = async () => {
+        await syncConfigMaps();
         for (const sts of (await k.list(KINDS_OWNED.statefulSet, ns)).items as Deep[]) {
           const name = sts.metadata.name as string;
           if (procs.has(name) || sts.spec.replicas !== 1) continue;
           const c = sts.spec.template.spec.containers[0];
-          // The pod's volumes as local folders: the PVC with the Kube disk, the status emptyDir.
-          const mounts = { disk: join(work, name, 'disk'), status: join(work, name, 'status') };
+          // The pod's volumes as local folders: the PVC with the Kube disk, the status emptyDir,
+          // the plane's live deployments.
+          const mounts: Record<string, string> = {
+            disk: join(work, name, 'disk'),
+            status: join(work, name, 'status'),
+            live: join(work, name, 'live'),
+          };
           for (const dir of Object.values(mounts)) mkdirSync(dir, { recursive: true });
           copyFileSync(disk, join(mounts.disk, 'oberon.dsk'));
           const args = localMachineArgs(c, { mounts, relay: `127.0.0.1:${relay.address.port}`, key });
@@ -76,6 +102,7 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
             spawn(resolve(root, 'node_modules/.bin/node'), ['operator/src/cli/main.ts', ...args], {
               cwd: root,
               stdio: 'ignore',
+              env: localMachineEnv(key),
             }),
           );
           await markStatefulSetReady(k, ns, name, sts.metadata.generation);
@@ -105,10 +132,33 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
       const ids = s.status.nodeTable.flatMap((n: Deep) => n.running);
       expect(ids).toHaveLength(3);
       expect(s.status.nodeTable.flatMap((n: Deep) => n.images)).toEqual(['Ticker', 'Ticker', 'Ticker']);
+
+      // A changed deployment reaches the running plane through its ConfigMap: a rolling update
+      // heard on the air, the same plane process throughout.
+      const planeProc = procs.get('rk-m-e2e-plane');
+      await k.request('PATCH', resourcePath(OBERONKUBE, ns, 'e2e'), {
+        body: { spec: { deployments: 'web 4 Ticker2' } },
+        contentType: 'application/merge-patch+json',
+      });
+      const rolled: Deep = await waitFor(
+        'web 4 Ticker2 heard on the air',
+        async () => {
+          await kubelet();
+          const o: Deep = await k.get(OBERONKUBE, ns, 'e2e');
+          const images = (o.status?.nodeTable ?? []).flatMap((n: Deep) => n.images ?? []);
+          return (
+            o.status?.converged && images.length === 4 && images.every((i: string) => i === 'Ticker2') && o
+          );
+        },
+        120_000,
+      );
+      expect(rolled.status).toMatchObject({ pods: '4/4' });
+      expect(procs.get('rk-m-e2e-plane')).toBe(planeProc);
+      expect(planeProc?.exitCode).toBeNull();
     } finally {
       for (const p of procs.values()) p.kill('SIGKILL');
       await relay.close();
       rmSync(work, { recursive: true, force: true });
     }
-  }, 300_000);
+  }, 420_000);
 });

@@ -3,21 +3,17 @@
 // user's key Secret then says what is wrong and the two commands that fix it; nothing is deleted,
 // its machines are still made (the kubelet reads the key for them), and no key reaches status,
 // Events or the log. Running those very commands lets the operator read the key and judge the air.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it, onTestFinished } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { describe, expect, it } from 'vitest';
 import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
 import { KINDS_OWNED, OBERONMACHINE } from '../../operator/src/controllers/oberonmachine.ts';
-import type { KubeClient, ResourceType } from '../../operator/src/runtime/client.ts';
-import { REPO_ROOT } from './control-plane.ts';
+import { installChartRbac, run } from './chart-rbac.ts';
 import { freshNamespace, kubeconfigPath, serviceAccountKubeConfig, testBins } from './harness.ts';
 import {
   CORE,
   condition,
-  type KubeObject,
   OBERONAIR,
   type OperatorProcess,
   publishRelayEndpoint,
@@ -30,78 +26,6 @@ import {
 type Deep = any;
 
 const KEY = 'a1b2c3d4e5f60718';
-const RBAC_TYPES: Record<string, ResourceType> = {
-  ServiceAccount: {
-    group: '',
-    version: 'v1',
-    plural: 'serviceaccounts',
-    kind: 'ServiceAccount',
-    namespaced: true,
-  },
-  ClusterRole: {
-    group: 'rbac.authorization.k8s.io',
-    version: 'v1',
-    plural: 'clusterroles',
-    kind: 'ClusterRole',
-    namespaced: false,
-  },
-  ClusterRoleBinding: {
-    group: 'rbac.authorization.k8s.io',
-    version: 'v1',
-    plural: 'clusterrolebindings',
-    kind: 'ClusterRoleBinding',
-    namespaced: false,
-  },
-  Role: {
-    group: 'rbac.authorization.k8s.io',
-    version: 'v1',
-    plural: 'roles',
-    kind: 'Role',
-    namespaced: true,
-  },
-  RoleBinding: {
-    group: 'rbac.authorization.k8s.io',
-    version: 'v1',
-    plural: 'rolebindings',
-    kind: 'RoleBinding',
-    namespaced: true,
-  },
-};
-
-function run(bin: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((ok) => {
-    execFile(bin, args, { maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      ok({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-    });
-  });
-}
-
-/** Installs the chart's RBAC (rendered by helm, release = namespace); returns the ServiceAccount's name. */
-async function installChartRbac(k: KubeClient, ns: string): Promise<string> {
-  const r = await run(testBins().helm, [
-    'template',
-    ns,
-    join(REPO_ROOT, 'charts/retrokube'),
-    '--namespace',
-    ns,
-  ]);
-  expect(r.code, r.stderr).toBe(0);
-  const docs = parseAllDocuments(r.stdout)
-    .map((d) => d.toJS() as KubeObject | null)
-    .filter((d): d is KubeObject => !!d && !!RBAC_TYPES[d.kind ?? '']);
-  for (const d of docs) {
-    const type = RBAC_TYPES[d.kind as string] as ResourceType;
-    await k.apply(type, d, 'retrokube-envtest');
-    if (!type.namespaced)
-      onTestFinished(async () => {
-        await k.delete(type, undefined, d.metadata.name as string).catch(() => undefined);
-      });
-  }
-  const sa = docs.find((d) => d.kind === 'ServiceAccount');
-  expect(sa).toBeDefined();
-  return sa?.metadata.name as string;
-}
-
 describe('an OberonKube whose keySecretRef the operator may not read', () => {
   it('says what is wrong and which Role/RoleBinding to create, loses nothing, shows no key; converges once granted', async () => {
     const ns = await freshNamespace('kube-keyaccess');

@@ -46,7 +46,7 @@ async function stsReady(k: ReturnType<typeof testClient>, ns: string, machine: s
 }
 
 describe('OberonKube on a real API server', () => {
-  it('owns an air, nodes first then the plane (Ensure), a generated key Secret never shown; scales and re-commands the plane', async () => {
+  it('owns an air, nodes first then the plane, a generated key Secret never shown; scales, and changes deployments live without touching the plane', async () => {
     const ns = await freshNamespace('kube-graph');
     const k = testClient();
     await startOperator({ namespace: ns, keySeed: SEED });
@@ -105,26 +105,37 @@ describe('OberonKube on a real API server', () => {
     await stsReady(k, ns, 'farm-node-a');
     await stsReady(k, ns, 'farm-node-b');
     const plane: Deep = await waitFor('the plane', () => k.getOrUndefined(OBERONMACHINE, ns, 'farm-plane'));
-    expect(plane.spec).toMatchObject({ role: 'plane', commands: 'Kube.Ensure web 3 Ticker' });
+    expect(plane.spec).toMatchObject({ role: 'plane', liveCommandsConfigMap: 'rk-kube-farm-deployments' });
+    expect(plane.spec.commands).toBeUndefined();
     const planeSts: Deep = await waitFor('the plane StatefulSet', () =>
       k.getOrUndefined(KINDS_OWNED.statefulSet, ns, 'rk-m-farm-plane'),
     );
-    expect(planeSts.spec.template.spec.containers[0].args).toContain(
-      'Kube.Start;KubeNet.Serve kube $(RK_KEY);Kube.Ensure web 3 Ticker',
+    const planeArgs = planeSts.spec.template.spec.containers[0].args;
+    expect(planeArgs).toContain('Kube.Start;KubeNet.Serve kube $$(RK_KEY)');
+    expect(planeArgs.slice(-2)).toEqual(['--live-commands', '/etc/retrokube/live/deployments']);
+    const live: Deep = await waitFor('the live deployments ConfigMap', () =>
+      k.getOrUndefined(CORE.configMap, ns, 'rk-kube-farm-deployments'),
     );
+    expect(live.metadata.ownerReferences).toEqual([owner]);
+    expect(live.data).toEqual({ deployments: 'Kube.Apply web 3 Ticker\n' });
 
-    // Scaling adds and removes node machines; new deployments re-command (and so restart) the plane.
+    // Scaling adds and removes node machines; changed deployments reach the running plane through
+    // its ConfigMap: the plane's StatefulSet (and so its pod) is not touched.
+    const planeGeneration = planeSts.metadata.generation;
     await k.request('PATCH', resourcePath(OBERONKUBE, ns, 'farm'), {
-      body: { spec: { nodes: 3, deployments: 'web 3 Ticker; api 2 Ticker2' } },
+      body: { spec: { nodes: 3, deployments: 'web 6 Ticker2; api 2 Ticker2' } },
       ...merge,
     });
     await waitFor('node-c', () => k.getOrUndefined(OBERONMACHINE, ns, 'farm-node-c'));
     await waitFor(
-      'plane commands',
+      'the new deployments in the ConfigMap',
       async () =>
-        ((await k.get(OBERONMACHINE, ns, 'farm-plane')) as Deep).spec.commands ===
-        'Kube.Ensure web 3 Ticker;Kube.Ensure api 2 Ticker2',
+        ((await k.get(CORE.configMap, ns, 'rk-kube-farm-deployments')) as Deep).data.deployments ===
+        'Kube.Apply web 6 Ticker2\nKube.Apply api 2 Ticker2\n',
     );
+    await new Promise((r) => setTimeout(r, 1500));
+    const after: Deep = await k.get(KINDS_OWNED.statefulSet, ns, 'rk-m-farm-plane');
+    expect(after.metadata.generation).toBe(planeGeneration);
     await k.request('PATCH', resourcePath(OBERONKUBE, ns, 'farm'), {
       body: { spec: { nodes: 1 } },
       ...merge,

@@ -81,7 +81,7 @@ describe('OberonMachine on a real API server', () => {
       '--status-file',
       '/run/retrokube/status',
       '--commands',
-      'KubeNet.Join node-a farm $(RK_KEY)',
+      'KubeNet.Join node-a farm $$(RK_KEY)',
       '--air',
       'rk-air-lab:7524',
     ]);

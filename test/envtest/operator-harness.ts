@@ -8,6 +8,7 @@ import { createOperatorManager } from '../../operator/src/cli/operator-run.ts';
 import { OBERONAIR, type OberonAir } from '../../operator/src/controllers/oberonair.ts';
 import { KINDS_OWNED } from '../../operator/src/controllers/oberonmachine.ts';
 import { CORE_EVENT } from '../../operator/src/controllers/oberonmachine-observe.ts';
+import type { MigrationControllerOptions } from '../../operator/src/controllers/sheetmigration.ts';
 import { CORE, KubeClient, type KubeObject, resourcePath } from '../../operator/src/runtime/client.ts';
 import type { Manager } from '../../operator/src/runtime/manager.ts';
 import { REPO_ROOT } from './control-plane.ts';
@@ -35,10 +36,15 @@ export interface TestOperatorOptions {
   /** Where the operator hears airs (a local relay). */
   airAddress?: (namespace: string, air: string, port: number) => { host: string; port: number };
   keySeed?: string;
+  /** Where the operator reaches a SheetCluster's apiserver (a local process), and shorter waits. */
+  sheetsAddress?: (namespace: string, cluster: string) => string;
+  sheetTiming?: { pollMs?: number; startGraceMs?: number; claimGraceMs?: number; secretRecheckMs?: number };
   /** Bind /metrics and probes on a free loopback port. */
   http?: boolean;
   /** Act as this kubeconfig's user (e.g. the chart's ServiceAccount, impersonated); default admin. */
   kubeConfig?: KubeConfig;
+  /** SheetMigration hooks (a test crashes the operator between a step's writes and its status). */
+  migration?: MigrationControllerOptions;
 }
 
 /** Starts the operator in this process, scoped to `namespace`; stopped when the test finishes. */
@@ -54,6 +60,9 @@ export async function startOperator(o: TestOperatorOptions): Promise<Manager> {
     kubevirt: o.kubevirt,
     airAddress: o.airAddress,
     keySeed: o.keySeed,
+    sheetsAddress: o.sheetsAddress,
+    sheetTiming: o.sheetTiming,
+    migration: o.migration,
     resyncMs: o.resyncMs ?? 0,
     metrics: o.http ? { host: '127.0.0.1', port: 0 } : undefined,
     health: o.http ? { host: '127.0.0.1', port: 0 } : undefined,
@@ -185,7 +194,8 @@ function localPath(c: Container, mounts: LocalMounts, text: string): string {
 
 /**
  * The machine container's arguments as the kubelet would run them, on this host: paths under a
- * volume mount point at its local folder, $(RK_KEY) is expanded, the relay Service's address is a
+ * volume mount point at its local folder, $(RK_KEY) is expanded and $$(RK_KEY) becomes $(RK_KEY)
+ * (for `machine run` to expand from the env, localMachineEnv), the relay Service's address is a
  * local relay, and the VNC server stays off (no port to share between test machines).
  */
 export function localMachineArgs(
@@ -198,9 +208,19 @@ export function localMachineArgs(
     const a = given[i];
     if (a === '--vnc' || a === '--vnc-host') i++;
     else if (given[i - 1] === '--air' && o.relay !== undefined) args.push(o.relay);
-    else args.push(localPath(c, o.mounts, a.replaceAll('$(RK_KEY)', o.key ?? '')));
+    else args.push(localPath(c, o.mounts, kubeletExpand(a, o.key ?? '')));
   }
   return args;
+}
+
+/** The kubelet's $(VAR) expansion of RK_KEY, with "$$" escaping a reference. */
+function kubeletExpand(arg: string, key: string): string {
+  return arg.replace(/\$\$|\$\(RK_KEY\)/g, (m) => (m === '$$' ? '$' : key));
+}
+
+/** The machine container's environment on this host: the key Secret's value as RK_KEY. */
+export function localMachineEnv(key = ''): NodeJS.ProcessEnv {
+  return { ...process.env, RK_KEY: key };
 }
 
 /**

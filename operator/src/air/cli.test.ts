@@ -1,8 +1,12 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { assignDatagram, clusterTag, heartbeatDatagram, keyFromHex, specDatagram } from './kubenet.ts';
 import type { RelayState } from './relay.ts';
+import { startRelay } from './relay.ts';
 import { openStation } from './station.ts';
 
 const MAIN = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
@@ -16,9 +20,12 @@ afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
+// The verbs look for a running `up` in the state folder: tests point them at their own (or none).
+const ENV = { ...process.env, RETROKUBE_AIR_CONTROL: '', RETROKUBE_STATE: join(tmpdir(), 'rk-air-no-up') };
+
 function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(NODE, [MAIN, ...args], { timeout: 90_000 }, (err, stdout, stderr) => {
+    execFile(NODE, [MAIN, ...args], { timeout: 90_000, env: ENV }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
       resolve({ code, stdout, stderr });
     });
@@ -30,7 +37,7 @@ function start(
   args: string[],
   ready: RegExp,
 ): Promise<{ proc: ChildProcess; out: () => string; match: RegExpMatchArray }> {
-  const proc = spawn(NODE, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(NODE, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: ENV });
   let text = '';
   let err = '';
   cleanup.push(
@@ -176,4 +183,78 @@ describe('retrokube air verbs as real processes', () => {
     expect(r4.code).not.toBe(0);
     expect(r4.stderr).toMatch(/port/);
   }, 120_000);
+});
+
+describe('the air verbs find the running "retrokube up" (issue 17 items 12, 13)', () => {
+  it("air listen with no address hears the running up's air with its key and cluster from the state folder", async () => {
+    const relay = await startRelay({ port: 0, bind: '127.0.0.1', rate: null });
+    const dir = mkdtempSync(join(tmpdir(), 'rk-air-up-'));
+    cleanup.push(
+      () => relay.close(),
+      () => rmSync(dir, { recursive: true, force: true }),
+    );
+    writeFileSync(join(dir, 'key'), `${KEY_HEX}\n`, { mode: 0o600 });
+    // up.json as a running `up` writes it (this test process plays the up: its pid is alive)
+    writeFileSync(
+      join(dir, 'up.json'),
+      JSON.stringify({
+        pid: process.pid,
+        control: 'http://127.0.0.1:1',
+        air: { host: '127.0.0.1', port: relay.address.port, control: '', keyFile: join(dir, 'key') },
+        cluster: 'kube',
+        machines: [],
+        startedAt: new Date().toISOString(),
+      }),
+    );
+    const node = await openStation({ host: '127.0.0.1', port: relay.address.port, helloIntervalMs: 0 });
+    cleanup.push(() => node.close());
+    let nc = 5;
+    const timer = setInterval(
+      () => void node.send(heartbeatDatagram({ cluster: TAG, node: 'node-a', ids: [1], counter: nc++ }, KEY)),
+      150,
+    );
+    cleanup.push(() => clearInterval(timer));
+    const r = await cli(['air', 'listen', '--state', dir, '--json', '--duration', '3']);
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines.some((l) => l.kind === 'heartbeat' && l.verdict === 'ok' && l.auth === true)).toBe(true);
+    // and an explicit address that is not the up's air gets a note pointing at it
+    const other = await cli(['air', 'listen', '127.0.0.1:9', '--state', dir, '--duration', '1']);
+    expect(other.stderr).toContain(
+      `the running "retrokube up" has its air at 127.0.0.1:${relay.address.port}`,
+    );
+  }, 60_000);
+
+  it('with no up and no address, listen refuses with a one-line way out', async () => {
+    const r = await cli(['air', 'listen', '--state', mkdtempSync(join(tmpdir(), 'rk-air-none-'))]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(
+      /no running "retrokube up" found in .*give the relay: retrokube air listen HOST\[:PORT\]/,
+    );
+  });
+
+  it('a listener that hears nothing for a few seconds says so (on stderr, keeping stdout clean)', async () => {
+    const quiet = await openStation({ host: '127.0.0.1', port: 9, helloIntervalMs: 0, hello: false });
+    const port = quiet.local.port; // a bound UDP port where no relay answers
+    cleanup.push(() => quiet.close());
+    const r = await cli(['air', 'listen', `127.0.0.1:${port}`, '--json', '--duration', '7']);
+    expect(r.stderr).toMatch(
+      new RegExp(`heard nothing on the air at 127\\.0\\.0\\.1:${port} for 5 s: is a relay running there`),
+    );
+    expect(r.stdout.trim().split('\n')).toHaveLength(1); // only the final {"view": ...}
+  }, 60_000);
+
+  it('air state|off|loss|cut need the state folder or --control: no silent 127.0.0.1:7525', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rk-air-none-'));
+    const rs = await Promise.all(
+      [['state'], ['off'], ['loss', '0.1'], ['cut', 'node-a']].map((v) => cli(['air', ...v, '--state', dir])),
+    );
+    for (const r of rs) {
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toMatch(/no running "retrokube up" found in .* and no --control given/);
+    }
+  }, 60_000);
 });

@@ -1,11 +1,11 @@
 // `retrokube air ...`: the relay, the passive listener, the injector, and the relay's remote control.
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { runningAirControl } from '../local/state.ts';
+import { airControlUrl, readUpState, stateDir, type UpAir, upAir } from '../local/state.ts';
 import { FORGERY_KINDS, type ForgeryKind, runInjector } from './inject.ts';
 import { checkClusterName, keyFromHex } from './kubenet.ts';
 import { startListener } from './listen.ts';
 import { checkLoss, type RelayState, relaySummary, startRelay } from './relay.ts';
-import { DEFAULT_CONTROL_PORT, DEFAULT_CONTROL_URL, relayControl } from './relay-http.ts';
+import { DEFAULT_CONTROL_PORT, relayControl } from './relay-http.ts';
 import { parseRelayAddress } from './station.ts';
 import { AIR_PORT, fromHex, LIMITS } from './wire.ts';
 
@@ -67,10 +67,60 @@ function ids(v: string): number[] {
 }
 
 const controlOption = (): Option =>
-  new Option('--control <url>', 'control endpoint of the relay').default(
-    process.env.RETROKUBE_AIR_CONTROL ?? runningAirControl() ?? DEFAULT_CONTROL_URL,
-    `$RETROKUBE_AIR_CONTROL, the relay of a running "retrokube up", or ${DEFAULT_CONTROL_URL}`,
+  new Option(
+    '--control <url>',
+    'control endpoint of the relay (default $RETROKUBE_AIR_CONTROL, else the relay of the running "retrokube up"; never a guess)',
   );
+const stateOption = (): Option =>
+  new Option(
+    '--state <dir>',
+    'state folder of the running "retrokube up" (default $RETROKUBE_STATE, $XDG_STATE_HOME/retrokube or ./.retrokube)',
+  );
+
+const err = (s: string): void => void process.stderr.write(`${s}\n`);
+
+/**
+ * Where a station listens and with which key: the RELAY given, else the running `up`'s air (its
+ * relay, cluster and key from the state folder). --key and --cluster given on the command line win.
+ */
+export function stationTarget(
+  relayText: string | undefined,
+  o: { state?: string; key?: Uint8Array; cluster?: string },
+): { host: string; port: number; key?: Uint8Array; cluster: string; note?: string; up?: UpAir } {
+  const dir = stateDir(o.state);
+  const st = readUpState(dir);
+  const up = st ? upAir(st) : undefined;
+  if (relayText === undefined) {
+    if (!up)
+      throw new Error(
+        `no running "retrokube up" found in ${dir}: start one with "retrokube up" (or pass --state DIR), or give the relay: retrokube air listen HOST[:PORT] --key HEX`,
+      );
+    return {
+      host: up.host,
+      port: up.port,
+      key: o.key ?? (up.keyHex ? keyFromHex(up.keyHex) : undefined),
+      cluster: o.cluster ?? up.cluster,
+      up,
+    };
+  }
+  const { host, port } = parseRelayAddress(relayText);
+  const note =
+    up && (up.port !== port || up.host !== host)
+      ? `note: the running "retrokube up" has its air at ${up.host}:${up.port}; leave out the address to listen there with its key`
+      : undefined;
+  return { host, port, key: o.key, cluster: o.cluster ?? 'kube', note, up };
+}
+
+/** The one line a station prints when it hears nothing at all. */
+export function silenceLine(host: string, port: number, ms: number, up?: UpAir): string {
+  const hint =
+    up && (up.host !== host || up.port !== port)
+      ? ` (the running "retrokube up" has its air at ${up.host}:${up.port})`
+      : up
+        ? ' (are the machines of "retrokube up" switched on?)'
+        : ' (start one with "retrokube up" or "retrokube air relay")';
+  return `heard nothing on the air at ${host}:${port} for ${Math.round(ms / 1000)} s: is a relay running there with stations on it?${hint}`;
+}
 
 function printState(st: RelayState, json: boolean): void {
   if (json) {
@@ -177,17 +227,23 @@ Examples:
   air
     .command('listen')
     .description('a passive station: decode every frame, verify MACs and counters, show the cluster view')
-    .argument('<relay>', 'relay HOST[:PORT] (port 7524 by default)')
-    .addOption(
-      new Option('--key <hex>', 'cluster key, up to 16 hex digits (default: the all-zero key)').argParser(
-        key,
-      ),
+    .argument(
+      '[relay]',
+      'relay HOST[:PORT] (port 7524 by default); default: the air of the running "retrokube up"',
     )
     .addOption(
-      new Option('--cluster <name>', 'cluster name (its tag selects the frames)')
-        .argParser(cluster)
-        .default('kube'),
+      new Option(
+        '--key <hex>',
+        'cluster key, up to 16 hex digits (default: the running "up"\'s key, else the all-zero key)',
+      ).argParser(key),
     )
+    .addOption(
+      new Option(
+        '--cluster <name>',
+        'cluster name (its tag selects the frames; default: the running "up"\'s, else kube)',
+      ).argParser(cluster),
+    )
+    .addOption(stateOption())
     .addOption(new Option('--json', 'one JSON object per frame').conflicts('table'))
     .addOption(new Option('--table', 'redraw the cluster view in place every second').conflicts('json'))
     .addOption(
@@ -199,6 +255,7 @@ Examples:
       'after',
       `
 Examples:
+  retrokube air listen                                           # the air of the running "retrokube up"
   retrokube air listen 127.0.0.1 --key 0123456789abcdef          # a line per frame
   retrokube air listen relay:7524 --cluster lab --table          # the live cluster view
   retrokube air listen 127.0.0.1 --json --duration 30 > air.jsonl
@@ -207,13 +264,22 @@ JSON lines carry t (ms since the epoch), ch, dadr, sadr, typ, len, raw (hex of t
 kind, cluster, node, ids, id, image, counter, auth, fresh and verdict (ok, forged, stale,
 other-cluster, malformed, not-kube). On exit a last line {"view": ...} holds the cluster view.`,
     )
-    .action(async (relayText: string, o) => {
-      const { host, port } = parseRelayAddress(relayText);
+    .action(async (relayText: string | undefined, o) => {
+      const t = stationTarget(relayText, o);
+      if (t.note) err(t.note);
+      const { host, port } = t;
       const output = o.json ? 'json' : o.table ? 'table' : 'text';
-      const listener = await startListener({ host, port, cluster: o.cluster, key: o.key, output });
+      const listener = await startListener({
+        host,
+        port,
+        cluster: t.cluster,
+        key: t.key,
+        output,
+        onSilence: (ms) => err(silenceLine(host, port, ms, t.up)),
+      });
       if (output === 'text')
         out(
-          `listening on the air at ${host}:${port} as udp/${listener.station.local.port} (cluster ${o.cluster})`,
+          `listening on the air at ${host}:${port} as udp/${listener.station.local.port} (cluster ${t.cluster}${t.up && !relayText ? ', from the running "retrokube up"' : ''})`,
         );
       await new Promise<void>((resolve) => {
         const timer = o.duration ? setTimeout(resolve, o.duration * 1000) : undefined;
@@ -238,10 +304,20 @@ other-cluster, malformed, not-kube). On exit a last line {"view": ...} holds the
   air
     .command('inject')
     .description("the intruder of the DR test: forgeries sent right after the plane's assignment to a node")
-    .argument('<relay>', 'relay HOST[:PORT]')
+    .argument('[relay]', 'relay HOST[:PORT]; default: the air of the running "retrokube up"')
     .requiredOption('--node <name>', 'node whose assignments trigger the forgeries')
-    .addOption(new Option('--cluster <name>', 'cluster name').argParser(cluster).default('kube'))
-    .addOption(new Option('--key <hex>', 'the real cluster key (default: all zero)').argParser(key))
+    .addOption(
+      new Option('--cluster <name>', 'cluster name (default: the running "up"\'s, else kube)').argParser(
+        cluster,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--key <hex>',
+        'the real cluster key (default: the running "up"\'s key, else all zero)',
+      ).argParser(key),
+    )
+    .addOption(stateOption())
     .addOption(
       new Option('--forge <kind...>', 'forgeries to send after each assignment')
         .choices([...FORGERY_KINDS])
@@ -288,12 +364,15 @@ Forgery kinds: other-cluster (tag + 1, real key), zero-key ("unsigned"), wrong-k
 genuine assignment of the node with other ids), signed (real key, counter = heard + ahead: obeyed).
 
 Examples:
+  retrokube air inject --node node-a --forge signed               # the air of the running "retrokube up"
   retrokube air inject 127.0.0.1 --node node-a --key 0123456789abcdef --forge other-cluster --rounds 3
   retrokube air inject 127.0.0.1 --node node-a --key 0123456789abcdef --forge replay --skip 5
   retrokube air inject 127.0.0.1 --node node-a --raw 0501ff2a61...`,
     )
-    .action(async (relayText: string, o) => {
-      const { host, port } = parseRelayAddress(relayText);
+    .action(async (relayText: string | undefined, o) => {
+      const t = stationTarget(relayText, o);
+      if (t.note) err(t.note);
+      const { host, port } = t;
       const raw = ((o.raw as string[] | undefined) ?? []).map((h) => {
         const b = fromHex(h);
         if (b.length !== LIMITS.DATAGRAM_BYTES)
@@ -306,8 +385,9 @@ Examples:
         host,
         port,
         node: o.node,
-        cluster: o.cluster,
-        key: o.key,
+        cluster: t.cluster,
+        key: t.key,
+        onSilence: (ms) => err(silenceLine(host, port, ms, t.up)),
         wrongKey: o.wrongKey,
         forgeries: o.forge as ForgeryKind[],
         raw,
@@ -334,12 +414,14 @@ Examples:
       .command(name)
       .description(description)
       .addOption(controlOption())
+      .addOption(stateOption())
       .option('-o, --output <format>', 'table or json', 'table')
       .addHelpText('after', `\nExample:\n  ${example}`);
+  const controlOf = (o: { control?: string; state?: string }) => airControlUrl(o.control, stateDir(o.state));
   const show = (o: { output: string }) => (st: RelayState) => printState(st, o.output === 'json');
 
   controlVerb('state', "show the relay's stations, loss and counters", 'retrokube air state -o json').action(
-    async (o) => show(o)(await relayControl(o.control, 'state')),
+    async (o) => show(o)(await relayControl(controlOf(o), 'state')),
   );
   controlVerb(
     'off',
@@ -347,17 +429,19 @@ Examples:
     'retrokube air off --forget',
   )
     .option('--forget', 'also forget every station, as when the relay is replaced')
-    .action(async (o) => show(o)(await relayControl(o.control, 'off', { forgetPeers: Boolean(o.forget) })));
+    .action(async (o) =>
+      show(o)(await relayControl(controlOf(o), 'off', { forgetPeers: Boolean(o.forget) })),
+    );
   controlVerb('on', 'switch the air on again', 'retrokube air on').action(async (o) =>
-    show(o)(await relayControl(o.control, 'on')),
+    show(o)(await relayControl(controlOf(o), 'on')),
   );
   controlVerb('loss', 'set the probability of dropping each delivery', 'retrokube air loss 0.3')
     .argument('<p>', 'probability 0..1', probability)
-    .action(async (p: number, o) => show(o)(await relayControl(o.control, 'loss', { loss: p })));
+    .action(async (p: number, o) => show(o)(await relayControl(controlOf(o), 'loss', { loss: p })));
   controlVerb('cut', 'cut one station off the air (by node name, IP:PORT or IP)', 'retrokube air cut node-a')
     .argument('<station>', 'node name heard in heartbeats, IP:PORT or IP')
-    .action(async (t: string, o) => show(o)(await relayControl(o.control, 'cut', { target: t })));
+    .action(async (t: string, o) => show(o)(await relayControl(controlOf(o), 'cut', { target: t })));
   controlVerb('restore', 'put a cut station back on the air ("*" for all)', 'retrokube air restore node-a')
     .argument('<station>', 'as given to cut, or "*"')
-    .action(async (t: string, o) => show(o)(await relayControl(o.control, 'restore', { target: t })));
+    .action(async (t: string, o) => show(o)(await relayControl(controlOf(o), 'restore', { target: t })));
 }

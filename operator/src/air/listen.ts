@@ -25,6 +25,9 @@ export interface ListenOptions extends AirViewOptions {
   write?: (text: string) => void;
   onRecord?: (rec: FrameRecord) => void;
   helloIntervalMs?: number;
+  /** Told once when nothing is heard for a few seconds (see openStation). */
+  onSilence?: (silenceMs: number) => void;
+  silenceMs?: number;
 }
 
 export interface Listener {
@@ -43,6 +46,8 @@ export async function startListener(opts: ListenOptions): Promise<Listener> {
     host: opts.host,
     port: opts.port,
     helloIntervalMs: opts.helloIntervalMs,
+    onSilence: opts.onSilence,
+    silenceMs: opts.silenceMs,
     onDatagram: (msg, at) => {
       const rec = airView.ingest(at, msg);
       if (!rec) return;

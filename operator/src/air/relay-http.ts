@@ -4,6 +4,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Registry } from 'prom-client';
+import { guardListener, hostsForBind } from '../util/http-guard.ts';
 import { BadRequest, readJsonObject } from '../util/json-body.ts';
 import type { Relay, RelayState } from './relay.ts';
 
@@ -119,23 +120,28 @@ function listen(server: http.Server, port: number, bind: string, what: string): 
 /** Serves GET /metrics from the relay's Registry. */
 export function startRelayMetrics(relay: Relay, port: number, bind = '0.0.0.0'): Promise<HttpEndpoint> {
   const registry = relayRegistry(relay);
-  const server = http.createServer((req, res) => {
-    if (req.method === 'GET' && (req.url === '/metrics' || req.url?.startsWith('/metrics?'))) {
-      registry.metrics().then(
-        (body) => {
-          res.writeHead(200, { 'content-type': registry.contentType });
-          res.end(body);
-        },
-        (err: Error) => {
-          res.writeHead(500, { 'content-type': 'text/plain' });
-          res.end(`metrics failed: ${err.message}\n`);
-        },
-      );
-      return;
-    }
-    res.writeHead(404, { 'content-type': 'text/plain' });
-    res.end('only GET /metrics here\n');
-  });
+  const server = http.createServer(
+    guardListener(
+      (req, res) => {
+        if (req.method === 'GET' && (req.url === '/metrics' || req.url?.startsWith('/metrics?'))) {
+          registry.metrics().then(
+            (body) => {
+              res.writeHead(200, { 'content-type': registry.contentType });
+              res.end(body);
+            },
+            (err: Error) => {
+              res.writeHead(500, { 'content-type': 'text/plain' });
+              res.end(`metrics failed: ${err.message}\n`);
+            },
+          );
+          return;
+        }
+        res.writeHead(404, { 'content-type': 'text/plain' });
+        res.end('only GET /metrics here\n');
+      },
+      { hosts: hostsForBind(bind) },
+    ),
+  );
   return listen(server, port, bind, '/metrics');
 }
 
@@ -153,60 +159,66 @@ const CONTROL_ROUTES =
  * Every POST answers with the new state. Bad input gets 400 with a one-line reason.
  */
 export function startRelayControl(relay: Relay, port: number, bind = '127.0.0.1'): Promise<HttpEndpoint> {
-  const server = http.createServer((req, res) => {
-    const send = (code: number, body: unknown): void => {
-      res.writeHead(code, { 'content-type': 'application/json' });
-      res.end(`${JSON.stringify(body)}\n`);
-    };
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method === 'GET' && (path === '/state' || path === '/')) return send(200, relay.state());
-    if (req.method === 'GET' && path === '/healthz') return send(200, { ok: true });
-    if (req.method !== 'POST') return send(405, { error: `use ${CONTROL_ROUTES}` });
-    readJsonObject(req, HTTP_LIMITS.MAX_BODY_BYTES, '{"loss":0.3}').then(
-      (body) => {
-        try {
-          const target = (): string => {
-            if (typeof body.target !== 'string' || !body.target.trim()) {
-              throw new BadRequest('"target" must name a station: a node name, IP:PORT or IP');
+  // Same-origin JSON only, and loopback Host names while bound to loopback (util/http-guard.ts).
+  const server = http.createServer(
+    guardListener(
+      (req, res) => {
+        const send = (code: number, body: unknown): void => {
+          res.writeHead(code, { 'content-type': 'application/json' });
+          res.end(`${JSON.stringify(body)}\n`);
+        };
+        const path = (req.url ?? '/').split('?')[0];
+        if (req.method === 'GET' && (path === '/state' || path === '/')) return send(200, relay.state());
+        if (req.method === 'GET' && path === '/healthz') return send(200, { ok: true });
+        if (req.method !== 'POST') return send(405, { error: `use ${CONTROL_ROUTES}` });
+        readJsonObject(req, HTTP_LIMITS.MAX_BODY_BYTES, '{"loss":0.3}').then(
+          (body) => {
+            try {
+              const target = (): string => {
+                if (typeof body.target !== 'string' || !body.target.trim()) {
+                  throw new BadRequest('"target" must name a station: a node name, IP:PORT or IP');
+                }
+                return body.target;
+              };
+              switch (path) {
+                case '/loss':
+                  if (typeof body.loss !== 'number')
+                    throw new BadRequest('"loss" must be a number between 0 and 1');
+                  try {
+                    relay.setLoss(body.loss);
+                  } catch (e) {
+                    throw new BadRequest((e as Error).message);
+                  }
+                  break;
+                case '/off':
+                  if (body.forgetPeers !== undefined && typeof body.forgetPeers !== 'boolean') {
+                    throw new BadRequest('"forgetPeers" must be true or false');
+                  }
+                  relay.off({ forgetPeers: body.forgetPeers === true });
+                  break;
+                case '/on':
+                  relay.on();
+                  break;
+                case '/cut':
+                  relay.cut(target());
+                  break;
+                case '/restore':
+                  relay.restore(target());
+                  break;
+                default:
+                  return send(404, { error: `no ${path}; use ${CONTROL_ROUTES}` });
+              }
+              send(200, relay.state());
+            } catch (e) {
+              send(e instanceof BadRequest ? 400 : 500, { error: (e as Error).message });
             }
-            return body.target;
-          };
-          switch (path) {
-            case '/loss':
-              if (typeof body.loss !== 'number')
-                throw new BadRequest('"loss" must be a number between 0 and 1');
-              try {
-                relay.setLoss(body.loss);
-              } catch (e) {
-                throw new BadRequest((e as Error).message);
-              }
-              break;
-            case '/off':
-              if (body.forgetPeers !== undefined && typeof body.forgetPeers !== 'boolean') {
-                throw new BadRequest('"forgetPeers" must be true or false');
-              }
-              relay.off({ forgetPeers: body.forgetPeers === true });
-              break;
-            case '/on':
-              relay.on();
-              break;
-            case '/cut':
-              relay.cut(target());
-              break;
-            case '/restore':
-              relay.restore(target());
-              break;
-            default:
-              return send(404, { error: `no ${path}; use ${CONTROL_ROUTES}` });
-          }
-          send(200, relay.state());
-        } catch (e) {
-          send(e instanceof BadRequest ? 400 : 500, { error: (e as Error).message });
-        }
+          },
+          (e: Error) => send(e instanceof BadRequest ? 400 : 500, { error: e.message }),
+        );
       },
-      (e: Error) => send(e instanceof BadRequest ? 400 : 500, { error: e.message }),
-    );
-  });
+      { hosts: hostsForBind(bind), requireJson: true },
+    ),
+  );
   return listen(server, port, bind, 'the relay control');
 }
 

@@ -1,6 +1,7 @@
 import dgram from 'node:dgram';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
+import { rawRequest } from '../util/http-guard.testkit.ts';
 import { ManualClock } from './clock.ts';
 import { clusterTag, heartbeatDatagram, keyFromHex } from './kubenet.ts';
 import { startListener } from './listen.ts';
@@ -295,10 +296,31 @@ describe('runtime control of the relay', () => {
 
     const state = await relayControl(url, 'state');
     expect(state.stats.framesIn).toBe(4);
-    const bad = await fetch(new URL('/nope', url), { method: 'POST' });
+    const json = { 'content-type': 'application/json' };
+    const bad = await fetch(new URL('/nope', url), { method: 'POST', headers: json });
     expect(bad.status).toBe(404);
-    const notJson = await fetch(new URL('/cut', url), { method: 'POST', body: '{' });
+    const notJson = await fetch(new URL('/cut', url), { method: 'POST', body: '{', headers: json });
     expect(notJson.status).toBe(400);
+  });
+
+  it('#17.2 refuses what a web page can send: text/plain, a foreign Origin, a rebound Host', async () => {
+    const r = await relay({ controlPort: 0 });
+    const url = r.control!.url;
+    const post = (headers: Record<string, string>) =>
+      fetch(new URL('/off', url), { method: 'POST', body: '{}', headers });
+    expect((await post({ 'content-type': 'text/plain' })).status).toBe(415);
+    expect((await post({ 'content-type': 'application/json', origin: 'https://evil.example' })).status).toBe(
+      403,
+    );
+    const rebound = await rawRequest(new URL('/off', url).href, {
+      method: 'POST',
+      body: '{}',
+      headers: { 'content-type': 'application/json', host: 'evil.example:7525' },
+    });
+    expect(rebound.status).toBe(403);
+    expect(r.isOn()).toBe(true);
+    expect((await post({ 'content-type': 'application/json' })).status).toBe(200);
+    expect(r.isOn()).toBe(false);
   });
 
   it('cuts a station by the node name heard in its heartbeats, both ways, and restores it', async () => {
@@ -351,6 +373,7 @@ describe('runtime control of the relay', () => {
     const bad = await fetch(new URL('/off', r.control!.url), {
       method: 'POST',
       body: '{"forgetPeers":"yes"}',
+      headers: { 'content-type': 'application/json' },
     });
     expect(bad.status).toBe(400);
     expect(r.isOn()).toBe(true);

@@ -17,7 +17,18 @@ export interface StationOptions {
   helloIntervalMs?: number;
   hello?: boolean;
   onDatagram?: (msg: Buffer, at: number) => void;
+  /**
+   * Called once if nothing at all is heard within `silenceMs` of opening (a wrong address or port,
+   * no relay there, or an air nobody talks on), so a listener never waits in silence unawares.
+   */
+  onSilence?: (silenceMs: number) => void;
+  silenceMs?: number;
 }
+
+export const STATION_LIMITS = {
+  /** A relay forwards the nodes' 1-s heartbeats: several seconds of nothing means something is off. */
+  SILENCE_MS: 5000,
+} as const;
 
 export interface Station {
   readonly local: AddressInfo;
@@ -44,7 +55,18 @@ export async function openStation(opts: StationOptions): Promise<Station> {
     type: v6 ? 'udp6' : 'udp4',
     recvBufferSize: STATION_RECV_BUFFER_BYTES,
   });
-  socket.on('message', (msg) => opts.onDatagram?.(msg, Date.now()));
+  let heard = false;
+  socket.on('message', (msg) => {
+    heard = true;
+    opts.onDatagram?.(msg, Date.now());
+  });
+  const silenceMs = opts.silenceMs ?? STATION_LIMITS.SILENCE_MS;
+  const silence = opts.onSilence
+    ? setTimeout(() => {
+        if (!heard) opts.onSilence?.(silenceMs);
+      }, silenceMs)
+    : undefined;
+  silence?.unref();
   // ICMP "port unreachable" while the relay is away must not end the station: keep listening.
   socket.on('error', () => {});
   await new Promise<void>((resolve, reject) => {
@@ -74,6 +96,7 @@ export async function openStation(opts: StationOptions): Promise<Station> {
       if (closed) return;
       closed = true;
       if (timer) clearInterval(timer);
+      if (silence) clearTimeout(silence);
       await new Promise<void>((resolve) => socket.close(() => resolve()));
     },
   };

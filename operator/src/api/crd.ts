@@ -10,7 +10,8 @@ export function toCrd(def: KindDefinition): Record<string, unknown> {
       apiVersion: { type: 'string', description: 'APIVersion of this representation of the object.' },
       kind: { type: 'string', description: 'Kind of the object.' },
       metadata: { type: 'object' },
-      spec: { ...toOpenApi(def.spec), default: {} },
+      // An empty default lets `spec: {}` be omitted, unless the spec has fields one must give.
+      spec: { ...toOpenApi(def.spec), ...(def.spec.required?.length ? {} : { default: {} }) },
       status: toOpenApi(def.status),
     },
   };

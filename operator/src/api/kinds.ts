@@ -3,5 +3,15 @@ import { OberonAirKind } from './oberonair.ts';
 import { OberonKubeKind } from './oberonkube.ts';
 import { OberonMachineKind } from './oberonmachine.ts';
 import type { KindDefinition } from './schema.ts';
+import { SheetClusterKind } from './sheetcluster.ts';
+import { SheetFederationKind } from './sheetfederation.ts';
+import { SheetMigrationKind } from './sheetmigration.ts';
 
-export const KINDS: readonly KindDefinition[] = [OberonAirKind, OberonMachineKind, OberonKubeKind];
+export const KINDS: readonly KindDefinition[] = [
+  OberonAirKind,
+  OberonMachineKind,
+  OberonKubeKind,
+  SheetClusterKind,
+  SheetFederationKind,
+  SheetMigrationKind,
+];

@@ -189,6 +189,15 @@ export function nodeRoleCommands(node: string, cluster: string, key: string): st
   return `KubeNet.Join ${node} ${cluster} ${key}`.trimEnd();
 }
 
+/**
+ * The plane's live deployments: one `Kube.Apply name N Module` line each. Apply is right here,
+ * unlike in boot commands, because the lines are always the current desired state, not a text
+ * fixed at the plane's creation that would undo later rollouts.
+ */
+export function liveApplyLines(items: readonly DeploymentItem[]): string {
+  return items.map((d) => `Kube.Apply ${d.name} ${d.replicas} ${d.module}\n`).join('');
+}
+
 /** One `Kube.Ensure` per deployment — never `Apply`, which would undo rollouts at every plane boot. */
 export function ensureCommands(items: readonly DeploymentItem[]): string {
   return items.map((d) => `Kube.Ensure ${d.name} ${d.replicas} ${d.module}`).join(';');

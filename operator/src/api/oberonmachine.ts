@@ -84,6 +84,15 @@ export const OberonMachineSpec = Type.Object(
         description: "Extra boot commands, `;`-separated, run after the role's (printable ASCII).",
       }),
     ),
+    liveCommandsConfigMap: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 253,
+        pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
+        description:
+          'pod runtime: a ConfigMap whose `deployments` entry holds `Kube.Apply name N Module` lines; the running machine sends each new or changed line to its serial port (a live change, no restart).',
+      }),
+    ),
     runtime: Type.Optional(
       Type.Union([Type.Literal('pod'), Type.Literal('kubevirt')], {
         default: MACHINE_DEFAULTS.runtime,

@@ -2,6 +2,8 @@
 // optionally on an air, with a VNC server, a screenshot, and commands typed or fed to RS232.
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import { expandKeyReference } from '../machine/boot-key.ts';
+import { watchLiveCommands } from '../machine/live-commands.ts';
 import { snapshotToPng } from '../machine/png.ts';
 import { type RfbServer, startRfbServer } from '../machine/rfb/server.ts';
 import { MachineRunner, type RunnerOptions } from '../machine/runner.ts';
@@ -23,6 +25,7 @@ interface RunOpts {
   for?: string;
   json?: boolean;
   statusFile?: string;
+  liveCommands?: string;
 }
 
 /** "relay:7524" / "127.0.0.1:7524" / "[::1]:7524" → host and port. */
@@ -42,11 +45,13 @@ function intOption(name: string, text: string, min: number, max: number): number
 }
 
 async function run(disk: string, o: RunOpts): Promise<void> {
+  // $(RK_KEY) in the commands becomes the key from the environment, checked as hex first.
+  const commands = o.commands === undefined ? undefined : expandKeyReference(o.commands);
   const opts: RunnerOptions = {
     disk,
     inPlace: o.inPlace ?? false,
     clock: o.deterministic ? 'deterministic' : 'realtime',
-    commands: o.commands,
+    commands,
     jit: o.jit ?? true,
     boot: o.rom ? 'assembled' : 'native',
   };
@@ -65,7 +70,7 @@ async function run(disk: string, o: RunOpts): Promise<void> {
     o.statusFile === undefined ? null : new StatusFileWriter(o.statusFile, { relayHost: opts.air?.host });
   if (status !== null) {
     process.once('exit', () => status.stop('the emulator exited'));
-    status.setMissingModules(await missingModules(disk, o.commands).catch(() => []));
+    status.setMissingModules(await missingModules(disk, commands).catch(() => []));
   }
   // Listen for Ctrl-C / SIGTERM from the start, so a stop during boot is not lost.
   let stopReason = 'finished';
@@ -88,7 +93,9 @@ async function run(disk: string, o: RunOpts): Promise<void> {
   status?.follow(m);
   m.onSerial = (bytes) => process.stdout.write(Buffer.from(bytes));
   let vnc: RfbServer | null = null;
+  let live: { stop(): void } | null = null;
   const stop = async (): Promise<void> => {
+    live?.stop();
     await vnc?.close();
     const st = await m.state().catch(() => null);
     status?.stop(stopReason);
@@ -112,6 +119,13 @@ async function run(disk: string, o: RunOpts): Promise<void> {
       stopRequested.then(() => false),
     ]);
     if (!booted) return;
+    if (o.liveCommands !== undefined) {
+      live = watchLiveCommands({
+        path: o.liveCommands,
+        feed: (text) => m.serialFeed(text),
+        warn: (message) => process.stderr.write(`live commands: ${message}\n`),
+      });
+    }
     for (const cmd of o.exec) m.runCommand(cmd);
     if (o.screenshot !== undefined) {
       await m.waitForIdle(120_000);
@@ -166,6 +180,10 @@ export function registerMachineVerbs(program: Command): void {
       '--status-file <path>',
       'keep the machine\'s word in this file: a first line "booting: ...", "booted: ...", "trouble: ..." or "stopped: ..." (for a readiness probe), then details',
     )
+    .option(
+      '--live-commands <file>',
+      'after boot, send each new or changed "Kube.Apply name N Module" line of FILE to the serial port (a plane\'s desired deployments; other lines are refused)',
+    )
     .addHelpText(
       'after',
       `
@@ -173,7 +191,8 @@ Examples:
   retrokube machine run Oberon.dsk --screenshot boot.png
   retrokube machine run Oberon.dsk --exec "System.Directory *.Mod" --vnc 5900
   retrokube machine run kube.dsk --air 127.0.0.1:7524 --commands "KubeNet.Join a kube 00c0ffee"
-  retrokube machine run kube.dsk --status-file /run/retrokube/status   # then: head -1 /run/retrokube/status`,
+  retrokube machine run kube.dsk --status-file /run/retrokube/status   # then: head -1 /run/retrokube/status
+  retrokube machine run kube.dsk --commands "Kube.Start;KubeNet.Serve kube 00c0ffee" --live-commands deployments.txt`,
     )
     .action((disk: string, o: RunOpts) => run(disk, o));
 }

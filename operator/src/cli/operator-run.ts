@@ -4,6 +4,9 @@ import { AirEars } from '../controllers/air-ears.ts';
 import { oberonAirController } from '../controllers/oberonair.ts';
 import { type KubeControllerOptions, oberonKubeController } from '../controllers/oberonkube.ts';
 import { oberonMachineController } from '../controllers/oberonmachine.ts';
+import { type SheetControllerOptions, sheetClusterController } from '../controllers/sheetcluster.ts';
+import { sheetFederationController } from '../controllers/sheetfederation.ts';
+import { type MigrationControllerOptions, sheetMigrationController } from '../controllers/sheetmigration.ts';
 import { KubeClient } from '../runtime/client.ts';
 import { defaultIdentity } from '../runtime/leader.ts';
 import { Manager } from '../runtime/manager.ts';
@@ -27,6 +30,11 @@ export function createOperatorManager(opts: {
   airAddress?: KubeControllerOptions['airAddress'];
   /** Seed of generated cluster keys (default $RETROKUBE_KEY_SEED, else random per process). */
   keySeed?: string;
+  /** Where the operator reaches a SheetCluster's apiserver (tests: a local process); default its Service. */
+  sheetsAddress?: SheetControllerOptions['sheetsAddress'];
+  sheetTiming?: SheetControllerOptions['timing'];
+  /** SheetMigration hooks (tests stop the operator between a step's writes and its status). */
+  migration?: MigrationControllerOptions;
   resyncMs?: number;
   onLostLeadership?: () => void;
 }): Manager {
@@ -50,7 +58,18 @@ export function createOperatorManager(opts: {
   const ears = new AirEars({ address: opts.airAddress });
   mgr.add(oberonAirController({ image: opts.image, ears }));
   mgr.add(oberonMachineController({ image: opts.image, kubevirt: opts.kubevirt }));
-  mgr.add(oberonKubeController({ ears, keySeed: opts.keySeed ?? process.env.RETROKUBE_KEY_SEED }));
+  const keySeed = opts.keySeed ?? process.env.RETROKUBE_KEY_SEED;
+  mgr.add(oberonKubeController({ ears, keySeed }));
+  mgr.add(
+    sheetClusterController({
+      image: opts.image,
+      keySeed,
+      sheetsAddress: opts.sheetsAddress,
+      timing: opts.sheetTiming,
+    }),
+  );
+  mgr.add(sheetFederationController());
+  mgr.add(sheetMigrationController(opts.migration));
   // The air stations live as long as the manager.
   const stop = mgr.stop.bind(mgr);
   mgr.stop = async () => {

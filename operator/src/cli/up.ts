@@ -37,6 +37,12 @@ export function registerUpVerbs(program: Command): void {
     .option('--no-vnc', 'serve no VNC (less host CPU)')
     .option('--no-view', 'print progress lines instead of redrawing the live table')
     .option('--no-sheets', 'with no FILE, do not run the sample Sheeternetes cluster alongside')
+    .option(
+      '--allow-process',
+      'the sample Sheeternetes nodes offer the process runtime (its web sample runs a command on this host)',
+    )
+    .option('--console-port <port>', 'port of the web console on 127.0.0.1 (default: any free port)', port)
+    .option('--no-console', 'serve no web console')
     .addHelpText(
       'after',
       `
@@ -50,7 +56,16 @@ Examples:
     .action(
       async (
         file: string | undefined,
-        o: { state?: string; vncBase?: number; vnc: boolean; view: boolean; sheets: boolean },
+        o: {
+          state?: string;
+          vncBase?: number;
+          vnc: boolean;
+          view: boolean;
+          sheets: boolean;
+          allowProcess?: boolean;
+          consolePort?: number;
+          console: boolean;
+        },
       ) => {
         await runUp({
           file,
@@ -58,6 +73,8 @@ Examples:
           vncBase: o.vnc ? (o.vncBase ?? 0) : null,
           view: o.view,
           sheets: o.sheets,
+          allowProcess: Boolean(o.allowProcess),
+          consolePort: o.console ? (o.consolePort ?? 0) : null,
         });
       },
     );

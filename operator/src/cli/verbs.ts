@@ -1,7 +1,11 @@
 import type { Command } from 'commander';
 import { registerAirVerbs } from '../air/cli.ts';
+import { registerLabVerb } from '../console/lab.ts';
+import { registerSheetsBridgeVerbs } from '../sheets/bridge/cli.ts';
 import { registerSheetsControlPlaneVerbs } from '../sheets/ctl/verbs.ts';
 import { registerSheetsNodeVerbs } from '../sheets/node/cli.ts';
+import { registerWasmletVerb } from '../sheets/wasmlet/cli.ts';
+import { registerSheetsWireVerbs } from '../sheets/wire/cli.ts';
 import { registerDiskVerbs } from './disk.ts';
 import { registerKubeDiskVerbs } from './kube-disk.ts';
 import { registerMachineVerbs } from './machine.ts';
@@ -13,9 +17,13 @@ export function registerVerbs(program: Command): void {
   registerAirVerbs(program);
   registerDiskVerbs(program);
   registerKubeDiskVerbs(program);
+  registerLabVerb(program);
   registerMachineVerbs(program);
   registerOperatorVerbs(program);
   registerSheetsControlPlaneVerbs(program);
   registerSheetsNodeVerbs(program);
+  registerSheetsBridgeVerbs(program);
+  registerSheetsWireVerbs(program);
+  registerWasmletVerb(program);
   registerUpVerbs(program);
 }

@@ -20,9 +20,27 @@ export function forbiddenUser(message: string): string | undefined {
 
 /** A one-paragraph problem statement for a failed read of the key Secret; never contains the key. */
 export function keyReadProblem(err: unknown, namespace: string, ref: { name: string; key: string }): string {
+  return secretReadProblem(err, namespace, ref, {
+    field: 'keySecretRef',
+    content: 'the KubeNet key (0–16 hex digits)',
+    consequence:
+      "so it cannot hear this cluster's air (machines still run: the kubelet reads the key for them)",
+  });
+}
+
+/**
+ * The same for any Secret a spec names (`field`): what it should hold (`content`), what the
+ * operator cannot do without it (`consequence`), and on a 403 the Role/RoleBinding that fixes it.
+ */
+export function secretReadProblem(
+  err: unknown,
+  namespace: string,
+  ref: { name: string; key: string },
+  o: { field: string; content: string; consequence: string },
+): string {
   const code = err instanceof ApiError ? err.status : 0;
   if (code === 404)
-    return `Secret ${ref.name} (keySecretRef) does not exist in namespace ${namespace}; create it with the KubeNet key (0–16 hex digits) in entry "${ref.key}"`;
+    return `Secret ${ref.name} (${o.field}) does not exist in namespace ${namespace}; create it with ${o.content} in entry "${ref.key}"`;
   if (code !== 403) return `cannot read Secret ${ref.name}: ${(err as Error).message}`;
   const user = forbiddenUser((err as Error).message);
   const sa = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(user ?? '');
@@ -33,8 +51,7 @@ export function keyReadProblem(err: unknown, namespace: string, ref: { name: str
       : '--serviceaccount=<operator namespace>:<operator service account>';
   const role = keyRoleName(ref.name);
   return (
-    `the operator${user ? ` (${user})` : ''} may not read Secret ${ref.name} named by keySecretRef, so it cannot hear this cluster's air ` +
-    `(machines still run: the kubelet reads the key for them). Grant "get" on that one Secret: ` +
+    `the operator${user ? ` (${user})` : ''} may not read Secret ${ref.name} named by ${o.field}, ${o.consequence}. Grant "get" on that one Secret: ` +
     `kubectl -n ${namespace} create role ${role} --verb=get --resource=secrets --resource-name=${ref.name} && ` +
     `kubectl -n ${namespace} create rolebinding ${role} --role=${role} ${subject}`
   );

@@ -5,9 +5,13 @@
 // Order: the air and the nodes first; the plane — whose boot commands `Kube.Ensure` the
 // deployments — only once every node is heard on the air (or its machine is Ready, or a grace
 // period passed), so the first pods spread over all nodes instead of landing on the first joiner.
-// Changing `deployments` changes the plane's boot commands, which restarts the plane machine
-// (its pod is replaced): Ensure then creates the deployments that are missing; deployments that
-// exist keep the state the plane stored (Ensure never resets a rollout, Apply would).
+// Deployments reach a running plane live (pod runtime): the operator keeps them as `Kube.Apply`
+// lines in a ConfigMap the plane's pod mounts, and the emulator sends each new or changed line to
+// the serial port — a changed `web 6 Ticker2` is a rolling update, and the plane restarts only when
+// its role or key changes. The lines are the whole desired state, so a plane that restarts gets
+// them again. The kubevirt runtime has no such channel yet (its serial port belongs to QEMU inside
+// virt-launcher): there deployments stay boot commands (`Kube.Ensure`), and a change restarts the
+// plane; Ensure creates what is missing and never resets a rollout.
 import { createHmac, randomBytes } from 'node:crypto';
 import type { ClusterView } from '../air/view.ts';
 import { AIR_DEFAULTS } from '../api/oberonair.ts';
@@ -16,6 +20,7 @@ import {
   ensureCommands,
   KUBE_DEFAULTS,
   kubeNodeName,
+  liveApplyLines,
   type OberonKubeSpecT,
   parseDeploymentList,
 } from '../api/oberonkube.ts';
@@ -34,6 +39,7 @@ import { type AirAddress, AirEars } from './air-ears.ts';
 import { keyReadProblem } from './key-access.ts';
 import { OBERONAIR } from './oberonair.ts';
 import { OBERONMACHINE } from './oberonmachine.ts';
+import { LIVE_KEY } from './oberonmachine-render.ts';
 import { applyOwned, ourKind, primaryRules } from './owned.ts';
 
 export const LIMITS = {
@@ -65,6 +71,12 @@ export const OBERONKUBE_RBAC: PolicyRule[] = [
     verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'],
   },
   { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+  // The plane's live deployments; they go with the cluster through the garbage collector.
+  {
+    apiGroups: [''],
+    resources: ['configmaps'],
+    verbs: ['get', 'list', 'watch', 'create', 'patch', 'update'],
+  },
 ];
 
 export interface OberonKube extends KubeObject {
@@ -91,7 +103,7 @@ export function oberonKubeController(
   return {
     name: 'oberonkube',
     primary: OBERONKUBE,
-    owns: [OBERONAIR, OBERONMACHINE],
+    owns: [OBERONAIR, OBERONMACHINE, CORE.configMap],
     ears,
     reconcile: (ctx, key) => reconcile(ctx, key, { ears, seed, memo }),
   };
@@ -129,6 +141,7 @@ export interface KubeSettings {
 }
 
 export const kubeAirName = (kube: string): string => `${kube}-air`;
+export const liveCommandsName = (kube: string): string => `rk-kube-${kube}-deployments`;
 export const keySecretName = (kube: string): string => `rk-kube-${kube}-key`;
 
 export function kubeSettings(k: OberonKube): KubeSettings {
@@ -161,7 +174,7 @@ export function renderKube(
   k: OberonKube,
   s: KubeSettings,
   withPlane: boolean,
-): { air: KubeObject; machines: KubeObject[] } {
+): { air: KubeObject; machines: KubeObject[]; liveCommands?: KubeObject } {
   const labels = {
     'app.kubernetes.io/name': 'retrokube-kube',
     'app.kubernetes.io/instance': s.name,
@@ -196,6 +209,23 @@ export function renderKube(
   const machines = Array.from({ length: s.nodes }, (_, i) =>
     machine(`${s.name}-${kubeNodeName(i)}`, { role: 'node', nodeName: kubeNodeName(i) }, 'node'),
   );
+  if (s.runtime === 'pod') {
+    const liveCommands: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: meta(liveCommandsName(s.name), 'plane'),
+      data: { [LIVE_KEY]: liveApplyLines(s.deployments) },
+    };
+    if (withPlane)
+      machines.push(
+        machine(
+          `${s.name}-plane`,
+          { role: 'plane', liveCommandsConfigMap: liveCommandsName(s.name) },
+          'plane',
+        ),
+      );
+    return { air, machines, liveCommands };
+  }
   if (withPlane) {
     const commands = ensureCommands(s.deployments);
     machines.push(machine(`${s.name}-plane`, { role: 'plane', ...(commands ? { commands } : {}) }, 'plane'));
@@ -310,6 +340,7 @@ async function reconcile(
   const conflicts: string[] = [];
   for (const [type, obj] of [
     [OBERONAIR, desired.air] as const,
+    ...(desired.liveCommands ? [[CORE.configMap, desired.liveCommands] as const] : []),
     ...desired.machines.map((m) => [OBERONMACHINE, m] as const),
   ]) {
     const r = await applyOwned(ctx, k, type, obj); // never takes over someone else's object

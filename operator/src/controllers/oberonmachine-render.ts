@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { joinCommands, nodeRoleCommands, planeRoleCommands } from '../api/oberonkube.ts';
 import { MACHINE_DEFAULTS, type OberonMachineSpecT } from '../api/oberonmachine.ts';
+import { KEY_REFERENCE } from '../machine/boot-key.ts';
 import type { KubeObject } from '../runtime/client.ts';
 import { controllerRef, hashOf, MANAGED_BY } from '../runtime/objects.ts';
 import { restrictedContainerSecurity, restrictedPodSecurity } from './pod-security.ts';
@@ -39,8 +40,12 @@ export const STATUS_FILE = `${STATUS_DIR}/status`;
  */
 export const PROBE_SCRIPT = `{ read -r s < ${STATUS_FILE}; } 2>/dev/null || s='starting: the emulator has not written ${STATUS_FILE} yet'; echo "$s"; case "$s" in booted:*) exit 0;; esac; exit 1`;
 
+export const LIVE_DIR = '/etc/retrokube/live'; // where the live-commands ConfigMap is mounted
+export const LIVE_KEY = 'deployments'; // its entry: Kube.Apply lines
 export const OBERON_RUN_IMAGE = 'ghcr.io/tym83/paleocomputing/oberon-run:dev'; // pin with spec.disk.image
-export const KEY_PLACEHOLDER_POD = '$(RK_KEY)'; // expanded by the kubelet from the env var
+// "$$" escapes the reference from the kubelet: `machine run` gets $(RK_KEY) literally and puts the
+// key from the env var in its place after checking it is hex (machine/boot-key.ts).
+export const KEY_PLACEHOLDER_POD = `$${KEY_REFERENCE}`;
 export const KEY_PLACEHOLDER_VM = '$(KEY)'; // substituted by our hook from /payload/key
 export const AIR_LABEL = 'retrokube.io/air';
 export const DESCRIPTOR_ANNOTATION = 'paleocomputing.io/machine';
@@ -55,6 +60,7 @@ export interface MachineSettings {
   cluster: string;
   keySecretRef?: { name: string; key: string };
   commands?: string;
+  liveCommandsConfigMap?: string;
   runtime: 'pod' | 'kubevirt';
   memory: string;
   diskSize: string;
@@ -80,6 +86,7 @@ export function machineSettings(m: OberonMachine): MachineSettings {
       ? { name: s.keySecretRef.name, key: s.keySecretRef.key ?? 'key' }
       : undefined,
     commands: s.commands,
+    liveCommandsConfigMap: s.liveCommandsConfigMap,
     runtime: s.runtime ?? MACHINE_DEFAULTS.runtime,
     memory: s.memory ?? MACHINE_DEFAULTS.memory,
     diskSize: s.disk?.size ?? MACHINE_DEFAULTS.diskSize,
@@ -169,6 +176,7 @@ export function renderPod(
   ];
   if (text) args.push('--commands', text);
   if (s.air) args.push('--air', `${relayHost(s.air)}:${RENDER_LIMITS.airPort}`);
+  if (s.liveCommandsConfigMap) args.push('--live-commands', `${LIVE_DIR}/${LIVE_KEY}`);
   const env = s.keySecretRef
     ? [
         {
@@ -217,6 +225,10 @@ export function renderPod(
           ...(antiAffinity(s) ? { affinity: antiAffinity(s) } : {}),
           volumes: [
             { name: 'status', emptyDir: { medium: 'Memory', sizeLimit: RENDER_LIMITS.statusVolume } },
+            // optional: the machine boots before the ConfigMap exists, and takes it when it comes
+            ...(s.liveCommandsConfigMap
+              ? [{ name: 'live', configMap: { name: s.liveCommandsConfigMap, optional: true } }]
+              : []),
           ],
           initContainers: [
             {
@@ -250,6 +262,7 @@ export function renderPod(
               volumeMounts: [
                 { name: 'disk', mountPath: '/disk' },
                 { name: 'status', mountPath: STATUS_DIR },
+                ...(s.liveCommandsConfigMap ? [{ name: 'live', mountPath: LIVE_DIR, readOnly: true }] : []),
               ],
               securityContext: restrictedContainerSecurity({ readOnlyRoot: true }),
             },

@@ -3,7 +3,18 @@ import { mergeRules, type PolicyRule, RUNTIME_RBAC } from '../runtime/rbac.ts';
 import { OBERONAIR_RBAC } from './oberonair.ts';
 import { OBERONKUBE_RBAC } from './oberonkube.ts';
 import { OBERONMACHINE_RBAC } from './oberonmachine.ts';
+import { SHEETCLUSTER_RBAC } from './sheetcluster.ts';
+import { SHEETFEDERATION_RBAC } from './sheetfederation.ts';
+import { SHEETMIGRATION_RBAC } from './sheetmigration.ts';
 
 export function operatorRules(): PolicyRule[] {
-  return mergeRules([...RUNTIME_RBAC, ...OBERONAIR_RBAC, ...OBERONMACHINE_RBAC, ...OBERONKUBE_RBAC]);
+  return mergeRules([
+    ...RUNTIME_RBAC,
+    ...OBERONAIR_RBAC,
+    ...OBERONMACHINE_RBAC,
+    ...OBERONKUBE_RBAC,
+    ...SHEETCLUSTER_RBAC,
+    ...SHEETFEDERATION_RBAC,
+    ...SHEETMIGRATION_RBAC,
+  ]);
 }

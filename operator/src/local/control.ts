@@ -9,6 +9,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { snapshotToPng } from '../machine/png.ts';
+import { guardListener } from '../util/http-guard.ts';
 import { BadRequest, readJsonObject } from '../util/json-body.ts';
 import type { LocalCluster } from './cluster.ts';
 import { parseDeployments } from './spec.ts';
@@ -85,13 +86,19 @@ export function startUpControl(
         return json(404, { error: `no ${route}; use GET /state /view /screen, POST /machine /apply /down` });
     }
   };
-  const server = http.createServer((req, res) => {
-    handle(req, res).catch((e: Error) => {
-      if (res.headersSent) return;
-      res.writeHead(e instanceof BadRequest ? 400 : 409, { 'content-type': 'application/json' });
-      res.end(`${JSON.stringify({ error: e.message })}\n`);
-    });
-  });
+  // Bound to loopback: a web page must not stop the cluster (Origin, Host, JSON: util/http-guard.ts).
+  const server = http.createServer(
+    guardListener(
+      (req, res) => {
+        handle(req, res).catch((e: Error) => {
+          if (res.headersSent) return;
+          res.writeHead(e instanceof BadRequest ? 400 : 409, { 'content-type': 'application/json' });
+          res.end(`${JSON.stringify({ error: e.message })}\n`);
+        });
+      },
+      { hosts: 'loopback', requireJson: true },
+    ),
+  );
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {

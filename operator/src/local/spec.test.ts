@@ -73,6 +73,11 @@ describe('local OberonKube FILE', () => {
     ['a cluster name too long', kube('  cluster: muchtoolong'), /spec\.cluster/],
     ['an unknown spec field', kube('  nodez: 2'), /spec\.nodez is not an OberonKube field/],
     [
+      'spec.air (up runs its own air; accepting and ignoring it was issue 17 item 14)',
+      kube('  nodes: 1\n  air: lab-air'),
+      /spec\.air is not used by "retrokube up": it runs its own air .* --air HOST:PORT/,
+    ],
+    [
       'a missing Secret',
       kube('  keySecretRef: {name: nope}'),
       /spec\.keySecretRef\.name names Secret "nope"/,

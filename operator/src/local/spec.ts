@@ -153,8 +153,13 @@ export function parseLocalFile(text: string, file = 'FILE'): LocalKube {
       secrets.set(name as string, o);
       return;
     }
+    if (kind === 'SheetCluster') return; // run beside the OberonKube (local/sheets.ts reads it)
     if (kind !== 'OberonKube' && kind !== 'OberonAir')
-      fail(where, 'kind', `"${String(kind)}" is not known here; use OberonKube, OberonAir or Secret`);
+      fail(
+        where,
+        'kind',
+        `"${String(kind)}" is not known here; use OberonKube, OberonAir, SheetCluster or Secret`,
+      );
     if (o.apiVersion !== API_VERSION) fail(where, 'apiVersion', `must be ${API_VERSION}`);
     (kind === 'OberonKube' ? kubes : airs).push(o);
   });
@@ -175,8 +180,14 @@ export function parseLocalFile(text: string, file = 'FILE'): LocalKube {
     'memory',
     'storageClass',
     'loss',
-    'air',
   ];
+  // Accepting an air and then using another would be worse than saying no (issue 17 item 14).
+  if (spec.air !== undefined)
+    fail(
+      where,
+      'spec.air',
+      'is not used by "retrokube up": it runs its own air (a relay on loopback, its key in the state folder). Remove spec.air; set the loss with spec.loss or an OberonAir in the FILE, and join single machines to another relay with "retrokube machine run DISK --air HOST:PORT"',
+    );
   for (const f of Object.keys(spec))
     if (!known.includes(f))
       fail(where, `spec.${f}`, `is not an OberonKube field (known: ${known.join(', ')})`);

@@ -10,14 +10,19 @@ export const LIMITS = {
   clientTimeoutMs: 30_000, // a typed command or a screenshot answers well within this
   stateFile: 'up.json', // where the running `up` says where it listens
   keyFile: 'key', // the generated cluster key (mode 0600, never printed)
+  givenKeyFile: 'up.key', // the key a FILE gave (Secret), kept 0600 while `up` runs, for the air verbs
 } as const;
 
 export interface UpState {
   pid: number;
   /** The `up` control endpoint (loopback HTTP). */
   control: string;
-  /** The air relay: UDP port and its control endpoint (the `air` verbs' --control). */
-  air: { port: number; control: string };
+  /**
+   * The air: its relay (UDP host and port), the relay's control endpoint (the `air` verbs'
+   * --control; empty for an external relay) and the file holding the cluster key (0600; the key
+   * itself is never written here).
+   */
+  air: { host?: string; port: number; control: string; keyFile?: string };
   cluster: string;
   machines: { name: string; role: 'plane' | 'node'; vnc: number | null; disk: string }[];
   sheets?: { url: string };
@@ -62,9 +67,48 @@ export function stateKey(dir: string): string {
   return key;
 }
 
-/** The relay control URL of a running `up` (for `retrokube air ...` without --control). */
-export function runningAirControl(dir = stateDir()): string | undefined {
-  return readUpState(dir)?.air.control;
+/** Keeps a key given by the FILE where the air verbs find it while `up` runs; returns the file. */
+export function writeGivenKey(dir: string, key: string): string {
+  const f = join(dir, LIMITS.givenKeyFile);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(f, `${key}\n`, { mode: 0o600 });
+  return f;
+}
+
+export function removeGivenKey(dir: string): void {
+  rmSync(join(dir, LIMITS.givenKeyFile), { force: true });
+}
+
+/** What a station needs to hear the running `up`'s air: relay address, cluster, key (hex). */
+export interface UpAir {
+  host: string;
+  port: number;
+  cluster: string;
+  keyHex: string | undefined;
+}
+
+export function upAir(st: UpState): UpAir {
+  let keyHex: string | undefined;
+  if (st.air.keyFile && existsSync(st.air.keyFile)) keyHex = readFileSync(st.air.keyFile, 'utf8').trim();
+  return { host: st.air.host ?? '127.0.0.1', port: st.air.port, cluster: st.cluster, keyHex };
+}
+
+/**
+ * The relay control URL for the `air` verbs: --control, else $RETROKUBE_AIR_CONTROL, else the
+ * running `up`'s relay. Never a guessed default: a relay at a well-known port may be a stranger's.
+ */
+export function airControlUrl(explicit: string | undefined, dir: string, env = process.env): string {
+  if (explicit) return explicit;
+  if (env.RETROKUBE_AIR_CONTROL) return env.RETROKUBE_AIR_CONTROL;
+  const st = readUpState(dir);
+  if (st?.air.control) return st.air.control;
+  if (st)
+    throw new Error(
+      `the "retrokube up" in ${dir} uses an external relay (${st.air.host}:${st.air.port}) that it does not control; pass --control URL of that relay`,
+    );
+  throw new Error(
+    `no running "retrokube up" found in ${dir} and no --control given: start one with "retrokube up" (or pass --state DIR), or name a relay you started with "retrokube air relay": --control http://127.0.0.1:7525`,
+  );
 }
 
 /** The running `up`, or an error saying how to start one. */
@@ -88,7 +132,7 @@ export async function upRequest(
   try {
     res = await fetch(new URL(path, st.control), {
       method,
-      headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+      headers: method === 'POST' ? { 'content-type': 'application/json' } : undefined,
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(LIMITS.clientTimeoutMs),
     });

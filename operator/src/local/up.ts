@@ -6,19 +6,33 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatView } from '../air/view.ts';
 import { buildKubeDisk } from '../cli/kube-disk.ts';
+import { type ConsoleServer, startConsole } from '../console/server.ts';
+import type { SheetsTabs } from '../console/types.ts';
 import { DEFAULT_TOKEN, SheetsClient } from '../sheets/ctl/client.ts';
 import { renderTable } from '../sheets/ctl/table.ts';
 import { runUp as runSheetsUp } from '../sheets/local/up.ts';
 import { LocalCluster } from './cluster.ts';
 import { startUpControl } from './control.ts';
+import { type LocalSheets, parseSheetsFile, type RunningSheets, startLocalSheets } from './sheets.ts';
 import { type LocalKube, parseLocalFile, SAMPLE_YAML } from './spec.ts';
-import { readUpState, removeUpState, stateKey, type UpState, writeUpState } from './state.ts';
+import {
+  readUpState,
+  removeGivenKey,
+  removeUpState,
+  LIMITS as STATE_LIMITS,
+  stateKey,
+  type UpState,
+  writeGivenKey,
+  writeUpState,
+} from './state.ts';
 
 export const LIMITS = {
   redrawMs: 1000, // the live table is redrawn this often (the heartbeat period)
   sheetsPollMs: 3000, // the sheets tables are read this often (each read is an HTTP call)
   sheetsNodes: 3, // the sample Sheeternetes cluster's node agents
   summaryMs: 10_000, // without a terminal, one summary line this often
+  sheetsEvents: 50, // Sheeternetes events shown in the console
+  sheetsMetricRows: 2000, // Metrics rows plotted (the newest)
 } as const;
 
 export interface UpOptions {
@@ -30,29 +44,83 @@ export interface UpOptions {
   view: boolean;
   /** Run the sample Sheeternetes cluster too (only with no FILE). */
   sheets: boolean;
+  /** The sample Sheeternetes nodes offer the process runtime (named opt-in, `--allow-process`). */
+  allowProcess?: boolean;
+  /** Port of the web console on 127.0.0.1 (0 = any free port); null = no console. */
+  consolePort?: number | null;
   out?: (s: string) => void;
 }
 
+/** The Sheeternetes tabs the console shows (never Secrets), the latest events and metrics. */
+async function readSheets(c: SheetsClient): Promise<SheetsTabs> {
+  const kinds = ['nodes', 'pods', 'deployments', 'images', 'routes'];
+  const rows = await Promise.all(kinds.map((k) => c.get(k)));
+  const [events, metrics] = await Promise.all([c.get('events'), c.get('metrics')]);
+  return {
+    tabs: {
+      ...Object.fromEntries(kinds.map((k, i) => [k, rows[i]])),
+      metrics: metrics.slice(-LIMITS.sheetsMetricRows),
+    },
+    events: events.slice(-LIMITS.sheetsEvents).map((e) => `${e.ts} ${e.kind} ${e.object}: ${e.message}`),
+  };
+}
+
 export function loadSpec(file?: string): LocalKube {
-  if (!file) return parseLocalFile(SAMPLE_YAML, 'the sample cluster');
+  const f = loadFile(file);
+  if (!f.kube) throw new Error(`${file} holds no OberonKube`);
+  return f.kube;
+}
+
+/** The FILE's OberonKube and SheetCluster (either may be absent, not both); default: the sample. */
+export function loadFile(file?: string): { kube: LocalKube | null; sheets: LocalSheets | null } {
+  if (!file) return { kube: parseLocalFile(SAMPLE_YAML, 'the sample cluster'), sheets: null };
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (e) {
     throw new Error(`cannot read ${file}: ${(e as Error).message}`);
   }
-  return parseLocalFile(text, file);
+  const sheets = parseSheetsFile(text, file);
+  const hasKube = /^kind:\s*OberonKube\s*$/m.test(text);
+  if (!sheets || hasKube) return { kube: parseLocalFile(text, file), sheets };
+  return { kube: null, sheets };
+}
+
+/** A FILE with only a SheetCluster: its apiserver and agents, the tables until Ctrl-C. */
+async function runSheetsOnly(sheets: LocalSheets, o: UpOptions, out: (s: string) => void): Promise<void> {
+  const running = await startLocalSheets(sheets, { dir: o.dir, seed: stateKey(o.dir), out });
+  out(`retrokube skctl --server ${running.url} --token <token> get pods   (Ctrl-C stops the cluster)`);
+  const show = async () => {
+    const [n, p] = await Promise.all([running.client.get('nodes'), running.client.get('pods')]);
+    out(`${renderTable('nodes', n)}\n${renderTable('pods', p)}`);
+  };
+  const timer = setInterval(
+    () => void show().catch((e: Error) => out(`(sheets not answering: ${e.message})`)),
+    LIMITS.summaryMs,
+  );
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+  clearInterval(timer);
+  out('stopping the SheetCluster ...');
+  await running.stop();
+  out(`stopped; the workbook stays in ${o.dir}`);
 }
 
 export async function runUp(o: UpOptions): Promise<void> {
   const out = o.out ?? ((s: string) => void process.stdout.write(s.endsWith('\n') ? s : `${s}\n`));
-  const spec = loadSpec(o.file);
+  const file = loadFile(o.file);
+  if (!file.kube && file.sheets) return runSheetsOnly(file.sheets, o, out);
+  const spec = file.kube as LocalKube;
   const running = readUpState(o.dir);
   if (running)
     throw new Error(
       `a cluster is already up in ${o.dir} (pid ${running.pid}); stop it with "retrokube down"`,
     );
   const key = spec.key ?? stateKey(o.dir);
+  // Where the air verbs (listen, inject) find the key of this cluster while it runs.
+  const keyFile = spec.key ? writeGivenKey(o.dir, spec.key) : join(o.dir, STATE_LIMITS.keyFile);
   const t0 = Date.now();
   out(`building the Kube disk (cached after the first run) ...`);
   const disk = await buildKubeDisk();
@@ -86,7 +154,7 @@ export async function runUp(o: UpOptions): Promise<void> {
   const state = (): UpState => ({
     pid: process.pid,
     control: control.url,
-    air: { port: cluster.relay.address.port, control: cluster.airControl },
+    air: { host: '127.0.0.1', port: cluster.relay.address.port, control: cluster.airControl, keyFile },
     cluster: spec.cluster,
     machines: cluster.machines().map(({ name, role, vnc, disk: d }) => ({ name, role, vnc, disk: d })),
     sheets: sheetsUrl ? { url: sheetsUrl } : undefined,
@@ -108,7 +176,14 @@ export async function runUp(o: UpOptions): Promise<void> {
   let sheetsClient: SheetsClient | null = null;
   let sheetsTables = '';
   let sheetsDone: Promise<unknown> = Promise.resolve();
-  if (o.sheets && !o.file) {
+  let fileSheets: RunningSheets | undefined;
+  if (file.sheets) {
+    // The FILE's SheetCluster beside its OberonKube, as the operator would run both.
+    fileSheets = await startLocalSheets(file.sheets, { dir: o.dir, seed: stateKey(o.dir), out });
+    sheetsUrl = fileSheets.url;
+    sheetsClient = fileSheets.client;
+    writeUpState(o.dir, state());
+  } else if (o.sheets && !o.file) {
     let resolveUrl!: (u: string) => void;
     const urlKnown = new Promise<string>((r) => {
       resolveUrl = r;
@@ -120,6 +195,7 @@ export async function runUp(o: UpOptions): Promise<void> {
       token: DEFAULT_TOKEN,
       waitSec: 0,
       detach: false,
+      allowProcess: o.allowProcess,
       out: (s) => {
         const m = /apiserver listening on (\S+)/.exec(s);
         if (m) resolveUrl(m[1]);
@@ -134,6 +210,26 @@ export async function runUp(o: UpOptions): Promise<void> {
       writeUpState(o.dir, state());
       out(`Sheeternetes apiserver on ${url} (retrokube skctl --server ${url} get pods)`);
     }
+  }
+
+  let web: ConsoleServer | null = null;
+  if (o.consolePort !== null && o.consolePort !== undefined) {
+    const first = spec.deployments[0] ?? { name: 'web', replicas: 4, module: 'Ticker' };
+    web = await startConsole(
+      {
+        name: spec.name,
+        cluster: spec.cluster,
+        key,
+        deployment: { name: first.name, replicas: first.replicas, module: first.module },
+        relay: cluster.relay,
+        machines: () => cluster.machines(),
+        power: (n, on) => cluster.power(n, on),
+        type: (n, c) => cluster.type(n, c),
+        sheets: sheetsClient ? () => readSheets(sheetsClient as SheetsClient) : undefined,
+      },
+      { port: o.consolePort },
+    );
+    out(`web console ${web.url} (loopback only)`);
   }
 
   const tty = o.view && process.stdout.isTTY === true;
@@ -156,7 +252,7 @@ export async function runUp(o: UpOptions): Promise<void> {
       const status = lastProgress ? `\n${lastProgress}` : '';
       const sheets = sheetsClient ? `\n\nSheeternetes (${sheetsUrl})\n${sheetsTables}` : '';
       process.stdout.write(
-        `\x1b[H\x1b[2J${head}${status}\n${machines}\n\n${formatView(v)}${sheets}\n\nCtrl-C stops everything · retrokube machine off node-a · retrokube air loss 0.3 · retrokube kube apply web 6 Ticker2\n`,
+        `\x1b[H\x1b[2J${head}${status}\n${machines}\n\n${formatView(v)}${sheets}\n\n${web ? `web console ${web.url} · ` : ''}Ctrl-C stops everything · retrokube machine off node-a · retrokube air loss 0.3 · retrokube kube apply web 6 Ticker2\n`,
       );
     } else if (Date.now() - lastSummary >= LIMITS.summaryMs) {
       lastSummary = Date.now();
@@ -191,9 +287,12 @@ export async function runUp(o: UpOptions): Promise<void> {
       process.emit('SIGTERM'); // sheets' own up stops on the signal it listens for
       await Promise.race([sheetsDone, new Promise((r) => setTimeout(r, 10_000))]);
     }
+    await web?.close();
+    await fileSheets?.stop();
     await control.close();
     await cluster.close();
     removeUpState(o.dir);
+    removeGivenKey(o.dir);
     out(`stopped; disks kept in ${o.dir}`);
   }
 }

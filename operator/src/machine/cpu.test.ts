@@ -346,8 +346,9 @@ describe('RISC5 floating point (bit-exact to the hardware units)', () => {
     expect(asF(fop('FML', f32(1.5), f32(-2)))).toBe(-3);
   });
 
-  it('divides with a truncated quotient (1/3 is 3EAAAAAAH, IEEE would give 3EAAAAABH)', () => {
-    expect(u32(fop('FDV', f32(1), f32(3)))).toBe(0x3eaaaaaa);
+  it('divides with a rounded quotient as the 2016 FPDivider (1/3 is 3EAAAAABH; the 2015 one truncated to 3EAAAAAAH)', () => {
+    expect(u32(fop('FDV', f32(1), f32(3)))).toBe(0x3eaaaaab);
+    expect(u32(fop('FDV', f32(1), f32(10)))).toBe(0x3dcccccd);
     expect(asF(fop('FDV', f32(7.5), f32(-2.5)))).toBe(-3);
   });
 

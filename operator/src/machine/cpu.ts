@@ -15,7 +15,7 @@ import {
   LIMITS as JIT_LIMITS,
   type JitImports,
   memoryLayout,
-  translateBlock,
+  translateShared,
 } from './jit.ts';
 
 export const LIMITS = {
@@ -54,6 +54,8 @@ export class Risc5 {
   instructions = 0;
   /** Instruction count at the moment of the current I/O access (for the bus's idle logic). */
   ioInstr = 0;
+  /** True while run() executes (instructions is then stale; ioInstr is exact during I/O). */
+  private running = false;
   /** Counts framebuffer stores; viewers compare it to skip unchanged frames. */
   fbVersion = 0;
   /** Set by the bus during an I/O access to end run() early (idle, or a device wants attention). */
@@ -193,7 +195,7 @@ export class Risc5 {
     const starts = [...this.waiting].filter((pc) => this.slotOf[pc] === 0);
     this.waiting.clear();
     if (starts.length === 0) return;
-    const blocks = starts.map((pc) => translateBlock(this.mem, pc, space.layout, this.displayStart));
+    const blocks = starts.map((pc) => translateShared(this.mem, pc, space.layout, this.displayStart));
     const slots = space.install(blocks.map((b) => b.body));
     starts.forEach((pc, i) => {
       const length = blocks[i].length;
@@ -232,9 +234,26 @@ export class Risc5 {
   /**
    * Execute up to n instructions; returns how many ran. Stops early when a device sets `stop`.
    */
+  /**
+   * Instructions executed so far, exact at any moment: inside a device access (run() is under
+   * way, so `instructions` still holds the count at the start of the batch) it is the count up to
+   * and including the accessing instruction.
+   */
+  get now(): number {
+    return this.running ? this.ioInstr : this.instructions;
+  }
+
   run(n: number): number {
     this.stop = false;
-    if (this.space === null) return this.interpret(n);
+    this.running = true;
+    try {
+      return this.space === null ? this.interpret(n) : this.runMixed(this.space, n);
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private runMixed(space: CodeSpace, n: number): number {
     const start = this.instructions;
     const end = start + n;
     const slotOf = this.slotOf;
@@ -242,7 +261,7 @@ export class Risc5 {
     while (this.instructions < end) {
       const pc = this.pc;
       if (pc < this.memWords) {
-        if (slotOf[pc] !== 0) this.runBlocks(this.space, end);
+        if (slotOf[pc] !== 0) this.runBlocks(space, end);
         else {
           // Count entries here too: a block that falls through a not-taken branch lands on code
           // that no taken branch reaches, and that code must be able to become hot as well.
@@ -319,6 +338,7 @@ export class Risc5 {
         this.V = V;
         this.H = H;
         this.instructions = base + i;
+        this.ioInstr = base + i;
         this.bus.voidFetch(pc);
         pc = this.pc;
         nz = this.nz;

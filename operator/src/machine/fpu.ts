@@ -58,8 +58,10 @@ export function fpAdd(x: number, y: number, u: boolean, v: boolean): number {
   e1 >>>= 0;
 
   if (v) return (sum << 5) >> 6;
-  if ((x & 0x7fffffff) === 0) return !u ? y | 0 : 0;
-  if ((y & 0x7fffffff) === 0) return x | 0;
+  const yZero = (y & 0x7fffffff) === 0;
+  // Two zeros give +0 (Wirth's 2016 FPAdder; the 2015 one passed y through, so 0.0 - 0.0 was -0).
+  if ((x & 0x7fffffff) === 0) return u || yZero ? 0 : y | 0;
+  if (yZero) return x | 0;
   if ((t3 & 0x01ffffff) === 0 || (e1 & 0x100) !== 0) return 0;
   return ((sum & 0x04000000) << 5) | ((e1 & 0xff) << 23) | ((t3 >>> 1) & 0x7fffff);
 }
@@ -91,26 +93,31 @@ export function fpMul(x: number, y: number): number {
   return 0;
 }
 
-/** FDV: 25-bit quotient, truncated as the hardware divider does; x/0 gives the signed maximum exponent. */
+/**
+ * FDV as Wirth's 2016 FPDivider: a 26-bit quotient rounded to 24 bits (half up); x/0 gives the
+ * signed maximum exponent. (The 2015 divider truncated: 1.0/3.0 was 3EAAAAAA, not 3EAAAAAB.)
+ */
 export function fpDiv(x: number, y: number): number {
   const sign = (x ^ y) & 0x80000000;
   const xe = (x >>> 23) & 0xff;
   const ye = (y >>> 23) & 0xff;
   const xm = (x & 0x7fffff) | 0x800000;
   const ym = (y & 0x7fffff) | 0x800000;
-  const q1 = Math.floor((xm * 0x1000000) / ym); // xm·2^24 < 2^48, exact in doubles
+  const q1 = Math.floor((xm * 0x2000000) / ym); // xm·2^25 < 2^49, exact in doubles
   let e1 = (xe - ye + 126) >>> 0;
   let q2: number;
-  if ((q1 & 0x1000000) !== 0) {
+  if (q1 >= 0x2000000) {
     e1 = (e1 + 1) >>> 0;
-    q2 = (q1 >>> 1) & 0x7fffff;
+    q2 = (q1 >>> 1) & 0xffffff;
   } else {
-    q2 = q1 & 0x7fffff;
+    q2 = q1 & 0xffffff;
   }
+  // The rounding carry may run into the exponent field: the hardware ORs it in, so do we.
+  const q3 = (q2 + 1) >>> 1;
   if (xe === 0) return 0;
   if (ye === 0) return sign | (0xff << 23);
-  if ((e1 & 0x100) === 0) return sign | ((e1 & 0xff) << 23) | q2;
-  if ((e1 & 0x80) === 0) return sign | (0xff << 23) | q2;
+  if ((e1 & 0x100) === 0) return sign | ((e1 & 0xff) << 23) | q3;
+  if ((e1 & 0x80) === 0) return sign | (0xff << 23) | (q2 >>> 1);
   return 0;
 }
 

@@ -23,6 +23,7 @@ export const LIMITS = {
   hotBlock: 1000, // translate a block on its 1,000th entry: lower thresholds translate code that never repays its ~0.06 ms (bench/machine)
   batch: 16, // hot blocks compiled together in one wasm module (a module has a fixed cost of its own)
   batchDelay: 250_000, // ...or once the oldest has waited this many instructions (10 ms at 25 MHz), or at the end of run()
+  sharedBlocks: 8192, // translations kept for every CPU of this thread (~1 KB each); the cache starts over when full
 } as const;
 
 /**
@@ -262,16 +263,32 @@ function blocksBytes(bodies: number[][], slots: number[]): Uint8Array {
     uleb(elems, FN.count + i);
   });
   section(out, 9, elems);
-  const code: number[] = [];
-  uleb(code, bodies.length);
-  for (const body of bodies) {
-    uleb(code, body.length + 4);
-    code.push(1, LOCALS, OP.i32);
-    for (const x of body) code.push(x);
-    code.push(OP.end);
-  }
-  section(out, 10, code);
-  return Uint8Array.from(out);
+  // The code section holds nearly all the bytes: written straight into the result (a body is
+  // copied once, natively) instead of number by number through arrays.
+  const head: number[] = [];
+  uleb(head, bodies.length);
+  const sizes = bodies.map((body) => ulebBytes(body.length + 4));
+  let sectionLength = head.length;
+  bodies.forEach((body, i) => {
+    sectionLength += sizes[i].length + body.length + 4;
+  });
+  out.push(10);
+  uleb(out, sectionLength);
+  for (const x of head) out.push(x);
+  const bytes = new Uint8Array(out.length + sectionLength - head.length);
+  bytes.set(out);
+  let at = out.length;
+  bodies.forEach((body, i) => {
+    bytes.set(sizes[i], at);
+    at += sizes[i].length;
+    bytes[at++] = 1; // one local declaration: LOCALS locals of type i32
+    bytes[at++] = LOCALS;
+    bytes[at++] = OP.i32;
+    bytes.set(body, at);
+    at += body.length;
+    bytes[at++] = OP.end;
+  });
+  return bytes;
 }
 
 /** The dispatcher: run(pc, budget) calls block after block through the table (see CodeSpace). */
@@ -366,21 +383,58 @@ function regUse(ir: number): { reads: number; writes: number } {
 
 // ---------------------------------------------------------------- translation
 
-/** Translate the block at word index pc0; returns its function body and the words it covers. */
-export function translateBlock(
-  mem: Int32Array,
-  pc0: number,
-  layout: MemoryLayout,
-  displayStart: number,
-): { body: number[]; length: number } {
-  const memBytes = layout.memBytes;
-  const memWords = memBytes >>> 2;
+/** The instruction words of the block at pc0: up to an unconditional branch, at most LIMITS.maxBlock. */
+function blockWords(mem: Int32Array, pc0: number, memWords: number): number[] {
   const irs: number[] = [];
   for (let pc = pc0; pc < memWords && irs.length < LIMITS.maxBlock; pc++) {
     const ir = mem[pc];
     irs.push(ir);
     if (isBranch(ir) && ((ir >>> 24) & 15) === 7) break; // an unconditional branch ends the block
   }
+  return irs;
+}
+
+export interface Translation {
+  body: number[];
+  length: number;
+}
+
+/**
+ * Translations shared by every CPU of this thread. A body depends only on the block's words, its
+ * address and the memory layout, so machines running the same modules at the same addresses (a
+ * cluster's nodes, repeated boots) translate each block once. Bodies are never modified.
+ */
+const shared = new Map<string, Translation>();
+
+/** translateBlock through the thread's shared cache. */
+export function translateShared(
+  mem: Int32Array,
+  pc0: number,
+  layout: MemoryLayout,
+  displayStart: number,
+): Translation {
+  const irs = blockWords(mem, pc0, layout.memBytes >>> 2);
+  const key = `${layout.memBytes},${displayStart},${pc0}:${irs.join(',')}`;
+  const hit = shared.get(key);
+  if (hit !== undefined) return hit;
+  const t = translateWords(irs, pc0, layout, displayStart);
+  if (shared.size >= LIMITS.sharedBlocks) shared.clear();
+  shared.set(key, t);
+  return t;
+}
+
+/** Translate the block at word index pc0; returns its function body and the words it covers. */
+export function translateBlock(
+  mem: Int32Array,
+  pc0: number,
+  layout: MemoryLayout,
+  displayStart: number,
+): Translation {
+  return translateWords(blockWords(mem, pc0, layout.memBytes >>> 2), pc0, layout, displayStart);
+}
+
+function translateWords(irs: number[], pc0: number, layout: MemoryLayout, displayStart: number): Translation {
+  const memBytes = layout.memBytes;
   const n = irs.length;
   // C/V liveness: live at every exit; an ADD/SUB whose C/V are overwritten unread skips them.
   const needCV = new Array<boolean>(n).fill(true);

@@ -30,9 +30,12 @@
 // - The disk is a DiskImage (sd-card.ts) over a Buffer; give it an onWrite hook to write
 //   through to a file. The machine never opens files itself.
 
+import { createHash } from 'node:crypto';
+import { type BootImage, blocksHash, LIMITS as IMAGE_LIMITS } from './boot-image.ts';
 import { bootRom } from './boot-rom.ts';
 import { type IoBus, Risc5 } from './cpu.ts';
 import { type AirPort, Nrf24 } from './nrf24.ts';
+import { findTaskRing, nextTaskDue, type TaskRing } from './oberon-tasks.ts';
 import { textToPs2 } from './ps2.ts';
 import type { FrameSnapshot, MachineInput, MachineScreen, MouseButtons } from './screen-input.ts';
 import { leftmostInk, lowestInkRow, titleBars } from './screen-scan.ts';
@@ -60,6 +63,8 @@ export const LIMITS = {
   fsOffsetBlock: 0x80000, // SD block of Oberon sector 0 (Kernel.FSoffset)
   bootBlock: 0x80004, // first SD block of the boot area (Oberon sector 2)
   moduleTable: 0x20, // MT register value set by the boot loader
+  taskRingRetryMs: 2000, // an unfound task ring is looked for again after this much machine time
+  boardStackOrg: 0x80000, // BootLoad's stackOrg for the board layout (heap from here to MemLim)
 } as const;
 
 const ROM_START_WORD = 0xfffff800 >>> 2;
@@ -92,6 +97,12 @@ export interface MachineOptions {
   hotBlock?: number;
   /** 'native' (default): the boot loader's work done by the host; 'assembled': our ROM (boot-rom.ts) runs on the CPU. */
   boot?: 'native' | 'assembled';
+  /**
+   * Boot images (boot-image.ts): given (even empty), the machine starts from the first that fits
+   * its configuration and disk, else boots for real and records one (`bootImage` once taken).
+   * Either way the timer runs on machine time until something from outside reaches the machine.
+   */
+  bootImages?: readonly BootImage[];
 }
 
 export interface RunResult {
@@ -178,6 +189,21 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
   voidFetches = 0;
   /** True once Oberon's main loop has run idle at least once since power-on. */
   booted = false;
+  // Boot images (see MachineOptions.bootImages).
+  private readonly imageCandidates: readonly BootImage[] | null;
+  /** Real-time clock still on machine time (the boot is still a function of disk and configuration). */
+  private virtualClock = false;
+  /** Something from outside (serial, radio, clipboard, input) reached the machine since power-on. */
+  private external = false;
+  private inputEver = false;
+  private capturing: number[] | null = null;
+  /** The boot image this boot recorded (once final), for the next machine like this one. */
+  bootImage: BootImage | null = null;
+  /** True when this boot started from a boot image. */
+  restored = false;
+  /** Where Oberon's task ring was found (null: not yet), and when it was last looked for. */
+  private taskRing: TaskRing | null = null;
+  private taskRingSearchedAt = Number.NEGATIVE_INFINITY;
 
   constructor(opts: MachineOptions) {
     this.disk = opts.disk instanceof DiskImage ? opts.disk : new DiskImage(opts.disk);
@@ -208,12 +234,15 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
       this.memBytes = LIMITS.defaultMemBytes;
     }
     this.memLim = this.displayStart - 16;
-    this.stackOrg = this.displayStart / 2;
+    // Wirth's BootLoad (and the reference ROM) put the stack origin at 80000H on the board; only
+    // the emulator's --mem/--size layouts patch it to display/2 (which is 80000H for 1 MiB too).
+    this.stackOrg = this.customDisplay ? this.displayStart / 2 : LIMITS.boardStackOrg;
     this.cpu = new Risc5(this.memBytes, this.displayStart, this, {
       jit: opts.jit ?? true,
       hotBlock: opts.hotBlock,
     });
     if (opts.boot === 'assembled') this.setRom(bootRom(this.memLim, this.stackOrg));
+    this.imageCandidates = opts.bootImages ?? null;
     this.powerOn();
   }
 
@@ -228,6 +257,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     cpu.H = 0;
     cpu.setFlags(false, false, false, false);
     cpu.instructions = 0;
+    cpu.ioInstr = 0;
     cpu.fbVersion = 0;
     cpu.pc = ROM_START_WORD;
     this.skipped = 0;
@@ -241,6 +271,8 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     this.input.length = 0;
     this.mouseState = 0;
     this.booted = false;
+    this.taskRing = null;
+    this.taskRingSearchedAt = Number.NEGATIVE_INFINITY;
     this.quietPolls = 0;
     this.idleHit = false;
     if (this.customDisplay) {
@@ -250,6 +282,162 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
       cpu.mem[w + 2] = this.height;
       cpu.mem[w + 3] = this.displayStart;
     }
+    this.external = false;
+    this.inputEver = false;
+    this.bootImage = null;
+    this.restored = false;
+    this.capturing = null;
+    this.disk.readLog = null;
+    this.virtualClock = false;
+    if (this.imageCandidates !== null) {
+      this.virtualClock = this.clock === 'realtime';
+      this.restored = this.imageCandidates.some((image) => this.restoreBoot(image));
+      if (!this.restored) {
+        this.capturing = [];
+        this.disk.readLog = this.capturing;
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- boot images
+
+  /** What a boot depends on besides the disk: layout, switches and the boot code. */
+  bootKey(): string {
+    const rom = this.cpu.rom === null ? 'native' : Array.from(this.cpu.rom).join(',');
+    return `${this.memBytes} ${this.displayStart} ${this.width}x${this.height} ${this.customDisplay} ${this.switches} ${rom}`;
+  }
+
+  private saveBoot(reads: number[]): BootImage {
+    const cpu = this.cpu;
+    return {
+      key: this.bootKey(),
+      reads,
+      readsHash: '',
+      instructions: cpu.instructions,
+      skipped: this.skipped,
+      cpu: {
+        pc: cpu.pc,
+        nz: cpu.nz,
+        C: cpu.C,
+        V: cpu.V,
+        H: cpu.H,
+        R: cpu.R.slice(),
+        fbVersion: cpu.fbVersion,
+      },
+      ram: new Uint8Array(cpu.mem.buffer, cpu.mem.byteOffset, this.memBytes).slice(),
+      devices: {
+        leds: this.leds,
+        ledHistory: [...this.ledHistory],
+        spiSel: this.spiSel,
+        spiFast: this.spiFast,
+        lastPoll: this.lastPoll,
+        quietPolls: this.quietPolls,
+        activity: this.activity,
+        lastFb: this.lastFb,
+        booted: this.booted,
+        voidFetches: this.voidFetches,
+        sd: this.sd.saveState(),
+      },
+    };
+  }
+
+  /**
+   * A hash of everything a program on this machine can observe or that decides what it does next:
+   * RAM, registers, flags, H, PC, the instruction and cycle counts, the timer (on machine time),
+   * the LEDs and their history, the SD card's protocol state, the idle-poll state, the serial line
+   * positions, the input queue and the radio's registers. Two machines with equal digests run on
+   * identically (boot-image.test.ts compares restored and real boots with it).
+   */
+  stateDigest(): string {
+    const img = this.saveBoot([]);
+    const h = createHash('sha256');
+    h.update(img.ram);
+    h.update(new Uint8Array(img.cpu.R.buffer));
+    h.update(new Uint8Array(img.devices.sd.tx.buffer));
+    h.update(new Uint8Array(img.devices.sd.rx.buffer));
+    h.update(img.devices.sd.cmd);
+    h.update(this.radio.regs);
+    const { R: _r, ...cpu } = img.cpu;
+    const { sd, ...devices } = img.devices;
+    const { tx: _tx, rx: _rx, cmd: _cmd, ...sdRest } = sd;
+    h.update(
+      JSON.stringify({
+        instructions: img.instructions,
+        cycles: this.cycles,
+        timer: Math.floor(this.cycles / LIMITS.instrPerMs),
+        cpu,
+        devices,
+        sdRest,
+        serial: [this.serialPos, this.serialIn.length, this.serialOutTotal],
+        input: [this.input.length, this.keyFifo.length, this.mouseState],
+      }),
+    );
+    return h.digest('hex');
+  }
+
+  /** Start from the image if it fits this machine and disk; false (nothing changed) otherwise. */
+  private restoreBoot(image: BootImage): boolean {
+    if (image.key !== this.bootKey() || image.ram.length !== this.memBytes) return false;
+    if (blocksHash(this.disk, image.reads) !== image.readsHash) return false;
+    const cpu = this.cpu;
+    new Uint8Array(cpu.mem.buffer, cpu.mem.byteOffset, this.memBytes).set(image.ram);
+    cpu.flushCode();
+    cpu.R.set(image.cpu.R);
+    cpu.pc = image.cpu.pc;
+    cpu.nz = image.cpu.nz;
+    cpu.C = image.cpu.C;
+    cpu.V = image.cpu.V;
+    cpu.H = image.cpu.H;
+    cpu.fbVersion = image.cpu.fbVersion;
+    cpu.instructions = image.instructions;
+    cpu.ioInstr = image.instructions;
+    this.skipped = image.skipped;
+    const d = image.devices;
+    this.leds = d.leds;
+    this.ledHistory.length = 0;
+    this.ledHistory.push(...d.ledHistory);
+    this.spiSel = d.spiSel;
+    this.spiFast = d.spiFast;
+    this.lastPoll = d.lastPoll;
+    this.quietPolls = d.quietPolls;
+    this.activity = d.activity;
+    this.lastFb = d.lastFb;
+    this.booted = d.booted;
+    this.voidFetches = d.voidFetches;
+    this.sd.loadState(d.sd);
+    if (this.booted) this.leaveVirtualClock();
+    return true;
+  }
+
+  /** The timer follows the wall clock from here on, continuing from the machine time reached. */
+  private leaveVirtualClock(): void {
+    if (!this.virtualClock) return;
+    const t = this.timerMs();
+    this.virtualClock = false;
+    this.wallStart = this.hostNow() - t;
+  }
+
+  /** Something from outside reached the machine: its state is no longer a function of the disk alone. */
+  private markExternal(): void {
+    if (this.external) return;
+    this.external = true;
+    this.leaveVirtualClock();
+  }
+
+  /** After each run() while recording: the image is final at the first outside event or at boot. */
+  private recordBoot(before: BootImage | null): void {
+    const reads = this.capturing;
+    if (reads === null) return;
+    let image: BootImage | null = null;
+    if (this.disk.writes > 0 || reads.length > IMAGE_LIMITS.maxReads) image = null;
+    else if (this.external) image = before;
+    else if (this.booted) image = this.saveBoot([...reads]);
+    else return;
+    this.capturing = null;
+    this.disk.readLog = null;
+    if (image === null) return;
+    image.readsHash = blocksHash(this.disk, image.reads);
+    this.bootImage = image;
   }
 
   /** Warm reset (the board's reset button): only PC changes; the boot code then skips the disk. */
@@ -286,7 +474,8 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     R[12] = LIMITS.moduleTable;
     const cold = R[15] === 0;
     if (cold) this.setLeds(0x80);
-    if ((this.switches & 1) !== 0 && (cold || true)) {
+    if ((this.switches & 1) !== 0) {
+      this.markExternal(); // the inner core comes from the serial line
       this.setLeds(0x81);
       this.loadFromLine();
     } else if (cold) {
@@ -338,14 +527,35 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
 
   /** The millisecond counter Oberon reads at −64. */
   timerMs(): number {
-    if (this.clock === 'deterministic')
-      return Math.floor((this.cpu.instructions + this.skipped) / LIMITS.instrPerMs);
+    if (this.clock === 'deterministic' || this.virtualClock)
+      return Math.floor(this.cycles / LIMITS.instrPerMs);
     return Math.floor(this.hostNow() - this.wallStart);
+  }
+
+  /**
+   * When Oberon's next task is due (on the timerMs() scale), read from its task ring in RAM; null
+   * when the ring is not found (another system, or not booted). Idle runners sleep until then.
+   */
+  nextTaskDueMs(): number | null {
+    const mem = this.cpu.mem;
+    if (this.taskRing !== null) {
+      const due = nextTaskDue(mem, this.taskRing, this.stackOrg, this.memLim);
+      if (due !== null) return due;
+      this.taskRing = null;
+    }
+    // Look again at most once per LIMITS.taskRingRetryMs of machine time (a scan reads the module area).
+    const now = this.timerMs();
+    if (now - this.taskRingSearchedAt < LIMITS.taskRingRetryMs) return null;
+    this.taskRingSearchedAt = now;
+    this.taskRing = findTaskRing(mem, this.stackOrg, this.memLim);
+    return this.taskRing === null ? null : nextTaskDue(mem, this.taskRing, this.stackOrg, this.memLim);
   }
 
   /** Instructions executed plus idle time skipped (deterministic), i.e. emulated cycles. */
   get cycles(): number {
-    return this.cpu.instructions + this.skipped;
+    // During a device access the count of the accessing instruction, not of the run's start:
+    // the timer must not depend on where run() chunks or translated blocks begin.
+    return this.cpu.now + this.skipped;
   }
 
   // ---------------------------------------------------------------- running
@@ -358,12 +568,16 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     this.idleHit = false;
     if (this.radio.hasPending) this.radio.offerPending();
     this.pumpInput();
+    // While a boot image is being recorded, the state before each run is the candidate: it is
+    // final if something from outside reaches the machine during the run.
+    const before = this.capturing !== null && !this.external ? this.saveBoot([...this.capturing]) : null;
     const executed = this.cpu.run(n);
     const idle = this.idleHit;
     if (idle && this.clock === 'deterministic') {
       const c = this.cycles;
       this.skipped += LIMITS.instrPerMs - (c % LIMITS.instrPerMs);
     }
+    if (this.capturing !== null) this.recordBoot(before);
     return { executed, idle };
   }
 
@@ -405,21 +619,27 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
       case 4: // switches
         return this.switches;
       case 8: // RS232 data
+        this.markExternal();
         this.activity = true;
         return this.serialReadByte();
       case 12: // RS232 status: bit 0 byte available, bit 1 transmitter ready
+        this.markExternal();
         return (this.serialPos < this.serialIn.length ? 1 : 0) | 2;
       case 16: // SPI data
         if (this.spiSel === 1) {
           this.activity = true;
           return this.sd.read();
         }
-        if (this.spiSel === 2) return this.radio.read();
+        if (this.spiSel === 2) {
+          this.markExternal();
+          return this.radio.read();
+        }
         return 255;
       case 20: // SPI status: always ready
         return 1;
       case 24: {
         // mouse and keyboard status
+        if (this.inputEver) this.markExternal();
         this.mouseRead();
         let v = this.mouseState;
         if (this.keyFifo.length > 0) v |= 0x10000000;
@@ -427,6 +647,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
         return v;
       }
       case 28: // PS/2 data
+        if (this.inputEver) this.markExternal();
         this.activity = true;
         if (this.keyFifo.length > 0) {
           const b = this.keyFifo.shift() as number;
@@ -435,11 +656,13 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
         }
         return 0;
       case 40: // clipboard control: length of the host text
+        this.markExternal();
         this.activity = true;
         this.clipReadPos = 0;
         return this.clipText().length;
       case 44: {
         // clipboard data
+        this.markExternal();
         this.activity = true;
         const t = this.clipText();
         if (this.clipReadPos < t.length) {
@@ -459,6 +682,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
         this.setLeds(value & 0xff);
         return;
       case 8:
+        this.markExternal(); // output leaves the machine (and is kept as state)
         this.activity = true;
         this.serialWrite(value & 0xff);
         return;
@@ -466,20 +690,26 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
         if (this.spiSel === 1) {
           this.activity = true;
           this.sd.write(value);
-        } else if (this.spiSel === 2) this.radio.write(value, this.spiFast);
+        } else if (this.spiSel === 2) {
+          this.markExternal();
+          this.radio.write(value, this.spiFast);
+        }
         return;
       case 20:
+        if ((value & 3) === 2 || (value & 8) !== 0) this.markExternal(); // the radio
         this.spiSel = value & 3;
         this.spiFast = (value & 4) !== 0;
         this.radio.control(value);
         return;
       case 40:
+        this.markExternal();
         this.activity = true;
         this.clipOutLen = value;
         this.clipOut = [];
         if (value === 0) this.emitClipboard();
         return;
       case 44:
+        this.markExternal();
         this.activity = true;
         if (this.clipOut.length < this.clipOutLen) {
           const b = value & 0xff;
@@ -505,6 +735,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
       if (++this.quietPolls >= LIMITS.idlePolls) {
         this.quietPolls = 0;
         this.booted = true;
+        this.leaveVirtualClock();
         // Idle only when no queued input needs feeding right now.
         if (this.input.length === 0 || this.mouseHolding()) {
           this.idleHit = true;
@@ -619,6 +850,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
         `input queue full (${LIMITS.inputQueueItems} items): the machine is not consuming input`,
       );
     }
+    this.inputEver = true; // from now on keyboard and mouse reads depend on what came in
     this.input.push(item);
     this.pumpInput();
   }

@@ -1,5 +1,6 @@
 // Messages between a MachineRunner (main thread) and its worker (worker.ts). Plain data only.
 
+import type { BootImage } from './boot-image.ts';
 import type { ButtonName, ClockMode } from './machine.ts';
 import type { FrameSnapshot, MouseButtons } from './screen-input.ts';
 
@@ -18,6 +19,8 @@ export interface WorkerInit {
   frames: boolean;
   jit: boolean;
   boot: 'native' | 'assembled';
+  /** Boot images this process holds (boot-image.ts); absent: boot for real, record none. */
+  bootImages?: BootImage[];
 }
 
 export type ToWorker =
@@ -60,6 +63,8 @@ export interface MachineState {
   /** Host CPU time used by the worker thread so far (ms). */
   cpuMs: number;
   voidFetches: number;
+  /** This boot started from a boot image. */
+  restored: boolean;
 }
 
 export type FromWorker =
@@ -68,6 +73,7 @@ export type FromWorker =
   | { t: 'leds'; value: number }
   | { t: 'clipboard'; text: string }
   | { t: 'booted' }
+  | { t: 'bootImage'; image: BootImage }
   | { t: 'frame'; snap: FrameSnapshot }
   | { t: 'state'; id: number; state: MachineState }
   | { t: 'snapshot'; id: number; snap: FrameSnapshot }

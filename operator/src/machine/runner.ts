@@ -16,6 +16,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import type { BootImage } from './boot-image.ts';
 import type { ButtonName, ClockMode } from './machine.ts';
 import type { FromWorker, MachineState, ToWorker, WorkerInit } from './protocol.ts';
 import { textToPs2 } from './ps2.ts';
@@ -32,7 +33,22 @@ export const LIMITS = {
   pollMs: 25, // how often wait helpers re-check their condition
   defaultWaitMs: 30_000, // default timeout of wait helpers
   stopReplyMs: 5_000, // stop() waits this long for the worker to flush its disk, then terminates it anyway
+  bootImages: 4, // boot images kept per process (~1 MiB each; the newest first)
 } as const;
+
+/**
+ * Boot images recorded by this process's machines (boot-image.ts): a new machine whose
+ * configuration and disk blocks match one starts from it instead of executing its boot again,
+ * so the nodes of a cluster boot once. Newest first, at most LIMITS.bootImages.
+ */
+const bootImages: BootImage[] = [];
+
+function keepBootImage(image: BootImage): void {
+  const same = bootImages.findIndex((b) => b.key === image.key && b.readsHash === image.readsHash);
+  if (same >= 0) bootImages.splice(same, 1);
+  bootImages.unshift(image);
+  bootImages.length = Math.min(bootImages.length, LIMITS.bootImages);
+}
 
 export interface RunnerOptions {
   /** The .dsk file. Copied to a temporary file first unless inPlace is true. */
@@ -55,6 +71,11 @@ export interface RunnerOptions {
   jit?: boolean;
   /** 'native' boot (default) or our assembled ROM running on the CPU (boot-rom.ts). */
   boot?: 'native' | 'assembled';
+  /**
+   * Start from a boot image of this process when one fits, and record one otherwise (default
+   * true; boot-image.ts). The timer then runs on machine time until the first outside event.
+   */
+  bootImages?: boolean;
 }
 
 export class MachineRunner implements MachineScreen, MachineInput {
@@ -112,6 +133,7 @@ export class MachineRunner implements MachineScreen, MachineInput {
       frames: opts.frames ?? true,
       jit: opts.jit ?? true,
       boot: opts.boot ?? 'native',
+      bootImages: (opts.bootImages ?? true) ? [...bootImages] : undefined,
     };
     const custom = opts.memoryMiB !== undefined || opts.width !== undefined || opts.height !== undefined;
     const width = custom ? Math.floor((opts.width ?? 1024) / 32) * 32 : 1024;
@@ -151,6 +173,9 @@ export class MachineRunner implements MachineScreen, MachineInput {
             return;
           case 'booted':
             this.bootedFlag = true;
+            return;
+          case 'bootImage':
+            keepBootImage(msg.image);
             return;
           case 'frame':
             this.lastFrame = msg.snap;

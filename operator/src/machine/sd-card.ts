@@ -23,6 +23,8 @@ export class DiskImage {
   /** Called after every block write with the byte offset and the 512 written bytes. */
   onWrite: ((offset: number, data: Buffer) => void) | null = null;
   writes = 0;
+  /** While not null, every block read is appended (a boot image records what its boot read). */
+  readLog: number[] | null = null;
 
   /** The backing store; `bytes` is its used part (the image as a file would hold it). */
   private capacity: Buffer;
@@ -36,8 +38,16 @@ export class DiskImage {
 
   /** Copy SD block `block` into dst (128 little-endian words) at word index at. */
   readBlock(block: number, dst: Int32Array, at: number): void {
+    this.readLog?.push(block);
     const off = (block - this.blockOffset) * LIMITS.blockBytes;
     const b = this.bytes;
+    if (off >= 0 && off + LIMITS.blockBytes <= b.length) {
+      // A byte copy: RAM words are little-endian like the disk (every host Node runs on is).
+      new Uint8Array(dst.buffer, dst.byteOffset + at * 4, LIMITS.blockBytes).set(
+        b.subarray(off, off + LIMITS.blockBytes),
+      );
+      return;
+    }
     for (let i = 0; i < 128; i++) {
       const p = off + i * 4;
       dst[at + i] = p >= 0 && p + 4 <= b.length ? b.readInt32LE(p) : 0;
@@ -58,7 +68,7 @@ export class DiskImage {
       }
       this.bytes = this.capacity.subarray(0, need);
     }
-    for (let i = 0; i < 128; i++) this.bytes.writeInt32LE(src[i], off + i * 4);
+    this.bytes.set(new Uint8Array(src.buffer, src.byteOffset, LIMITS.blockBytes), off); // little-endian, as readBlock
     this.writes++;
     this.onWrite?.(off, this.bytes.subarray(off, off + LIMITS.blockBytes));
   }
@@ -68,6 +78,18 @@ const IDLE = 0;
 const READING = 1;
 const WAIT_TOKEN = 2;
 const WRITING = 3;
+
+export interface SdCardState {
+  state: number;
+  cmd: Uint8Array;
+  cmdLen: number;
+  tx: Int32Array;
+  txCount: number;
+  txIdx: number;
+  rx: Int32Array;
+  rxIdx: number;
+  writeBlockNo: number;
+}
 
 export class SdCard {
   readonly disk: DiskImage;
@@ -84,6 +106,33 @@ export class SdCard {
 
   constructor(disk: DiskImage) {
     this.disk = disk;
+  }
+
+  /** The card's protocol state (not the disk), for boot images. */
+  saveState(): SdCardState {
+    return {
+      state: this.state,
+      cmd: this.cmd.slice(),
+      cmdLen: this.cmdLen,
+      tx: this.tx.slice(),
+      txCount: this.txCount,
+      txIdx: this.txIdx,
+      rx: this.rx.slice(),
+      rxIdx: this.rxIdx,
+      writeBlockNo: this.writeBlockNo,
+    };
+  }
+
+  loadState(s: SdCardState): void {
+    this.state = s.state;
+    this.cmd.set(s.cmd);
+    this.cmdLen = s.cmdLen;
+    this.tx.set(s.tx);
+    this.txCount = s.txCount;
+    this.txIdx = s.txIdx;
+    this.rx.set(s.rx);
+    this.rxIdx = s.rxIdx;
+    this.writeBlockNo = s.writeBlockNo;
   }
 
   read(): number {

@@ -105,6 +105,7 @@ describe('the machine status file', () => {
       air: null,
       cpuMs: 0,
       voidFetches: 0,
+      restored: false,
       ...over,
     });
     const t0 = Date.parse('2026-11-29T12:30:00Z');

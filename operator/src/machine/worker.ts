@@ -14,6 +14,7 @@ export const LIMITS = {
   maxCreditMs: 40, // catch-up horizon: a machine that fell behind does not sprint longer than this
   idleSleepMs: 16, // sleep while Oberon idles (woken early by input/radio): one 60 Hz frame, as the reference
   idleSleepMaxMs: 64, // ...doubled after quiet frames up to this: a thread wake-up costs ~0.2 ms of host CPU on a VM, ten times the idle frame itself; Oberon's tasks may then run up to 64 ms late (its clock stays right)
+  idleSleepLongMs: 1000, // longest sleep until Oberon's next task is due (a bogus due time costs at most this)
   quietFrameInstructions: 5_000, // an idle frame that ran at most this (Oberon.Loop alone: ~800) and drew nothing is quiet
   quietFramesToBackOff: 4, // quiet frames in a row before the sleep doubles
   frameMinMs: 40, // at most 25 pushed screen frames per second
@@ -38,6 +39,7 @@ const machine = new Machine({
   switches: init.switches,
   jit: init.jit,
   boot: init.boot,
+  bootImages: init.bootImages,
 });
 machine.disk.onWrite = (offset, data) => {
   fs.writeSync(fd, data, 0, data.length, offset);
@@ -47,7 +49,7 @@ let serialBuf: number[] = [];
 machine.onSerial = (b) => {
   serialBuf.push(b);
 };
-let ledsChanged = false;
+let ledsChanged = machine.restored; // a restored boot has LEDs set already
 machine.onLeds = () => {
   ledsChanged = true;
 };
@@ -137,7 +139,12 @@ function slice(): void {
       idleSleep = Math.min(idleSleep * 2, LIMITS.idleSleepMaxMs);
       quietFrames = 0;
     }
-    schedule(idleSleep);
+    // Nothing can happen before Oberon's next task is due, unless input or a radio frame wakes
+    // us: sleep until then when that is longer than the beat (a task due sooner still waits for
+    // the beat, as before: a 10-ms radio poll need not run while no frame arrives).
+    const due = machine.nextTaskDueMs();
+    const untilDue = due === null ? 0 : Math.min(due - machine.timerMs(), LIMITS.idleSleepLongMs);
+    schedule(Math.max(idleSleep, untilDue));
   } else if (credit <= 0) schedule(Math.max(1, Math.ceil(-credit / MACHINE_LIMITS.instrPerMs)));
   else schedule(0);
 }
@@ -151,6 +158,11 @@ function publish(): void {
   if (ledsChanged) {
     ledsChanged = false;
     post({ t: 'leds', value: machine.leds });
+  }
+  const image = machine.bootImage;
+  if (image !== null) {
+    machine.bootImage = null; // sent once, to the runner's cache
+    post({ t: 'bootImage', image }, [image.ram.buffer as ArrayBuffer]);
   }
   if (!bootedSent && machine.booted) {
     bootedSent = true;
@@ -191,6 +203,7 @@ function state(): MachineState {
       ? process.threadCpuUsage().user / 1000 + process.threadCpuUsage().system / 1000
       : 0,
     voidFetches: s.voidFetches,
+    restored: machine.restored,
   };
 }
 

@@ -96,8 +96,9 @@ class RawClient {
   }
   async readUpdate(
     bytesPerPixel: number,
+    timeoutMs = 2000,
   ): Promise<{ x: number; y: number; w: number; h: number; pixels: Buffer }[]> {
-    const head = await this.read(4);
+    const head = await this.read(4, timeoutMs);
     expect(head[0]).toBe(0);
     const rects = [];
     for (let i = 0; i < head.readUInt16BE(2); i++) {
@@ -324,5 +325,56 @@ describe('RFB server', () => {
     const other = await RawClient.open(server.port);
     expect((await other.handshake()).width).toBe(128);
     other.socket.destroy();
+  });
+});
+
+async function until(ok: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('#17.3 backpressure and idle clients', () => {
+  const sentBytes = async (s: RfbServer): Promise<number> =>
+    (await s.metrics.getSingleMetric('retrokube_rfb_sent_bytes_total')?.get())?.values[0]?.value ?? 0;
+
+  it('a client that never reads gets at most a bounded queue, then is dropped; others keep being served', async () => {
+    const m = new FakeMachine();
+    const server = await startRfbServer({
+      screen: m,
+      input: m,
+      pollMs: 5,
+      maxQueuedBytes: 64 * 1024,
+      behindMs: 1500,
+    });
+    servers.push(server);
+    const greedy = await RawClient.open(server.port);
+    await greedy.handshake();
+    greedy.socket.pause(); // never reads again
+    // 3000 full-frame requests at 32 KiB each: ~96 MiB if every answer were queued.
+    for (let i = 0; i < 3000; i++) greedy.requestUpdate(false, 0, 0, 128, 64);
+    // An honest viewer is served meanwhile.
+    const honest = await RawClient.open(server.port);
+    await honest.handshake();
+    honest.requestUpdate(false, 0, 0, 128, 64);
+    expect((await honest.readUpdate(4, 10_000))[0].w).toBe(128);
+    // The greedy one is dropped once it stayed behind 1.5 s (its paused socket does not see the close).
+    await until(() => server.clients() === 1, 20_000, 'the greedy client to be dropped');
+    // What was handed to the socket: the kernel's loopback buffers plus the bound, not 96 MiB.
+    expect(await sentBytes(server)).toBeLessThan(24 << 20);
+    honest.socket.destroy();
+    greedy.socket.destroy();
+  }, 60_000);
+
+  it('frees the slot of a client that stays idle', async () => {
+    const m = new FakeMachine();
+    const server = await startRfbServer({ screen: m, input: m, pollMs: 5, idleMs: 300 });
+    servers.push(server);
+    const idle = await RawClient.open(server.port);
+    await idle.handshake();
+    await until(() => server.clients() === 0, 10_000, 'the idle client to be dropped');
+    idle.socket.destroy();
   });
 });

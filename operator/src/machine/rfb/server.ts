@@ -27,6 +27,11 @@ export const LIMITS = {
   maxCutText: 1 << 20, // ClientCutText bytes accepted; Oberon's clipboard is small
   maxEncodings: 1024, // SetEncodings entries; real clients send a few dozen
   handshakeTimeoutMs: 10_000, // a client that does not finish the handshake is dropped
+  // Backpressure: a full 1024x768 frame at 32 bits is 3 MiB. Updates wait while more than this is
+  // queued for the socket, so one client holds at most this plus one frame, however it behaves.
+  maxQueuedBytes: 4 << 20,
+  behindMs: 30_000, // a client whose queue stays over maxQueuedBytes this long is dropped
+  idleMs: 10 * 60_000, // no byte either way this long (after the handshake): the slot is freed
 } as const;
 
 const MSG = {
@@ -46,6 +51,10 @@ export interface RfbServerOptions {
   name?: string; // desktop name shown by clients
   palette?: Palette;
   pollMs?: number;
+  /** Overrides of the backpressure limits (tests use short ones). */
+  maxQueuedBytes?: number;
+  behindMs?: number;
+  idleMs?: number;
 }
 
 export interface RfbServer {
@@ -68,6 +77,7 @@ class Client {
   pending: { incremental: boolean; rect: Rect } | undefined;
   keys = new KeyTranslator();
   mouse = { x: -1, y: -1, mask: -1 };
+  behindSince = 0; // when the socket's queue went over the bound (0 = it is not)
   readonly socket: Socket;
   readonly palette: Palette;
 
@@ -89,6 +99,9 @@ export async function startRfbServer(opts: RfbServerOptions): Promise<RfbServer>
   const palette = opts.palette ?? OBERON_PALETTE;
   const name = Buffer.from(opts.name ?? 'Oberon', 'utf8');
   const pollMs = opts.pollMs ?? LIMITS.pollMs;
+  const maxQueued = opts.maxQueuedBytes ?? LIMITS.maxQueuedBytes;
+  const behindMs = opts.behindMs ?? LIMITS.behindMs;
+  const idleMs = opts.idleMs ?? LIMITS.idleMs;
   const clients = new Set<Client>();
   const metrics = new Registry();
   const connections = new Gauge({
@@ -153,10 +166,27 @@ export async function startRfbServer(opts: RfbServerOptions): Promise<RfbServer>
     c.knownVersion = snap.version;
   };
 
+  /**
+   * True while the client's socket queue is over the bound: nothing more is sent to it until it
+   * reads. One that stays behind for behindMs is dropped (a client that never reads).
+   */
+  const behind = (c: Client): boolean => {
+    if (c.socket.writableLength <= maxQueued) {
+      c.behindSince = 0;
+      return false;
+    }
+    const now = Date.now();
+    if (c.behindSince === 0) c.behindSince = now;
+    else if (now - c.behindSince >= behindMs)
+      drop(c, `not reading: ${c.socket.writableLength} bytes queued for ${behindMs} ms`);
+    return true;
+  };
+
   /** Answers the client's pending request if there is something to send; returns true if answered. */
   const serve = (c: Client): boolean => {
     const req = c.pending;
     if (!req || c.phase !== 'normal') return false;
+    if (behind(c)) return false; // the request stays pending; the poll timer retries
     const snap = opts.screen.snapshot();
     const screenRect = { x: 0, y: 0, w: snap.width, h: snap.height };
     const r = clip(req.rect, screenRect);
@@ -227,7 +257,7 @@ export async function startRfbServer(opts: RfbServerOptions): Promise<RfbServer>
         head.writeUInt16BE(snap.width, 0);
         head.writeUInt16BE(snap.height, 2);
         send(c, Buffer.concat([head, encodePixelFormat(DEFAULT_FORMAT), u32(name.length), name]));
-        c.socket.setTimeout(0);
+        c.socket.setTimeout(idleMs, () => drop(c, `idle for ${idleMs} ms`));
         c.phase = 'normal';
       } else if (c.phase === 'normal') {
         if (c.buf.length < 1) return;
@@ -279,9 +309,17 @@ export async function startRfbServer(opts: RfbServerOptions): Promise<RfbServer>
       case MSG.updateRequest: {
         const b = c.take(10);
         if (!b) return false;
+        // One pending request per client, however many arrive while it is behind: a full request
+        // stays full, and the areas merge (memory per client stays bounded).
+        const rect = {
+          x: b.readUInt16BE(2),
+          y: b.readUInt16BE(4),
+          w: b.readUInt16BE(6),
+          h: b.readUInt16BE(8),
+        };
         c.pending = {
-          incremental: b[1] !== 0,
-          rect: { x: b.readUInt16BE(2), y: b.readUInt16BE(4), w: b.readUInt16BE(6), h: b.readUInt16BE(8) },
+          incremental: (c.pending?.incremental ?? true) && b[1] !== 0,
+          rect: c.pending ? union(c.pending.rect, rect) : rect,
         };
         if (!serve(c)) schedule();
         return true;
@@ -383,6 +421,12 @@ function u32(v: number): Buffer {
   const b = Buffer.alloc(4);
   b.writeUInt32BE(v >>> 0);
   return b;
+}
+
+function union(a: Rect, b: Rect): Rect {
+  const x = Math.min(a.x, b.x);
+  const y = Math.min(a.y, b.y);
+  return { x, y, w: Math.max(a.x + a.w, b.x + b.w) - x, h: Math.max(a.y + a.h, b.y + b.h) - y };
 }
 
 function clip(r: Rect, bounds: Rect): Rect | undefined {

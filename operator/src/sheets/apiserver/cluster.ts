@@ -5,7 +5,7 @@
 import { logger } from '../../util/log.ts';
 import {
   type DeploymentIn,
-  deploymentFromRow,
+  deploymentsFromRows,
   type ExistingPod,
   existingFromRow,
   intOr,
@@ -202,11 +202,8 @@ export class Cluster {
     tx: Tx,
     o: { now: number; report?: Report; exclude?: Set<string>; pins?: Map<string, string> },
   ): CachedSchedule {
-    const deployments: DeploymentIn[] = [];
-    for (const r of tx.rows('Deployments')) {
-      const d = deploymentFromRow(r);
-      if (d) deployments.push(d);
-    }
+    const { deployments, problems } = deploymentsFromRows(tx.rows('Deployments'));
+    this.#reportSheetProblems(problems);
     const nodeRows = tx.rows('Nodes');
     const nodes: NodeIn[] = [];
     for (const r of nodeRows) {
@@ -234,7 +231,8 @@ export class Cluster {
     });
 
     // Pods tab: rewrite only when the set or order of pods changed, else update changed rows.
-    const rows = podRows(result.placements, before, o.report);
+    const policies = new Map(deployments.map((d) => [d.name, d.restartPolicy]));
+    const rows = podRows(result.placements, before, o.report, (d) => policies.get(d) ?? '');
     const sameShape =
       rows.length === podRowsBefore.length && rows.every((r, i) => text(podRowsBefore[i].name) === r.name);
     const events: EventRow[] = [];
@@ -319,6 +317,19 @@ export class Cluster {
     this.#cache = cache;
     this.#externalDirty = false;
     return cache;
+  }
+
+  // Cells the scheduler left out are logged once per distinct set (reconciles repeat every second).
+  #lastSheetProblems = '';
+  #reportSheetProblems(problems: string[]): void {
+    const key = problems.join('\n');
+    if (key === this.#lastSheetProblems) return;
+    this.#lastSheetProblems = key;
+    if (problems.length > 0)
+      log.warn(
+        { problems: problems.slice(0, 20) },
+        'some Deployments cells were not used as typed; fix them in the sheet',
+      );
   }
 
   #writeEvents(tx: Tx, events: EventRow[], now: number): void {
@@ -428,7 +439,8 @@ export class Cluster {
         const r = tx.get('Pods', p.name);
         if (r) prev.set(p.name, r);
       }
-      for (const r of podRows(mine, prev, report)) {
+      const policyOf = (d: string) => cache.deployments.get(d)?.restartPolicy ?? '';
+      for (const r of podRows(mine, prev, report, policyOf)) {
         const b = prev.get(r.name);
         if (b && differs(b, r as unknown as Row)) tx.update('Pods', r.name, r as unknown as Row);
       }

@@ -106,18 +106,33 @@ describe('SCRI Core', () => {
     const r = await fetch(`${kit.url}/exec`, {
       method: 'POST',
       body: JSON.stringify({ token: TOKEN, node: 'n1' }),
-      headers: { 'content-type': 'text/plain' },
+      headers: { 'content-type': 'application/json' },
     });
     expect(r.status).toBe(200);
   });
 
-  it('accepts a POST without any content-type (curl -d style form content-type too)', async () => {
-    const r = await fetch(`${kit.url}/`, {
-      method: 'POST',
-      body: JSON.stringify({ token: TOKEN, node: 'n1' }),
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    });
-    expect(r.status).toBe(200);
+  it('#17.2 needs application/json on POST: a browser form or text/plain body is a 415 that changes nothing', async () => {
+    // (the reference clients — kubelet.sh, skctl, bridge.py — all send Content-Type: application/json)
+    for (const type of [
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+    ]) {
+      const r = await fetch(`${kit.url}/`, {
+        method: 'POST',
+        body: JSON.stringify({
+          token: TOKEN,
+          action: 'apply',
+          deployments: [{ name: 'csrf', image: 'process' }],
+        }),
+        headers: { 'content-type': type },
+      });
+      expect(r.status, type).toBe(415);
+      expect(((await r.json()) as { error: string }).error).toMatch(/Content-Type must be application\/json/);
+    }
+    expect((await kit.get('deployments')).body.items.some((d: { name: string }) => d.name === 'csrf')).toBe(
+      false,
+    );
   });
 
   it('C4: a heartbeat upserts the node (Ready, last_heartbeat, schedulable) and answers its desired pods', async () => {

@@ -42,7 +42,11 @@ function start(file: string): Promise<{ proc: ChildProcess; url: string }> {
 }
 
 async function post(url: string, body: Record<string, unknown>): Promise<number> {
-  const r = await fetch(url, { method: 'POST', body: JSON.stringify({ token: TOKEN, ...body }) });
+  const r = await fetch(url, {
+    method: 'POST',
+    body: JSON.stringify({ token: TOKEN, ...body }),
+    headers: { 'content-type': 'application/json' },
+  });
   await r.arrayBuffer();
   return r.status;
 }

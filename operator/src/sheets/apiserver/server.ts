@@ -3,6 +3,7 @@
 // verb. Reference clients (kubelet.sh, skctl, bridge.py) work unchanged.
 import { timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { checkRequest, hostsForBind, isLoopbackAddress } from '../../util/http-guard.ts';
 import { logger } from '../../util/log.ts';
 import { ClusterMetrics } from '../metrics/metrics.ts';
 import { RequestVerifier, SIGNATURE_HEADER, TIMESTAMP_HEADER } from '../signing.ts';
@@ -18,6 +19,7 @@ import {
   HeartbeatBody,
   InputError,
   PostEnvelope,
+  scaleReplicas,
 } from './validate.ts';
 
 const log = logger('sheets-apiserver');
@@ -72,6 +74,24 @@ class HttpError extends Error {
   }
 }
 
+/**
+ * Why serving on `host` with this token and key is unsafe, or undefined. Off loopback every request
+ * crosses a network: the well-known default token opens the cluster to anyone, and without signing
+ * a token seen once (GETs carry it in the URL) can be used forever.
+ */
+export function exposureProblem(
+  host: string,
+  token: string,
+  signingKey: string | undefined,
+): string | undefined {
+  if (isLoopbackAddress(host)) return undefined;
+  if (token === DEFAULT_TOKEN)
+    return `refusing to listen on ${host} with the well-known default token: set TOKEN (or --token-file) to a secret of your own, or listen on 127.0.0.1`;
+  if (!signingKey)
+    return `refusing to listen on ${host} without request signing: set SIGNING_KEY (or --key-file) so every POST is signed, or listen on 127.0.0.1`;
+  return undefined;
+}
+
 function sameSecret(a: unknown, b: string): boolean {
   if (typeof a !== 'string') return false;
   const x = Buffer.from(a, 'utf8');
@@ -109,6 +129,13 @@ export async function createApiServer(o: ApiServerOptions): Promise<ApiServer> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
+  // Browsers: only same-origin, JSON, and (while bound to loopback) loopback Host names — see
+  // util/http-guard.ts. The reference clients send JSON with no Origin and pass unchanged.
+  let hosts: 'loopback' | 'any' = 'loopback';
+  app.addHook('onRequest', async (req, reply) => {
+    const v = checkRequest(req.raw, { hosts, requireJson: true });
+    if (!v.ok) return reply.code(v.status).send({ error: v.error });
+  });
   app.addHook('onResponse', async (req, reply) => {
     metrics.requests.inc({ method: req.method, code: String(reply.statusCode) });
   });
@@ -206,7 +233,10 @@ export async function createApiServer(o: ApiServerOptions): Promise<ApiServer> {
     app,
     cluster,
     metrics,
-    async listen(port: number, host = '0.0.0.0') {
+    async listen(port: number, host = '127.0.0.1') {
+      const unsafe = exposureProblem(host, token, o.signingKey);
+      if (unsafe) throw new Error(unsafe);
+      hosts = hostsForBind(host);
       return app.listen({ port, host });
     },
     async close() {
@@ -238,7 +268,7 @@ async function dispatch(cluster: Cluster, action: ActionName, b: Record<string, 
     case 'apply':
       return cluster.apply(b as Parameters<Cluster['apply']>[0]);
     case 'scale':
-      return { result: await cluster.scale(name, Math.trunc(Number(b.replicas))) };
+      return { result: await cluster.scale(name, scaleReplicas(b.replicas)) };
     case 'delete': {
       const kind = typeof b.kind === 'string' && b.kind !== '' ? b.kind : 'deployment';
       return { result: await cluster.delete(name, kind) };

@@ -4,7 +4,9 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import type { ValueError } from '@sinclair/typebox/errors';
-import { parseKv, parseTaints } from '../scheduler/model.ts';
+import { isObjectName, LIMITS as NAME_LIMITS, nameProblem } from '../names.ts';
+import { parseKv, parseTaints, LIMITS as SHEET_LIMITS } from '../scheduler/model.ts';
+import { RESTART_POLICIES } from '../scheduler/phases.ts';
 import { formatPortSpecs, parsePorts } from '../scheduler/ports.ts';
 import { TABS } from '../store/schema.ts';
 import type { Row } from '../store/types.ts';
@@ -14,9 +16,9 @@ export const LIMITS = {
   queryChars: 4096, // a GET query string: token + kind are short
   objectsPerApply: 1000, // objects of one kind per apply
   podsPerHeartbeat: 5000, // pods one node may report
-  nameChars: 253, // a DNS subdomain, as Kubernetes names
+  nameChars: NAME_LIMITS.nameChars, // a DNS subdomain, as Kubernetes names
   textChars: 30_000, // a free-text cell (command, env, ...): under Excel's 32,767 cell limit
-  replicasMax: 10_000, // per Deployment; more is a typo
+  replicasMax: SHEET_LIMITS.replicasMax, // per Deployment; more is a typo (the same cap as cells typed in the sheet)
   resourceMax: 100_000_000, // millicores / MiB a request or a node may state
 } as const;
 
@@ -118,8 +120,6 @@ export class InputError extends Error {
 
 // ---- objects of apply --------------------------------------------------------------------
 
-const NAME_RE = /^[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?$/;
-
 function str(v: unknown, field: string): string {
   if (v === null || v === undefined) return '';
   if (typeof v === 'string') {
@@ -141,6 +141,20 @@ function joined(v: unknown, field: string, sep = ','): string {
   return str(v, field);
 }
 
+/**
+ * The replicas of a `scale`: a number or a numeric string, range-checked AFTER parsing (a string
+ * such as "99999999999999" passes any shape check and must still be refused).
+ */
+export function scaleReplicas(v: unknown): number {
+  try {
+    const n = nonNegInt(v, 'replicas', LIMITS.replicasMax);
+    if (n === undefined) throw new Error(`replicas must be an integer from 0 to ${LIMITS.replicasMax}`);
+    return n;
+  } catch (e) {
+    throw new InputError(`bad scale: ${(e as Error).message}`);
+  }
+}
+
 function nonNegInt(v: unknown, field: string, max: number): number | undefined {
   if (v === null || v === undefined || v === '') return undefined;
   const n =
@@ -158,10 +172,7 @@ function checkName(v: unknown): string {
   if (v === null || v === undefined || v === '') throw new Error('name is required');
   const name = str(v, 'name').trim();
   if (!name) throw new Error('name is required');
-  if (!NAME_RE.test(name))
-    throw new Error(
-      `name ${JSON.stringify(name.slice(0, 64))} must be letters, digits, '.', '_' or '-' (max ${LIMITS.nameChars})`,
-    );
+  if (!isObjectName(name)) throw new Error(nameProblem(name));
   return name;
 }
 
@@ -206,6 +217,17 @@ export function deploymentCells(obj: Record<string, unknown>): Row {
     out.secret_files = s;
   }
   if ('ports' in obj) out.ports = formatPortSpecs(parsePorts(obj.ports === null ? '' : obj.ports));
+  // The Kubernetes spelling is accepted too, so a pod spec's word can be pasted as it is.
+  const policyKey =
+    'restart_policy' in obj ? 'restart_policy' : 'restartPolicy' in obj ? 'restartPolicy' : '';
+  if (policyKey) {
+    const p = str(obj[policyKey], policyKey).trim();
+    if (p !== '' && !(RESTART_POLICIES as readonly string[]).includes(p))
+      throw new Error(
+        `${policyKey} ${JSON.stringify(p.slice(0, 32))} must be one of ${RESTART_POLICIES.join(', ')} (or empty for the reference behaviour: restart on every exit)`,
+      );
+    out.restart_policy = p;
+  }
   return out;
 }
 

@@ -73,8 +73,12 @@ describe('skctl', () => {
         'PHASE',
         'CONTAINER',
         'ENDPOINTS',
+        'RESTARTS', // ours, after the reference's columns
+        'REASON',
       ]);
-      expect(pods).toMatch(/web-1\s+web\s+node-a\s+Running\s+0123456789ab\s+10\.0\.0\.1:8080->80\/tcp/);
+      expect(pods).toMatch(
+        /web-1\s+web\s+node-a\s+Running\s+0123456789ab\s+10\.0\.0\.1:8080->80\/tcp\s+0\s+-/,
+      );
       const nodes = await skctl(kit.url, 'get', 'nodes');
       expect(nodes.split('\n')[0].split(/\s+/)).toEqual([
         'NAME',
@@ -85,10 +89,15 @@ describe('skctl', () => {
         'STATUS',
         'HEARTBEAT',
       ]);
+      expect(nodes).toMatch(/node-a\s.*Ready\s+\d+s ago\n/); // an age for people …
       const json = JSON.parse(await skctl(kit.url, 'get', 'nodes', '-o', 'json'));
       expect(json.items[0]).toMatchObject({ name: 'node-a', status: 'Ready' });
+      expect(json.items[0].last_heartbeat).toBeGreaterThan(1_700_000_000); // … the exact time in JSON
       const events = await skctl(kit.url, 'get', 'events');
       expect(events.split('\n')[0]).not.toMatch(/^TS/); // no header, as the reference
+      expect(events.split('\n')[0]).toMatch(/^\d+s ago {2}/);
+      const evJson = JSON.parse(await skctl(kit.url, 'get', 'events', '-o', 'json'));
+      expect(evJson.items[0].ts).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
       for (const [verb, ...rest] of [
         ['cordon', 'node-a'],
         ['uncordon', 'node-a'],

@@ -2,6 +2,7 @@
 // (the same as `sheets ctl`, named after the reference tool).
 import { readFile } from 'node:fs/promises';
 import { type Command, Option } from 'commander';
+import { readSecretFile, resolveSecret } from '../../util/secret-option.ts';
 import { DEFAULT_TOKEN } from '../default-token.ts';
 import { resolveConfig, SheetsClient } from './client.ts';
 import { KIND_ALIASES, renderTable } from './table.ts';
@@ -46,19 +47,15 @@ function registerServe(sheets: Command): void {
       positiveInt('--port'),
       Number(process.env.PORT ?? 8787),
     )
-    .option('--host <addr>', 'listen address', '0.0.0.0')
-    .addOption(
-      new Option('--token <t>', 'shared token (env TOKEN)').default(
-        process.env.TOKEN ?? DEFAULT_TOKEN,
-        'CHANGE_ME_super_secret',
-      ),
+    .option(
+      '--host <addr>',
+      'listen address; anything but loopback needs your own token and a signing key',
+      '127.0.0.1',
     )
-    .addOption(
-      new Option('--key <k>', 'HMAC signing key: every POST must be signed (env SIGNING_KEY)').default(
-        process.env.SIGNING_KEY || undefined,
-        'none',
-      ),
-    )
+    .option('--token <t>', 'shared token; prefer env TOKEN or --token-file (argv shows in ps)')
+    .option('--token-file <file>', 'read the shared token from the first line of FILE')
+    .option('--key <k>', 'HMAC signing key, every POST must be signed; prefer env SIGNING_KEY or --key-file')
+    .option('--key-file <file>', 'read the HMAC signing key from the first line of FILE')
     .option(
       '--node-ttl <s>',
       'seconds before a silent node is NotReady',
@@ -93,12 +90,32 @@ function registerServe(sheets: Command): void {
     .option('--google-root-url <url>', 'Sheets API root URL (an emulator)')
     .addHelpText(
       'after',
-      '\nExample:\n  retrokube sheets serve --workbook cluster.xlsx --port 8787 --token s3cret --key signing-key\n',
+      '\nExamples:\n  retrokube sheets serve --workbook cluster.xlsx   # 127.0.0.1:8787\n  retrokube sheets serve --host 0.0.0.0 --token-file token.txt --key-file signing.key\n',
     )
     .action(async (o) => {
+      const warn = (s: string) => process.stderr.write(s);
+      const token =
+        resolveSecret({
+          what: 'token',
+          flag: '--token',
+          env: 'TOKEN',
+          fromFlag: o.token,
+          file: o.tokenFile,
+          envValue: process.env.TOKEN,
+          warn,
+        }) ?? DEFAULT_TOKEN;
+      const key = resolveSecret({
+        what: 'signing key',
+        flag: '--key',
+        env: 'SIGNING_KEY',
+        fromFlag: o.key,
+        file: o.keyFile,
+        envValue: process.env.SIGNING_KEY,
+        warn,
+      });
       // fastify, the store backends and exceljs load only when a server really starts
       const { serveUntilSignal } = await import('../apiserver/serve.ts');
-      await serveUntilSignal(o);
+      await serveUntilSignal({ ...o, token, key });
     });
 }
 
@@ -122,9 +139,13 @@ function registerUp(sheets: Command): void {
       30,
     )
     .option('--detach', 'print the table and exit (stops the cluster) instead of running until Ctrl-C')
+    .option(
+      '--allow-process',
+      'node agents offer the process runtime: commands of "process" deployments run on this host (the web sample needs it)',
+    )
     .addHelpText(
       'after',
-      '\nExample:\n  retrokube sheets up --nodes 3 --workbook cluster.xlsx\n  retrokube skctl --server http://127.0.0.1:8787 get pods\n',
+      '\nExample:\n  retrokube sheets up --nodes 3 --workbook cluster.xlsx --allow-process\n  retrokube skctl --server http://127.0.0.1:8787 get pods\n',
     )
     .action(async (o) => {
       const { runUp } = await import('../local/up.ts');
@@ -135,6 +156,7 @@ function registerUp(sheets: Command): void {
         token: o.token,
         waitSec: o.wait,
         detach: Boolean(o.detach),
+        allowProcess: Boolean(o.allowProcess),
       });
     });
 }
@@ -142,15 +164,19 @@ function registerUp(sheets: Command): void {
 interface CtlFlags {
   server?: string;
   token?: string;
+  tokenFile?: string;
   key?: string;
+  keyFile?: string;
   output?: string;
 }
 
 function addCtlVerbs(ctl: Command): void {
   ctl
     .option('-s, --server <url>', 'apiserver URL (env WEBAPP_URL, or .skctl.env)')
-    .option('--token <t>', 'shared token (env TOKEN)')
-    .option('--key <k>', 'HMAC signing key (env SIGNING_KEY); requests are signed when set')
+    .option('--token <t>', 'shared token (env TOKEN, or --token-file)')
+    .option('--token-file <file>', 'read the shared token from the first line of FILE')
+    .option('--key <k>', 'HMAC signing key (env SIGNING_KEY, or --key-file); requests are signed when set')
+    .option('--key-file <file>', 'read the HMAC signing key from the first line of FILE')
     .option('-o, --output <fmt>', 'table (default) or json', 'table')
     .addHelpText(
       'after',
@@ -160,6 +186,8 @@ function addCtlVerbs(ctl: Command): void {
   const flags = (): CtlFlags => {
     const o = ctl.opts() as CtlFlags;
     if (o.output !== 'table' && o.output !== 'json') throw new Error(`-o ${o.output}: use table or json`);
+    if (o.tokenFile) o.token = readSecretFile(o.tokenFile, 'token');
+    if (o.keyFile) o.key = readSecretFile(o.keyFile, 'signing key');
     return o;
   };
   const client = () => new SheetsClient(resolveConfig(flags()));

@@ -8,6 +8,7 @@ import { createApiServer } from '../apiserver/server.ts';
 import { SheetsClient } from '../ctl/client.ts';
 import { renderTable } from '../ctl/table.ts';
 import { SAMPLE_DEPLOYMENTS } from '../store/schema.ts';
+import { ensureSampleImages } from '../store/setup.ts';
 
 export const LIMITS = {
   agentProbeMs: 20_000, // `sheets node --help` must answer within this to count as available
@@ -17,8 +18,8 @@ export const LIMITS = {
 
 const MAIN = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
 
-const started = (p: Record<string, unknown>): boolean =>
-  p.phase === 'Running' || (p.exit_code !== null && p.exit_code !== undefined && p.exit_code !== '');
+/** Healthy for a person looking at the table: running, or finished well (restart_policy OnFailure/Never). */
+const settled = (p: Record<string, unknown>): boolean => p.phase === 'Running' || p.phase === 'Succeeded';
 
 export interface UpOptions {
   nodes: number;
@@ -27,6 +28,8 @@ export interface UpOptions {
   token: string;
   waitSec: number;
   detach: boolean;
+  /** Start the node agents with the process runtime (the `web` sample needs it); named opt-in. */
+  allowProcess?: boolean;
   out?: (s: string) => void;
 }
 
@@ -39,11 +42,36 @@ export function nodeAgentAvailable(): boolean {
   return r.status === 0;
 }
 
-export function nodeAgentArgs(url: string, token: string, name: string): string[] {
-  return [MAIN, 'sheets', 'node', '--server', url, '--token', token, '--name', name];
+/** The agent's command line: never the token, which every user could read in `ps` (see nodeAgentEnv). */
+export function nodeAgentArgs(url: string, name: string, allowProcess = false): string[] {
+  return [
+    MAIN,
+    'sheets',
+    'node',
+    '--server',
+    url,
+    '--name',
+    name,
+    ...(allowProcess ? ['--allow-process'] : []),
+  ];
 }
 
-export async function runUp(o: UpOptions): Promise<{ agents: number; running: number; started: number }> {
+export function nodeAgentEnv(token: string, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return { ...base, TOKEN: token };
+}
+
+export interface UpResult {
+  agents: number;
+  running: number;
+  succeeded: number;
+  /** Every sample pod Running or Succeeded before the deadline. */
+  settled: boolean;
+  /** Seconds from start to settled (or to the deadline). */
+  seconds: number;
+}
+
+export async function runUp(o: UpOptions): Promise<UpResult> {
+  const t0 = Date.now();
   const out = o.out ?? ((s: string) => process.stdout.write(s));
   const store = await openWorkbook(o.workbook);
   const server = await createApiServer({ store, token: o.token, samples: true });
@@ -53,19 +81,25 @@ export async function runUp(o: UpOptions): Promise<{ agents: number; running: nu
   // The samples exist in a brand-new workbook; in an existing one, add any that are missing.
   const have = new Set(store.rows('Deployments').map((d) => String(d.name)));
   const missing = SAMPLE_DEPLOYMENTS.filter((d) => !have.has(String(d.name)));
-  if (missing.length > 0) await client.post({ action: 'apply', deployments: missing });
+  if (missing.length > 0) {
+    await store.transact((tx) => ensureSampleImages(tx, store.limits.maxCellChars));
+    await client.post({ action: 'apply', deployments: missing });
+  }
 
   const agents: ChildProcess[] = [];
   if (o.nodes > 0) {
     if (nodeAgentAvailable()) {
       for (let i = 0; i < o.nodes; i++) {
         const name = `node-${String.fromCharCode(97 + (i % 26))}${i >= 26 ? i : ''}`;
-        const child = spawn(process.execPath, nodeAgentArgs(addr, o.token, name), {
+        const child = spawn(process.execPath, nodeAgentArgs(addr, name, o.allowProcess), {
           stdio: ['ignore', 'ignore', 'inherit'],
+          env: nodeAgentEnv(o.token),
         });
         agents.push(child);
       }
-      out(`started ${agents.length} node agents (retrokube sheets node)\n`);
+      out(
+        `started ${agents.length} node agents (retrokube sheets node)${o.allowProcess ? ' with the process runtime: deployments with image "process" run their command on this host' : '; the process runtime is off (the web sample stays Pending; --allow-process runs it)'}\n`,
+      );
     } else {
       out(
         'the node agent (`retrokube sheets node`) is not available in this build: running the apiserver alone, with no nodes\n',
@@ -96,14 +130,18 @@ export async function runUp(o: UpOptions): Promise<{ agents: number; running: nu
   const deadline = Date.now() + o.waitSec * 1000;
   let pods = await client.get('pods');
   while (agents.length > 0 && Date.now() < deadline) {
-    // Settled when every pod was started by its node: Running, or a finished run (exit code shown).
-    if (pods.length > 0 && pods.every(started)) break;
+    if (pods.length > 0 && pods.every(settled)) break;
     await new Promise((r) => setTimeout(r, LIMITS.pollMs));
     pods = await client.get('pods');
   }
   out(`\n${renderTable('nodes', await client.get('nodes'))}\n${renderTable('pods', pods)}`);
-  const running = pods.filter((p) => p.phase === 'Running').length;
-  const result = { agents: agents.length, running, started: pods.filter(started).length };
+  const result: UpResult = {
+    agents: agents.length,
+    running: pods.filter((p) => p.phase === 'Running').length,
+    succeeded: pods.filter((p) => p.phase === 'Succeeded').length,
+    settled: pods.length > 0 && pods.every(settled),
+    seconds: (Date.now() - t0) / 1000,
+  };
   if (o.detach) {
     await stopAll();
     return result;

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type ApiServer, createApiServer } from '../apiserver/server.ts';
 import { SheetsClient } from '../ctl/client.ts';
 import { digestOf, importImage, WASM_MEDIA_TYPE, wasmConfig } from '../images/sicf.ts';
-import { helloWasm } from '../images/wasm-hello.ts';
+import { helloWasm, tickerWasm } from '../images/wasm-hello.ts';
 import { MemoryStore } from '../store/memory.ts';
 import type { Store } from '../store/types.ts';
 import { type AgentOptions, NodeAgent, parsePorts, portsText } from './agent.ts';
@@ -47,6 +47,7 @@ async function agent(url: string, o: Partial<AgentOptions> = {}): Promise<NodeAg
     memTotal: 4096,
     intervalMs: 150,
     runtimes: ['wasm', 'process'],
+    allowProcess: true,
     workDir,
     backoffBaseMs: 100,
     backoffMaxMs: 2_000,
@@ -200,6 +201,148 @@ describe('node agent', () => {
   });
 });
 
+describe('#17.6 names that are paths', () => {
+  it('an order named "../../escape" (a hostile apiserver or a typed cell) writes nothing outside the work folder', async () => {
+    // A real HTTP server playing a hostile apiserver: it orders a pod whose name is a path, with a secret.
+    const http = await import('node:http');
+    const hostile = http.createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      if (req.method === 'GET')
+        return res.end(
+          JSON.stringify({ items: [{ name: 's', data: Buffer.from('pwned').toString('base64') }] }),
+        );
+      res.end(
+        JSON.stringify({
+          pods: [
+            {
+              name: '../../escape',
+              desired: 'Running',
+              image: 'process',
+              command: 'true',
+              secret_files: 's',
+            },
+          ],
+        }),
+      );
+    });
+    await new Promise<void>((r) => hostile.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => hostile.close(() => r())));
+    const port = (hostile.address() as { port: number }).port;
+    const a = await agent(`http://127.0.0.1:${port}`);
+    await until('two heartbeats', () => a.heartbeats >= 2);
+    await new Promise((r) => setTimeout(r, 300));
+    const workDir = a.opts.workDir as string;
+    expect(a.status()).toEqual([]);
+    expect(existsSync(path.join(workDir, '..', 'escape.s'))).toBe(false);
+    expect(existsSync(path.join(workDir, 'escape.s'))).toBe(false);
+    expect(() => a.logFile('../../x')).toThrow(/must be letters/);
+  });
+
+  it('names with separators and dot-dots never resolve outside the folder; object names stay one component (fuzzed)', async () => {
+    const fc = (await import('fast-check')).default;
+    const { isObjectName, pathInside } = await import('../names.ts');
+    const root = path.join(os.tmpdir(), 'sk-root');
+    const piece = fc.constantFrom('..', '.', '/', '\\', 'a', '-', '_', '\u0000', '%2e', 'x.y');
+    fc.assert(
+      fc.property(fc.array(piece, { minLength: 1, maxLength: 8 }), (parts) => {
+        const name = parts.join('');
+        let p: string | undefined;
+        try {
+          p = pathInside(root, `${name}.log`);
+        } catch {
+          expect(isObjectName(name)).toBe(false); // only non-names are refused
+          return;
+        }
+        const rel = path.relative(root, p);
+        expect(rel === '' || rel.startsWith('..') || path.isAbsolute(rel)).toBe(false);
+        // An object name is always exactly one file directly in the folder.
+        if (isObjectName(name)) expect(path.dirname(p)).toBe(root);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+// restart_policy: each phase transition of a pod, with real WASI modules that exit with a chosen
+// code, judged on the node's report and on the Pods row the apiserver writes from it.
+describe('restart policy and pod phases', () => {
+  async function run(policy: string, exitCode: number | 'forever', extra: Record<string, string> = {}) {
+    const { store, url } = await cluster();
+    const mod = exitCode === 'forever' ? tickerWasm('tick\n', 200, 50) : helloWasm('ran\n', exitCode);
+    await importImage(store, 'm:v1', [{ bytes: mod, mediaType: WASM_MEDIA_TYPE }], wasmConfig(digestOf(mod)));
+    await deploy(store, { name: 'job', image: 'sicf:m:v1', replicas: 1, restart_policy: policy, ...extra });
+    const a = await agent(url);
+    return { store, url, a };
+  }
+  const row = (store: Store) => store.get('Pods', 'job-1') ?? {};
+
+  it('OnFailure, exit 0: Running → Succeeded, not restarted, the exit code on the Pods row', async () => {
+    const { store, a } = await run('OnFailure', 0);
+    await until('Succeeded on the Pods row', () => row(store).phase === 'Succeeded');
+    expect(a.status()[0]).toMatchObject({ phase: 'Succeeded', exit_code: 0, restarts: 0 });
+    expect(a.status()[0].container_id).toMatch(/^wasm-/); // which run it was
+    await new Promise((r) => setTimeout(r, 600)); // several back-offs' worth: still not restarted
+    expect(readFileSync(a.logFile('job-1'), 'utf8')).toBe('ran\n');
+    expect(row(store)).toMatchObject({ phase: 'Succeeded', exit_code: 0, restarts: 0 });
+  });
+
+  it('Never, exit 3: Failed with its exit code, not restarted', async () => {
+    const { store, a } = await run('Never', 3);
+    await until('Failed on the Pods row', () => row(store).phase === 'Failed');
+    expect(row(store)).toMatchObject({ exit_code: 3, restarts: 0 });
+    expect(String(row(store).message)).toMatch(/exited with code 3; not restarted \(Never\)/);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(a.status()[0]).toMatchObject({ phase: 'Failed', restarts: 0 });
+  });
+
+  it('OnFailure, exit 3: CrashLoopBackOff with the reason while the back-off runs, then restarted', async () => {
+    const { store, a } = await run('OnFailure', 3);
+    await until('CrashLoopBackOff on the Pods row', () => row(store).phase === 'CrashLoopBackOff');
+    expect(String(row(store).message)).toMatch(/^back-off: exited with code 3; restarting in \d+s$/);
+    await until('restarted twice', () => (a.status()[0]?.restarts ?? 0) >= 2);
+  });
+
+  it('Always, exit 0: restarted (a long-running pod that ended is a crash), CrashLoopBackOff meanwhile', async () => {
+    const { store, a } = await run('Always', 0, {});
+    await until('restarted', () => (a.status()[0]?.restarts ?? 0) >= 2);
+    await until('CrashLoopBackOff on the Pods row', () => row(store).phase === 'CrashLoopBackOff');
+  });
+
+  it('no policy declared: the reference phases only (Pending while the restart waits), restarted on exit 0', async () => {
+    const { store, a } = await run('', 0);
+    await until('restarted', () => (a.status()[0]?.restarts ?? 0) >= 1);
+    expect(a.status()[0].phase).toBe('Pending');
+    await until('Pending with the reason on the Pods row', () =>
+      /restarting in/.test(String(row(store).message)),
+    );
+    expect(row(store).phase).toBe('Pending');
+  });
+
+  it('a long-running module stays Running and stops at once when scaled to zero', async () => {
+    const { store, url, a } = await run('Always', 'forever');
+    await until('Running on the Pods row', () => row(store).phase === 'Running');
+    const log = a.logFile('job-1');
+    await until(
+      'ticks in the log',
+      () => existsSync(log) && readFileSync(log, 'utf8').split('tick').length > 3,
+    );
+    expect(a.status()[0]).toMatchObject({ phase: 'Running', restarts: 0 });
+    const t = Date.now();
+    await new SheetsClient({ url, token: TOKEN }).post({ action: 'scale', name: 'job', replicas: 0 });
+    await until('stopped', () => a.status().length === 0);
+    expect(Date.now() - t).toBeLessThan(5_000);
+  });
+
+  it('a finished pod whose policy changes to Always is started again; Failed → CrashLoopBackOff → Running', async () => {
+    const { store, url, a } = await run('Never', 3);
+    await until('Failed', () => row(store).phase === 'Failed');
+    const ctl = new SheetsClient({ url, token: TOKEN });
+    await ctl.post({ action: 'apply', deployments: [{ name: 'job', restartPolicy: 'Always' }] });
+    await until('restarted', () => (a.status()[0]?.restarts ?? 0) >= 1);
+    expect(['CrashLoopBackOff', 'Running']).toContain(a.status()[0].phase);
+  });
+});
+
 describe('docker runtime command line (unexercised: no Docker engine here)', () => {
   it("builds the reference kubelet's docker run: name, labels, network alias, limits, env, secrets, ports, sh -c", () => {
     const args = dockerRunArgs(
@@ -250,12 +393,35 @@ describe('docker runtime command line (unexercised: no Docker engine here)', () 
       '10.0.0.5:30000:80/tcp',
       '-p',
       '10.0.0.5:53:53/udp',
+      '--',
       'nginx:alpine',
       'sh',
       '-c',
       'nginx -g "daemon off;"',
     ]);
     expect(portsText('30000:80/tcp')).toBe('0.0.0.0:30000->80/tcp');
+  });
+
+  it('refuses an image that docker would read as an option (--privileged) and never lets one through', () => {
+    const spec = {
+      pod: 'web-1',
+      node: 'node-a',
+      deployment: 'web',
+      image: '--privileged',
+      command: '',
+      env: {},
+      cpuReq: 0,
+      memReq: 0,
+      ports: [],
+      specHash: '',
+      secretFiles: [],
+      logFile: '/dev/null',
+    };
+    for (const image of ['--privileged', '-v/:/host', ' --pid=host', 'alpine --privileged', ''])
+      expect(() => dockerRunArgs({ ...spec, image }, { network: 'n' }), image).toThrow(/image/);
+    const args = dockerRunArgs({ ...spec, image: 'alpine:3', command: '--help' }, { network: 'n' });
+    // Everything from the sheet after the options comes after "--".
+    expect(args.slice(args.indexOf('--'))).toEqual(['--', 'alpine:3', 'sh', '-c', '--help']);
   });
 });
 

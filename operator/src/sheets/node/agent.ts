@@ -6,10 +6,12 @@
 // Fixing the reference's hazards:
 //   - a FAILED heartbeat changes nothing: running pods keep running (the reference kubelet treats a
 //     failed POST as "no pods" and removes every container);
-//   - a crashed pod is restarted by the agent itself with exponential backoff (10 s, 20 s, … 5 min,
-//     reset after 10 min of healthy running), even while the apiserver is unreachable;
-//   - it reports Pending/Running, the last exit code, restarts and a reason (the reference always
-//     says Running);
+//   - a pod that exits is restarted by the agent itself with exponential backoff (10 s, 20 s, … 5 min,
+//     reset after 10 min of healthy running), even while the apiserver is unreachable — unless its
+//     Deployment's restart_policy (OnFailure, Never) says it has finished: then it stays Succeeded
+//     or Failed with its exit code (phases.ts);
+//   - it reports Pending/Running (and, for a declared policy, CrashLoopBackOff/Succeeded/Failed), the
+//     last exit code, restarts and a reason (the reference always says Running);
 //   - images from the sheet are digest-verified before anything runs.
 
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -19,9 +21,18 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import { logger } from '../../util/log.ts';
 import { SheetsClient } from '../ctl/client.ts';
 import { ImageError, pullImage } from '../images/sicf.ts';
+import { isObjectName, nameProblem, pathInside } from '../names.ts';
 import type { Order, RunOrder } from '../scheduler/orders.ts';
+import {
+  backoffPhase,
+  finalPhase,
+  parseRestartPolicy,
+  type RestartPolicy,
+  restartDue,
+} from '../scheduler/phases.ts';
+import { primaryIp, sourceAddressFor } from './address.ts';
 import { DockerRuntime, dockerAvailable } from './runtimes/docker.ts';
-import { ProcessRuntime } from './runtimes/process.ts';
+import { PROCESS_OPT_IN, ProcessRuntime } from './runtimes/process.ts';
 import type { PodSpec, RunningPod, Runtime } from './runtimes/types.ts';
 import { WasmRuntime } from './runtimes/wasm.ts';
 
@@ -47,6 +58,11 @@ export interface AgentOptions {
   memTotal?: number;
   intervalMs?: number;
   runtimes: RuntimeName[];
+  /**
+   * The `process` runtime runs `/bin/sh -c <command>` from a cell as this agent's user: it is
+   * offered only when a person opted in by name (`sheets node --allow-process`).
+   */
+  allowProcess?: boolean;
   workDir?: string; // logs/ and secrets/ live here
   backoffBaseMs?: number;
   backoffMaxMs?: number;
@@ -57,9 +73,11 @@ export interface AgentOptions {
   runtimeImpls?: Partial<Record<RuntimeName, Runtime>>;
 }
 
+export type AgentPhase = 'Pending' | 'Running' | 'CrashLoopBackOff' | 'Succeeded' | 'Failed';
+
 export interface PodStatus {
   name: string;
-  phase: 'Pending' | 'Running';
+  phase: AgentPhase;
   container_id: string | null;
   ports: string;
   restarts: number;
@@ -80,7 +98,23 @@ interface Entry {
   startedAt: number;
   timer: NodeJS.Timeout | undefined;
   runtime: RuntimeName | undefined;
+  /** The pod exited and its policy starts it again after the back-off now running. */
+  backingOff: boolean;
+  /** The pod finished and its policy does not start it again. */
+  done: 'Succeeded' | 'Failed' | undefined;
+  /** The id of the last run, still shown for a finished pod (which run it was). */
+  lastId: string | null;
 }
+
+/** What a node reports for one of its pods. */
+export function entryPhase(e: Pick<Entry, 'run' | 'done' | 'backingOff' | 'order'>): AgentPhase {
+  if (e.run) return 'Running';
+  if (e.done) return e.done;
+  if (e.backingOff) return backoffPhase(policyOf(e.order));
+  return 'Pending';
+}
+
+const policyOf = (o: RunOrder): RestartPolicy => parseRestartPolicy(o.restart_policy);
 
 export class NodeAgent {
   readonly opts: AgentOptions;
@@ -110,6 +144,7 @@ export class NodeAgent {
       key: opts.key,
       timeoutMs: Math.min(30_000, Math.max(2_000, interval)),
     });
+    if (opts.runtimes.includes('process') && !opts.allowProcess) throw new Error(PROCESS_OPT_IN);
     this.workDir = opts.workDir ?? path.join(os.tmpdir(), `sk-node-${opts.name}`);
     mkdirSync(path.join(this.workDir, 'logs'), { recursive: true });
     mkdirSync(path.join(this.workDir, 'secrets'), { recursive: true, mode: 0o700 });
@@ -153,8 +188,10 @@ export class NodeAgent {
     return [...this.runtimes.keys()];
   }
 
+  /** The pod's log file; throws for a name that is not an object name or would leave the work folder. */
   logFile(pod: string): string {
-    return path.join(this.workDir, 'logs', `${pod}.log`);
+    if (!isObjectName(pod)) throw new Error(`pod ${nameProblem(pod)}`);
+    return pathInside(path.join(this.workDir, 'logs'), `${pod}.log`);
   }
 
   start(): void {
@@ -184,8 +221,8 @@ export class NodeAgent {
   status(): PodStatus[] {
     return [...this.entries.values()].map((e) => ({
       name: e.name,
-      phase: e.run ? 'Running' : 'Pending',
-      container_id: e.run?.id ?? null,
+      phase: entryPhase(e),
+      container_id: e.run?.id ?? (e.done ? e.lastId : null),
       ports: portsText(e.order.ports),
       restarts: e.restarts,
       exit_code: e.exitCode,
@@ -193,16 +230,23 @@ export class NodeAgent {
     }));
   }
 
+  // --ip when given; else the address this host really uses to reach the apiserver (asked once).
+  private ip: string | undefined;
+  private async address(): Promise<string> {
+    this.ip ??= this.opts.ip ?? (await sourceAddressFor(this.opts.server)) ?? primaryIp();
+    return this.ip;
+  }
+
   // One observe → heartbeat → converge round.
   async tick(): Promise<void> {
     const pods = this.status();
-    for (const phase of ['Pending', 'Running'] as const)
+    for (const phase of ['Pending', 'Running', 'CrashLoopBackOff', 'Succeeded', 'Failed'] as const)
       this.mPods.set({ phase }, pods.filter((p) => p.phase === phase).length);
     let reply: unknown;
     try {
       reply = await this.client.post({
         node: this.opts.name,
-        ip: this.opts.ip ?? primaryIp(),
+        ip: await this.address(),
         cpu_total: this.opts.cpuTotal ?? os.availableParallelism() * 1000,
         mem_total: this.opts.memTotal ?? Math.floor(os.totalmem() / 1024 / 1024),
         pods,
@@ -234,6 +278,11 @@ export class NodeAgent {
     const work: Promise<void>[] = [];
     for (const o of orders) {
       if (!o || typeof o.name !== 'string') continue;
+      // A pod name becomes a file name here; an apiserver (or a cell) that sends "../x" is ignored.
+      if (!isObjectName(o.name)) {
+        this.log.warn({ pod: String(o.name).slice(0, 64) }, `order ignored: pod ${nameProblem(o.name)}`);
+        continue;
+      }
       const e = this.entries.get(o.name);
       if (o.desired === 'Terminating') {
         if (e) work.push(this.remove(e));
@@ -247,12 +296,36 @@ export class NodeAgent {
       } else if (!e) {
         this.add(o);
       } else {
-        e.order = o;
+        this.reorder(e, o);
       }
     }
     // Garbage: pods here that the apiserver no longer orders here (only after a good heartbeat).
     for (const e of this.entries.values()) if (!wanted.has(e.name)) work.push(this.remove(e));
     await Promise.all(work);
+  }
+
+  // Same pod, same spec: only the restart policy may have changed what its last exit means.
+  private reorder(e: Entry, o: RunOrder): void {
+    const was = policyOf(e.order);
+    e.order = o;
+    const now = policyOf(o);
+    if (was === now || e.run || e.exitCode === null) return;
+    const due = restartDue(now, e.exitCode);
+    if (e.done && due) {
+      e.done = undefined;
+      this.log.info(
+        { pod: e.name, policy: now || 'unset' },
+        'restart policy changed; starting the pod again',
+      );
+      e.backingOff = true;
+      this.backoff(e);
+    } else if (e.backingOff && !due) {
+      if (e.timer) clearTimeout(e.timer);
+      e.timer = undefined;
+      e.backingOff = false;
+      e.done = finalPhase(e.exitCode);
+      e.message = finishedMessage(e.exitCode);
+    }
   }
 
   private add(order: RunOrder): void {
@@ -269,6 +342,9 @@ export class NodeAgent {
       startedAt: 0,
       timer: undefined,
       runtime: undefined,
+      backingOff: false,
+      done: undefined,
+      lastId: null,
     };
     this.entries.set(order.name, e);
     this.schedule(e, 0);
@@ -311,8 +387,10 @@ export class NodeAgent {
         return;
       }
       e.run = run;
+      e.lastId = run.id;
       e.runtime = plan.runtime.name;
       e.startedAt = Date.now();
+      e.backingOff = false;
       e.message = null;
       this.log.info({ pod: e.name, image: e.order.image, runtime: plan.runtime.name, id: run.id }, 'run pod');
       void run.exited.then((x) => this.onExit(e, run, x.code, x.message));
@@ -331,11 +409,21 @@ export class NodeAgent {
     e.run = undefined;
     if (e.stopping) return;
     e.exitCode = code;
+    const policy = policyOf(e.order);
+    if (!restartDue(policy, code)) {
+      e.done = finalPhase(code);
+      e.message =
+        code === 0 ? finishedMessage(code) : `${message ?? finishedMessage(code)}; not restarted (${policy})`;
+      this.log.info({ pod: e.name, code, policy }, `pod finished: ${e.done}`);
+      return;
+    }
+    e.backingOff = true;
     e.restarts++;
     this.mRestarts.inc();
     if (Date.now() - e.startedAt >= LIMITS.backoffResetMs) e.backoffStep = 0;
     const delay = this.backoff(e);
     e.message = `${message ?? `exited with code ${code}`}; restarting in ${Math.round(delay / 1000)}s`;
+    if (policy !== '') e.message = `back-off: ${e.message}`;
     this.log.info(
       { pod: e.name, code, restarts: e.restarts, delayMs: delay },
       'pod exited; restarting after backoff',
@@ -432,6 +520,13 @@ export class NodeAgent {
       const i = w.indexOf(':');
       const name = i < 0 ? w : w.slice(0, i);
       const target = i < 0 ? `/run/secrets/${name}` : w.slice(i + 1);
+      if (!isObjectName(name) || !SECRET_TARGET.test(target)) {
+        this.log.warn(
+          { pod: o.name, item: w.slice(0, 64) },
+          'secret_files item ignored: use secretName:/absolute/path',
+        );
+        continue;
+      }
       const row = rows.find((r) => r.name === name);
       if (!row) {
         this.log.warn({ pod: o.name, secret: name }, 'secret not found');
@@ -442,12 +537,20 @@ export class NodeAgent {
         this.log.warn({ pod: o.name, secret: name }, 'secret is not valid base64');
         continue;
       }
-      const file = path.join(this.workDir, 'secrets', `${o.name}.${name.replace(/[^A-Za-z0-9._-]/g, '_')}`);
+      const file = pathInside(path.join(this.workDir, 'secrets'), `${o.name}.${name}`);
       writeFileSync(file, Buffer.from(data, 'base64'), { mode: 0o600 });
       out.push({ file, path: target });
     }
     return out;
   }
+}
+
+// Where a secret file appears in the pod: an absolute path without "..", ":" or "," (docker's -v
+// separator and the cell's list separator).
+const SECRET_TARGET = /^(?!.*\/\.\.(\/|$))\/[^:,]{1,1023}$/;
+
+function finishedMessage(code: number): string {
+  return code === 0 ? 'completed (exit code 0)' : `exited with code ${code}`;
 }
 
 export function parseEnv(text: string): Record<string, string> {
@@ -479,11 +582,4 @@ export function portsText(assigned: string): string {
   return parsePorts(String(assigned ?? ''))
     .map((p) => `0.0.0.0:${p.host}->${p.container}/${p.proto}`)
     .join(', ');
-}
-
-function primaryIp(): string {
-  for (const list of Object.values(os.networkInterfaces())) {
-    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
-  }
-  return '127.0.0.1';
 }

@@ -83,17 +83,21 @@ describe('retrokube sheets node', () => {
           url,
           '--name',
           'cli-node',
-          '--token',
-          'cli-token',
           '--runtime',
           'process',
+          '--allow-process',
           '--interval',
           '1',
           '--work-dir',
           tmp,
         ],
-        { stdio: ['ignore', 'ignore', 'pipe'] },
+        // The token travels in the environment, never in argv (ps shows argv to every user).
+        { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TOKEN: 'cli-token' } },
       );
+      let stderr = '';
+      agent.stderr?.on('data', (b: Buffer) => {
+        stderr += b.toString();
+      });
       const end = Date.now() + 30_000;
       let pid = 0;
       while (Date.now() < end) {
@@ -106,6 +110,7 @@ describe('retrokube sheets node', () => {
       }
       expect(pid).toBeGreaterThan(0);
       expect(() => process.kill(pid, 0)).not.toThrow();
+      expect(stderr).toMatch(/WARNING: the process runtime is ON \(--allow-process\)/);
       const exited = new Promise<number | null>((r) => agent!.once('exit', (c) => r(c)));
       agent.kill('SIGTERM');
       expect(await exited).toBe(0);
@@ -114,6 +119,55 @@ describe('retrokube sheets node', () => {
       agent?.kill('SIGKILL');
       await server.close();
     }
+  }, 60_000);
+
+  it('#17.1 by default runs no command from the sheet: a "process" deployment stays Pending, nothing runs', async () => {
+    const store = new MemoryStore();
+    const server = await createApiServer({
+      store,
+      token: 'cli-token',
+      samples: false,
+      metricsIntervalSec: 3600,
+    });
+    const url = (await server.listen(0, '127.0.0.1')).replace('[::1]', '127.0.0.1');
+    const proof = path.join(tmp, 'ran-a-command');
+    await store.transact((tx) =>
+      tx.upsert('Deployments', {
+        name: 'evil',
+        image: 'process',
+        replicas: 1,
+        cpu_req: 1,
+        mem_req: 1,
+        command: `id > ${proof}`,
+      }),
+    );
+    let agent: ChildProcess | undefined;
+    try {
+      agent = spawn(
+        process.execPath,
+        [MAIN, 'sheets', 'node', '--server', url, '--name', 'plain', '--interval', '1'],
+        {
+          stdio: ['ignore', 'ignore', 'ignore'],
+          env: { ...process.env, TOKEN: 'cli-token' },
+        },
+      );
+      const end = Date.now() + 30_000;
+      let message = '';
+      while (Date.now() < end && !message) {
+        message = String(store.get('Pods', 'evil-1')?.message ?? '');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(message).toMatch(/needs the process runtime/);
+      expect(store.get('Pods', 'evil-1')?.phase).toBe('Pending');
+      await expect(fsp.access(proof)).rejects.toThrow();
+    } finally {
+      agent?.kill('SIGKILL');
+      await server.close();
+    }
+    // Asking for the runtime without the named opt-in is refused, saying how to opt in.
+    await expect(cli('sheets', 'node', '--server', url, '--runtime', 'wasm,process')).rejects.toThrow(
+      /--allow-process/,
+    );
   }, 60_000);
 
   it('explains a bad argument and exits non-zero', async () => {

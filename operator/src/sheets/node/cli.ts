@@ -5,8 +5,10 @@ import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
+import { resolveSecret } from '../../util/secret-option.ts';
 import { SheetsClient } from '../ctl/client.ts';
 import { sheetsGroup } from '../ctl/verbs.ts';
+import { DEFAULT_TOKEN } from '../default-token.ts';
 import {
   digestOf,
   FILE_MEDIA_TYPE,
@@ -21,6 +23,7 @@ import {
 } from '../images/sicf.ts';
 import type { Row, Store } from '../store/types.ts';
 import type { RuntimeName } from './agent.ts';
+import { PROCESS_OPT_IN } from './runtimes/process.ts';
 
 const RUNTIMES: RuntimeName[] = ['wasm', 'process', 'docker'];
 
@@ -87,17 +90,20 @@ function registerNode(sheets: Command): void {
     .description('run a node agent (our kubelet): heartbeat to the apiserver and run the pods it orders')
     .option('--server <url>', 'apiserver URL (env WEBAPP_URL)', process.env.WEBAPP_URL)
     .option('--name <node>', 'node name (env NODE_NAME)', process.env.NODE_NAME ?? os.hostname())
-    .option('--token <t>', 'shared token (env TOKEN)', process.env.TOKEN ?? 'CHANGE_ME_super_secret')
+    .option('--token <t>', 'shared token; prefer env TOKEN or --token-file (argv shows in ps)')
+    .option('--token-file <file>', 'read the shared token from the first line of FILE')
+    .option('--key <k>', 'HMAC signing key: sign every heartbeat; prefer env SIGNING_KEY or --key-file')
+    .option('--key-file <file>', 'read the HMAC signing key from the first line of FILE')
     .option(
-      '--key <k>',
-      'HMAC signing key: sign every heartbeat (env SIGNING_KEY)',
-      process.env.SIGNING_KEY || undefined,
+      '--runtime <list>',
+      'runtimes to offer, comma-separated: wasm,docker (process needs --allow-process)',
+      runtimes,
+      ['wasm', 'docker'] as RuntimeName[],
     )
-    .option('--runtime <list>', 'runtimes to offer, comma-separated: wasm,process,docker', runtimes, [
-      'wasm',
-      'process',
-      'docker',
-    ] as RuntimeName[])
+    .option(
+      '--allow-process',
+      'also offer the process runtime: the command of any deployment with image "process" runs via /bin/sh as this user',
+    )
     .option(
       '--interval <s>',
       'seconds between heartbeats (env INTERVAL)',
@@ -125,11 +131,35 @@ function registerNode(sheets: Command): void {
     )
     .addHelpText(
       'after',
-      '\nExample:\n  retrokube sheets node --server http://127.0.0.1:8787 --name node-a --token s3cret --runtime wasm,process\n\nA failed heartbeat never stops running pods; crashed pods restart with backoff. SIGTERM stops the pods and exits.\n',
+      '\nExample:\n  TOKEN=s3cret retrokube sheets node --server http://127.0.0.1:8787 --name node-a --allow-process\n\nA failed heartbeat never stops running pods; crashed pods restart with backoff. SIGTERM stops the pods and exits.\n',
     )
     .action(async (o) => {
       if (!o.server)
         throw new Error('--server is required (or set WEBAPP_URL), e.g. --server http://127.0.0.1:8787');
+      const warn = (s: string) => process.stderr.write(`[node] ${s}`);
+      const token =
+        resolveSecret({
+          what: 'token',
+          flag: '--token',
+          env: 'TOKEN',
+          fromFlag: o.token,
+          file: o.tokenFile,
+          envValue: process.env.TOKEN,
+          warn,
+        }) ?? DEFAULT_TOKEN;
+      const key = resolveSecret({
+        what: 'signing key',
+        flag: '--key',
+        env: 'SIGNING_KEY',
+        fromFlag: o.key,
+        file: o.keyFile,
+        envValue: process.env.SIGNING_KEY,
+        warn,
+      });
+      const list: RuntimeName[] = o.runtime;
+      if (list.includes('process') && !o.allowProcess)
+        throw new Error(`--runtime process: ${PROCESS_OPT_IN}`);
+      if (o.allowProcess && !list.includes('process')) list.push('process');
       if (!/^https?:\/\//.test(o.server))
         throw new Error(`--server ${o.server}: must be an http:// or https:// URL`);
       if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(o.name))
@@ -137,21 +167,28 @@ function registerNode(sheets: Command): void {
       const { NodeAgent } = await import('./agent.ts'); // loaded only when the verb runs
       const agent = new NodeAgent({
         server: o.server,
-        token: o.token,
-        key: o.key,
+        token,
+        key,
         name: o.name,
         ip: o.ip,
         cpuTotal: o.cpu,
         memTotal: o.mem,
         intervalMs: o.interval * 1000,
-        runtimes: o.runtime,
+        runtimes: list,
+        allowProcess: Boolean(o.allowProcess),
         workDir: o.workDir,
         dockerNetwork: o.network,
         publishAddr: process.env.SK_PUBLISH_ADDR || undefined,
       });
       process.stderr.write(
-        `[node] node=${o.name} runtimes=${agent.enabledRuntimes().join(',') || 'none'} -> ${o.server}${o.key ? ' (signed)' : ''}\n`,
+        `[node] node=${o.name} runtimes=${agent.enabledRuntimes().join(',') || 'none'} -> ${o.server}${key ? ' (signed)' : ''}\n`,
       );
+      if (agent.enabledRuntimes().includes('process'))
+        warn(
+          `WARNING: the process runtime is ON (--allow-process): anyone who can write a deployment with image "process" to this cluster runs commands as ${os.userInfo().username} on this host\n`,
+        );
+      if (token === DEFAULT_TOKEN)
+        warn('WARNING: using the well-known default token; set TOKEN or --token-file\n');
       agent.start();
       await new Promise<void>((resolve) => {
         const bye = () => {

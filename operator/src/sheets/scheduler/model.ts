@@ -1,6 +1,17 @@
 // Scheduler inputs parsed from sheet rows (spec §3.1). Parsing is lenient on purpose: a person's
 // odd cell must never stop the cluster; `apply` is where bad input is rejected.
+import { isObjectName, nameProblem } from '../names.ts';
+import { parseRestartPolicy, type RestartPolicy } from './phases.ts';
 import { type AssignedPort, type PortSpec, parseAssigned, parsePortsLenient } from './ports.ts';
+
+// What the scheduler takes from cells a person typed: the same caps as the apiserver's verbs, so a
+// typo in the sheet ("99999999999999" replicas, a pasted column of a million rows) cannot make one
+// reconcile allocate gigabytes.
+export const LIMITS = {
+  replicasMax: 10_000, // per Deployment; more is a typo
+  deploymentRows: 10_000, // Deployments rows scheduled; rows beyond are ignored (and reported)
+  podsMax: 100_000, // pods of the whole cluster; replicas beyond it are not scheduled (and reported)
+} as const;
 
 export const DEFAULTS = {
   cpuReq: 100, // millicores a Deployment asks for when cpu_req is blank (reference default)
@@ -29,6 +40,7 @@ export interface DeploymentIn {
   env: string;
   secretFiles: string;
   ports: PortSpec[];
+  restartPolicy: RestartPolicy;
 }
 
 export interface NodeIn {
@@ -120,11 +132,11 @@ export function formatTaints(taints: Taint[]): string {
 
 export function deploymentFromRow(r: Row): DeploymentIn | null {
   const name = text(r.name).trim();
-  if (!name) return null;
+  if (!name || !isObjectName(name)) return null;
   return {
     name,
     image: text(r.image),
-    replicas: Math.max(0, intOr(r.replicas, 0)),
+    replicas: Math.min(LIMITS.replicasMax, Math.max(0, intOr(r.replicas, 0))),
     cpuReq: Math.max(0, intOr(r.cpu_req, DEFAULTS.cpuReq)),
     memReq: Math.max(0, intOr(r.mem_req, DEFAULTS.memReq)),
     command: text(r.command),
@@ -133,7 +145,46 @@ export function deploymentFromRow(r: Row): DeploymentIn | null {
     env: text(r.env),
     secretFiles: text(r.secret_files),
     ports: parsePortsLenient(r.ports),
+    restartPolicy: parseRestartPolicy(r.restart_policy),
   };
+}
+
+/**
+ * The Deployments rows the scheduler may use, within the caps, and what was left out and why
+ * (a row with a name that cannot be a pod or file name, replicas over the cap, rows or pods over
+ * the cluster's budget). Lenient like every cell read: the rest of the cluster keeps working.
+ */
+export function deploymentsFromRows(rows: readonly Row[]): {
+  deployments: DeploymentIn[];
+  problems: string[];
+} {
+  const deployments: DeploymentIn[] = [];
+  const problems: string[] = [];
+  let pods = 0;
+  for (const [i, r] of rows.entries()) {
+    const name = text(r.name).trim();
+    if (!name) continue;
+    if (i >= LIMITS.deploymentRows) {
+      problems.push(
+        `Deployments rows after row ${LIMITS.deploymentRows + 1} are ignored (cap ${LIMITS.deploymentRows})`,
+      );
+      break;
+    }
+    if (!isObjectName(name)) {
+      problems.push(`Deployment row ${i + 2} ignored: ${nameProblem(name)}`);
+      continue;
+    }
+    const d = deploymentFromRow(r) as DeploymentIn;
+    if (intOr(r.replicas, 0) > LIMITS.replicasMax)
+      problems.push(`Deployment ${name}: replicas capped at ${LIMITS.replicasMax}`);
+    if (pods + d.replicas > LIMITS.podsMax) {
+      problems.push(`Deployment ${name}: replicas cut to fit the cluster's ${LIMITS.podsMax} pods`);
+      d.replicas = Math.max(0, LIMITS.podsMax - pods);
+    }
+    pods += d.replicas;
+    deployments.push(d);
+  }
+  return { deployments, problems };
 }
 
 export function nodeFromRow(r: Row): NodeIn | null {

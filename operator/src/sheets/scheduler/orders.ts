@@ -2,6 +2,7 @@
 // heartbeat answers with (spec §1.4), spec_hash (spec §3.8), and make-before-break hand-offs.
 import { createHash } from 'node:crypto';
 import { type DeploymentIn, type Row, text } from './model.ts';
+import { normalizePhase, type RestartPolicy } from './phases.ts';
 import { type AssignedPort, endpointsFromReport, formatAssigned, parseAssigned } from './ports.ts';
 import type { Placement } from './schedule.ts';
 
@@ -9,8 +10,7 @@ export const LIMITS = {
   handoffMaxSec: 300, // a migrating pod's old copy is stopped after this even if the new one never reports Running
 } as const;
 
-/** Phases a Pods row may show (SCRI §8). */
-export const POD_PHASES = new Set(['Pending', 'Running', 'Terminating', 'Unschedulable']);
+export { normalizePhase, POD_PHASES } from './phases.ts';
 
 export interface ReportedPod {
   name: string;
@@ -71,17 +71,17 @@ export function specHash(
   return createHash('sha256').update(body).digest('hex').slice(0, 12);
 }
 
-export function normalizePhase(phase: unknown): string {
-  const p = text(phase).trim();
-  if (p === '') return 'Running';
-  return POD_PHASES.has(p) ? p : 'Pending';
-}
-
 /**
  * The Pods tab after a schedule. `prev` are the current rows by name; `report` is the heartbeat
- * being answered (if any). Only a pod's own node may vouch for its phase.
+ * being answered (if any); `policyOf` gives a Deployment's declared restart policy. Only a pod's
+ * own node may vouch for its phase.
  */
-export function podRows(placements: Placement[], prev: ReadonlyMap<string, Row>, report?: Report): PodRow[] {
+export function podRows(
+  placements: Placement[],
+  prev: ReadonlyMap<string, Row>,
+  report?: Report,
+  policyOf: (deployment: string) => RestartPolicy = () => '',
+): PodRow[] {
   const reported = new Map<string, ReportedPod>();
   if (report) for (const p of report.pods) reported.set(p.name, p);
   return placements.map((pl) => {
@@ -104,13 +104,13 @@ export function podRows(placements: Placement[], prev: ReadonlyMap<string, Row>,
     if (report && report.node === pl.node) {
       const r = reported.get(pl.name);
       if (r) {
-        row.phase = normalizePhase(r.phase);
+        row.phase = normalizePhase(r.phase, policyOf(pl.deployment));
         row.container_id = text(r.container_id);
         row.endpoints = endpointsFromReport(report.ip, r.ports);
         row.restarts = typeof r.restarts === 'number' ? r.restarts : '';
         row.exit_code = typeof r.exit_code === 'number' ? r.exit_code : '';
         row.message = text(
-          r.message === undefined ? (POD_PHASES.has(text(r.phase)) ? '' : r.phase) : r.message,
+          r.message === undefined ? (row.phase === text(r.phase) ? '' : r.phase) : r.message,
         );
       }
       return row;
@@ -140,6 +140,8 @@ export interface RunOrder {
   secret_files: string;
   ports: string;
   spec_hash: string;
+  /** Only when the Deployment declares one: the reference's orders stay exactly as they were. */
+  restart_policy?: Exclude<RestartPolicy, ''>;
 }
 export interface StopOrder {
   name: string;
@@ -148,7 +150,7 @@ export interface StopOrder {
 export type Order = RunOrder | StopOrder;
 
 function runOrder(name: string, dep: DeploymentIn, ports: AssignedPort[]): RunOrder {
-  return {
+  const order: RunOrder = {
     name,
     desired: 'Running',
     image: dep.image,
@@ -161,6 +163,9 @@ function runOrder(name: string, dep: DeploymentIn, ports: AssignedPort[]): RunOr
     ports: formatAssigned(ports),
     spec_hash: specHash(dep, ports),
   };
+  // Not part of spec_hash: changing the policy needs no new copy of the pod.
+  if (dep.restartPolicy !== '') order.restart_policy = dep.restartPolicy;
+  return order;
 }
 
 /** A node's orders: Running for its pods (and hand-offs it still carries), then Terminating. */

@@ -98,7 +98,7 @@ describe('Google Sheets backend', () => {
     closers.push(() => store.close());
     await setupCluster(store);
     const person = google.sheets({ version: 'v4', auth: testAuth('person'), rootUrl: emu.url });
-    // The person scales "web" and types a formula into its mem_req cell (row 3 = web).
+    // The person scales "ticker" and types a formula into its mem_req cell (row 3 = ticker).
     await person.spreadsheets.values.update({
       spreadsheetId: id,
       range: 'Deployments!C3:E3',
@@ -109,14 +109,14 @@ describe('Google Sheets backend', () => {
     store.onChange((ev) => ev.source === 'external' && seen.push(...ev.tabs));
     await store.poll();
     expect(seen).toContain('Deployments');
-    expect(store.get('Deployments', 'web')).toMatchObject({ replicas: 5, mem_req: 32 });
-    await store.transact((tx) => tx.update('Deployments', 'web', { image: 'nginx:alpine' }));
+    expect(store.get('Deployments', 'ticker')).toMatchObject({ replicas: 5, mem_req: 32 });
+    await store.transact((tx) => tx.update('Deployments', 'ticker', { image: 'nginx:alpine' }));
     const f = await person.spreadsheets.values.get({
       spreadsheetId: id,
       range: 'Deployments!A3:E3',
       valueRenderOption: 'FORMULA',
     });
-    expect(f.data.values).toEqual([['web', 'nginx:alpine', 5, 100, '=16*2']]);
+    expect(f.data.values).toEqual([['ticker', 'nginx:alpine', 5, 50, '=16*2']]);
   });
 
   it('builds auth from service-account or authorized-user JSON and rejects other credentials clearly', () => {

@@ -3,6 +3,8 @@
 // The first nine tabs and their column order are those of the newest on-prem reference (spec §2.1),
 // so a workbook made here opens in the reference and vice versa. Columns we added are TRAILING
 // (SCRI §3 lets an apiserver add trailing columns and requires clients to ignore unknown ones):
+//   Deployments.restart_policy — Always | OnFailure | Never (the Kubernetes words); blank = the
+//     reference's behaviour (restart on every exit, reference phases only).
 //   Pods.restarts, Pods.exit_code, Pods.message — what our node agent reports (spec §4 says the
 //     reference kubelet never reports crash states; ours does).
 //   Metrics (whole tab) — the Sheetheus idea; the reference layout is unknown (spec §13.10).
@@ -34,6 +36,7 @@ export const TABS = {
       'env',
       'secret_files',
       'ports',
+      'restart_policy',
     ],
     key: ['name'],
   },
@@ -124,20 +127,30 @@ export function tabSchema(name: string): TabSchema | undefined {
   return (TABS as Record<string, TabSchema>)[name];
 }
 
-// The two sample deployments `setup` writes into a new cluster (spec §2.5: Apps Script setup()
-// writes two samples). They run without Docker: a WASM hello from the image store and a small
-// HTTP server process. Column values use the reference cell formats (spec §2.1).
+// The sample deployments `setup` writes into a new cluster (spec §2.5: Apps Script setup() writes
+// two samples). Both are WASM modules from the cluster's own image store, so they run on any node
+// without Docker or the opt-in process runtime: "hello" prints and finishes (restart_policy
+// OnFailure, so it ends Succeeded), "ticker" runs for good and logs a line every few seconds.
 export const SAMPLE_WASM_IMAGE = 'hello-wasm:v1';
+export const SAMPLE_TICKER_IMAGE = 'ticker-wasm:v1';
 
 export const SAMPLE_DEPLOYMENTS: readonly Record<string, string | number>[] = [
-  { name: 'hello', image: `sicf:${SAMPLE_WASM_IMAGE}`, replicas: 1, cpu_req: 50, mem_req: 16, command: '' },
   {
-    name: 'web',
-    image: 'process',
+    name: 'hello',
+    image: `sicf:${SAMPLE_WASM_IMAGE}`,
+    replicas: 1,
+    cpu_req: 50,
+    mem_req: 16,
+    command: '',
+    restart_policy: 'OnFailure',
+  },
+  {
+    name: 'ticker',
+    image: `sicf:${SAMPLE_TICKER_IMAGE}`,
     replicas: 2,
-    cpu_req: 100,
-    mem_req: 32,
-    command:
-      "node -e \"require('node:http').createServer((q,s)=>s.end('hello from '+process.env.SK_POD+'\\n')).listen(Number(process.env.PORT||0),function(){console.log('listening on',this.address().port)})\"",
+    cpu_req: 50,
+    mem_req: 16,
+    command: '',
+    restart_policy: 'Always',
   },
 ];

@@ -2,13 +2,13 @@
 // - Missing tabs are created with their headers (in TAB_ORDER).
 // - Missing columns are appended at the right-hand end; existing data never moves; existing rows
 //   get the schema's backfill (Nodes.schedulable = true) or "".
-// - Sample deployments (and the sample WASM image "hello" runs) are written only when the store had no Deployments tab at all (a brand-new
+// - Sample deployments (and the sample WASM images they run) are written only when the store had no Deployments tab at all (a brand-new
 //   cluster), so running setup again, or on a cluster whose user deleted the samples, adds nothing.
 
 import { digestOf, importImageTx, WASM_MEDIA_TYPE, wasmConfig } from '../images/sicf.ts';
-import { helloWasm } from '../images/wasm-hello.ts';
-import { SAMPLE_DEPLOYMENTS, SAMPLE_WASM_IMAGE, TAB_ORDER, TABS } from './schema.ts';
-import type { Store } from './types.ts';
+import { helloWasm, tickerWasm } from '../images/wasm-hello.ts';
+import { SAMPLE_DEPLOYMENTS, SAMPLE_TICKER_IMAGE, SAMPLE_WASM_IMAGE, TAB_ORDER, TABS } from './schema.ts';
+import type { Store, Tx } from './types.ts';
 
 export interface SetupOptions {
   samples?: boolean; // write the sample deployments into a new cluster (default true)
@@ -35,22 +35,31 @@ export async function setupCluster(store: Store, opts: SetupOptions = {}): Promi
         tx.insert('Deployments', d);
         report.samples.push(String(d.name));
       }
-      // The "hello" sample runs a WASM module from the cluster's own image store.
-      if (!tx.get('Images', SAMPLE_WASM_IMAGE)) {
-        const mod = helloWasm(
-          'hello from Sheeternetes: this WebAssembly module was stored in spreadsheet cells\n',
-        );
-        importImageTx(
-          tx,
-          store.limits.maxCellChars,
-          SAMPLE_WASM_IMAGE,
-          [{ bytes: mod, mediaType: WASM_MEDIA_TYPE }],
-          wasmConfig(digestOf(mod)),
-        );
-      }
+      ensureSampleImages(tx, store.limits.maxCellChars);
     }
     report.changed = report.createdTabs.length > 0 || Object.keys(report.addedColumns).length > 0;
     return report;
   });
   return value;
+}
+
+/** The samples' WASM images, imported into the image store where missing (the samples run them). */
+export function ensureSampleImages(tx: Tx, maxCellChars: number): void {
+  const modules: [string, Uint8Array][] = [
+    [
+      SAMPLE_WASM_IMAGE,
+      helloWasm('hello from Sheeternetes: this WebAssembly module was stored in spreadsheet cells\n'),
+    ],
+    [SAMPLE_TICKER_IMAGE, tickerWasm('ticker: still running, a WebAssembly module from spreadsheet cells\n')],
+  ];
+  for (const [name, mod] of modules) {
+    if (tx.get('Images', name)) continue;
+    importImageTx(
+      tx,
+      maxCellChars,
+      name,
+      [{ bytes: mod, mediaType: WASM_MEDIA_TYPE }],
+      wasmConfig(digestOf(mod)),
+    );
+  }
 }

@@ -51,7 +51,7 @@ describe.each(factories)('store backend $name', (f: BackendFactory) => {
     expect(store.headers('Deployments')).toEqual(TABS.Deployments.headers);
     expect(store.headers('Nodes')).toEqual(TABS.Nodes.headers);
     expect(store.headers('Layers')).toEqual(TABS.Layers.headers);
-    expect(store.rows('Deployments').map((d) => d.name)).toEqual(['hello', 'web']);
+    expect(store.rows('Deployments').map((d) => d.name)).toEqual(['hello', 'ticker']);
     // The "hello" sample's WASM module is in the cluster's own image store, and verifies.
     const img = pullImage(
       { images: store.rows('Images'), layers: store.rows('Layers') },
@@ -60,7 +60,7 @@ describe.each(factories)('store backend $name', (f: BackendFactory) => {
     expect(img.config.architecture).toBe('wasm');
     const again = await reopen();
     expect(again.headers('Routes')).toEqual(TABS.Routes.headers);
-    expect(again.rows('Deployments').map((d) => d.name)).toEqual(['hello', 'web']);
+    expect(again.rows('Deployments').map((d) => d.name)).toEqual(['hello', 'ticker']);
   });
 
   it('setup is idempotent: a second run changes nothing and adds no samples', async () => {
@@ -74,7 +74,7 @@ describe.each(factories)('store backend $name', (f: BackendFactory) => {
     const again = await reopen();
     const r2 = await setupCluster(again);
     expect(r2.changed).toBe(false);
-    expect(again.rows('Deployments').map((d) => d.name)).toEqual(['web']);
+    expect(again.rows('Deployments').map((d) => d.name)).toEqual(['ticker']);
   });
 
   it('reads and writes by header name, even when a person reordered columns and added their own', async () => {
@@ -226,7 +226,7 @@ describe.each(factories)('store backend $name', (f: BackendFactory) => {
       });
     });
     const r = await setupCluster(store);
-    expect(r.addedColumns.Deployments).toEqual(['env', 'secret_files', 'ports']);
+    expect(r.addedColumns.Deployments).toEqual(['env', 'secret_files', 'ports', 'restart_policy']);
     expect(r.samples).toEqual([]); // not a new cluster
     const s2 = await reopen();
     expect(s2.headers('Deployments')).toEqual(TABS.Deployments.headers);
@@ -297,31 +297,31 @@ describe('xlsx backend specifics', () => {
     await s.transact(
       (tx) => {
         tx.upsert('Nodes', { name: 'n1', last_heartbeat: 111, status: 'Ready' });
-        tx.update('Deployments', 'web', { image: 'ours' });
+        tx.update('Deployments', 'ticker', { image: 'ours' });
       },
       { durability: 'buffered' },
     );
-    // A person edits in "Excel": scales web to 7, changes its image too (conflict), adds a row.
+    // A person edits in "Excel": scales ticker to 7, changes its image too (conflict), adds a row.
     const wb = new ExcelJS.Workbook();
     await wb.xlsx.readFile(file);
     const ws = wb.getWorksheet('Deployments')!;
-    ws.getCell('C3').value = 7; // web.replicas
-    ws.getCell('B3').value = 'theirs'; // web.image (we changed it too)
+    ws.getCell('C3').value = 7; // ticker.replicas
+    ws.getCell('B3').value = 'theirs'; // ticker.image (we changed it too)
     ws.getRow(4).values = ['added-by-hand', 'busybox', 1];
-    ws.getCell('L1').value = 'owner'; // their own column
-    ws.getCell('L3').value = 'alice';
+    ws.getCell('M1').value = 'owner'; // their own column
+    ws.getCell('M3').value = 'alice';
     await wb.xlsx.writeFile(file);
     await waitFor(() => seen.includes('Deployments'));
-    const web = s.get('Deployments', 'web')!;
-    expect(web.replicas).toBe(7);
-    expect(web.image).toBe('theirs');
-    expect(web.owner).toBe('alice');
+    const ticker = s.get('Deployments', 'ticker')!;
+    expect(ticker.replicas).toBe(7);
+    expect(ticker.image).toBe('theirs');
+    expect(ticker.owner).toBe('alice');
     expect(s.get('Deployments', 'added-by-hand')?.image).toBe('busybox');
     expect(s.get('Nodes', 'n1')?.last_heartbeat).toBe(111); // ours kept
     await s.close();
     const again = await openXlsxStore(file, { watchMs: 0 });
     expect(again.get('Nodes', 'n1')?.last_heartbeat).toBe(111);
-    expect(again.get('Deployments', 'web')?.owner).toBe('alice');
+    expect(again.get('Deployments', 'ticker')?.owner).toBe('alice');
     await again.close();
   });
 
@@ -336,7 +336,7 @@ describe('xlsx backend specifics', () => {
     await wb.xlsx.writeFile(file);
     const s = await openXlsxStore(file, { watchMs: 0 });
     expect(s.get('Deployments', 'hello')!.replicas).toBe(3);
-    await s.transact((tx) => tx.update('Deployments', 'web', { replicas: 5 }));
+    await s.transact((tx) => tx.update('Deployments', 'ticker', { replicas: 5 }));
     await s.close();
     const wb2 = new ExcelJS.Workbook();
     await wb2.xlsx.readFile(file);

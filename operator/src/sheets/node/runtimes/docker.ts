@@ -21,7 +21,26 @@ export function containerName(pod: string): string {
   return `sk_${pod}`;
 }
 
+// A Docker image reference: registry/name[:tag][@digest]. It must start with a letter or digit —
+// a value from the sheet such as "--privileged" would otherwise be read by `docker run` as a flag.
+const IMAGE_REF = /^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$/;
+
+/** Why an image from the sheet cannot be handed to `docker run`, or undefined if it can. */
+export function imageProblem(image: string): string | undefined {
+  if (image.startsWith('-'))
+    return `image "${image}" starts with "-": docker would read it as an option; name an image (e.g. nginx:alpine)`;
+  if (!IMAGE_REF.test(image))
+    return `image "${image}" is not a Docker image reference (letters, digits and . _ / : @ - only, starting with a letter or digit)`;
+  return undefined;
+}
+
+/**
+ * The `docker run` arguments for one pod. Options end with `--`, so nothing taken from the sheet
+ * after it (image, command) can ever become an option; a bad image reference throws.
+ */
 export function dockerRunArgs(spec: PodSpec, opts: DockerOptions): string[] {
+  const problem = imageProblem(spec.image);
+  if (problem) throw new Error(problem);
   const args = ['run', '-d', '--name', containerName(spec.pod)];
   args.push('--label', 'sheeternetes=1');
   args.push('--label', `sheeternetes.pod=${spec.pod}`);
@@ -35,7 +54,7 @@ export function dockerRunArgs(spec: PodSpec, opts: DockerOptions): string[] {
   for (const p of spec.ports) {
     args.push('-p', `${opts.publishAddr ? `${opts.publishAddr}:` : ''}${p.host}:${p.container}/${p.proto}`);
   }
-  args.push(spec.image);
+  args.push('--', spec.image);
   if (spec.command.trim() !== '') args.push('sh', '-c', spec.command);
   return args;
 }

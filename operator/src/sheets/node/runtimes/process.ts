@@ -8,6 +8,10 @@ import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import type { Exit, PodSpec, RunningPod, Runtime } from './types.ts';
 
+/** Why the process runtime is off unless a person turns it on by name. */
+export const PROCESS_OPT_IN =
+  'the process runtime runs the command of any deployment with image "process" through /bin/sh as this user; offer it only on purpose: retrokube sheets node --allow-process';
+
 export function processEnv(spec: PodSpec, base: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const env: Record<string, string> = {};
   for (const k of ['PATH', 'HOME', 'LANG', 'TMPDIR']) if (base[k]) env[k] = String(base[k]);

@@ -22,8 +22,10 @@ export class WasmRuntime implements Runtime {
       throw new Error(`pod ${spec.pod}: the image is not a valid WebAssembly module`);
     const args = [spec.image, ...(spec.command.trim() ? spec.command.trim().split(/\s+/) : [])];
     const env = { ...spec.env, SK_POD: spec.pod, SK_NODE: spec.node, SK_DEPLOYMENT: spec.deployment };
+    // Set to 1 on stop: wakes a module sleeping in poll_oneoff (see wasm-worker.ts).
+    const stopWord = new Int32Array(new SharedArrayBuffer(4));
     const worker = new Worker(WORKER, {
-      workerData: { module: spec.module, args, env, logFile: spec.logFile },
+      workerData: { module: spec.module, args, env, logFile: spec.logFile, stop: stopWord },
       stdout: false,
       stderr: false,
     });
@@ -47,6 +49,8 @@ export class WasmRuntime implements Runtime {
       exited,
       async stop() {
         stopping = true;
+        Atomics.store(stopWord, 0, 1);
+        Atomics.notify(stopWord, 0);
         await worker.terminate();
         await exited;
       },

@@ -1,4 +1,4 @@
-// A real VNC client (vncsnapshot, TightVNC-based, Debian package installed by hack/ci-deps.sh)
+// A real VNC client (vncsnapshot, TightVNC-based, a Debian package that npm test's set-up installs)
 // against our server: it negotiates its own pixel format and encodings and saves a JPEG.
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile } from 'node:fs/promises';

@@ -1,0 +1,281 @@
+// Federation benchmarks (Sheeternetes): bridge migrate wall time — ours and, when it is on this
+// machine, the reference bridge.py side by side on the same two clusters in the same run — and
+// Sheetwire round-trip latency and throughput per backend against Google's quota.
+// Run: node_modules/.bin/node bench/sheets-federation/run.ts   → bench/results/sheets-federation.json
+// Reference: REF_BRIDGE=/path/to/bridge.py (sncfoundation/sheeternetes-onprem; never vendored here).
+import { execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, promises as fsp, mkdirSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { google } from 'googleapis';
+import { createApiServer } from '../../operator/src/sheets/apiserver/server.ts';
+import { Member } from '../../operator/src/sheets/bridge/client.ts';
+import { SheetsEmulator } from '../../operator/src/sheets/google-emulator/server.ts';
+import { NodeAgent } from '../../operator/src/sheets/node/agent.ts';
+import { MemoryStore } from '../../operator/src/sheets/store/memory.ts';
+import { testAuth } from '../../operator/src/sheets/store/testing.ts';
+import { openXlsxStore } from '../../operator/src/sheets/store/xlsx.ts';
+import { WireExpose, WireServe } from '../../operator/src/sheets/wire/relay.ts';
+import {
+  GoogleTransport,
+  StoreTransport,
+  type WireTransport,
+} from '../../operator/src/sheets/wire/transport.ts';
+
+const run = promisify(execFile);
+const MAIN = new URL('../../operator/src/cli/main.ts', import.meta.url).pathname;
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const REF = process.env.REF_BRIDGE;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const r2 = (x: number) => Math.round(x * 100) / 100;
+
+// ---------------------------------------------------------------- migrate
+
+async function cluster(dir: string, name: string) {
+  const store = await openXlsxStore(path.join(dir, `${name}.xlsx`), { flushDelayMs: 100 });
+  const token = `${name}-token`;
+  const key = `${name}-key`;
+  const server = await createApiServer({
+    store,
+    token,
+    signingKey: key,
+    nodeTtlSec: 5,
+    samples: false,
+    metricsIntervalSec: 3600,
+  });
+  const url = (await server.listen(0, '127.0.0.1')).replace('[::1]', '127.0.0.1');
+  const agent = new NodeAgent({
+    server: url,
+    token,
+    key,
+    name: `${name}-node`,
+    ip: '127.0.0.1',
+    cpuTotal: 4000,
+    memTotal: 4096,
+    intervalMs: 1100,
+    runtimes: ['process'],
+    allowProcess: true, // the test opts in: its deployments run `sleep`
+    workDir: await fsp.mkdtemp(path.join(dir, `${name}-`)),
+    stopGraceMs: 500,
+  });
+  agent.start();
+  const member = new Member({ name, url, token, key });
+  return {
+    name,
+    url,
+    token,
+    key,
+    member,
+    store,
+    async close() {
+      await agent.stop();
+      await server.close();
+      await store.close();
+    },
+  };
+}
+
+async function benchMigrate() {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'sk-fed-bench-'));
+  const local = await cluster(dir, 'local');
+  const peer = await cluster(dir, 'peer');
+  const flags = [
+    '--local',
+    local.url,
+    '--peer',
+    peer.url,
+    '--local-token',
+    local.token,
+    '--peer-token',
+    peer.token,
+    '--local-signing-key',
+    local.key,
+    '--peer-signing-key',
+    peer.key,
+  ];
+  const refAvailable = Boolean(REF && existsSync(REF));
+  await local.member.apply([
+    { name: 'mover', image: 'process', command: 'sleep 600', replicas: 2, cpu_req: 100, mem_req: 16 },
+  ]);
+  const runningOn = async (m: Member) =>
+    (await m.get('pods')).filter((p) => p.deployment === 'mover' && p.phase === 'Running').length;
+  while ((await runningOn(local.member)) < 2) await new Promise((r) => setTimeout(r, 200));
+
+  const ours: number[] = [];
+  const reference: number[] = [];
+  const lines: { ours: string[]; reference: string[] } = { ours: [], reference: [] };
+  let from = 'local';
+  for (let i = 0; i < ROUNDS; i++) {
+    for (const tool of refAvailable ? (['ours', 'reference'] as const) : (['ours'] as const)) {
+      const to = from === 'local' ? 'peer' : 'local';
+      const args = ['migrate', 'mover', '--from', from, '--to', to, '--poll', '1', '--wait', '60', ...flags];
+      const t0 = performance.now();
+      const r =
+        tool === 'ours'
+          ? await run(process.execPath, [MAIN, 'sheets', 'bridge', ...args])
+          : await run('python3', [REF as string, ...args]);
+      const dt = (performance.now() - t0) / 1000;
+      (tool === 'ours' ? ours : reference).push(dt);
+      const last = r.stdout.trim().split('\n').pop() ?? '';
+      lines[tool].push(last);
+      console.log(`migrate ${from}->${to} by ${tool}: ${dt.toFixed(2)} s  ${last}`);
+      from = to;
+    }
+  }
+  // Same results: the last line of every run must be the same success line.
+  const same = refAvailable
+    ? lines.ours.every((l) => l === lines.reference[0]) && lines.reference.every((l) => l === lines.ours[0])
+    : null;
+  await local.close();
+  await peer.close();
+  await fsp.rm(dir, { recursive: true, force: true });
+  return {
+    load: 'two xlsx apiservers (signing on) + one node agent each (heartbeat 1.1 s), deployment x2 process pods, --poll 1',
+    rounds: ROUNDS,
+    oursSeconds: ours.map(r2),
+    oursMedianSeconds: r2(median(ours)),
+    reference: refAvailable
+      ? { seconds: reference.map(r2), medianSeconds: r2(median(reference)), sameResultLines: same }
+      : 'not run: set REF_BRIDGE=/path/to/bridge.py (python3, standard library only)',
+  };
+}
+
+// ---------------------------------------------------------------- sheetwire
+
+const BIG = randomBytes(1024 * 1024);
+
+async function origin(): Promise<{ port: number; close: () => Promise<void> }> {
+  const s = http.createServer((req, res) => {
+    if (req.url === '/big') res.end(BIG);
+    else res.end('pong');
+  });
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  return {
+    port: (s.address() as AddressInfo).port,
+    close: async () => {
+      s.closeAllConnections();
+      await new Promise((r) => s.close(r));
+    },
+  };
+}
+
+async function benchWire(
+  backend: string,
+  a: WireTransport,
+  b: WireTransport,
+  tickMs: number,
+  pings: number,
+  quota?: () => unknown,
+) {
+  const o = await origin();
+  const serve = new WireServe({
+    transport: b,
+    service: 'bench',
+    tickMs,
+    target: { host: '127.0.0.1', port: o.port },
+  });
+  await serve.start();
+  const expose = new WireExpose({
+    transport: a,
+    service: 'bench',
+    tickMs,
+    listen: { host: '127.0.0.1', port: 0 },
+  });
+  const { port } = await expose.listenAndStart();
+  const rtt: number[] = [];
+  for (let i = 0; i < pings; i++) {
+    const t0 = performance.now();
+    const r = await fetch(`http://127.0.0.1:${port}/ping`, { headers: { connection: 'close' } });
+    await r.text();
+    rtt.push((performance.now() - t0) / 1000);
+  }
+  const t0 = performance.now();
+  const got = Buffer.from(
+    await (await fetch(`http://127.0.0.1:${port}/big`, { headers: { connection: 'close' } })).arrayBuffer(),
+  );
+  const secs = (performance.now() - t0) / 1000;
+  const exact =
+    createHash('sha256').update(got).digest('hex') === createHash('sha256').update(BIG).digest('hex');
+  await expose.stop();
+  await serve.stop();
+  await o.close();
+  const res = {
+    backend,
+    tickSeconds: tickMs / 1000,
+    requestRoundTripSeconds: { median: r2(median(rtt)), max: r2(Math.max(...rtt)), n: rtt.length },
+    oneMiBDownload: { seconds: r2(secs), kibPerSecond: Math.round(1024 / secs), byteExact: exact },
+    appends: serve.stats.flushes + expose.stats.flushes,
+    backoffs: serve.stats.retries + expose.stats.retries,
+    ...(quota ? { quota: quota() } : {}),
+  };
+  console.log('sheetwire', res);
+  return res;
+}
+
+async function benchWires() {
+  const out = [];
+  const mem = new MemoryStore();
+  out.push(
+    await benchWire(
+      'memory (one process)',
+      new StoreTransport(mem, 'a2b'),
+      new StoreTransport(mem, 'b2a'),
+      20,
+      10,
+    ),
+  );
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'sk-wire-bench-'));
+  const file = path.join(dir, 'wire.xlsx');
+  const sa = await openXlsxStore(file, { flushDelayMs: 50 });
+  const sb = await openXlsxStore(file, { flushDelayMs: 50 });
+  out.push(
+    await benchWire(
+      'xlsx (one workbook, two stores)',
+      new StoreTransport(sa, 'a2b', true),
+      new StoreTransport(sb, 'b2a', true),
+      100,
+      10,
+    ),
+  );
+  await fsp.rm(dir, { recursive: true, force: true });
+  const emu = new SheetsEmulator(); // Google's default quotas: 60 reads and 60 writes per minute per user
+  await emu.listen();
+  const id = emu.createSpreadsheet('wire-bench');
+  const api = (u: string) =>
+    google.sheets({ version: 'v4', auth: testAuth(u), rootUrl: emu.url, retry: false });
+  out.push(
+    await benchWire(
+      'google (emulator, 60 writes/min/user, one user per side)',
+      new GoogleTransport({ api: api('side-a'), spreadsheetId: id, outbound: 'a2b' }),
+      new GoogleTransport({ api: api('side-b'), spreadsheetId: id, outbound: 'b2a' }),
+      1100,
+      5,
+      () => ({ readsPerMinutePerUser: 60, writesPerMinutePerUser: 60, rejected429: emu.stats.rejected429 }),
+    ),
+  );
+  await emu.close();
+  return out;
+}
+
+const wire = await benchWires();
+const migrate = await benchMigrate();
+const result = {
+  benchmark: 'sheets-federation',
+  date: new Date().toISOString(),
+  node: process.versions.node,
+  cores: os.availableParallelism(),
+  loadavg: os.loadavg().map(r2),
+  migrate,
+  sheetwire: wire,
+};
+mkdirSync(new URL('../results/', import.meta.url), { recursive: true });
+writeFileSync(
+  new URL('../results/sheets-federation.json', import.meta.url),
+  `${JSON.stringify(result, null, 2)}\n`,
+);
+console.log(JSON.stringify(result, null, 2));
+process.exit(0);

@@ -1,0 +1,71 @@
+// Turns a federation member of a spec (URL + Secret references) into a bridge Member. Token and key
+// are read from Secrets at each reconcile and never written anywhere else. The operator holds no
+// Secret read of its own (its ClusterRole may only create Secrets): whoever names a Secret here
+// grants `get` on that one Secret with a Role, and a refusal says exactly how (key-access.ts).
+import type { SheetMemberT } from '../api/sheetmember.ts';
+import { ApiError, CORE, type KubeObject } from '../runtime/client.ts';
+import type { ReconcileContext } from '../runtime/controller.ts';
+import type { PolicyRule } from '../runtime/rbac.ts';
+import { Member } from '../sheets/bridge/client.ts';
+import { forbiddenUser, keyRoleName } from './key-access.ts';
+
+export const LIMITS = {
+  memberTimeoutMs: 10_000, // one apiserver call; a reconcile must not hang on a dead member
+} as const;
+
+/** Nothing cluster-wide: each named Secret is granted by its owner (see the message below). */
+export const SHEET_MEMBER_RBAC: PolicyRule[] = [];
+
+export class MemberConfigError extends Error {
+  override name = 'MemberConfigError';
+}
+
+async function secretValue(
+  ctx: ReconcileContext,
+  namespace: string,
+  member: string,
+  ref: { name: string; key: string },
+  what: string,
+): Promise<string> {
+  let s: KubeObject & { data?: Record<string, string> };
+  try {
+    s = await ctx.client.get(CORE.secret, namespace, ref.name);
+  } catch (e) {
+    const code = e instanceof ApiError ? e.status : 0;
+    if (code === 404)
+      throw new MemberConfigError(`member ${member}: ${what} Secret ${namespace}/${ref.name} does not exist`);
+    if (code !== 403)
+      throw new MemberConfigError(
+        `member ${member}: cannot read Secret ${ref.name}: ${(e as Error).message}`,
+      );
+    const user = forbiddenUser((e as Error).message);
+    const sa = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(user ?? '');
+    const subject = sa
+      ? `--serviceaccount=${sa[1]}:${sa[2]}`
+      : user
+        ? `--user=${user}`
+        : '--serviceaccount=<ns>:<operator>';
+    const role = keyRoleName(ref.name);
+    throw new MemberConfigError(
+      `member ${member}: the operator may not read Secret ${ref.name} (${what}). Grant "get" on that one Secret: ` +
+        `kubectl -n ${namespace} create role ${role} --verb=get --resource=secrets --resource-name=${ref.name} && ` +
+        `kubectl -n ${namespace} create rolebinding ${role} --role=${role} ${subject}`,
+    );
+  }
+  const b64 = s.data?.[ref.key];
+  if (b64 === undefined)
+    throw new MemberConfigError(`member ${member}: Secret ${ref.name} has no key "${ref.key}" (${what})`);
+  return Buffer.from(b64, 'base64').toString('utf8').trim();
+}
+
+export async function resolveMember(
+  ctx: ReconcileContext,
+  namespace: string,
+  m: SheetMemberT,
+): Promise<Member> {
+  const token = await secretValue(ctx, namespace, m.name, m.tokenSecretRef, 'token');
+  const key = m.signingKeySecretRef
+    ? await secretValue(ctx, namespace, m.name, m.signingKeySecretRef, 'signing key')
+    : undefined;
+  return new Member({ name: m.name, url: m.url, token, key, timeoutMs: LIMITS.memberTimeoutMs });
+}

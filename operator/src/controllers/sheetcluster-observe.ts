@@ -1,0 +1,222 @@
+// What the operator knows of a SheetCluster comes from its sheet, read through the apiserver's own
+// contract (GET ?token=&kind=…, the reference clients' reads; POSTs signed with the cluster's key):
+// nodes, pods, deployments, the Events tab and the Metrics tab. This module does the reads (one
+// edge function) and turns rows into a summary (pure); it also decides which spec deployments must
+// be (re)applied — the ownership rule: the spec owns the fields it sets, the sheet owns the rest.
+
+import type { SheetDeploymentT } from '../api/sheetcluster.ts';
+import { deploymentCells } from '../sheets/apiserver/validate.ts';
+import { HttpStatusError, SheetsClient } from '../sheets/ctl/client.ts';
+
+export const LIMITS = {
+  timeoutMs: 4_000, // one read; an apiserver slower than this is reported as not answering
+  warningChars: 300, // status.lastWarning
+  recentEvents: 200, // only the newest Events rows are looked at for the latest warning
+} as const;
+
+type Row = Record<string, unknown>;
+
+export interface SheetRows {
+  nodes: Row[];
+  pods: Row[];
+  deployments: Row[];
+  events: Row[];
+  metrics: Row[];
+}
+
+export type SheetRead = { ok: true; rows: SheetRows } | { ok: false; problem: string; unauthorized: boolean };
+
+/** Reads the five tabs the status is made of. Never throws: a failure is described for people. */
+export async function readSheet(url: string, token: string): Promise<SheetRead> {
+  const client = new SheetsClient({ url, token, timeoutMs: LIMITS.timeoutMs });
+  try {
+    const [nodes, pods, deployments, events, metrics] = await Promise.all(
+      (['nodes', 'pods', 'deployments', 'events', 'metrics'] as const).map((k) => client.get(k)),
+    );
+    return { ok: true, rows: { nodes, pods, deployments, events, metrics } };
+  } catch (err) {
+    if (err instanceof HttpStatusError) {
+      const unauthorized = err.status === 401;
+      return {
+        ok: false,
+        unauthorized,
+        problem: unauthorized
+          ? 'the apiserver refused the token (401): the token Secret was changed after the apiserver started; restart the apiserver pod, or delete a generated token Secret so the operator writes it again'
+          : `the apiserver answered HTTP ${err.status} (${String((err.body as { error?: unknown })?.error ?? '').slice(0, 120)}): the workbook may be failing to load or save; see the apiserver pod's log`,
+      };
+    }
+    const cause = (err as { cause?: { code?: string } }).cause?.code;
+    return {
+      ok: false,
+      unauthorized: false,
+      problem: `the apiserver does not answer at ${url}${cause ? ` (${cause})` : ''}`,
+    };
+  }
+}
+
+export interface ApplyOutcome {
+  applied: string[]; // "web: created" / "web: updated"
+  refused: string[]; // "web: invalid: ..."
+}
+
+/** POSTs `apply` (signed). Throws a readable error when the apiserver refuses the request itself. */
+export async function applyDeployments(
+  url: string,
+  token: string,
+  key: string,
+  deployments: SheetDeploymentT[],
+): Promise<ApplyOutcome> {
+  const client = new SheetsClient({ url, token, key, timeoutMs: LIMITS.timeoutMs });
+  const reply = (await client.post({ action: 'apply', deployments })) as { applied?: unknown[] };
+  const out: ApplyOutcome = { applied: [], refused: [] };
+  (reply.applied ?? []).forEach((r, i) => {
+    const line = `${deployments[i]?.name}: ${String(r)}`;
+    (String(r).startsWith('invalid') ? out.refused : out.applied).push(line);
+  });
+  return out;
+}
+
+// --- pure ------------------------------------------------------------------------------------------
+
+const text = (v: unknown): string => (v === null || v === undefined ? '' : String(v));
+const int = (v: unknown): number => {
+  const n = Number.parseInt(text(v), 10);
+  return Number.isFinite(n) ? n : 0;
+};
+
+export interface NodeLine {
+  name: string;
+  status: string;
+  cpu: string;
+  memory: string;
+}
+
+export interface SheetSummary {
+  expected: string[];
+  nodeTable: NodeLine[];
+  readyNodes: number;
+  /** Expected nodes whose row says NotReady (silent past the TTL). */
+  lostNodes: string[];
+  runningPods: number;
+  desiredPods: number;
+  deployments: number;
+  lastWarning?: string;
+  metrics?: {
+    cpuAllocatedMillicores: number;
+    cpuCapacityMillicores: number;
+    memAllocatedMiB: number;
+    memCapacityMiB: number;
+  };
+}
+
+/**
+ * Which Events rows are warnings. The sheet's Events tab has no type column (spec §2.1: ts, kind,
+ * object, message); our apiserver words trouble as these prefixes.
+ */
+export function isWarning(message: string): boolean {
+  return /^(NotReady|Unschedulable|invalid|failed|error|crash|evicted|refused)\b/i.test(message.trim());
+}
+
+/**
+ * A pod counts as running once its agent has started it: phase Running, or an exit code reported (a
+ * WASM program that finished and waits out its restart backoff ran, and will run again). Counting
+ * only the instant phase would make a short program's cluster flap between 0 and 1 in status.
+ */
+export function started(p: Row): boolean {
+  return text(p.phase) === 'Running' || (text(p.node) !== '' && text(p.exit_code) !== '');
+}
+
+export function summarize(rows: SheetRows, expected: string[]): SheetSummary {
+  const byName = new Map(rows.nodes.map((n) => [text(n.name), n]));
+  const extra = [...byName.keys()].filter((n) => n && !expected.includes(n)).sort();
+  const nodeTable = [...expected, ...extra].map((name) => {
+    const n = byName.get(name);
+    return {
+      name,
+      status: n ? text(n.status) || 'Unknown' : 'Absent',
+      cpu: n ? `${int(n.cpu_used)}/${int(n.cpu_total)}` : '0/0',
+      memory: n ? String(int(n.mem_total)) : '0',
+    };
+  });
+  const ready = (l: NodeLine) => l.status === 'Ready' || l.status === 'SchedulingDisabled';
+  const mine = nodeTable.filter((l) => expected.includes(l.name));
+  const desiredPods = rows.deployments.reduce((a, d) => a + Math.max(0, int(d.replicas)), 0);
+  const events = rows.events.slice(-LIMITS.recentEvents);
+  let lastWarning: string | undefined;
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i];
+    if (isWarning(text(e.message))) {
+      lastWarning = `${text(e.ts)} ${text(e.kind)}/${text(e.object)}: ${text(e.message)}`.slice(
+        0,
+        LIMITS.warningChars,
+      );
+      break;
+    }
+  }
+  return {
+    expected,
+    nodeTable: nodeTable.slice(0, 64),
+    readyNodes: mine.filter(ready).length,
+    lostNodes: mine.filter((l) => l.status === 'NotReady').map((l) => l.name),
+    runningPods: rows.pods.filter(started).length,
+    desiredPods,
+    deployments: rows.deployments.length,
+    lastWarning,
+    metrics: latestMetrics(rows.metrics),
+  };
+}
+
+const METRIC_NAMES = {
+  cpu_allocated_millicores: 'cpuAllocatedMillicores',
+  cpu_capacity_millicores: 'cpuCapacityMillicores',
+  mem_allocated_mib: 'memAllocatedMiB',
+  mem_capacity_mib: 'memCapacityMiB',
+} as const;
+
+/** The newest value of each capacity metric in the Metrics tab (rows: ts, metric, labels, value). */
+function latestMetrics(rows: Row[]): SheetSummary['metrics'] {
+  const out: Record<string, number> = {};
+  for (const r of rows) {
+    const k = METRIC_NAMES[text(r.metric) as keyof typeof METRIC_NAMES];
+    if (k) out[k] = Math.max(0, int(r.value)); // rows are in time order: the last one wins
+  }
+  if (Object.keys(out).length === 0) return undefined;
+  return {
+    cpuAllocatedMillicores: out.cpuAllocatedMillicores ?? 0,
+    cpuCapacityMillicores: out.cpuCapacityMillicores ?? 0,
+    memAllocatedMiB: out.memAllocatedMiB ?? 0,
+    memCapacityMiB: out.memCapacityMiB ?? 0,
+  };
+}
+
+/**
+ * The ownership rule for spec.deployments: the spec owns exactly the fields it sets. A deployment
+ * whose row is missing, or whose row differs from the spec in a field the spec sets, is applied
+ * again (apply overwrites only the keys it sends, so every other cell stays as people left it).
+ * Returns those deployments, each with the fields that differ named for the Event.
+ */
+export function deploymentsToApply(
+  spec: readonly SheetDeploymentT[],
+  rows: readonly Row[],
+): Array<{ deployment: SheetDeploymentT; fields: string[]; created: boolean }> {
+  const byName = new Map(rows.map((r) => [text(r.name).trim(), r]));
+  const out: Array<{ deployment: SheetDeploymentT; fields: string[]; created: boolean }> = [];
+  for (const d of spec) {
+    let cells: Row;
+    try {
+      cells = deploymentCells(d as unknown as Row);
+    } catch {
+      // The apiserver will say why; applying it is how the refusal is learnt.
+      out.push({ deployment: d, fields: Object.keys(d), created: !byName.has(d.name) });
+      continue;
+    }
+    const row = byName.get(d.name);
+    if (!row) {
+      out.push({ deployment: d, fields: Object.keys(cells).filter((f) => f !== 'name'), created: true });
+      continue;
+    }
+    const fields = Object.keys(cells).filter((f) => f !== 'name' && text(cells[f]) !== text(row[f]));
+    if (fields.length) out.push({ deployment: d, fields, created: false });
+  }
+  return out;
+}

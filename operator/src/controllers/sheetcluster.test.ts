@@ -1,0 +1,161 @@
+import { describe, expect, it } from 'vitest';
+import type { KubeObject } from '../runtime/client.ts';
+import { computeSheetStatus } from './sheetcluster.ts';
+import { deploymentsToApply, isWarning, type SheetRows, started, summarize } from './sheetcluster-observe.ts';
+import { agentArgs, derivedSecret, renderSheetCluster, sheetSettings } from './sheetcluster-render.ts';
+
+const obj = (spec: Record<string, unknown>): KubeObject => ({
+  apiVersion: 'retrokube.io/v1alpha1',
+  kind: 'SheetCluster',
+  metadata: { name: 'demo', namespace: 'ns', uid: 'u-1', generation: 3 },
+  spec,
+});
+
+describe('SheetCluster render', () => {
+  it('is pure and puts no secret on any command line', () => {
+    const c = obj({ runtimes: ['wasm', 'process'], nodes: 2 });
+    const s = sheetSettings(c, 'img:1');
+    const values = {
+      token: derivedSecret('seed', 'token', 'u-1'),
+      signingKey: derivedSecret('seed', 'signing', 'u-1'),
+    };
+    const a = renderSheetCluster(c, s, values);
+    expect(renderSheetCluster(c, s, values)).toEqual(a);
+    expect(values.token).toMatch(/^[0-9a-f]{48}$/);
+    expect(derivedSecret('seed', 'token', 'u-2')).not.toBe(values.token);
+    const pods = JSON.stringify([a.deployment, a.agents]);
+    expect(pods).not.toContain(values.token);
+    expect(pods).not.toContain(values.signingKey);
+    expect(a.secrets.map((x) => x.metadata.name)).toEqual(['rk-sheets-demo-token', 'rk-sheets-demo-signing']);
+    expect(agentArgs(s)).toContain('wasm,process');
+  });
+
+  it('uses Secrets the spec names and generates none for them', () => {
+    const s = sheetSettings(
+      obj({ tokenSecretRef: { name: 'mine' }, signingKeySecretRef: { name: 'k', key: 'hmac' } }),
+      'i',
+    );
+    const a = renderSheetCluster(obj({}), s, { token: '', signingKey: '' });
+    expect(a.secrets).toEqual([]);
+    expect(JSON.stringify(a.agents)).toContain('"secretKeyRef":{"name":"k","key":"hmac"}');
+  });
+});
+
+const rows = (o: Partial<SheetRows>): SheetRows => ({
+  nodes: [],
+  pods: [],
+  deployments: [],
+  events: [],
+  metrics: [],
+  ...o,
+});
+
+describe('SheetCluster observation', () => {
+  it('summarizes nodes, started pods, the newest warning and the newest metrics', () => {
+    const sum = summarize(
+      rows({
+        nodes: [
+          { name: 'node-0', status: 'Ready', cpu_used: 50, cpu_total: 1000, mem_total: 512 },
+          { name: 'node-1', status: 'NotReady', cpu_used: 0, cpu_total: 1000, mem_total: 512 },
+          { name: 'laptop', status: 'Ready', cpu_used: 0, cpu_total: 4000, mem_total: 8192 },
+        ],
+        pods: [
+          { name: 'a-1', node: 'node-0', phase: 'Running' },
+          { name: 'b-1', node: 'node-0', phase: 'Pending', exit_code: 0 },
+          { name: 'c-1', node: '', phase: 'Unschedulable' },
+        ],
+        deployments: [
+          { name: 'a', replicas: 1 },
+          { name: 'b', replicas: 1 },
+          { name: 'c', replicas: 2 },
+        ],
+        events: [
+          { ts: '1', kind: 'Node', object: 'node-1', message: 'NotReady: no heartbeat for 30s or more' },
+          { ts: '2', kind: 'Pod', object: 'a-1', message: 'scheduled to node-0' },
+        ],
+        metrics: [
+          { ts: '1', metric: 'cpu_capacity_millicores', value: 1 },
+          { ts: '2', metric: 'cpu_capacity_millicores', value: 6000 },
+        ],
+      }),
+      ['node-0', 'node-1', 'node-2'],
+    );
+    expect(sum.readyNodes).toBe(1);
+    expect(sum.lostNodes).toEqual(['node-1']);
+    expect(sum.nodeTable.map((n) => `${n.name}:${n.status}`)).toEqual([
+      'node-0:Ready',
+      'node-1:NotReady',
+      'node-2:Absent',
+      'laptop:Ready',
+    ]);
+    expect(sum.runningPods).toBe(2);
+    expect(sum.desiredPods).toBe(4);
+    expect(sum.lastWarning).toBe('1 Node/node-1: NotReady: no heartbeat for 30s or more');
+    expect(sum.metrics?.cpuCapacityMillicores).toBe(6000);
+    expect(started({ phase: 'Pending', node: '', exit_code: '' })).toBe(false);
+    expect(isWarning('scheduled to node-0')).toBe(false);
+    expect(isWarning('Unschedulable: no node fits')).toBe(true);
+  });
+
+  it('ownership: the spec owns exactly the fields it sets', () => {
+    const spec = [
+      { name: 'web', replicas: 2, env: ['A=1', 'B=2'] },
+      { name: 'new', image: 'sicf:x:1' },
+    ];
+    expect(
+      deploymentsToApply(spec, [{ name: 'web', replicas: 2, env: 'A=1,B=2', command: 'edited by a person' }]),
+    ).toEqual([{ deployment: spec[1], fields: ['image'], created: true }]);
+    const drift = deploymentsToApply(spec, [
+      { name: 'web', replicas: 5, env: 'A=1,B=2' },
+      { name: 'new', image: 'sicf:x:1', replicas: 9 },
+    ]);
+    expect(drift).toEqual([{ deployment: spec[0], fields: ['replicas'], created: false }]);
+  });
+});
+
+describe('SheetCluster status', () => {
+  const s = sheetSettings(obj({ nodes: 2 }), 'i');
+  const base = {
+    conflicts: [],
+    secretProblems: [],
+    podProblems: [],
+    applyProblem: '',
+    starting: false,
+    url: 'u',
+  };
+  it('Ready from the sheet; the most fundamental problem first; identical inputs give identical status', () => {
+    const sum = summarize(
+      rows({
+        nodes: [
+          { name: 'node-0', status: 'Ready' },
+          { name: 'node-1', status: 'Ready' },
+        ],
+      }),
+      ['node-0', 'node-1'],
+    );
+    const now = new Date('2026-12-01T00:00:00Z');
+    const ok = computeSheetStatus(obj({}), s, { ...base, summary: sum }, now);
+    expect(ok.nodes).toBe('2/2');
+    expect(ok.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    expect(
+      computeSheetStatus(
+        { ...obj({}), status: ok },
+        s,
+        { ...base, summary: sum },
+        new Date('2026-12-02T00:00:00Z'),
+      ),
+    ).toEqual(ok);
+    const bad = computeSheetStatus(
+      obj({}),
+      s,
+      { ...base, secretProblems: ['no token'], claimPending: 'pvc pending', readProblem: 'down' },
+      now,
+    );
+    expect(bad.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      reason: 'SecretUnreadable',
+      message: 'no token',
+    });
+    expect(bad.conditions?.find((c) => c.type === 'Degraded')?.message).toBe('no token; pvc pending; down');
+    expect(bad.nodes).toBe('?/2');
+  });
+});

@@ -1,0 +1,1 @@
+TARGET_ARCH=risc5

@@ -1,0 +1,211 @@
+// The web console of `retrokube up`, in a real browser (Debian's chromium driven by
+// playwright-core): the real CLI in its own process runs a plane and two emulated machines on a
+// real UDP air; the page shows their screens over RFB, runs the six labs, types into a machine's
+// screen, refuses pages of other origins, and says so when the server goes away and comes back.
+// Every judgement is made from the air, by the page or by the console's own listener.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ClusterView } from '../../operator/src/air/view.ts';
+import {
+  ARTIFACTS,
+  type Browser,
+  labStatuses,
+  launch,
+  screenHasInk,
+  shot,
+  typeIntoScreen,
+} from './chromium.ts';
+
+const MAIN = join(import.meta.dirname, '../../operator/src/cli/main.ts');
+const dir = mkdtempSync(join(tmpdir(), 'retrokube-console-e2e-'));
+const FILE = join(dir, 'lab.yaml');
+writeFileSync(
+  FILE,
+  `apiVersion: retrokube.io/v1alpha1
+kind: OberonKube
+metadata:
+  name: lab
+spec:
+  nodes: 2
+  cluster: kube
+  deployments: "web 4 Ticker"
+`,
+);
+
+interface Up {
+  proc: ChildProcess;
+  url: string;
+  log: () => string;
+}
+
+/** `retrokube up FILE` in its own process; resolves once its console listens and the deployment went in. */
+function startUp(consolePort = 0): Promise<Up> {
+  let log = '';
+  const proc = spawn(
+    process.execPath,
+    [MAIN, 'up', FILE, '--state', join(dir, 'state'), '--no-view', '--console-port', String(consolePort)],
+    { env: { ...process.env, LOG_LEVEL: 'warn' } },
+  );
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`up did not start in 120 s:\n${log}`)), 120_000);
+    const seen = (b: Buffer): void => {
+      log += b.toString();
+      const m = /web console (\S+)/.exec(log);
+      if (m && log.includes('deployments ensured')) {
+        clearTimeout(timer);
+        resolve({ proc, url: m[1], log: () => log });
+      }
+    };
+    proc.stdout?.on('data', seen);
+    proc.stderr?.on('data', seen);
+    proc.on('exit', (code) => reject(new Error(`up exited (${code}) before its console was ready:\n${log}`)));
+  });
+}
+
+const stopUp = (u: Up): Promise<void> =>
+  new Promise((r) => {
+    if (u.proc.exitCode !== null) return r();
+    u.proc.once('exit', () => r());
+    u.proc.kill('SIGTERM');
+  });
+
+let up: Up;
+let browser: Browser;
+let page: Page;
+
+const view = async (): Promise<ClusterView> =>
+  (await fetch(new URL('api/view', up.url))).json() as Promise<ClusterView>;
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  up = await startUp();
+  browser = await launch();
+  page = await browser.context.newPage();
+  await page.goto(up.url);
+}, 240_000);
+
+afterAll(async () => {
+  await browser?.close();
+  if (up) await stopUp(up);
+  rmSync(dir, { recursive: true, force: true });
+}, 60_000);
+
+describe.sequential('the web console of retrokube up, in chromium', () => {
+  it('shows every machine screen live over RFB and the cluster converged as heard on the air', async () => {
+    await page.waitForSelector('#link.up', { timeout: 30_000 });
+    await page.waitForFunction(
+      () => document.querySelector('#summary')?.textContent?.includes('CONVERGED'),
+      null,
+      {
+        timeout: 180_000,
+      },
+    );
+    for (const m of ['plane', 'node-a', 'node-b'])
+      await page.waitForFunction(screenHasInk, m, { timeout: 60_000, polling: 500 });
+    expect(await page.locator('#nodes tbody tr').count()).toBe(2);
+    expect(await page.locator('#log div').count()).toBeGreaterThan(5);
+    await shot(page, 'console-start');
+  });
+
+  it('refuses a page from another origin (Origin) and a request naming another host (Host)', async () => {
+    // A page on another port of the same machine is another origin: it tries to switch the air off.
+    const evil = http.createServer((_, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(`<script>
+        const c = ${JSON.stringify(up.url)};
+        const ws = new WebSocket(c.replace('http', 'ws') + 'api/events');
+        let wsResult = 'pending';
+        ws.onopen = () => { wsResult = 'open'; };
+        ws.onerror = () => { wsResult = 'refused'; };
+        fetch(c + 'api/air', { method: 'POST', body: '{"op":"off"}', headers: { 'content-type': 'text/plain' } })
+          .then((r) => 'status ' + r.status, () => 'blocked')
+          .then((f) => setTimeout(() => { document.title = 'fetch ' + f + ', ws ' + wsResult; }, 1000));
+      </script>`);
+    });
+    await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
+    const other = await browser.context.newPage();
+    await other.goto(`http://127.0.0.1:${(evil.address() as AddressInfo).port}/`);
+    await other.waitForFunction(() => document.title.startsWith('fetch'), null, { timeout: 15_000 });
+    const title = await other.title();
+    await other.close();
+    evil.close();
+    expect(title).toContain('ws refused');
+    const state = (await (await fetch(new URL('api/state', up.url))).json()) as { air: { on: boolean } };
+    expect(state.air.on).toBe(true); // whatever the browser let through, the console did nothing
+    // DNS rebinding: the right address under another name.
+    const status = await new Promise<number>((resolve) => {
+      const u = new URL(up.url);
+      http
+        .get(
+          { host: u.hostname, port: u.port, path: '/api/state', headers: { host: 'evil.example' } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        )
+        .on('error', () => resolve(0));
+    });
+    expect(status).toBe(403);
+  });
+
+  it('passes the six labs, judged from the air', async () => {
+    await page.click('#run-all');
+    try {
+      await page.waitForFunction(
+        () => document.querySelector('#labs-summary')?.textContent?.includes('passed'),
+        null,
+        {
+          timeout: 900_000,
+          polling: 1000,
+        },
+      );
+    } finally {
+      await shot(page, 'console-labs');
+    }
+    const statuses = await labStatuses(page);
+    expect(statuses, statuses.join('\n')).toEqual(statuses.map(() => expect.stringMatching(/^PASS/)));
+    expect(await page.locator('#labs-summary').textContent()).toBe('6/6 labs passed');
+  });
+
+  it('typing a command into the plane screen through the page changes what the air hears', async () => {
+    await typeIntoScreen(page, 'plane', 'Kube.Apply web 5 Ticker2');
+    const end = Date.now() + 90_000;
+    let v = await view();
+    // The labs left web at 4 × Ticker2: the typed line scales it to 5 (no rollout, so 5 is final).
+    const done = (x: ClusterView) =>
+      x.converged &&
+      x.running === 5 &&
+      x.pods.every((p) => p.runningOn.length === 0 || p.image === 'Ticker2');
+    while (Date.now() < end && !done(v)) {
+      await new Promise((r) => setTimeout(r, 1000));
+      v = await view();
+    }
+    await shot(page, 'console-typed');
+    expect(done(v), JSON.stringify({ converged: v.converged, running: v.running })).toBe(true);
+  });
+
+  it('says clearly when the server goes away, and recovers when it returns', async () => {
+    const port = Number(new URL(up.url).port);
+    await stopUp(up);
+    await page.waitForSelector('#link.down', { timeout: 20_000 });
+    expect(await page.locator('#link').textContent()).toMatch(/went away|does not answer/);
+    await shot(page, 'console-server-gone');
+    up = await startUp(port);
+    await page.waitForSelector('#link.up', { timeout: 60_000 });
+    await page.waitForFunction(
+      () => document.querySelector('#summary')?.textContent?.includes('CONVERGED'),
+      null,
+      {
+        timeout: 180_000,
+      },
+    );
+    await page.waitForFunction(screenHasInk, 'plane', { timeout: 60_000, polling: 500 });
+    await shot(page, 'console-server-back');
+  });
+});

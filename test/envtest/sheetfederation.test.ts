@@ -1,0 +1,388 @@
+// SheetFederation and SheetMigration against a real kube-apiserver, with two real Sheeternetes
+// apiservers (signing on) and a real node agent each running real processes. The operator is
+// killed in the middle of a migration and a new one resumes it from status alone.
+import { afterEach, describe, expect, it } from 'vitest';
+import { SHEETFEDERATION } from '../../operator/src/controllers/sheetfederation.ts';
+import { SHEETMIGRATION } from '../../operator/src/controllers/sheetmigration.ts';
+import { createApiServer } from '../../operator/src/sheets/apiserver/server.ts';
+import { Member } from '../../operator/src/sheets/bridge/client.ts';
+import { NodeAgent } from '../../operator/src/sheets/node/agent.ts';
+import { MemoryStore } from '../../operator/src/sheets/store/memory.ts';
+import type { Row } from '../../operator/src/sheets/store/types.ts';
+import { freshNamespace } from './harness.ts';
+import { CORE, type KubeObject, startOperator, testClient, waitFor } from './operator-harness.ts';
+
+// biome-ignore lint/suspicious/noExplicitAny: tests read status fields of unstructured objects.
+type Deep = any;
+
+interface SheetCluster {
+  name: string;
+  url: string;
+  store: MemoryStore;
+  api: Member;
+  agent: NodeAgent;
+  token: string;
+  key: string;
+  stopAgent(): Promise<void>;
+}
+
+const closers: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of closers.splice(0).reverse()) await c().catch(() => {});
+});
+
+async function sheetCluster(name: string, cpuTotal: number): Promise<SheetCluster> {
+  const store = new MemoryStore();
+  const token = `${name}-token-${Math.random().toString(36).slice(2)}`;
+  const key = `${name}-key-${Math.random().toString(36).slice(2)}`;
+  const server = await createApiServer({
+    store,
+    token,
+    signingKey: key,
+    nodeTtlSec: 5,
+    samples: false,
+    metricsIntervalSec: 3600,
+  });
+  const url = (await server.listen(0, '127.0.0.1')).replace('[::1]', '127.0.0.1');
+  const agent = new NodeAgent({
+    server: url,
+    token,
+    key,
+    name: `${name}-node`,
+    ip: '127.0.0.1',
+    cpuTotal,
+    memTotal: 4096,
+    intervalMs: 1100,
+    runtimes: ['process'],
+    allowProcess: true, // the test opts in: its deployments run `sleep`
+    stopGraceMs: 500,
+  });
+  agent.start();
+  let stopped = false;
+  const c: SheetCluster = {
+    name,
+    url,
+    store,
+    token,
+    key,
+    agent,
+    api: new Member({ name, url, token, key }),
+    async stopAgent() {
+      if (!stopped) await agent.stop();
+      stopped = true;
+    },
+  };
+  closers.push(async () => {
+    await c.stopAgent();
+    await server.close();
+  });
+  await waitFor(`${name} node registered`, async () => store.rows('Nodes').length === 1);
+  return c;
+}
+
+const running = (c: SheetCluster, d: string) =>
+  c.store.rows('Pods').filter((p) => p.deployment === d && p.phase === 'Running').length;
+const has = (c: SheetCluster, d: string) => c.store.rows('Deployments').some((r) => r.name === d);
+const deploy = (c: SheetCluster, name: string, replicas: number, cpu = 100) =>
+  c.api.apply([{ name, image: 'process', command: 'sleep 600', replicas, cpu_req: cpu, mem_req: 16 }]);
+
+/** The Secret holding a member's token and key, and the member block naming it. */
+async function memberOf(k: ReturnType<typeof testClient>, ns: string, c: SheetCluster) {
+  await k.create(CORE.secret, {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: `${c.name}-creds`, namespace: ns },
+    stringData: { token: c.token, key: c.key },
+  } as KubeObject);
+  return {
+    name: c.name,
+    url: c.url,
+    tokenSecretRef: { name: `${c.name}-creds`, key: 'token' },
+    signingKeySecretRef: { name: `${c.name}-creds`, key: 'key' },
+  };
+}
+
+function migration(ns: string, name: string, spec: Record<string, unknown>): KubeObject {
+  return {
+    apiVersion: 'retrokube.io/v1alpha1',
+    kind: 'SheetMigration',
+    metadata: { name, namespace: ns },
+    spec,
+  };
+}
+
+async function phaseOf(k: ReturnType<typeof testClient>, ns: string, name: string): Promise<Deep> {
+  return (await k.get<KubeObject & { status?: Deep }>(SHEETMIGRATION, ns, name)).status ?? {};
+}
+
+async function reasons(k: ReturnType<typeof testClient>, ns: string, name: string): Promise<string[]> {
+  const list: Deep = await k.list(CORE.event, ns);
+  return list.items.filter((e: Deep) => e.regarding?.name === name).map((e: Deep) => e.reason);
+}
+
+/** Watches a cluster's sheet: the largest replica count ever declared for `d`, and pods at once. */
+function highWater(c: SheetCluster, d: string): { replicas: number; pods: number } {
+  const hw = { replicas: 0, pods: 0 };
+  const look = () => {
+    const row = c.store.rows('Deployments').find((r: Row) => r.name === d);
+    hw.replicas = Math.max(hw.replicas, Number(row?.replicas ?? 0));
+    hw.pods = Math.max(hw.pods, c.store.rows('Pods').filter((p) => p.deployment === d).length);
+  };
+  const off = c.store.onChange(look);
+  closers.push(async () => off());
+  return hw;
+}
+
+describe('SheetFederation', () => {
+  it('reports every member, merges services, syncs on its interval and stretches by free CPU', async () => {
+    const ns = await freshNamespace('skfed');
+    const k = testClient();
+    const local = await sheetCluster('local', 1000);
+    const peer = await sheetCluster('peer', 4000);
+    await deploy(local, 'api', 1);
+    await deploy(peer, 'db', 1);
+    await deploy(local, 'web', 1, 250);
+    await startOperator({ namespace: ns });
+    const members = [await memberOf(k, ns, local), await memberOf(k, ns, peer)];
+    await k.create(SHEETFEDERATION, {
+      apiVersion: 'retrokube.io/v1alpha1',
+      kind: 'SheetFederation',
+      metadata: { name: 'fed', namespace: ns },
+      spec: {
+        members,
+        sync: { enabled: true, intervalSeconds: 5 },
+        stretched: [{ deployment: 'web', replicas: 6 }],
+      },
+    } as KubeObject);
+    const st: Deep = await waitFor(
+      'members reported, sync done, web stretched and running',
+      async () => {
+        const f: Deep = await k.get(SHEETFEDERATION, ns, 'fed');
+        const s = f.status;
+        return (
+          s?.members?.every((m: Deep) => m.reachable && m.nodesReady === 1) &&
+          has(local, 'db') &&
+          has(peer, 'api') &&
+          running(local, 'web') === 3 &&
+          running(peer, 'web') === 3 &&
+          s
+        );
+      },
+      60_000,
+    ).catch(async (e) => {
+      const f: Deep = await k.get(SHEETFEDERATION, ns, 'fed');
+      throw new Error(
+        `${e.message}; status ${JSON.stringify(f.status)}; local pods ${JSON.stringify(local.store.rows('Pods'))}; peer pods ${JSON.stringify(peer.store.rows('Pods'))}`,
+      );
+    });
+    // after the sync every member holds every service; the home (first member) answers for all
+    expect(st.services.map((s: Deep) => [s.name, s.home, s.members])).toEqual([
+      ['api', 'local', ['local', 'peer']],
+      ['db', 'local', ['local', 'peer']],
+      ['web', 'local', ['local', 'peer']],
+    ]);
+    // local: 1000m minus api and the synced db (100m each) = 800m; web 250m each, its own replicas
+    // counting as free → 3 there; the other 3 on the peer
+    expect(st.stretched[0].planned).toEqual([
+      { member: 'local', replicas: 3 },
+      { member: 'peer', replicas: 3 },
+    ]);
+    expect(st.conditions.find((c: Deep) => c.type === 'Ready').status).toBe('True');
+    expect(await reasons(k, ns, 'fed')).toEqual(expect.arrayContaining(['Synced', 'StretchGrow']));
+  }, 120_000);
+
+  it('says which member is unreachable or which Secret is missing, and writes nothing', async () => {
+    const ns = await freshNamespace('skfed-bad');
+    const k = testClient();
+    const local = await sheetCluster('local', 1000);
+    await deploy(local, 'api', 1);
+    await startOperator({ namespace: ns });
+    const good = await memberOf(k, ns, local);
+    await k.create(SHEETFEDERATION, {
+      apiVersion: 'retrokube.io/v1alpha1',
+      kind: 'SheetFederation',
+      metadata: { name: 'fed', namespace: ns },
+      spec: {
+        members: [
+          good,
+          { name: 'gone', url: 'http://127.0.0.1:1', tokenSecretRef: { name: 'local-creds', key: 'token' } },
+          { name: 'nosecret', url: local.url, tokenSecretRef: { name: 'nope', key: 'token' } },
+        ],
+        sync: { enabled: true, intervalSeconds: 5 },
+      },
+    } as KubeObject);
+    const st: Deep = await waitFor('members judged', async () => {
+      const f: Deep = await k.get(SHEETFEDERATION, ns, 'fed');
+      return f.status?.members?.length === 3 && f.status;
+    });
+    expect(st.members[0].reachable).toBe(true);
+    expect(st.members[1]).toMatchObject({ name: 'gone', reachable: false });
+    expect(st.members[1].message).toMatch(/cannot reach a cluster: .* \(member gone\)/);
+    expect(st.members[2].message).toBe(`member nosecret: token Secret ${ns}/nope does not exist`);
+    expect(st.conditions.find((c: Deep) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'MemberUnreachable',
+    });
+    expect(st.lastSync).toBeUndefined(); // no sync with a member out of view
+  }, 60_000);
+});
+
+describe('SheetMigration', () => {
+  it('moves a deployment make-before-break, an Event for every phase', async () => {
+    const ns = await freshNamespace('skmig');
+    const k = testClient();
+    const local = await sheetCluster('local', 2000);
+    const peer = await sheetCluster('peer', 2000);
+    await deploy(local, 'mover', 2);
+    await waitFor('mover running on local', async () => running(local, 'mover') === 2, 30_000);
+    const hw = highWater(peer, 'mover');
+    await startOperator({ namespace: ns });
+    const spec = {
+      deployment: 'mover',
+      from: await memberOf(k, ns, local),
+      to: await memberOf(k, ns, peer),
+      pollSeconds: 1,
+      waitSeconds: 60,
+    };
+    await k.create(SHEETMIGRATION, migration(ns, 'move', spec));
+    const st = await waitFor(
+      'Succeeded',
+      async () => {
+        const s = await phaseOf(k, ns, 'move');
+        return s.phase === 'Succeeded' && s;
+      },
+      90_000,
+    );
+    expect(st.replicas).toBe(2);
+    expect(has(local, 'mover')).toBe(false);
+    expect(running(peer, 'mover')).toBe(2);
+    expect(hw.replicas).toBe(2);
+    await waitFor('phase events', async () => {
+      const r = await reasons(k, ns, 'move');
+      return ['ScalingTarget', 'WaitingTarget', 'DrainingSource', 'Succeeded'].every((x) => r.includes(x));
+    });
+  }, 120_000);
+
+  it('rolls back when the target degrades inside the window', async () => {
+    const ns = await freshNamespace('skmig-rb');
+    const k = testClient();
+    const local = await sheetCluster('local', 2000);
+    const peer = await sheetCluster('peer', 2000);
+    await deploy(local, 'fragile', 1);
+    await waitFor('fragile running on local', async () => running(local, 'fragile') === 1, 30_000);
+    await startOperator({ namespace: ns });
+    const spec = {
+      deployment: 'fragile',
+      from: await memberOf(k, ns, local),
+      to: await memberOf(k, ns, peer),
+      pollSeconds: 1,
+      waitSeconds: 60,
+      rollbackWindowSeconds: 60,
+    };
+    await k.create(SHEETMIGRATION, migration(ns, 'move', spec));
+    await waitFor('Watching', async () => (await phaseOf(k, ns, 'move')).phase === 'Watching', 60_000);
+    await peer.stopAgent(); // the target degrades on purpose
+    const st = await waitFor(
+      'RolledBack',
+      async () => {
+        const s = await phaseOf(k, ns, 'move');
+        return s.phase === 'RolledBack' && s;
+      },
+      90_000,
+    );
+    expect(st.message).toBe('target degraded to 0/1; restored on source');
+    expect(has(local, 'fragile')).toBe(true);
+    expect(running(local, 'fragile')).toBe(1);
+    expect(has(peer, 'fragile')).toBe(false);
+    expect(await reasons(k, ns, 'move')).toEqual(expect.arrayContaining(['RollingBack', 'RolledBack']));
+  }, 150_000);
+
+  it('an operator killed between a step and its status resumes from status alone and never double-scales', async () => {
+    const ns = await freshNamespace('skmig-kill');
+    const k = testClient();
+    const local = await sheetCluster('local', 2000);
+    const peer = await sheetCluster('peer', 2000);
+    await deploy(local, 'mover', 2);
+    await waitFor('mover running on local', async () => running(local, 'mover') === 2, 30_000);
+    const hw = highWater(peer, 'mover');
+    // The first operator dies right after the target was scaled, before it could record that.
+    let crashed = false;
+    const first = await startOperator({
+      namespace: ns,
+      migration: {
+        afterWrites: async (_key, next) => {
+          if (next.phase === 'WaitingTarget' || crashed) {
+            crashed = true;
+            throw new Error('operator killed (test)');
+          }
+        },
+      },
+    });
+    const spec = {
+      deployment: 'mover',
+      from: await memberOf(k, ns, local),
+      to: await memberOf(k, ns, peer),
+      pollSeconds: 1,
+      waitSeconds: 60,
+    };
+    await k.create(SHEETMIGRATION, migration(ns, 'move', spec));
+    await waitFor(
+      'the first operator crashed after scaling the target',
+      async () => crashed && has(peer, 'mover'),
+      30_000,
+    );
+    await first.stop();
+    expect((await phaseOf(k, ns, 'move')).phase).toBe('ScalingTarget'); // the write happened, the status did not
+    await startOperator({ namespace: ns });
+    const st = await waitFor(
+      'Succeeded',
+      async () => {
+        const s = await phaseOf(k, ns, 'move');
+        return s.phase === 'Succeeded' && s;
+      },
+      90_000,
+    );
+    expect(st.replicas).toBe(2);
+    expect(hw.replicas).toBe(2); // the re-run step wrote the same absolute count
+    expect(hw.pods).toBe(2);
+    expect(has(local, 'mover')).toBe(false);
+    expect(running(peer, 'mover')).toBe(2);
+  }, 150_000);
+
+  it('bad input: a deployment missing on the source, a target without room, a target that never runs', async () => {
+    const ns = await freshNamespace('skmig-bad');
+    const k = testClient();
+    const local = await sheetCluster('local', 2000);
+    const peer = await sheetCluster('peer', 1000);
+    await startOperator({ namespace: ns });
+    const from = await memberOf(k, ns, local);
+    const to = await memberOf(k, ns, peer);
+    await k.create(SHEETMIGRATION, migration(ns, 'ghost', { deployment: 'ghost', from, to }));
+    await deploy(local, 'huge', 3, 500);
+    await k.create(SHEETMIGRATION, migration(ns, 'huge', { deployment: 'huge', from, to }));
+    await local.api.apply([{ name: 'never', image: 'nginx:alpine', replicas: 1, cpu_req: 100, mem_req: 16 }]);
+    await k.create(
+      SHEETMIGRATION,
+      migration(ns, 'never', { deployment: 'never', from, to, waitSeconds: 3, pollSeconds: 1 }),
+    );
+    const failed = async (n: string) =>
+      waitFor(
+        `${n} Failed`,
+        async () => {
+          const s = await phaseOf(k, ns, n);
+          return s.phase === 'Failed' && s;
+        },
+        60_000,
+      );
+    expect((await failed('ghost')).message).toBe("deployment 'ghost' not found on source");
+    expect((await failed('huge')).message).toMatch(
+      /target has 1000m CPU free for 'huge' but 3 x 500m = 1500m are needed; nothing was written/,
+    );
+    expect((await failed('never')).message).toBe(
+      "timeout: 'never' not Ready on target within 3s; source left intact (no downtime)",
+    );
+    expect(has(local, 'huge')).toBe(true);
+    expect(has(local, 'never')).toBe(true);
+    expect(has(peer, 'huge') || has(peer, 'never')).toBe(false);
+  }, 120_000);
+});

@@ -1,0 +1,68 @@
+// Kube on Oberon with QEMU machines on the air: the plane and one node run as qemu-system-risc5
+// (our target and board), the other node as our TypeScript emulator, all on one real UDP relay,
+// judged only from what a passive listener hears. Then the QEMU node is switched off and its
+// pods must move to the TypeScript node.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeCluster } from '../e2e/kube-harness.ts';
+import { requireQemu } from './qemu-harness.ts';
+
+const LIMITS = {
+  joinMs: 90_000, // boot of three machines on 2 shared cores, then the first heartbeats
+  convergeMs: 60_000, // Kube converges in ~3 s when not starved (reference: ~3 s)
+  failoverMs: 60_000, // 5 s NotReady TTL plus a re-assignment round (reference: ~6 s)
+} as const;
+
+const bin = requireQemu();
+const suite = bin === null ? describe.skip : describe.sequential;
+const NODES = ['node-q', 'node-t'];
+const figure = (text: string): void => console.log(`kube on QEMU: ${text}`);
+
+suite('Kube on Oberon with QEMU machines on the air', () => {
+  let c: KubeCluster;
+
+  beforeAll(async () => {
+    c = await KubeCluster.start({
+      nodes: NODES,
+      key: '00c0ffee00c0ffee',
+      qemu: { binary: bin as string, machines: ['plane', 'node-q'] },
+    });
+  });
+  afterAll(async () => {
+    await c?.close();
+  });
+
+  it('the QEMU plane hears both kubelets: the QEMU node and the TypeScript node', async () => {
+    const ms = await c.wait(
+      () => NODES.every((n) => c.view().running.has(n) && c.view(2000).assigned.has(n)),
+      LIMITS.joinMs,
+      'both kubelets heard and assigned by the QEMU plane',
+    );
+    figure(`both kubelets heard ${(ms / 1000).toFixed(1)} s after power-on`);
+  });
+
+  it('Kube.Apply web 4 Ticker on the QEMU plane converges over both nodes', async () => {
+    c.run('plane', 'Kube.Apply web 4 Ticker');
+    const ms = await c.wait(
+      () => c.converged(4, NODES) && NODES.every((n) => (c.view().running.get(n) ?? []).length > 0),
+      LIMITS.convergeMs,
+      'converged(4) over the QEMU and the TS node',
+    );
+    figure(`apply web 4: converged in ${(ms / 1000).toFixed(1)} s`);
+  });
+
+  it('switching the QEMU node off moves its pods to the TypeScript node', async () => {
+    const off = Date.now();
+    await c.off('node-q');
+    const ms = await c.wait(
+      () =>
+        c.converged(4, ['node-t']) &&
+        !c.view().running.has('node-q') &&
+        (c.view().running.get('node-t') ?? []).length === 4,
+      LIMITS.failoverMs,
+      'all 4 pods on node-t after node-q went off',
+    );
+    expect(Date.now() - off).toBeGreaterThanOrEqual(ms);
+    figure(`QEMU node off: pods on node-t ${(ms / 1000).toFixed(1)} s later`);
+  });
+});

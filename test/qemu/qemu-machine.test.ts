@@ -1,0 +1,356 @@
+// qemu-system-risc5 (our target and board, qemu/) against our TypeScript emulator: two
+// independent RISC5 machines that must agree — instruction by instruction over the boot, in the
+// framebuffer after it, in the FPU (Wirth's 2016 vectors) — plus a command typed and middle-
+// clicked through QEMU's own input (QMP), and the refusals of bad input.
+
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { assemble } from '../../operator/src/machine/asm.ts';
+import { bootRom } from '../../operator/src/machine/boot-rom.ts';
+import { Machine } from '../../operator/src/machine/machine.ts';
+import type { FrameSnapshot } from '../../operator/src/machine/screen-input.ts';
+import { leftmostInk, lowestInkRow, titleBars } from '../../operator/src/machine/screen-scan.ts';
+import {
+  BASE_DISK,
+  LIMITS as H,
+  type QemuMachine,
+  REPO,
+  requireQemu,
+  runToFailure,
+  startQemu,
+  until,
+  writeProm,
+} from './qemu-harness.ts';
+import { compareTrace } from './trace-reference.ts';
+
+const LIMITS = {
+  traceInstructions: 10_000_000, // the first 10 M instructions: ROM, inner core, Oberon.Loop idling
+  bootDeadlineMs: 120_000, // generous: 2 shared cores; the boot itself takes < 1 s of host time
+  typedDeadlineMs: 60_000, // a typed command's viewer appears within a second when not starved
+  keyGapMs: 8, // between key events (the reference paced 5 ms; Oberon drops nothing at this rate)
+  holdMs: 120, // a mouse button is held this long so Oberon's loop surely sees it down
+} as const;
+
+// Runs the vector records at 10000H (count, then op x y result) through the FPU instructions.
+const FPU_PROGRAM = `
+    MOV' R1, 1          ; R1 := 10000H
+    LDW R2, R1, 0       ; the number of records
+    ADD R1, R1, 16
+  loop:
+    MOV R2, R2
+    BEQ done
+    LDW R3, R1, 0
+    LDW R4, R1, 4
+    LDW R5, R1, 8
+    SUB R0, R3, 1
+    BEQ fsb
+    SUB R0, R3, 2
+    BEQ fml
+    SUB R0, R3, 3
+    BEQ fdv
+    FAD R6, R4, R5
+    B store
+  fsb:
+    FSB R6, R4, R5
+    B store
+  fml:
+    FML R6, R4, R5
+    B store
+  fdv:
+    FDV R6, R4, R5
+  store:
+    STW R6, R1, 12
+    ADD R1, R1, 16
+    SUB R2, R2, 1
+    B loop
+  done:
+    MOV R1, -64
+    MOV R2, 0FFH
+    STW R2, R1, 4
+  halt:
+    B halt
+`;
+
+const bin = requireQemu();
+const suite = bin === null ? describe.skip : describe;
+
+function snapshotOf(fb: Buffer): FrameSnapshot {
+  const words = new Uint32Array(fb.buffer.slice(fb.byteOffset, fb.byteOffset + fb.byteLength));
+  return { width: 1024, height: 768, words, version: 0 };
+}
+
+function tsBootedFramebuffer(): Buffer {
+  const m = new Machine({ disk: readFileSync(BASE_DISK), clock: 'deterministic', jit: true });
+  m.setRom(bootRom(H.baseMemLim, H.baseStackOrg));
+  expect(m.runUntil(() => m.booted, { maxInstructions: 50e6 })).toBe(true);
+  const b = Buffer.from(m.cpu.mem.buffer, m.cpu.mem.byteOffset, m.memBytes);
+  return Buffer.from(b.subarray(H.displayStart, H.displayStart + H.displayBytes));
+}
+
+suite('qemu-system-risc5: the RISC5 QEMU model agrees with our TypeScript emulator', () => {
+  const qemu = bin as string;
+
+  it("the FPU reproduces every vector of Wirth's 2016 revision (FDV rounds, a zero sum is +0)", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'retrokube-fpu-'));
+    try {
+      const exe = join(dir, 'fpu-vectors');
+      execFileSync('gcc', [
+        '-O2',
+        '-o',
+        exe,
+        join(REPO, 'qemu/test/fpu-vectors.c'),
+        join(REPO, 'qemu/target/risc5/fpu.c'),
+      ]);
+      const out = execFileSync(exe, ['/work/shared/ref/risc5-fpu-vectors.tsv'], { encoding: 'utf8' });
+      expect(out).toMatch(/fpu vectors: 14372 checked, 0 mismatches/);
+      // Negative control: a vector with a wrong expectation must be reported.
+      const bad = join(dir, 'bad.tsv');
+      writeFileSync(bad, 'FDV\t3f800000\t40400000\t0\t0\t3eaaaaaa\n');
+      const control = spawnSync(exe, [bad], { encoding: 'utf8' });
+      expect(control.status).toBe(1);
+      expect(control.stdout).toMatch(/1 checked, 1 mismatches/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('FAD, FSB, FML and FDV executed by the QEMU CPU give every vector of the 2016 revision', async () => {
+    // The vectors go into RAM (-device loader); a ROM program runs each through the CPU's own
+    // instruction and stores the result next to it, then shows LED FFH.
+    const lines = readFileSync('/work/shared/ref/risc5-fpu-vectors.tsv', 'utf8')
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'))
+      .map((l) => l.split('\t'));
+    const OPS = ['FAD', 'FSB', 'FML', 'FDV'];
+    const base = 0x10000;
+    const data = Buffer.alloc(16 + lines.length * 16);
+    data.writeUInt32LE(lines.length, 0);
+    lines.forEach(([op, x, y], i) => {
+      data.writeUInt32LE(OPS.indexOf(op), 16 + i * 16);
+      data.writeUInt32LE(Number.parseInt(x, 16), 20 + i * 16);
+      data.writeUInt32LE(Number.parseInt(y, 16), 24 + i * 16);
+      data.writeUInt32LE(0xdeadbeef, 28 + i * 16); // must be overwritten by the result
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'retrokube-fpu-q-'));
+    const vec = join(dir, 'vectors.bin');
+    writeFileSync(vec, data);
+    const program = assemble(FPU_PROGRAM, 0xfffff800).words;
+    const m = await startQemu(qemu, {
+      rom: program,
+      args: ['-device', `loader,file=${vec},addr=${base},force-raw=on`],
+    });
+    try {
+      await until(
+        'the FPU program to finish (LED FFH)',
+        async () => (await m.qmp.prop<number>('leds')) === 0xff,
+        60_000,
+      );
+      const out = join(dir, 'results.bin');
+      await m.qmp.cmd('pmemsave', { val: base, size: data.length, filename: out });
+      const res = readFileSync(out);
+      const wrong = lines.filter(
+        ([, , , , , want], i) => res.readUInt32LE(28 + i * 16) !== Number.parseInt(want, 16),
+      );
+      expect(wrong.length).toBe(0);
+      expect(lines.length).toBe(14_372);
+    } finally {
+      await m.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('runs the first 10 M instructions of the base image boot exactly as the TS emulator, register by register', async () => {
+    const n = LIMITS.traceInstructions;
+    const dir = mkdtempSync(join(tmpdir(), 'retrokube-trace-'));
+    const trace = join(dir, 'qemu.trace');
+    const m = await startQemu(qemu, {
+      machine: ['clock=deterministic', `trace=${trace}`, `trace-limit=${n}`],
+    });
+    try {
+      await until(
+        'QEMU to write its trace',
+        async () => {
+          try {
+            return statSync(trace).size >= n * 8;
+          } catch {
+            return false;
+          }
+        },
+        LIMITS.bootDeadlineMs,
+      );
+      const mismatch = compareTrace(
+        readFileSync(BASE_DISK),
+        { memLim: H.baseMemLim, stackOrg: H.baseStackOrg },
+        readFileSync(trace),
+        n,
+      );
+      expect(mismatch).toBeNull();
+      // Negative control: a trace with one flipped bit in one state hash is caught.
+      const corrupt = readFileSync(trace);
+      corrupt.writeUInt32LE(corrupt.readUInt32LE(8 * 123_457 + 4) ^ 1, 8 * 123_457 + 4);
+      expect(
+        compareTrace(
+          readFileSync(BASE_DISK),
+          { memLim: H.baseMemLim, stackOrg: H.baseStackOrg },
+          corrupt,
+          200_000,
+        )?.index,
+      ).toBe(123_457);
+    } finally {
+      await m.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  describe('a booted machine', () => {
+    let m: QemuMachine;
+    beforeAll(async () => {
+      m = await startQemu(qemu);
+      await until(
+        'Oberon.Loop (the board reports booted)',
+        () => m.qmp.prop<boolean>('booted'),
+        LIMITS.bootDeadlineMs,
+      );
+    });
+    afterAll(async () => {
+      await m?.stop();
+    });
+
+    it('boots the base image to Oberon.Loop with a framebuffer byte for byte the TS emulator’s', async () => {
+      const fb = await m.framebuffer();
+      const ts = tsBootedFramebuffer();
+      expect(fb.length).toBe(H.displayBytes);
+      expect(fb.equals(ts)).toBe(true);
+      // The booted screen: 18,607 foreground pixels (the System.Log and System.Tool viewers).
+      let ink = 0;
+      for (const b of fb) for (let x = b; x; x &= x - 1) ink++;
+      expect(ink).toBe(18_607);
+    });
+
+    it('runs a command typed into System.Tool and middle-clicked through QEMU input (QMP)', async () => {
+      const before = snapshotOf(await m.framebuffer());
+      const trackX0 = 640 + 20;
+      const barsBefore = titleBars(before, trackX0, 1016);
+      const top = barsBefore[barsBefore.length - 1] + 15;
+      const lowest = lowestInkRow(before, trackX0, 1016, top, 768);
+      expect(lowest).toBeGreaterThan(top);
+
+      const abs = (x: number, yTop: number) => [
+        { type: 'abs', data: { axis: 'x', value: Math.ceil((x * 32767) / 1023) } },
+        { type: 'abs', data: { axis: 'y', value: Math.ceil((yTop * 32767) / 767) } },
+      ];
+      const send = (events: unknown[]) => m.qmp.cmd('input-send-event', { events });
+      const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+      const click = async (button: string, x: number, yTop: number) => {
+        await send(abs(x, yTop));
+        await sleep(LIMITS.holdMs);
+        await send([{ type: 'btn', data: { down: true, button } }]);
+        await sleep(LIMITS.holdMs);
+        await send([{ type: 'btn', data: { down: false, button } }]);
+        await sleep(LIMITS.holdMs);
+      };
+      const key = async (qcode: string, shift = false) => {
+        const k = (down: boolean, c: string) => ({
+          type: 'key',
+          data: { down, key: { type: 'qcode', data: c } },
+        });
+        if (shift) await send([k(true, 'shift')]);
+        await send([k(true, qcode)]);
+        await sleep(LIMITS.keyGapMs);
+        await send([k(false, qcode)]);
+        if (shift) await send([k(false, 'shift')]);
+        await sleep(LIMITS.keyGapMs);
+      };
+      const QCODE: Record<string, [string, boolean]> = {
+        '.': ['dot', false],
+        ' ': ['spc', false],
+        '*': ['8', true],
+      };
+      const type = async (text: string) => {
+        for (const ch of text) {
+          const [code, shift] = QCODE[ch] ?? [ch.toLowerCase(), ch !== ch.toLowerCase()];
+          await key(code, shift);
+        }
+      };
+
+      // Caret to the end of System.Tool's text, a new line, the command, a middle click on it.
+      await click('left', 1012, Math.min(lowest + 8, 766));
+      await key('ret');
+      await type('System.Directory *.Tool');
+      const typed = await until(
+        'the typed line on the screen',
+        async () => {
+          const s = snapshotOf(await m.framebuffer());
+          const low = lowestInkRow(s, trackX0, 1016, top, 768);
+          return low > lowest ? { s, low } : null;
+        },
+        LIMITS.typedDeadlineMs,
+      );
+      const x = leftmostInk(typed.s, trackX0, 1016, typed.low - 10, typed.low - 1);
+      await click('middle', x + 2, typed.low - 6);
+      // System.Directory opens a viewer in the system track: one more title bar.
+      await until(
+        'the System.Directory viewer',
+        async () => titleBars(snapshotOf(await m.framebuffer()), trackX0, 1016).length > barsBefore.length,
+        LIMITS.typedDeadlineMs,
+      );
+    });
+  });
+
+  describe('bad input is refused with a clear error and nothing starts', () => {
+    let dir: string;
+    beforeAll(() => {
+      dir = mkdtempSync(join(tmpdir(), 'retrokube-qemu-bad-'));
+    });
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+    it('a disk that is not an Oberon disk', () => {
+      const disk = join(dir, 'not-oberon.img');
+      writeFileSync(disk, Buffer.alloc(1 << 20, 0x5a));
+      const r = runToFailure(qemu, [
+        '-M',
+        'oberon',
+        '-bios',
+        writeProm(dir),
+        '-drive',
+        `if=none,id=sd0,file=${disk},format=raw`,
+        '-display',
+        'none',
+      ]);
+      expect(r.code).not.toBe(0);
+      expect(r.output).toMatch(/drive sd0 is not an Oberon disk: .*directory mark 9B1EA38D/);
+    });
+
+    it('a relay name that does not resolve', () => {
+      const disk = join(dir, 'oberon.dsk');
+      writeFileSync(disk, readFileSync(BASE_DISK));
+      const r = runToFailure(qemu, [
+        '-M',
+        'oberon,radio=air',
+        '-bios',
+        writeProm(dir),
+        '-drive',
+        `if=none,id=sd0,file=${disk},format=raw`,
+        '-chardev',
+        'udp,id=air,host=no-such-relay.invalid,port=7524,localaddr=127.0.0.1,localport=0',
+        '-display',
+        'none',
+      ]);
+      expect(r.code).not.toBe(0);
+      expect(r.output).toMatch(/no-such-relay\.invalid/);
+    });
+
+    it('a radio without its chardev, and no boot ROM', () => {
+      const disk = join(dir, 'oberon2.dsk');
+      writeFileSync(disk, readFileSync(BASE_DISK));
+      const drive = ['-drive', `if=none,id=sd0,file=${disk},format=raw`, '-display', 'none'];
+      const radio = runToFailure(qemu, ['-M', 'oberon,radio=air', '-bios', writeProm(dir), ...drive]);
+      expect(radio.output).toMatch(/radio: no chardev 'air'/);
+      const rom = runToFailure(qemu, ['-M', 'oberon', ...drive]);
+      expect(rom.output).toMatch(/no boot ROM; give the 2 KiB image with -bios prom.bin/);
+    });
+  });
+});
