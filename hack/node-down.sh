@@ -43,7 +43,9 @@ if [ -f "$R/kube-proxy.yaml" ]; then
   [ -x "$nb/kube-proxy" ] && "$nb/kube-proxy" --cleanup >/dev/null 2>&1
 fi
 stop_proc kube-apiserver
-stop_proc kine
+stop_proc etcd
+# Anything else a node-up recorded (an older node-up may have started other processes).
+for f in "$R"/pids/*.pid; do [ -e "$f" ] && stop_proc "$(basename "$f" .pid)"; done
 
 # Mounts under the node folder (container root filesystems, pod volumes, network namespaces).
 for _ in 1 2 3; do

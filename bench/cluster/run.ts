@@ -139,12 +139,10 @@ try {
       'image.pullPolicy=Never',
       '--set',
       'crds.install=false',
-      '--wait',
-      '--timeout',
-      '4m',
     ],
     { cwd: REPO_ROOT, stdio: 'inherit' },
   );
+  kubectl(['rollout', 'status', '-n', ns, 'deployment/rk-retrokube', '--timeout=300s']);
   for (const n of sizes) {
     const name = `b${n}`;
     say(`apply OberonKube ${name}: ${n} nodes, runtime pod (expect ~1-5 min)`);

@@ -227,14 +227,16 @@ export async function installChart(
       `image.tag=${img.tag}`,
       '--set',
       'image.pullPolicy=Never',
-      '--wait',
-      '--timeout',
-      '4m',
       ...(await crdOwnership(namespace, release)),
       ...extra,
     ],
     300_000,
   );
+  // Not `helm install --wait`: helm 4's watcher once sat on "Replicas: 0/1" for its whole timeout
+  // while the Deployment was long available; kubectl's rollout status reads it level-triggered.
+  await kubectl(['rollout', 'status', '-n', namespace, `deployment/${release}-retrokube`, '--timeout=300s'], {
+    timeoutMs: 310_000,
+  });
   return {
     namespace,
     release,
