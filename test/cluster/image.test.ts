@@ -129,10 +129,19 @@ describe.skipIf(skipReason())('the product image (hack/build-image.sh) against t
 
     // node_modules: every production package of the lock, no development one.
     const lock = JSON.parse(readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as {
-      packages: Record<string, { dev?: boolean; devOptional?: boolean }>;
+      packages: Record<
+        string,
+        { dev?: boolean; devOptional?: boolean; optional?: boolean; os?: string[]; cpu?: string[] }
+      >;
     };
+    // An optional package for another platform (esbuild ships one per OS and CPU) is never installed.
+    const forThisPlatform = (v: { os?: string[]; cpu?: string[] }) =>
+      (!v.os || v.os.includes('linux')) && (!v.cpu || v.cpu.includes('x64'));
     const prod = Object.entries(lock.packages)
-      .filter(([k, v]) => k.startsWith('node_modules/') && !v.dev && !v.devOptional)
+      .filter(
+        ([k, v]) =>
+          k.startsWith('node_modules/') && !v.dev && !v.devOptional && (!v.optional || forThisPlatform(v)),
+      )
       .map(([k]) => k);
     const dev = Object.entries(lock.packages)
       .filter(([k, v]) => k.startsWith('node_modules/') && v.dev)

@@ -31,7 +31,7 @@ describe.skipIf(skipReason() || !localNode())('node-up / node-down refusals', ()
       const lines = r.stderr.trim().split('\n');
       expect(lines).toHaveLength(1);
       expect(lines[0]).toMatch(
-        /^node-up: .*kubelet is missing; build it with: bash hack\/build-testbins\.sh && bash hack\/build-node-bins\.sh$/,
+        /^node-up: .*no-bins\/[a-z-]+ is missing; build it with: bash hack\/build-testbins\.sh && bash hack\/build-node-bins\.sh$/,
       );
       expect(existsSync(dir)).toBe(false);
     } finally {
