@@ -66,19 +66,13 @@ const kubectl = (a: string[], input?: string): string =>
 // biome-ignore lint/suspicious/noExplicitAny: API objects navigated freely
 const getJson = (a: string[]): any => JSON.parse(kubectl(['get', ...a, '-o', 'json']));
 
-/** cgroup v1 (this machine) or v2: CPU nanoseconds and memory of a pod, by its UID. */
+/** A pod's cgroup v1 folders (cgroupfs driver, as hack/node-up.sh runs the kubelet), by its UID. */
 function podCgroup(uid: string): { cpuNs(): number; rssBytes(): number } {
   const find = (controller: string) =>
-    execFileSync(
-      'find',
-      [`/sys/fs/cgroup/${controller}`, '-maxdepth', '4', '-type', 'd', '-name', `pod${uid}`],
-      {
-        encoding: 'utf8',
-      },
-    )
-      .split('\n')
-      .filter(Boolean)[0];
-  const cpu = find('cpu,cpuacct') ?? find('cpuacct');
+    ['', 'burstable/', 'besteffort/']
+      .map((qos) => `/sys/fs/cgroup/${controller}/kubepods/${qos}pod${uid}`)
+      .find((d) => existsSync(d));
+  const cpu = find('cpuacct');
   const mem = find('memory');
   if (!cpu || !mem) throw new Error(`no cgroup of pod ${uid} on this machine (is the cluster this node?)`);
   return {
