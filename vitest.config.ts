@@ -9,7 +9,7 @@ import { defineConfig } from 'vitest/config';
 // - qemu: qemu-system-risc5 (qemu/build.sh) against the TS emulator, instruction by instruction;
 // - e2e: emulated Oberon machines on a real UDP air, judged from the air, in real time;
 // - cluster: a real node (hack/node-up.sh: kubelet, containerd, kube-proxy, CoreDNS) or any
-//   kubeconfig in RETROKUBE_CLUSTER_KUBECONFIG; the chart, the image and machine pods for real.
+//   kubeconfig in RETROKUBE_CLUSTER_KUBECONFIG; the chart, the image and machine pods for real;
 // - browser: the web console and the browser lab in Debian's chromium (playwright-core), real time.
 export default defineConfig({
   test: {

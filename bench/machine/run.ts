@@ -1,6 +1,9 @@
 // Benchmarks of the RISC5 machine: raw instruction rate (a tight loop, and Oberon's compiler
-// compiling itself), boot time to Oberon.Loop, and host CPU per idle machine (1, 4, 8, 16).
+// compiling itself, in this process and in a fresh one), boot time to Oberon.Loop (in-process,
+// and in worker threads: a real boot, then boots from its boot image), and host CPU per idle
+// machine (1, 4, 8, 16).
 // Writes bench/results/machine.json. Run: node_modules/.bin/node bench/machine/run.ts [--quick]
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +14,9 @@ import { MachineRunner } from '../../operator/src/machine/runner.ts';
 import { BASE_IMAGE } from '../../operator/src/machine/test-disk.ts';
 
 const quick = process.argv.includes('--quick');
+// Boot images from earlier processes (boot-image-store.ts) would hide the real boot: this process
+// starts without them; its own machines still share theirs.
+process.env.RETROKUBE_BOOT_IMAGES = 'off';
 // Rates are per second of this thread's CPU time (the 2-core CI host is shared; wall time would
 // measure the neighbours). Wall-clock figures are given where they are the point (boot, idle).
 const cpuMs = () => {
@@ -19,7 +25,17 @@ const cpuMs = () => {
 };
 const results: Record<string, unknown> = {
   host: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
+  loadAverageAtStart: os.loadavg(),
 };
+
+// `--cold-compile on|off`: this process only boots and compiles once and prints the rate: the
+// figure of a fresh process (nothing translated or optimised yet), run as a child below.
+const coldArg = process.argv.indexOf('--cold-compile');
+if (coldArg >= 0) {
+  const r = bootAndCompile(process.argv[coldArg + 1] === 'on');
+  console.log(JSON.stringify(r));
+  process.exit(0);
+}
 
 function tightLoop(jit: boolean): number {
   const prog = assemble(`
@@ -89,6 +105,7 @@ function bootAndCompile(jit: boolean): {
 async function idleCpu(n: number): Promise<{
   machines: number;
   cpuPercentPerMachine: number;
+  workerCpuPercentPerMachine: number;
   instructionsPerSecondPerMachine: number;
   bootMs: number;
 }> {
@@ -99,19 +116,23 @@ async function idleCpu(n: number): Promise<{
   try {
     await Promise.all(ms.map((m) => m.waitForBoot(120_000)));
     const bootMs = performance.now() - t0;
-    await new Promise((r) => setTimeout(r, 1000)); // settle
+    // Settle: after a boot V8 still optimises and collects for a few seconds.
+    await new Promise((r) => setTimeout(r, 5000));
     const before = await Promise.all(ms.map((m) => m.state()));
     const c0 = process.cpuUsage();
     const w0 = performance.now();
-    await new Promise((r) => setTimeout(r, quick ? 2000 : 4000));
+    await new Promise((r) => setTimeout(r, quick ? 4000 : 8000));
     const c1 = process.cpuUsage(c0);
     const wall = performance.now() - w0;
     const after = await Promise.all(ms.map((m) => m.state()));
     const cpuMs = (c1.user + c1.system) / 1000;
     const instr = after.reduce((s, a, i) => s + a.instructions - before[i].instructions, 0);
+    const workerMs = after.reduce((s, a, i) => s + a.cpuMs - before[i].cpuMs, 0);
     return {
       machines: n,
+      // The whole process (main thread, V8's helper threads) and the machines' own threads.
       cpuPercentPerMachine: (cpuMs / wall / n) * 100,
+      workerCpuPercentPerMachine: (workerMs / wall / n) * 100,
       instructionsPerSecondPerMachine: instr / n / (wall / 1000),
       bootMs,
     };
@@ -121,14 +142,22 @@ async function idleCpu(n: number): Promise<{
 }
 
 /** Wall time from start() to Oberon.Loop, and the CPU the worker thread spent on it (all of its life). */
-async function workerBoot(): Promise<{ wallMs: number; workerCpuMs: number }> {
+async function workerBoot(): Promise<{ wallMs: number; workerCpuMs: number; restored: boolean }> {
   const t0 = performance.now();
   const m = await MachineRunner.start({ disk: BASE_IMAGE, frames: false });
   await m.waitForBoot(60_000);
   const wallMs = performance.now() - t0;
   const st = await m.state();
   await m.stop();
-  return { wallMs, workerCpuMs: st.cpuMs };
+  return { wallMs, workerCpuMs: st.cpuMs, restored: st.restored };
+}
+
+/** Boot + compile once in a fresh Node process (translator on or off); the child's figures. */
+function coldCompile(jit: boolean): ReturnType<typeof bootAndCompile> {
+  const out = execFileSync(process.execPath, [import.meta.filename, '--cold-compile', jit ? 'on' : 'off'], {
+    encoding: 'utf8',
+  });
+  return JSON.parse(out.trim().split('\n').pop() ?? '{}');
 }
 
 // The compile runs three times per mode, the modes interleaved, so both see the same host load;
@@ -173,19 +202,42 @@ for (const jit of [false, true]) {
     },
   };
 }
-// Three starts: the first one may fill Node's compile cache (runner.ts), later ones read it.
-const wbs: { wallMs: number; workerCpuMs: number }[] = [];
-for (let k = 0; k < 3; k++) wbs.push(await workerBoot());
+// A fresh process each: the cold figures (the first machine of a process), interleaved.
+const colds = new Map<boolean, ReturnType<typeof bootAndCompile>[]>();
+for (let r = 0; r < ROUNDS; r++) {
+  for (const jit of [false, true]) colds.set(jit, [...(colds.get(jit) ?? []), coldCompile(jit)]);
+}
+for (const jit of [false, true]) {
+  const mode = jit ? 'translator' : 'interpreter';
+  const runs = colds.get(jit) ?? [];
+  const mips = runs.map((c) => c.compileMips);
+  const boots = runs.map((c) => c.bootMsCold);
+  console.log(
+    `[${mode}] fresh process: compile median ${median(mips).toFixed(1)} M instructions/s (runs: ${mips.map((m) => m.toFixed(1)).join(', ')}); boot median ${median(boots).toFixed(0)} ms CPU`,
+  );
+  (results[mode] as Record<string, unknown>).freshProcess = {
+    compileMipsRuns: mips,
+    compileMips: median(mips),
+    bootCpuMsRuns: boots,
+    bootCpuMs: median(boots),
+  };
+}
+// Four starts in one process: the first boots for real (and gives its boot image), the later ones
+// start from the image (boot-image.ts).
+const wbs: { wallMs: number; workerCpuMs: number; restored: boolean }[] = [];
+for (let k = 0; k < 4; k++) wbs.push(await workerBoot());
 console.log(
-  `boot in a worker thread (start to Oberon.Loop), 3 starts: ${wbs.map((w) => `${w.wallMs.toFixed(0)} ms wall / ${w.workerCpuMs.toFixed(0)} ms worker CPU`).join(', ')}`,
+  `boot in a worker thread (start to Oberon.Loop), 4 starts: ${wbs.map((w) => `${w.wallMs.toFixed(0)} ms wall / ${w.workerCpuMs.toFixed(0)} ms worker CPU${w.restored ? ' (boot image)' : ''}`).join(', ')}`,
 );
-results.workerBootWallMs = Math.min(...wbs.map((w) => w.wallMs));
+const restoredBoots = wbs.filter((w) => w.restored);
 results.workerBoot = wbs;
+results.workerBootReal = wbs.find((w) => !w.restored) ?? null;
+results.workerBootFromImageCpuMs = median(restoredBoots.map((w) => w.workerCpuMs));
 const idle: unknown[] = [];
 for (const n of quick ? [1, 4] : [1, 4, 8, 16]) {
   const r = await idleCpu(n);
   console.log(
-    `idle, ${n} machine(s): ${r.cpuPercentPerMachine.toFixed(2)} % of a core per machine, ${Math.round(r.instructionsPerSecondPerMachine)} instructions/s each (all booted in ${r.bootMs.toFixed(0)} ms)`,
+    `idle, ${n} machine(s): ${r.cpuPercentPerMachine.toFixed(2)} % of a core per machine (process), ${r.workerCpuPercentPerMachine.toFixed(2)} % (the machine's thread), ${Math.round(r.instructionsPerSecondPerMachine)} instructions/s each (all booted in ${r.bootMs.toFixed(0)} ms)`,
   );
   idle.push(r);
 }

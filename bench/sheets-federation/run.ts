@@ -12,10 +12,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { google } from 'googleapis';
-import { createApiServer } from '../../operator/src/sheets/apiserver/server.ts';
-import { Member } from '../../operator/src/sheets/bridge/client.ts';
+import type { Member } from '../../operator/src/sheets/bridge/client.ts';
+import { bridgeFlags, deploySleeper, startSheetCluster } from '../../operator/src/sheets/bridge/testkit.ts';
 import { SheetsEmulator } from '../../operator/src/sheets/google-emulator/server.ts';
-import { NodeAgent } from '../../operator/src/sheets/node/agent.ts';
 import { MemoryStore } from '../../operator/src/sheets/store/memory.ts';
 import { testAuth } from '../../operator/src/sheets/store/testing.ts';
 import { openXlsxStore } from '../../operator/src/sheets/store/xlsx.ts';
@@ -35,75 +34,38 @@ const r2 = (x: number) => Math.round(x * 100) / 100;
 
 // ---------------------------------------------------------------- migrate
 
-async function cluster(dir: string, name: string) {
-  const store = await openXlsxStore(path.join(dir, `${name}.xlsx`), { flushDelayMs: 100 });
-  const token = `${name}-token`;
-  const key = `${name}-key`;
-  const server = await createApiServer({
-    store,
-    token,
-    signingKey: key,
-    nodeTtlSec: 5,
-    samples: false,
-    metricsIntervalSec: 3600,
-  });
-  const url = (await server.listen(0, '127.0.0.1')).replace('[::1]', '127.0.0.1');
-  const agent = new NodeAgent({
-    server: url,
-    token,
-    key,
-    name: `${name}-node`,
-    ip: '127.0.0.1',
-    cpuTotal: 4000,
-    memTotal: 4096,
-    intervalMs: 1100,
-    runtimes: ['process'],
-    allowProcess: true, // the test opts in: its deployments run `sleep`
-    workDir: await fsp.mkdtemp(path.join(dir, `${name}-`)),
-    stopGraceMs: 500,
-  });
-  agent.start();
-  const member = new Member({ name, url, token, key });
-  return {
-    name,
-    url,
-    token,
-    key,
-    member,
-    store,
-    async close() {
-      await agent.stop();
-      await server.close();
-      await store.close();
-    },
-  };
-}
-
 async function benchMigrate() {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'sk-fed-bench-'));
-  const local = await cluster(dir, 'local');
-  const peer = await cluster(dir, 'peer');
-  const flags = [
-    '--local',
-    local.url,
-    '--peer',
-    peer.url,
-    '--local-token',
-    local.token,
-    '--peer-token',
-    peer.token,
-    '--local-signing-key',
-    local.key,
-    '--peer-signing-key',
-    peer.key,
-  ];
+  const xlsx = (name: string) => openXlsxStore(path.join(dir, `${name}.xlsx`), { flushDelayMs: 100 });
+  const local = await startSheetCluster({ name: 'local', cpuTotal: 4000, store: await xlsx('local') });
+  const peer = await startSheetCluster({ name: 'peer', cpuTotal: 4000, store: await xlsx('peer') });
+  const flags = bridgeFlags(local, peer);
   const refAvailable = Boolean(REF && existsSync(REF));
-  await local.member.apply([
-    { name: 'mover', image: 'process', command: 'sleep 600', replicas: 2, cpu_req: 100, mem_req: 16 },
-  ]);
+  // status and sync first, from the same state for both tools: the reference's lines must equal
+  // the first lines of ours (ours adds per-member lines after them).
+  let statusSyncSame: boolean | null = null;
+  if (refAvailable) {
+    await deploySleeper(peer, 'only-on-peer', 0);
+    const ref = async (...a: string[]) => (await run('python3', [REF as string, ...a, ...flags])).stdout;
+    const our = async (...a: string[]) =>
+      (await run(process.execPath, [MAIN, 'sheets', 'bridge', ...a, ...flags])).stdout;
+    const refStatus = (await ref('status')).trim().split('\n');
+    const ourStatus = (await our('status')).trim().split('\n');
+    const refSync = (await ref('sync')).trim();
+    await local.api.delete('only-on-peer'); // the same starting point for ours
+    const ourSync = (await our('sync')).trim().split('\n')[0];
+    statusSyncSame =
+      refStatus.every((l, i) => ourStatus[i] === l) &&
+      refSync === '[sync] +1 -> local, +0 -> peer' &&
+      ourSync === refSync;
+    console.log({ refStatus, ourStatus, refSync, ourSync, statusSyncSame });
+    for (const c of [local, peer]) await c.api.delete('only-on-peer');
+  }
+
+  await deploySleeper(local, 'mover', 2);
   const runningOn = async (m: Member) =>
     (await m.get('pods')).filter((p) => p.deployment === 'mover' && p.phase === 'Running').length;
-  while ((await runningOn(local.member)) < 2) await new Promise((r) => setTimeout(r, 200));
+  while ((await runningOn(local.api)) < 2) await new Promise((r) => setTimeout(r, 200));
 
   const ours: number[] = [];
   const reference: number[] = [];
@@ -139,7 +101,12 @@ async function benchMigrate() {
     oursSeconds: ours.map(r2),
     oursMedianSeconds: r2(median(ours)),
     reference: refAvailable
-      ? { seconds: reference.map(r2), medianSeconds: r2(median(reference)), sameResultLines: same }
+      ? {
+          seconds: reference.map(r2),
+          medianSeconds: r2(median(reference)),
+          sameResultLines: same,
+          statusAndSyncLinesSame: statusSyncSame,
+        }
       : 'not run: set REF_BRIDGE=/path/to/bridge.py (python3, standard library only)',
   };
 }

@@ -3,7 +3,6 @@
 // real UDP air; the page shows their screens over RFB, runs the six labs, types into a machine's
 // screen, refuses pages of other origins, and says so when the server goes away and comes back.
 // Every judgement is made from the air, by the page or by the console's own listener.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,8 +20,8 @@ import {
   shot,
   typeIntoScreen,
 } from './chromium.ts';
+import { startUp, stopUp, type Up } from './up-process.ts';
 
-const MAIN = join(import.meta.dirname, '../../operator/src/cli/main.ts');
 const dir = mkdtempSync(join(tmpdir(), 'retrokube-console-e2e-'));
 const FILE = join(dir, 'lab.yaml');
 writeFileSync(
@@ -38,42 +37,11 @@ spec:
 `,
 );
 
-interface Up {
-  proc: ChildProcess;
-  url: string;
-  log: () => string;
-}
-
-/** `retrokube up FILE` in its own process; resolves once its console listens and the deployment went in. */
-function startUp(consolePort = 0): Promise<Up> {
-  let log = '';
-  const proc = spawn(
-    process.execPath,
-    [MAIN, 'up', FILE, '--state', join(dir, 'state'), '--no-view', '--console-port', String(consolePort)],
-    { env: { ...process.env, LOG_LEVEL: 'warn' } },
+const startConsoleUp = (consolePort = 0): Promise<Up> =>
+  startUp(
+    [FILE, '--state', join(dir, 'state'), '--console-port', String(consolePort)],
+    'deployments ensured',
   );
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`up did not start in 120 s:\n${log}`)), 120_000);
-    const seen = (b: Buffer): void => {
-      log += b.toString();
-      const m = /web console (\S+)/.exec(log);
-      if (m && log.includes('deployments ensured')) {
-        clearTimeout(timer);
-        resolve({ proc, url: m[1], log: () => log });
-      }
-    };
-    proc.stdout?.on('data', seen);
-    proc.stderr?.on('data', seen);
-    proc.on('exit', (code) => reject(new Error(`up exited (${code}) before its console was ready:\n${log}`)));
-  });
-}
-
-const stopUp = (u: Up): Promise<void> =>
-  new Promise((r) => {
-    if (u.proc.exitCode !== null) return r();
-    u.proc.once('exit', () => r());
-    u.proc.kill('SIGTERM');
-  });
 
 let up: Up;
 let browser: Browser;
@@ -84,7 +52,7 @@ const view = async (): Promise<ClusterView> =>
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  up = await startUp();
+  up = await startConsoleUp();
   browser = await launch();
   page = await browser.context.newPage();
   await page.goto(up.url);
@@ -190,13 +158,44 @@ describe.sequential('the web console of retrokube up, in chromium', () => {
     expect(done(v), JSON.stringify({ converged: v.converged, running: v.running })).toBe(true);
   });
 
+  it('two pages steer one cluster: a rollout raced by a power cut ends converged, both pages see it', async () => {
+    const other = await browser.context.newPage();
+    await other.goto(up.url);
+    await other.waitForSelector('#link.up', { timeout: 30_000 });
+    // Page 1 starts a rolling update through the command box; page 2 pulls node-a's plug at once.
+    await page.fill('#command', 'Kube.Apply web 4 Ticker');
+    await page.click('#command-form button');
+    await other.click('#machine-node-a button.power');
+    await page.waitForSelector('#machine-node-a.off', { timeout: 10_000 }); // page 1 sees page 2's action
+    expect(await page.locator('#notices').textContent()).toContain('node-a switched off');
+    await other.waitForTimeout(3000);
+    await other.click('#machine-node-a button.power');
+    await page.waitForSelector('#machine-node-a:not(.off)', { timeout: 30_000 });
+    const end = Date.now() + 180_000;
+    const done = (x: ClusterView) =>
+      x.converged &&
+      x.readyNodes === 2 &&
+      x.running === 4 &&
+      x.pods.every((p) => p.runningOn.length === 0 || p.image === 'Ticker');
+    let v = await view();
+    while (Date.now() < end && !done(v)) {
+      await new Promise((r) => setTimeout(r, 1000));
+      v = await view();
+    }
+    await shot(other, 'console-second-page');
+    await other.close();
+    expect(done(v), JSON.stringify({ converged: v.converged, ready: v.readyNodes, running: v.running })).toBe(
+      true,
+    );
+  });
+
   it('says clearly when the server goes away, and recovers when it returns', async () => {
     const port = Number(new URL(up.url).port);
     await stopUp(up);
     await page.waitForSelector('#link.down', { timeout: 20_000 });
     expect(await page.locator('#link').textContent()).toMatch(/went away|does not answer/);
     await shot(page, 'console-server-gone');
-    up = await startUp(port);
+    up = await startConsoleUp(port);
     await page.waitForSelector('#link.up', { timeout: 60_000 });
     await page.waitForFunction(
       () => document.querySelector('#summary')?.textContent?.includes('CONVERGED'),

@@ -50,7 +50,10 @@ let up: ChildProcess | null = null;
 let upLog = '';
 function startUp(): void {
   upLog = '';
-  up = spawn(process.execPath, [MAIN, 'up', join(dir, 'small.yaml'), '--no-view', '--no-vnc'], { env });
+  // info level, so the log file has lines to show (under vitest the default level is warn)
+  up = spawn(process.execPath, [MAIN, 'up', join(dir, 'small.yaml'), '--no-view', '--no-vnc'], {
+    env: { ...env, RETROKUBE_LOG_LEVEL: 'info' },
+  });
   up.stdout?.on('data', (b: Buffer) => {
     upLog += b.toString();
   });
@@ -129,6 +132,12 @@ describe.sequential('retrokube up FILE: a local Oberon cluster, steered by the c
     const st = JSON.parse(readFileSync(join(state, 'up.json'), 'utf8'));
     expect(st.machines.map((m: { name: string }) => m.name)).toEqual(['plane', 'node-a', 'node-b']);
     expect(upLog).not.toContain('0123456789abcdef'); // the key is never printed
+    // The console is for people: no JSON log lines, no repeated runtime warnings; the log is a file.
+    const logFile = join(state, 'up.log');
+    expect(upLog).toContain(`logs (JSON lines) go to ${logFile}`);
+    expect(upLog).not.toMatch(/^\{"level"/m);
+    expect(upLog).not.toMatch(/ExperimentalWarning/);
+    expect(readFileSync(logFile, 'utf8')).toMatch(/^\{"level":\d+,"time":\d+,"component":"/m);
   }, 120_000);
 
   it('kube get -o json shows the cluster heard on the air', async () => {
@@ -139,6 +148,17 @@ describe.sequential('retrokube up FILE: a local Oberon cluster, steered by the c
     expect(v.nodes.map((n) => n.name).sort()).toEqual(['node-a', 'node-b']);
     const t = await cli('kube', 'get');
     expect(t.stdout).toMatch(/node-a\s+Ready/);
+  }, 60_000);
+
+  it('air listen with no address hears this cluster (relay, key and cluster from the state folder)', async () => {
+    const r = await cli('air', 'listen', '--json', '--duration', '4');
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { kind?: string; verdict?: string });
+    expect(lines.filter((l) => l.kind === 'heartbeat' && l.verdict === 'ok').length).toBeGreaterThan(2);
+    expect(r.stderr).not.toMatch(/heard nothing/);
   }, 60_000);
 
   it('machine off makes the node NotReady and its pods move; machine on brings it back', async () => {

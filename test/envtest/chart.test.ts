@@ -19,6 +19,12 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
+import { airLabels, render as renderAir, withDefaults } from '../../operator/src/controllers/oberonair.ts';
+import {
+  machineSettings,
+  type OberonMachine,
+  renderPod,
+} from '../../operator/src/controllers/oberonmachine-render.ts';
 import { REPO_ROOT } from './control-plane.ts';
 import {
   adminKubeConfig,
@@ -29,6 +35,8 @@ import {
 } from './harness.ts';
 
 const CHART = join(REPO_ROOT, 'charts/retrokube');
+// biome-ignore lint/suspicious/noExplicitAny: tests navigate rendered API objects freely
+type Deep = any;
 const FIELD_MANAGER = 'retrokube-chart-test';
 
 interface Manifest extends KubernetesObject {
@@ -631,5 +639,113 @@ describe('RBAC of the chart, impersonating its ServiceAccount', () => {
       // Secrets: create only (the generated cluster key); never get, list or watch.
       if (r.resources.includes('secrets')) expect(r.verbs).toEqual(['create']);
     }
+  });
+});
+
+describe('#17.8 namespaced mode (operator.watchNamespace), impersonating the ServiceAccount', () => {
+  it('the operator gets a Role in the watched namespace only: it writes there, nowhere else, and nothing cluster-wide but KubeVirt reads', async () => {
+    const release = await freshNamespace('chart-ns-rel');
+    const watched = await freshNamespace('chart-ns-watch');
+    const other = await freshNamespace('chart-ns-other');
+    const ms = await render({ 'operator.watchNamespace': watched }, { namespace: release, release });
+    expect(operatorContainer(ms).args).toContain(`--namespace=${watched}`);
+    // Cluster-wide: one read-only ClusterRole (the KubeVirt CR), no writes of any kind.
+    const clusterRoles = ms.filter((m) => m.kind === 'ClusterRole');
+    expect(clusterRoles).toHaveLength(1);
+    for (const r of clusterRoles[0]?.rules ?? [])
+      expect(r.verbs.every((v) => v === 'get' || v === 'list')).toBe(true);
+    const roles = ms.filter((m) => m.kind === 'Role');
+    expect(roles.map((r) => r.metadata?.namespace).sort()).toEqual([release, watched].sort());
+
+    const rbacKinds = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
+    const applied = await serverSideApply(
+      ms.filter((x) => rbacKinds.includes(x.kind ?? '')),
+      false,
+    );
+    expect(applied.stderr).toBe('');
+    const saName = only(ms, 'ServiceAccount').metadata?.name ?? '';
+    const sa = serviceAccountKubeConfig(release, saName);
+    const authz = sa.makeApiClient(AuthorizationV1Api);
+    const can = async (verb: string, group: string, resource: string, namespace?: string) =>
+      (
+        await authz.createSelfSubjectAccessReview({
+          body: { spec: { resourceAttributes: { verb, group, resource, namespace } } },
+        })
+      ).status?.allowed === true;
+    const writes: [string, string][] = [
+      ['apps', 'statefulsets'],
+      ['apps', 'deployments'],
+      ['batch', 'jobs'],
+      ['', 'services'],
+      ['', 'configmaps'],
+      ['', 'persistentvolumeclaims'],
+      ['retrokube.io', 'oberonmachines'],
+    ];
+    for (const [group, resource] of writes) {
+      for (const verb of ['create', 'update', 'patch', 'delete']) {
+        expect(
+          await can(verb, group, resource, watched),
+          `${verb} ${resource} in the watched namespace`,
+        ).toBe(true);
+        expect(await can(verb, group, resource, other), `${verb} ${resource} in another namespace`).toBe(
+          false,
+        );
+        expect(await can(verb, group, resource), `${verb} ${resource} cluster-wide`).toBe(false);
+      }
+    }
+    expect(await can('watch', 'retrokube.io', 'oberonkubes', watched)).toBe(true);
+    expect(await can('watch', 'retrokube.io', 'oberonkubes', other)).toBe(false);
+    expect(await can('get', '', 'secrets', watched)).toBe(false); // create only, as cluster-wide
+    expect(await can('create', '', 'secrets', other)).toBe(false);
+    expect(await can('list', 'kubevirt.io', 'kubevirts')).toBe(true);
+  });
+});
+
+describe('#17.4 NetworkPolicies for machines and air relays', () => {
+  it('machines take no connection, relays take the air only from machines of an air and the operator; the API server accepts them', async () => {
+    const ns = await freshNamespace('chart-netpol');
+    const ms = await render({ 'networkPolicy.namespaces[0]': ns }, { namespace: 'retrokube-system' });
+    const pols = ms.filter((m) => m.kind === 'NetworkPolicy') as (Manifest & { spec: Deep })[];
+    expect(pols.map((p) => p.metadata?.namespace)).toEqual([ns, ns]);
+    const machines = pols.find((p) => p.metadata?.name?.endsWith('-machines'))!;
+    const relays = pols.find((p) => p.metadata?.name?.endsWith('-air-relays'))!;
+    // The selectors are the labels the operator puts on its pods.
+    const m: OberonMachine = {
+      apiVersion: 'retrokube.io/v1alpha1',
+      kind: 'OberonMachine',
+      metadata: { name: 'x', namespace: ns, uid: 'u' },
+      spec: { air: 'lab' },
+    };
+    const podLabels = (renderPod(m, machineSettings(m), 'img').statefulSet.spec as Deep).template.metadata
+      .labels;
+    expect(podLabels).toMatchObject(machines.spec.podSelector.matchLabels);
+    expect(machines.spec).toMatchObject({ policyTypes: ['Ingress'], ingress: [] });
+    const air = {
+      apiVersion: 'retrokube.io/v1alpha1',
+      kind: 'OberonAir',
+      metadata: { name: 'lab', namespace: ns, uid: 'a' },
+    };
+    expect(airLabels(air)).toMatchObject(relays.spec.podSelector.matchLabels);
+    const [fromAir, metrics] = relays.spec.ingress;
+    expect(fromAir.ports).toEqual([{ port: 'air', protocol: 'UDP' }]);
+    expect(podLabels[fromAir.from[0].podSelector.matchExpressions[0].key]).toBe('lab');
+    expect(fromAir.from[1].namespaceSelector.matchLabels).toEqual({
+      'kubernetes.io/metadata.name': 'retrokube-system',
+    });
+    expect(metrics.ports).toEqual([{ port: 'metrics', protocol: 'TCP' }]);
+    // Named ports exist on the pods the operator renders.
+    const relayPorts = (
+      renderAir(air, withDefaults({}, 'img')).deployment.spec as Deep
+    ).template.spec.containers[0].ports.map((p: { name: string }) => p.name);
+    expect(relayPorts).toEqual(expect.arrayContaining(['air', 'metrics']));
+    const applied = await serverSideApply(pols, true);
+    expect(applied.stderr).toBe('');
+    expect(applied.code).toBe(0);
+    // Namespaced mode protects the watched namespace without a list.
+    const nsMode = await render({ 'operator.watchNamespace': ns });
+    expect(nsMode.filter((x) => x.kind === 'NetworkPolicy').map((p) => p.metadata?.namespace)).toEqual([
+      ns,
+      ns,
+    ]);
   });
 });

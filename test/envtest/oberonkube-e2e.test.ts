@@ -3,23 +3,19 @@
 // `retrokube machine run` command locally (the Kube disk as the PVC, the Secret's key for
 // $(RK_KEY), the relay Service pointing at a local relay), and the OberonKube reports Ready with
 // the node and pod counts the operator heard on the air.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startRelay } from '../../operator/src/air/relay.ts';
 import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
-import { KINDS_OWNED } from '../../operator/src/controllers/oberonmachine.ts';
 import { resourcePath } from '../../operator/src/runtime/client.ts';
 import { kubeDisk } from '../e2e/kube-harness.ts';
 import { freshNamespace } from './harness.ts';
 import {
   CORE,
   condition,
-  localMachineArgs,
-  localMachineEnv,
-  markStatefulSetReady,
+  LocalKubelet,
   publishRelayEndpoint,
   runExecProbe,
   startOperator,
@@ -34,12 +30,11 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
   it('a plane and two nodes boot from the StatefulSets, join, run the deployment; status Ready 2/2 with 3/3 pods heard', async () => {
     const ns = await freshNamespace('kube-e2e');
     const k = testClient();
-    const root = resolve(import.meta.dirname, '../..');
     const disk = await kubeDisk();
     const work = mkdtempSync(join(tmpdir(), 'rk-e2e-'));
     const relay = await startRelay({ port: 0, bind: '127.0.0.1' });
-    const procs = new Map<string, ChildProcess>();
-    const pods = new Map<string, { c: Deep; mounts: Record<string, string> }>();
+    const kubelet = new LocalKubelet(k, ns, { disk, relay: `127.0.0.1:${relay.address.port}`, work });
+    const { procs, pods } = kubelet;
     try {
       await startOperator({
         namespace: ns,
@@ -52,66 +47,18 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
         metadata: { name: 'e2e', namespace: ns },
         spec: { nodes: 2, deployments: 'web 3 Ticker' },
       });
-      const secret: Deep = await waitFor('the key Secret', () =>
-        k.getOrUndefined(CORE.secret, ns, 'rk-kube-e2e-key'),
-      );
-      const key = Buffer.from(secret.data.key, 'base64').toString();
+      await waitFor('the key Secret', () => k.getOrUndefined(CORE.secret, ns, 'rk-kube-e2e-key'));
       // Machines start only once the relay Service has a ready endpoint (the endpointslice
       // controller's work, played here; the relay itself is the local one above).
       await waitFor('the relay Service', () => k.getOrUndefined(CORE.service, ns, 'rk-air-e2e-air'));
       await publishRelayEndpoint(k, ns, 'e2e-air');
 
-      // The kubelet: every StatefulSet that appears gets its pod, run here as a process; a
-      // ConfigMap volume is a folder with a file per entry, kept up to date.
-      const syncConfigMaps = async () => {
-        for (const [name, p] of pods) {
-          const volume = (
-            (await k.get(KINDS_OWNED.statefulSet, ns, name)) as Deep
-          ).spec.template.spec.volumes.find((v: Deep) => v.configMap);
-          if (!volume) continue;
-          const cm: Deep = await k.getOrUndefined(CORE.configMap, ns, volume.configMap.name);
-          for (const [entry, text] of Object.entries((cm?.data ?? {}) as Record<string, string>)) {
-            const file = join(p.mounts[volume.name], entry);
-            let old = '';
-            try {
-              old = readFileSync(file, 'utf8');
-            } catch {}
-            if (old !== text) writeFileSync(file, text);
-          }
-        }
-      };
-      const kubelet = async () => {
-        await syncConfigMaps();
-        for (const sts of (await k.list(KINDS_OWNED.statefulSet, ns)).items as Deep[]) {
-          const name = sts.metadata.name as string;
-          if (procs.has(name) || sts.spec.replicas !== 1) continue;
-          const c = sts.spec.template.spec.containers[0];
-          // The pod's volumes as local folders: the PVC with the Kube disk, the status emptyDir,
-          // the plane's live deployments.
-          const mounts: Record<string, string> = {
-            disk: join(work, name, 'disk'),
-            status: join(work, name, 'status'),
-            live: join(work, name, 'live'),
-          };
-          for (const dir of Object.values(mounts)) mkdirSync(dir, { recursive: true });
-          copyFileSync(disk, join(mounts.disk, 'oberon.dsk'));
-          const args = localMachineArgs(c, { mounts, relay: `127.0.0.1:${relay.address.port}`, key });
-          pods.set(name, { c, mounts });
-          procs.set(
-            name,
-            spawn(resolve(root, 'node_modules/.bin/node'), ['operator/src/cli/main.ts', ...args], {
-              cwd: root,
-              stdio: 'ignore',
-              env: localMachineEnv(key),
-            }),
-          );
-          await markStatefulSetReady(k, ns, name, sts.metadata.generation);
-        }
-      };
+      // The kubelet (every StatefulSet that appears gets its pod, run here as a process) is played by
+      // kubelet.sync() below.
       const s: Deep = await waitFor(
         'the OberonKube Ready and converged as heard on the air',
         async () => {
-          await kubelet();
+          await kubelet.sync();
           const o: Deep = await k.get(OBERONKUBE, ns, 'e2e');
           return o.status?.converged && condition(o, 'Ready')?.status === 'True' && o;
         },
@@ -143,7 +90,7 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
       const rolled: Deep = await waitFor(
         'web 4 Ticker2 heard on the air',
         async () => {
-          await kubelet();
+          await kubelet.sync();
           const o: Deep = await k.get(OBERONKUBE, ns, 'e2e');
           const images = (o.status?.nodeTable ?? []).flatMap((n: Deep) => n.images ?? []);
           return (
@@ -156,7 +103,7 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
       expect(procs.get('rk-m-e2e-plane')).toBe(planeProc);
       expect(planeProc?.exitCode).toBeNull();
     } finally {
-      for (const p of procs.values()) p.kill('SIGKILL');
+      kubelet.stop();
       await relay.close();
       rmSync(work, { recursive: true, force: true });
     }

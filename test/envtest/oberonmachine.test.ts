@@ -77,7 +77,7 @@ describe('OberonMachine on a real API server', () => {
       '--vnc',
       '5900',
       '--vnc-host',
-      '0.0.0.0',
+      '127.0.0.1', // #17.4: loopback unless spec.vnc.expose; reached with kubectl port-forward
       '--status-file',
       '/run/retrokube/status',
       '--commands',

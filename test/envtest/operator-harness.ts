@@ -2,6 +2,8 @@
 // a raw client for assertions, and polling.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { onTestFinished } from 'vitest';
 import { createOperatorManager } from '../../operator/src/cli/operator-run.ts';
@@ -221,6 +223,72 @@ function kubeletExpand(arg: string, key: string): string {
 /** The machine container's environment on this host: the key Secret's value as RK_KEY. */
 export function localMachineEnv(key = ''): NodeJS.ProcessEnv {
   return { ...process.env, RK_KEY: key };
+}
+
+/**
+ * The kubelet's part for machine StatefulSets, played on this host: each StatefulSet scaled to 1
+ * gets its pod as a local `retrokube machine run` process (volumes as folders: the PVC with a copy
+ * of `disk`, the status emptyDir, ConfigMap volumes as a file per entry kept up to date), its key
+ * read from the Secret its env names, its relay the local one; then the StatefulSet is marked ready.
+ */
+export class LocalKubelet {
+  readonly procs = new Map<string, ChildProcess>();
+  readonly pods = new Map<string, { c: Container; mounts: LocalMounts }>();
+  private readonly k: KubeClient;
+  private readonly ns: string;
+  private readonly o: { disk: string; relay: string; work: string };
+  constructor(k: KubeClient, ns: string, o: { disk: string; relay: string; work: string }) {
+    this.k = k;
+    this.ns = ns;
+    this.o = o;
+  }
+
+  /** One pass: ConfigMap volumes refreshed, new pods started. */
+  async sync(): Promise<void> {
+    const sets = (await this.k.list(KINDS_OWNED.statefulSet, this.ns)).items as Container[];
+    for (const sts of sets) {
+      const name = sts.metadata.name as string;
+      const pod = this.pods.get(name);
+      if (pod) await this.refreshConfigMaps(sts, pod.mounts);
+      if (this.procs.has(name) || sts.spec.replicas !== 1) continue;
+      const c = sts.spec.template.spec.containers[0];
+      const mounts: LocalMounts = {};
+      for (const v of sts.spec.template.spec.volumes ?? []) mounts[v.name] = join(this.o.work, name, v.name);
+      mounts.disk = join(this.o.work, name, 'disk');
+      for (const dir of Object.values(mounts)) mkdirSync(dir, { recursive: true });
+      copyFileSync(this.o.disk, join(mounts.disk, 'oberon.dsk'));
+      await this.refreshConfigMaps(sts, mounts);
+      const ref = c.env?.find((e: Container) => e.name === 'RK_KEY')?.valueFrom?.secretKeyRef;
+      const secret = ref ? await this.k.get(CORE.secret, this.ns, ref.name) : undefined;
+      const key = ref ? Buffer.from((secret as Container).data[ref.key], 'base64').toString() : undefined;
+      const args = localMachineArgs(c, { mounts, relay: this.o.relay, key });
+      this.pods.set(name, { c, mounts });
+      this.procs.set(
+        name,
+        spawn(join(REPO_ROOT, 'node_modules/.bin/node'), ['operator/src/cli/main.ts', ...args], {
+          cwd: REPO_ROOT,
+          stdio: 'ignore',
+          env: localMachineEnv(key),
+        }),
+      );
+      await markStatefulSetReady(this.k, this.ns, name, sts.metadata.generation);
+    }
+  }
+
+  private async refreshConfigMaps(sts: Container, mounts: LocalMounts): Promise<void> {
+    for (const v of sts.spec.template.spec.volumes ?? []) {
+      if (!v.configMap) continue;
+      const cm = (await this.k.getOrUndefined(CORE.configMap, this.ns, v.configMap.name)) as Container;
+      for (const [entry, text] of Object.entries((cm?.data ?? {}) as Record<string, string>)) {
+        const file = join(mounts[v.name], entry);
+        if (!existsSync(file) || readFileSync(file, 'utf8') !== text) writeFileSync(file, text);
+      }
+    }
+  }
+
+  stop(): void {
+    for (const p of this.procs.values()) p.kill('SIGKILL');
+  }
 }
 
 /**

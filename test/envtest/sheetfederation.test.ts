@@ -2,29 +2,25 @@
 // apiservers (signing on) and a real node agent each running real processes. The operator is
 // killed in the middle of a migration and a new one resumes it from status alone.
 import { afterEach, describe, expect, it } from 'vitest';
+import { SHEETCLUSTER } from '../../operator/src/controllers/sheetcluster.ts';
 import { SHEETFEDERATION } from '../../operator/src/controllers/sheetfederation.ts';
 import { SHEETMIGRATION } from '../../operator/src/controllers/sheetmigration.ts';
-import { createApiServer } from '../../operator/src/sheets/apiserver/server.ts';
-import { Member } from '../../operator/src/sheets/bridge/client.ts';
-import { NodeAgent } from '../../operator/src/sheets/node/agent.ts';
-import { MemoryStore } from '../../operator/src/sheets/store/memory.ts';
+import {
+  deploySleeper,
+  hasDeployment,
+  runningPods,
+  type SheetClusterKit,
+  startSheetCluster,
+} from '../../operator/src/sheets/bridge/testkit.ts';
 import type { Row } from '../../operator/src/sheets/store/types.ts';
 import { freshNamespace } from './harness.ts';
 import { CORE, type KubeObject, startOperator, testClient, waitFor } from './operator-harness.ts';
+import { sheetCluster as sheetClusterObject } from './sheetcluster-kit.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read status fields of unstructured objects.
 type Deep = any;
 
-interface SheetCluster {
-  name: string;
-  url: string;
-  store: MemoryStore;
-  api: Member;
-  agent: NodeAgent;
-  token: string;
-  key: string;
-  stopAgent(): Promise<void>;
-}
+type SheetCluster = SheetClusterKit;
 
 const closers: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -32,59 +28,15 @@ afterEach(async () => {
 });
 
 async function sheetCluster(name: string, cpuTotal: number): Promise<SheetCluster> {
-  const store = new MemoryStore();
-  const token = `${name}-token-${Math.random().toString(36).slice(2)}`;
-  const key = `${name}-key-${Math.random().toString(36).slice(2)}`;
-  const server = await createApiServer({
-    store,
-    token,
-    signingKey: key,
-    nodeTtlSec: 5,
-    samples: false,
-    metricsIntervalSec: 3600,
-  });
-  const url = (await server.listen(0, '127.0.0.1')).replace('[::1]', '127.0.0.1');
-  const agent = new NodeAgent({
-    server: url,
-    token,
-    key,
-    name: `${name}-node`,
-    ip: '127.0.0.1',
-    cpuTotal,
-    memTotal: 4096,
-    intervalMs: 1100,
-    runtimes: ['process'],
-    allowProcess: true, // the test opts in: its deployments run `sleep`
-    stopGraceMs: 500,
-  });
-  agent.start();
-  let stopped = false;
-  const c: SheetCluster = {
-    name,
-    url,
-    store,
-    token,
-    key,
-    agent,
-    api: new Member({ name, url, token, key }),
-    async stopAgent() {
-      if (!stopped) await agent.stop();
-      stopped = true;
-    },
-  };
-  closers.push(async () => {
-    await c.stopAgent();
-    await server.close();
-  });
-  await waitFor(`${name} node registered`, async () => store.rows('Nodes').length === 1);
+  const c = await startSheetCluster({ name, cpuTotal });
+  closers.push(() => c.close());
+  await waitFor(`${name} node registered`, async () => c.store.rows('Nodes').length === 1);
   return c;
 }
 
-const running = (c: SheetCluster, d: string) =>
-  c.store.rows('Pods').filter((p) => p.deployment === d && p.phase === 'Running').length;
-const has = (c: SheetCluster, d: string) => c.store.rows('Deployments').some((r) => r.name === d);
-const deploy = (c: SheetCluster, name: string, replicas: number, cpu = 100) =>
-  c.api.apply([{ name, image: 'process', command: 'sleep 600', replicas, cpu_req: cpu, mem_req: 16 }]);
+const running = runningPods;
+const has = hasDeployment;
+const deploy = deploySleeper;
 
 /** The Secret holding a member's token and key, and the member block naming it. */
 async function memberOf(k: ReturnType<typeof testClient>, ns: string, c: SheetCluster) {
@@ -99,6 +51,15 @@ async function memberOf(k: ReturnType<typeof testClient>, ns: string, c: SheetCl
     url: c.url,
     tokenSecretRef: { name: `${c.name}-creds`, key: 'token' },
     signingKeySecretRef: { name: `${c.name}-creds`, key: 'key' },
+  };
+}
+
+function federation(ns: string, name: string, spec: Record<string, unknown>): KubeObject {
+  return {
+    apiVersion: 'retrokube.io/v1alpha1',
+    kind: 'SheetFederation',
+    metadata: { name, namespace: ns },
+    spec,
   };
 }
 
@@ -144,16 +105,14 @@ describe('SheetFederation', () => {
     await deploy(local, 'web', 1, 250);
     await startOperator({ namespace: ns });
     const members = [await memberOf(k, ns, local), await memberOf(k, ns, peer)];
-    await k.create(SHEETFEDERATION, {
-      apiVersion: 'retrokube.io/v1alpha1',
-      kind: 'SheetFederation',
-      metadata: { name: 'fed', namespace: ns },
-      spec: {
+    await k.create(
+      SHEETFEDERATION,
+      federation(ns, 'fed', {
         members,
         sync: { enabled: true, intervalSeconds: 5 },
         stretched: [{ deployment: 'web', replicas: 6 }],
-      },
-    } as KubeObject);
+      }),
+    );
     const st: Deep = await waitFor(
       'members reported, sync done, web stretched and running',
       async () => {
@@ -198,19 +157,17 @@ describe('SheetFederation', () => {
     await deploy(local, 'api', 1);
     await startOperator({ namespace: ns });
     const good = await memberOf(k, ns, local);
-    await k.create(SHEETFEDERATION, {
-      apiVersion: 'retrokube.io/v1alpha1',
-      kind: 'SheetFederation',
-      metadata: { name: 'fed', namespace: ns },
-      spec: {
+    await k.create(
+      SHEETFEDERATION,
+      federation(ns, 'fed', {
         members: [
           good,
           { name: 'gone', url: 'http://127.0.0.1:1', tokenSecretRef: { name: 'local-creds', key: 'token' } },
           { name: 'nosecret', url: local.url, tokenSecretRef: { name: 'nope', key: 'token' } },
         ],
         sync: { enabled: true, intervalSeconds: 5 },
-      },
-    } as KubeObject);
+      }),
+    );
     const st: Deep = await waitFor('members judged', async () => {
       const f: Deep = await k.get(SHEETFEDERATION, ns, 'fed');
       return f.status?.members?.length === 3 && f.status;
@@ -227,23 +184,29 @@ describe('SheetFederation', () => {
   }, 60_000);
 });
 
+/** A namespace, two clusters with `replicas` of `deploy` running on local, and the spec's members. */
+async function migrationSetup(prefix: string, deploy_: string, replicas: number) {
+  const ns = await freshNamespace(prefix);
+  const k = testClient();
+  const local = await sheetCluster('local', 2000);
+  const peer = await sheetCluster('peer', 2000);
+  await deploy(local, deploy_, replicas);
+  await waitFor(`${deploy_} running on local`, async () => running(local, deploy_) === replicas, 30_000);
+  const spec = {
+    deployment: deploy_,
+    from: await memberOf(k, ns, local),
+    to: await memberOf(k, ns, peer),
+    pollSeconds: 1,
+    waitSeconds: 60,
+  };
+  return { ns, k, local, peer, spec };
+}
+
 describe('SheetMigration', () => {
   it('moves a deployment make-before-break, an Event for every phase', async () => {
-    const ns = await freshNamespace('skmig');
-    const k = testClient();
-    const local = await sheetCluster('local', 2000);
-    const peer = await sheetCluster('peer', 2000);
-    await deploy(local, 'mover', 2);
-    await waitFor('mover running on local', async () => running(local, 'mover') === 2, 30_000);
+    const { ns, k, local, peer, spec } = await migrationSetup('skmig', 'mover', 2);
     const hw = highWater(peer, 'mover');
     await startOperator({ namespace: ns });
-    const spec = {
-      deployment: 'mover',
-      from: await memberOf(k, ns, local),
-      to: await memberOf(k, ns, peer),
-      pollSeconds: 1,
-      waitSeconds: 60,
-    };
     await k.create(SHEETMIGRATION, migration(ns, 'move', spec));
     const st = await waitFor(
       'Succeeded',
@@ -264,21 +227,9 @@ describe('SheetMigration', () => {
   }, 120_000);
 
   it('rolls back when the target degrades inside the window', async () => {
-    const ns = await freshNamespace('skmig-rb');
-    const k = testClient();
-    const local = await sheetCluster('local', 2000);
-    const peer = await sheetCluster('peer', 2000);
-    await deploy(local, 'fragile', 1);
-    await waitFor('fragile running on local', async () => running(local, 'fragile') === 1, 30_000);
+    const { ns, k, local, peer, spec: base } = await migrationSetup('skmig-rb', 'fragile', 1);
     await startOperator({ namespace: ns });
-    const spec = {
-      deployment: 'fragile',
-      from: await memberOf(k, ns, local),
-      to: await memberOf(k, ns, peer),
-      pollSeconds: 1,
-      waitSeconds: 60,
-      rollbackWindowSeconds: 60,
-    };
+    const spec = { ...base, rollbackWindowSeconds: 60 };
     await k.create(SHEETMIGRATION, migration(ns, 'move', spec));
     await waitFor('Watching', async () => (await phaseOf(k, ns, 'move')).phase === 'Watching', 60_000);
     await peer.stopAgent(); // the target degrades on purpose
@@ -298,12 +249,7 @@ describe('SheetMigration', () => {
   }, 150_000);
 
   it('an operator killed between a step and its status resumes from status alone and never double-scales', async () => {
-    const ns = await freshNamespace('skmig-kill');
-    const k = testClient();
-    const local = await sheetCluster('local', 2000);
-    const peer = await sheetCluster('peer', 2000);
-    await deploy(local, 'mover', 2);
-    await waitFor('mover running on local', async () => running(local, 'mover') === 2, 30_000);
+    const { ns, k, local, peer, spec } = await migrationSetup('skmig-kill', 'mover', 2);
     const hw = highWater(peer, 'mover');
     // The first operator dies right after the target was scaled, before it could record that.
     let crashed = false;
@@ -318,13 +264,6 @@ describe('SheetMigration', () => {
         },
       },
     });
-    const spec = {
-      deployment: 'mover',
-      from: await memberOf(k, ns, local),
-      to: await memberOf(k, ns, peer),
-      pollSeconds: 1,
-      waitSeconds: 60,
-    };
     await k.create(SHEETMIGRATION, migration(ns, 'move', spec));
     await waitFor(
       'the first operator crashed after scaling the target',
@@ -384,5 +323,73 @@ describe('SheetMigration', () => {
     expect(has(local, 'huge')).toBe(true);
     expect(has(local, 'never')).toBe(true);
     expect(has(peer, 'huge') || has(peer, 'never')).toBe(false);
+  }, 120_000);
+});
+
+describe('SheetFederation over two SheetClusters', () => {
+  it("finds each member's apiserver and Secrets through its SheetCluster and federates them", async () => {
+    const ns = await freshNamespace('skfed-sc');
+    const k = testClient();
+    // The SheetClusters' apiservers are ours in this process (no kubelet runs their pods here); the
+    // operator reaches a SheetCluster at the address the test gives, as it would reach its Service.
+    const servers = new Map<string, SheetClusterKit>();
+    await startOperator({
+      namespace: ns,
+      keySeed: 'skfed-sc-seed',
+      sheetsAddress: (_ns, cluster) => servers.get(cluster)?.url ?? 'http://127.0.0.1:9',
+    });
+    for (const name of ['east', 'west'])
+      await k.create(SHEETCLUSTER, sheetClusterObject(ns, name, { nodes: 1 }));
+    // The operator generated each cluster's token and signing key; its apiserver must use them.
+    const secret = async (name: string) => {
+      const s: Deep = await waitFor(`Secret ${name}`, () => k.getOrUndefined<Deep>(CORE.secret, ns, name));
+      const [entry] = Object.values(s.data as Record<string, string>);
+      return Buffer.from(entry, 'base64').toString('utf8').trim();
+    };
+    for (const name of ['east', 'west']) {
+      const c = await startSheetCluster({
+        name,
+        cpuTotal: 2000,
+        token: await secret(`rk-sheets-${name}-token`),
+        key: await secret(`rk-sheets-${name}-signing`),
+      });
+      closers.push(() => c.close());
+      servers.set(name, c);
+    }
+    const east = servers.get('east') as SheetClusterKit;
+    const west = servers.get('west') as SheetClusterKit;
+    await deploy(east, 'api', 1);
+    await k.create(
+      SHEETFEDERATION,
+      federation(ns, 'fed', {
+        members: [
+          { name: 'east', sheetCluster: 'east' },
+          { name: 'west', sheetCluster: 'west' },
+        ],
+        sync: { enabled: true, intervalSeconds: 5 },
+      }),
+    );
+    const st: Deep = await waitFor(
+      'both SheetClusters reachable and synced',
+      async () => {
+        const f: Deep = await k.get(SHEETFEDERATION, ns, 'fed');
+        return f.status?.members?.every((m: Deep) => m.reachable) && has(west, 'api') && f.status;
+      },
+      60_000,
+    );
+    expect(st.members.map((m: Deep) => m.name)).toEqual(['east', 'west']);
+    expect(st.services).toEqual([{ name: 'api', home: 'east', members: ['east', 'west'] }]);
+    // a member naming a SheetCluster that does not exist says so
+    await expect(
+      k.create(
+        SHEETFEDERATION,
+        federation(ns, 'both', {
+          members: [
+            { name: 'a', sheetCluster: 'east', url: 'http://x.example' },
+            { name: 'b', sheetCluster: 'west' },
+          ],
+        }),
+      ),
+    ).rejects.toThrow(/give exactly one of url and sheetCluster/);
   }, 120_000);
 });

@@ -50,9 +50,14 @@ export function relayRegistry(relay: Relay): Registry {
   counter('air_relay_send_errors_total', 'Failed UDP sends', () => relay.stats().sendErrors);
   counter('air_relay_stations_joined_total', 'Stations learned', () => relay.stats().joined);
   counter('air_relay_stations_gone_total', 'Stations forgotten', () => relay.stats().gone);
+  counter(
+    'air_relay_stations_refused_total',
+    'Stations refused or evicted because their address or the table was full',
+    () => relay.stats().refusedPeers,
+  );
   new Counter({
     name: 'air_relay_dropped_total',
-    help: 'Frames or deliveries not forwarded, by reason (loss, rate ceiling, air off, station cut)',
+    help: 'Frames or deliveries not forwarded, by reason (loss, rate ceiling, air off, station cut, output budget)',
     labelNames: ['reason'],
     registers: [registry],
     collect() {
@@ -62,6 +67,7 @@ export function relayRegistry(relay: Relay): Registry {
       this.labels('rate').inc(st.droppedRate);
       this.labels('off').inc(st.droppedOff);
       this.labels('cut').inc(st.droppedCut);
+      this.labels('budget').inc(st.droppedBudget);
     },
   });
   new Gauge({

@@ -9,7 +9,7 @@ import { RELAY_LIMITS, type Relay, type RelayOptions, startRelay } from './relay
 import { relayControl } from './relay-http.ts';
 import { openStation, type Station } from './station.ts';
 import type { FrameRecord } from './view.ts';
-import { encodeDatagram, toHex } from './wire.ts';
+import { encodeDatagram, HELLO_BYTE, toHex } from './wire.ts';
 
 const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -404,5 +404,67 @@ describe('runtime control of the relay', () => {
     const t2 = await (await fetch(`${r2.metrics!.url}/metrics`)).text();
     expect(t1).toMatch(/^air_relay_stations 1$/m);
     expect(t2).toMatch(/^air_relay_stations 0$/m);
+  });
+});
+
+describe('#17.7 the peer table against one host with many ports', () => {
+  /** `n` hello-only sockets bound to `host` (a loopback address: 127.0.0.0/8 all reach lo). */
+  async function sprayHellos(r: Relay, host: string, n: number): Promise<dgram.Socket[]> {
+    const socks: dgram.Socket[] = [];
+    for (let i = 0; i < n; i++) {
+      const s = dgram.createSocket('udp4');
+      await new Promise<void>((ok) => s.bind(0, host, () => ok()));
+      open.push({ close: () => new Promise<void>((ok) => s.close(() => ok())) });
+      s.send(Buffer.from([HELLO_BYTE]), r.address.port, '127.0.0.1');
+      socks.push(s);
+    }
+    return socks;
+  }
+
+  it('caps the stations of one address, keeps stations that sent frames, and honest stations still join', async () => {
+    const r = await relay();
+    const a = await station(r);
+    const b = await station(r);
+    await a.st.send(frame(1));
+    await b.st.send(frame(2));
+    await until(() => a.got.length === 1 && b.got.length === 1, 5000, 'a and b talk');
+    await sprayHellos(r, '127.0.0.2', 80);
+    await sprayHellos(r, '127.0.0.1', 60); // the honest stations' own address, too
+    await until(() => r.stats().hellos >= 142, 5000, 'all hellos');
+    await settle();
+    const by = (h: string) => r.peers().filter((p) => p.host === h);
+    expect(by('127.0.0.2').length).toBe(RELAY_LIMITS.MAX_PEERS_PER_HOST);
+    expect(by('127.0.0.1').length).toBe(RELAY_LIMITS.MAX_PEERS_PER_HOST);
+    // a and b sent frames: never evicted by hellos.
+    expect(by('127.0.0.1').map((p) => p.port)).toEqual(expect.arrayContaining([a.port, b.port]));
+    expect(r.stats().refusedPeers).toBeGreaterThan(0);
+    // A new honest station from another address joins and hears a.
+    const c = await openStation({
+      host: '127.0.0.1',
+      port: r.address.port,
+      bind: '127.0.0.3',
+      helloIntervalMs: 0,
+      hello: true,
+      onDatagram: () => {},
+    });
+    open.push(c);
+    await until(() => by('127.0.0.3').length === 1, 5000, 'c joined');
+  });
+
+  it('one frame reaches every talking station but at most MAX_SILENT_RECEIVERS silent ones', async () => {
+    const r = await relay();
+    const a = await station(r);
+    const b = await station(r);
+    await b.st.send(frame(2));
+    await until(() => a.got.length === 1, 5000, 'a hears b');
+    for (const h of ['127.0.0.4', '127.0.0.5', '127.0.0.6', '127.0.0.7']) await sprayHellos(r, h, 25);
+    await until(() => r.peers().length === 102, 5000, '100 silent stations');
+    const before = r.stats().framesOut;
+    await a.st.send(frame(1));
+    await until(() => b.got.length === 1, 5000, 'b hears a');
+    await settle();
+    const out = r.stats().framesOut - before;
+    expect(out).toBe(1 + RELAY_LIMITS.MAX_SILENT_RECEIVERS); // b, then the capped listeners
+    expect(r.stats().droppedBudget).toBe(100 - RELAY_LIMITS.MAX_SILENT_RECEIVERS);
   });
 });

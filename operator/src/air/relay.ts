@@ -28,6 +28,22 @@ export const RELAY_LIMITS = {
   LEARN_MS: 1000,
   /** Bounds memory if someone sprays source addresses; far above any real air (8 nodes + plane + tools). */
   MAX_PEERS: 1024,
+  /**
+   * Stations one IP address may hold: a local `up` runs its plane, nodes and tools from one
+   * address; one host spraying hellos from many ports must not take every slot.
+   */
+  MAX_PEERS_PER_HOST: 32,
+  /**
+   * Stations that never sent a frame (listeners, and spoofed hellos) that one frame reaches: a
+   * real air has a few listeners; thousands would turn each frame into a flood.
+   */
+  MAX_SILENT_RECEIVERS: 64,
+  /**
+   * Deliveries per second for the whole air (a token bucket): a real air of 9 stations at 20
+   * frames/s makes ~1,500; beyond the budget deliveries are dropped, stations that sent frames first.
+   */
+  OUT_PER_SECOND: 20_000,
+  OUT_BURST: 40_000,
   /** A bigger kernel receive buffer rides out bursts while the relay is busy fanning out. */
   RECV_BUFFER_BYTES: 4 * 1024 * 1024,
 } as const;
@@ -60,6 +76,10 @@ export interface RelayStats {
   droppedRate: number;
   droppedOff: number;
   droppedCut: number;
+  /** Deliveries not made because the air's output budget was spent, or to silent stations over the cap. */
+  droppedBudget: number;
+  /** Stations refused or evicted because their address or the table was full. */
+  refusedPeers: number;
   sendErrors: number;
   peers: number;
   joined: number;
@@ -177,6 +197,8 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     droppedRate: 0,
     droppedOff: 0,
     droppedCut: 0,
+    droppedBudget: 0,
+    refusedPeers: 0,
     sendErrors: 0,
     joined: 0,
     gone: 0,
@@ -185,10 +207,33 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   const isCut = (p: PeerEntry): boolean =>
     cuts.size > 0 && (cuts.has(p.address) || cuts.has(p.host) || (p.name !== undefined && cuts.has(p.name)));
 
+  const perHost = new Map<string, number>();
+  const forget = (p: PeerEntry): void => {
+    peers.delete(p.address);
+    const n = (perHost.get(p.host) ?? 1) - 1;
+    if (n <= 0) perHost.delete(p.host);
+    else perHost.set(p.host, n);
+  };
+  /**
+   * Makes room for a new station by forgetting the oldest one that never sent a frame (of `host`
+   * only, when given). Stations that sent frames are never evicted. False if there is none.
+   */
+  const evictSilent = (host?: string): boolean => {
+    for (const p of peers.values()) {
+      if (p.framesIn === 0 && (host === undefined || p.host === host)) {
+        forget(p);
+        s.refusedPeers++;
+        opts.onEvent?.({ type: 'gone', peer: publicPeer(p) });
+        return true;
+      }
+    }
+    return false;
+  };
+
   const expire = (now: number): void => {
     for (const [k, p] of peers) {
       if (now - p.lastSeenMs > ttl) {
-        peers.delete(k);
+        forget(p);
         s.gone++;
         log.debug({ station: k }, 'station gone');
         opts.onEvent?.({ type: 'gone', peer: publicPeer(p) });
@@ -203,7 +248,14 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       p.lastSeenMs = now;
       return p;
     }
-    if (peers.size >= RELAY_LIMITS.MAX_PEERS) return undefined;
+    if ((perHost.get(host) ?? 0) >= RELAY_LIMITS.MAX_PEERS_PER_HOST && !evictSilent(host)) {
+      s.refusedPeers++;
+      return undefined;
+    }
+    if (peers.size >= RELAY_LIMITS.MAX_PEERS && !evictSilent()) {
+      s.refusedPeers++;
+      return undefined;
+    }
     p = {
       address: key,
       host,
@@ -219,10 +271,20 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       learnedAt: Number.NEGATIVE_INFINITY,
     };
     peers.set(key, p);
+    perHost.set(host, (perHost.get(host) ?? 0) + 1);
     s.joined++;
     log.debug({ station: key }, 'station joined');
     opts.onEvent?.({ type: 'joined', peer: publicPeer(p) });
     return p;
+  };
+
+  let outTokens: number = RELAY_LIMITS.OUT_BURST;
+  let outRefillAt = clock.now();
+  const refillOut = (now: number): void => {
+    const elapsed = now - outRefillAt;
+    if (elapsed <= 0) return;
+    outTokens = Math.min(RELAY_LIMITS.OUT_BURST, outTokens + (elapsed * RELAY_LIMITS.OUT_PER_SECOND) / 1000);
+    outRefillAt = now;
   };
 
   const withinRate = (p: PeerEntry, now: number): boolean => {
@@ -292,20 +354,32 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       s.droppedCut++;
       return;
     }
+    // Stations that sent frames first, then at most MAX_SILENT_RECEIVERS silent ones, all within
+    // the air's output budget.
+    refillOut(now);
     let receivers = 0;
-    for (const p of peers.values()) {
-      if (p === from) continue;
-      if (isCut(p)) {
-        s.droppedCut++;
-        continue;
+    let silent = 0;
+    for (const talkers of [true, false]) {
+      for (const p of peers.values()) {
+        if (p === from || p.framesIn > 0 !== talkers) continue;
+        if (isCut(p)) {
+          s.droppedCut++;
+          continue;
+        }
+        if (loss > 0 && random() < loss) {
+          s.droppedLoss++;
+          continue;
+        }
+        if (outTokens < 1 || (!talkers && silent >= RELAY_LIMITS.MAX_SILENT_RECEIVERS)) {
+          s.droppedBudget++;
+          continue;
+        }
+        outTokens--;
+        if (!talkers) silent++;
+        socket.send(msg, p.port, p.host);
+        s.framesOut++;
+        receivers++;
       }
-      if (loss > 0 && random() < loss) {
-        s.droppedLoss++;
-        continue;
-      }
-      socket.send(msg, p.port, p.host);
-      s.framesOut++;
-      receivers++;
     }
     if (opts.frameEvents)
       opts.onEvent?.({ type: 'frame', from: publicPeer(from), channel: msg[0], receivers });
@@ -375,6 +449,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
           opts.onEvent?.({ type: 'gone', peer: publicPeer(p) });
         }
         peers.clear();
+        perHost.clear();
       }
       log.info({ forgetPeers: Boolean(o.forgetPeers) }, 'air off');
     },

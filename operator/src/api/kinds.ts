@@ -2,6 +2,7 @@
 import { OberonAirKind } from './oberonair.ts';
 import { OberonKubeKind } from './oberonkube.ts';
 import { OberonMachineKind } from './oberonmachine.ts';
+import { RolloutKind } from './rollout.ts';
 import type { KindDefinition } from './schema.ts';
 import { SheetClusterKind } from './sheetcluster.ts';
 import { SheetFederationKind } from './sheetfederation.ts';
@@ -14,4 +15,5 @@ export const KINDS: readonly KindDefinition[] = [
   SheetClusterKind,
   SheetFederationKind,
   SheetMigrationKind,
+  RolloutKind,
 ];

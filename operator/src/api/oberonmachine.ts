@@ -26,25 +26,34 @@ export const NODE_NAME_PATTERN = '^[a-z0-9-]{1,6}$';
 export const CLUSTER_PATTERN = '^[a-z0-9-]{1,8}$';
 export const KEY_PATTERN = '^[0-9a-fA-F]{0,16}$';
 
-export const KeySecretRef = Type.Object(
-  {
-    name: Type.String({
-      minLength: 1,
-      maxLength: 253,
-      pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
-      description: 'Secret in the same namespace.',
-    }),
-    key: Type.Optional(
-      Type.String({
+/** A reference to one entry of a Secret in the same namespace (`key` defaults to `defaultKey`). */
+function secretEntryRef(defaultKey: string, entry: string, description: string) {
+  return Type.Object(
+    {
+      name: Type.String({
         minLength: 1,
         maxLength: 253,
-        pattern: '^[-._a-zA-Z0-9]+$',
-        default: 'key',
-        description: 'Entry of the Secret holding 0–16 hex digits (default "key").',
+        pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
+        description: 'Secret in the same namespace.',
       }),
-    ),
-  },
-  { description: 'The KubeNet key (0–16 hex digits) in a Secret; absent = the all-zero key.' },
+      key: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 253,
+          pattern: '^[-._a-zA-Z0-9]+$',
+          default: defaultKey,
+          description: `Entry of the Secret holding ${entry} (default "${defaultKey}").`,
+        }),
+      ),
+    },
+    { description },
+  );
+}
+
+export const KeySecretRef = secretEntryRef(
+  'key',
+  '0–16 hex digits',
+  'The KubeNet key (0–16 hex digits, checked before use) in a Secret; absent = the all-zero key. Whoever may create this resource can have that Secret entry handed to a machine: treat that right like reading the Secret.',
 );
 
 export const OberonMachineSpec = Type.Object(
@@ -135,6 +144,29 @@ export const OberonMachineSpec = Type.Object(
         {
           default: {},
           description: "The machine's disk: a PVC of its own, seeded once, kept across restarts.",
+        },
+      ),
+    ),
+    vnc: Type.Optional(
+      Type.Object(
+        {
+          expose: Type.Optional(
+            Type.Boolean({
+              default: false,
+              description:
+                'Pod runtime: serve VNC on the pod address (reachable through the Service, and by anyone the NetworkPolicy lets in). Default: loopback only, reached with `kubectl port-forward`.',
+            }),
+          ),
+          passwordSecretRef: Type.Optional(
+            secretEntryRef(
+              'password',
+              'the password: 1-8 printable ASCII characters',
+              'Pod runtime: VNC viewers must give this password (RFB VNC Authentication). The kubelet reads the Secret for the machine; the operator never does.',
+            ),
+          ),
+        },
+        {
+          description: 'How the screen is served. VNC carries the screen, mouse and keyboard of the machine.',
         },
       ),
     ),

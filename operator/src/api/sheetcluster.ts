@@ -47,9 +47,20 @@ const SECRET_KEY = '^[-._a-zA-Z0-9]+$';
 export const SecretKeyRef = (what: string, defaultKey: string) =>
   Type.Object(
     {
-      name: Type.String({ minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$' }),
+      name: Type.String({
+        minLength: 1,
+        maxLength: 253,
+        pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
+        description: 'Name of the Secret.',
+      }),
       key: Type.Optional(
-        Type.String({ minLength: 1, maxLength: 253, pattern: SECRET_KEY, default: defaultKey }),
+        Type.String({
+          minLength: 1,
+          maxLength: 253,
+          pattern: SECRET_KEY,
+          default: defaultKey,
+          description: 'Entry of the Secret.',
+        }),
       ),
     },
     { description: `${what} (a Secret in the same namespace; entry "${defaultKey}" unless key says).` },

@@ -28,7 +28,12 @@ export const SheetFederationSpec = Type.Object(
             description: 'Copy deployments a member lacks from the member that has them.',
           }),
           intervalSeconds: Type.Optional(
-            Type.Integer({ minimum: 5, maximum: 86_400, default: FEDERATION_DEFAULTS.syncIntervalSeconds }),
+            Type.Integer({
+              minimum: 5,
+              maximum: 86_400,
+              default: FEDERATION_DEFAULTS.syncIntervalSeconds,
+              description: 'Seconds between two sync passes.',
+            }),
           ),
         },
         {

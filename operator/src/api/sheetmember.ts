@@ -18,16 +18,37 @@ export const SheetMember = Type.Object(
       pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
       description: 'How this member is called in status, Events and stretch plans.',
     }),
-    url: Type.String({
-      minLength: 8,
-      maxLength: 2048,
-      pattern: '^https?://',
-      description: 'The member apiserver (the reference contract: GET ?token=&kind=, signed POSTs).',
-    }),
-    tokenSecretRef: SecretKeyRef,
+    url: Type.Optional(
+      Type.String({
+        minLength: 8,
+        maxLength: 2048,
+        pattern: '^https?://',
+        description:
+          'An external member apiserver (the reference contract: GET ?token=&kind=, signed POSTs).',
+      }),
+    ),
+    sheetCluster: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 63,
+        description:
+          'A SheetCluster in this namespace: its status.url, and its token/signing Secrets unless the refs below say otherwise.',
+      }),
+    ),
+    tokenSecretRef: Type.Optional(SecretKeyRef),
     signingKeySecretRef: Type.Optional(SecretKeyRef),
   },
-  { description: 'One federated Sheeternetes cluster reached over its apiserver URL.' },
+  {
+    description:
+      'One federated Sheeternetes cluster: a SheetCluster by name, or an apiserver URL with a token Secret.',
+    'x-kubernetes-validations': [
+      {
+        rule: 'has(self.url) != has(self.sheetCluster)',
+        message: 'give exactly one of url and sheetCluster',
+      },
+      { rule: '!has(self.url) || has(self.tokenSecretRef)', message: 'a url member needs tokenSecretRef' },
+    ],
+  },
 );
 
 export type SheetMemberT = Static<typeof SheetMember>;

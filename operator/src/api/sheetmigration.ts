@@ -113,7 +113,9 @@ export const SheetMigrationKind: KindDefinition = {
   ],
   validations: [
     {
-      rule: 'self.spec.from.url != self.spec.to.url',
+      rule:
+        '!(has(self.spec.from.url) && has(self.spec.to.url) && self.spec.from.url == self.spec.to.url) && ' +
+        '!(has(self.spec.from.sheetCluster) && has(self.spec.to.sheetCluster) && self.spec.from.sheetCluster == self.spec.to.sheetCluster)',
       message: 'spec.from and spec.to must be different clusters',
     },
   ],

@@ -36,3 +36,13 @@ describe('#17.9 the key from keySecretRef is checked as hex before it reaches th
       expect(() => expandKeyReference('KubeNet.Join a b $(RK_KEY)', { RK_KEY: bad }), bad).toThrow(/hex/);
   });
 });
+
+describe('#17.4 machine run --vnc-password-file / RK_VNC_PASSWORD', () => {
+  it('takes 1-8 printable characters and refuses anything else', async () => {
+    const { vncPassword } = await import('./machine.ts');
+    expect(vncPassword({}, {})).toBeUndefined();
+    expect(vncPassword({}, { RK_VNC_PASSWORD: 'pw' })).toBe('pw');
+    expect(() => vncPassword({}, { RK_VNC_PASSWORD: 'ninechars' })).toThrow(/1-8 printable/);
+    expect(() => vncPassword({}, { RK_VNC_PASSWORD: 'a\nb' })).toThrow(/1-8 printable/);
+  });
+});

@@ -8,6 +8,7 @@ import { snapshotToPng } from '../machine/png.ts';
 import { type RfbServer, startRfbServer } from '../machine/rfb/server.ts';
 import { MachineRunner, type RunnerOptions } from '../machine/runner.ts';
 import { missingModules, StatusFileWriter } from '../machine/status-file.ts';
+import { readSecretFile } from '../util/secret-option.ts';
 
 interface RunOpts {
   commands?: string;
@@ -16,6 +17,7 @@ interface RunOpts {
   airPort?: string;
   vnc?: string;
   vncHost: string;
+  vncPasswordFile?: string;
   screenshot?: string;
   memory?: string;
   deterministic?: boolean;
@@ -110,6 +112,7 @@ async function run(disk: string, o: RunOpts): Promise<void> {
         port: vncPort,
         host: o.vncHost,
         name: `Oberon ${disk}`,
+        password: vncPassword(o),
       });
       process.stderr.write(`VNC on ${o.vncHost}:${vnc.port}\n`);
     }
@@ -140,6 +143,21 @@ async function run(disk: string, o: RunOpts): Promise<void> {
   }
 }
 
+/** The VNC password: --vnc-password-file, else $RK_VNC_PASSWORD (a pod gets it from a Secret), else none. */
+export function vncPassword(
+  o: { vncPasswordFile?: string },
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
+  const p =
+    o.vncPasswordFile !== undefined ? readSecretFile(o.vncPasswordFile, 'VNC password') : env.RK_VNC_PASSWORD;
+  if (p === undefined || p === '') return undefined;
+  if (!/^[\x20-\x7e]{1,8}$/.test(p))
+    throw new Error(
+      'the VNC password must be 1-8 printable ASCII characters (VNC Authentication uses only 8)',
+    );
+  return p;
+}
+
 export function registerMachineVerbs(program: Command): void {
   const machine = program.command('machine').description('RISC5 machines (Project Oberon) in TypeScript');
   machine
@@ -162,6 +180,10 @@ export function registerMachineVerbs(program: Command): void {
     .option('--air-port <port>', 'local UDP port of the radio (default: any)')
     .option('--vnc <port>', 'serve the screen and input over RFB/VNC on this port (0 = any free port)')
     .option('--vnc-host <host>', 'address the VNC server listens on', '127.0.0.1')
+    .option(
+      '--vnc-password-file <file>',
+      'require VNC Authentication with the password on the first line of FILE (or $RK_VNC_PASSWORD)',
+    )
     .option(
       '--screenshot <file.png>',
       'write a PNG of the screen once the machine idles after boot (and --exec); exits unless --vnc/--air/--for',

@@ -4,6 +4,7 @@ import { AirEars } from '../controllers/air-ears.ts';
 import { oberonAirController } from '../controllers/oberonair.ts';
 import { type KubeControllerOptions, oberonKubeController } from '../controllers/oberonkube.ts';
 import { oberonMachineController } from '../controllers/oberonmachine.ts';
+import { rolloutController } from '../controllers/rollout.ts';
 import { type SheetControllerOptions, sheetClusterController } from '../controllers/sheetcluster.ts';
 import { sheetFederationController } from '../controllers/sheetfederation.ts';
 import { type MigrationControllerOptions, sheetMigrationController } from '../controllers/sheetmigration.ts';
@@ -68,8 +69,9 @@ export function createOperatorManager(opts: {
       timing: opts.sheetTiming,
     }),
   );
-  mgr.add(sheetFederationController());
-  mgr.add(sheetMigrationController(opts.migration));
+  mgr.add(sheetFederationController({ sheetsAddress: opts.sheetsAddress }));
+  mgr.add(sheetMigrationController({ sheetsAddress: opts.sheetsAddress, ...opts.migration }));
+  mgr.add(rolloutController());
   // The air stations live as long as the manager.
   const stop = mgr.stop.bind(mgr);
   mgr.stop = async () => {

@@ -38,8 +38,13 @@ export function registerUpVerbs(program: Command): void {
     .option('--no-view', 'print progress lines instead of redrawing the live table')
     .option('--no-sheets', 'with no FILE, do not run the sample Sheeternetes cluster alongside')
     .option(
+      '--log-format <format>',
+      'human: the console shows the view, JSON logs go to up.log in the state folder; json: JSON logs to stderr',
+      'human',
+    )
+    .option(
       '--allow-process',
-      'the sample Sheeternetes nodes offer the process runtime (its web sample runs a command on this host)',
+      'the sample Sheeternetes nodes offer the process runtime (a pod with image "process" runs its command on this host)',
     )
     .option('--console-port <port>', 'port of the web console on 127.0.0.1 (default: any free port)', port)
     .option('--no-console', 'serve no web console')
@@ -62,12 +67,16 @@ Examples:
           vnc: boolean;
           view: boolean;
           sheets: boolean;
+          logFormat: string;
           allowProcess?: boolean;
           consolePort?: number;
           console: boolean;
         },
       ) => {
+        if (o.logFormat !== 'human' && o.logFormat !== 'json')
+          throw new Error(`--log-format ${o.logFormat} is not known; use human or json`);
         await runUp({
+          logFormat: o.logFormat,
           file,
           dir: stateDir(o.state),
           vncBase: o.vnc ? (o.vncBase ?? 0) : null,

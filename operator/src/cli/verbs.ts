@@ -10,6 +10,7 @@ import { registerDiskVerbs } from './disk.ts';
 import { registerKubeDiskVerbs } from './kube-disk.ts';
 import { registerMachineVerbs } from './machine.ts';
 import { registerOperatorVerbs } from './operator.ts';
+import { registerRolloutVerbs } from './rollout.ts';
 import { registerUpVerbs } from './up.ts';
 
 // Each area of the project adds its verbs here, one line each, so main.ts stays small.
@@ -20,6 +21,7 @@ export function registerVerbs(program: Command): void {
   registerLabVerb(program);
   registerMachineVerbs(program);
   registerOperatorVerbs(program);
+  registerRolloutVerbs(program);
   registerSheetsControlPlaneVerbs(program);
   registerSheetsNodeVerbs(program);
   registerSheetsBridgeVerbs(program);

@@ -40,6 +40,7 @@ function scripts(): Promise<Map<string, Buffer>> {
       write: false,
       outdir: '/',
       inject: [join(PAGE_DIR, 'buffer-shim.ts')],
+      alias: { 'node:crypto': join(PAGE_DIR, 'no-crypto.ts') },
       logLevel: 'silent',
     });
     return new Map(r.outputFiles.map((f) => [f.path, Buffer.from(f.contents)]));

@@ -6,8 +6,8 @@ import type { AddressInfo } from 'node:net';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { buildKubeDisk } from '../cli/kube-disk.ts';
+import { checkRequest, isLoopbackAddress } from '../util/http-guard.ts';
 import { type PageFiles, pageFiles, writePage } from './bundle.ts';
-import { allowedHosts, guardRequest } from './guard.ts';
 
 export const LIMITS = {
   // The page compiles RISC5 code to WebAssembly in its workers, hence 'wasm-unsafe-eval'.
@@ -26,13 +26,16 @@ export async function labFiles(): Promise<PageFiles> {
 }
 
 export async function serveLab(port = 0, host = '127.0.0.1'): Promise<LabServer> {
+  if (!isLoopbackAddress(host))
+    throw new Error(
+      `retrokube lab serves loopback only (asked for ${host}); use --out for a public web server`,
+    );
   const files = await labFiles();
-  const hosts = new Set<string>();
   const server = http.createServer((req, res) => {
-    const g = guardRequest(req, hosts);
+    const g = checkRequest(req);
     if (!g.ok) {
-      res.writeHead(403, { 'content-type': 'text/plain' });
-      res.end(`${g.why}\n`);
+      res.writeHead(g.status, { 'content-type': 'text/plain' });
+      res.end(`${g.error}\n`);
       return;
     }
     const path = new URL(req.url ?? '/', 'http://x').pathname;
@@ -56,7 +59,6 @@ export async function serveLab(port = 0, host = '127.0.0.1'): Promise<LabServer>
     server.listen(port, host, () => resolve());
   });
   const bound = (server.address() as AddressInfo).port;
-  for (const h of allowedHosts(host, bound)) hosts.add(h);
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}/`,
     files,

@@ -2,7 +2,7 @@
 // what the air hears (frames with verdicts, the cluster view, the machines and the air) over a
 // WebSocket, takes the break verbs as small JSON POSTs, and carries each machine's RFB (VNC)
 // stream over a WebSocket to the page's canvas client. Loopback by default; every request must
-// come from a page this server served (guard.ts). One process may serve many tabs: every action
+// come from a page this server served (util/http-guard.ts: Host, Origin, JSON bodies). One process may serve many tabs: every action
 // is answered with the state after it, and every tab sees every change.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,10 +14,10 @@ import { type Listener, startListener } from '../air/listen.ts';
 import { checkLoss, type Relay } from '../air/relay.ts';
 import type { FrameRecord } from '../air/view.ts';
 import { fromHex } from '../air/wire.ts';
+import { checkRequest, isLoopbackAddress } from '../util/http-guard.ts';
 import { BadRequest, readJsonObject } from '../util/json-body.ts';
 import { logger } from '../util/log.ts';
 import { type PageFiles, pageFiles } from './bundle.ts';
-import { allowedHosts, guardRequest } from './guard.ts';
 import { ReplayBook } from './replay.ts';
 import type {
   AirOp,
@@ -90,6 +90,11 @@ export function checkCommand(text: unknown): string {
 
 export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}): Promise<ConsoleServer> {
   const host = o.host ?? '127.0.0.1';
+  // Whoever reaches the console can switch machines off and forge frames: loopback only.
+  if (!isLoopbackAddress(host))
+    throw new Error(
+      `the console listens on loopback only (asked for ${host}); reach it through an SSH tunnel`,
+    );
   const files: PageFiles = await pageFiles();
   const records: FrameRecord[] = [];
   const replays = new ReplayBook();
@@ -266,14 +271,13 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
     },
   };
 
-  const hosts = new Set<string>();
   const server = http.createServer((req, res) => {
     const reply = (code: number, body: unknown): void => {
       res.writeHead(code, { 'content-type': 'application/json', 'cache-control': 'no-store' });
       res.end(`${JSON.stringify(body)}\n`);
     };
-    const g = guardRequest(req, hosts);
-    if (!g.ok) return reply(403, { error: g.why });
+    const g = checkRequest(req, { requireJson: true });
+    if (!g.ok) return reply(g.status, { error: g.error });
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (req.method === 'GET') {
       if (path === '/api/state') return reply(200, state());
@@ -300,14 +304,14 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
 
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
   server.on('upgrade', (req, socket, head) => {
-    const g = guardRequest(req, hosts);
+    const g = checkRequest(req);
     const url = new URL(req.url ?? '/', 'http://x');
     const refuse = (code: number, why: string): void => {
       socket.end(
         `HTTP/1.1 ${code} ${code === 403 ? 'Forbidden' : 'Refused'}\r\ncontent-type: text/plain\r\n\r\n${why}\n`,
       );
     };
-    if (!g.ok) return refuse(403, g.why ?? 'refused');
+    if (!g.ok) return refuse(403, g.error);
     if (url.pathname === '/api/events') {
       if (clients.size >= LIMITS.maxClients) return refuse(503, `at most ${LIMITS.maxClients} pages at once`);
       wss.handleUpgrade(req, socket, head, (ws) => {
@@ -373,7 +377,6 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
     server.listen(o.port ?? 0, host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
-  for (const h of allowedHosts(host, port)) hosts.add(h);
   const shown = host.includes(':') ? `[${host}]` : host;
   log.info({ url: `http://${shown}:${port}/` }, 'console listening');
   return {

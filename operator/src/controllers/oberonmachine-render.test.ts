@@ -48,6 +48,33 @@ describe('OberonMachine renders', () => {
   });
 });
 
+describe('#17.4 machine VNC in pods', () => {
+  const args = (vnc?: { expose?: boolean }): string[] => {
+    const m: OberonMachine = { ...plane, spec: { ...plane.spec, vnc } };
+    // biome-ignore lint/suspicious/noExplicitAny: tests navigate API objects freely
+    return (renderPod(m, machineSettings(m), 'img').statefulSet.spec as any).template.spec.containers[0].args;
+  };
+  it('listens on loopback by default (kubectl port-forward reaches it) and on the pod address only when exposed', () => {
+    const host = (a: string[]) => a[a.indexOf('--vnc-host') + 1];
+    expect(host(args())).toBe('127.0.0.1');
+    expect(host(args({ expose: false }))).toBe('127.0.0.1');
+    expect(host(args({ expose: true }))).toBe('0.0.0.0');
+  });
+
+  it('a VNC password comes from the Secret through the kubelet (RK_VNC_PASSWORD), never in the spec or args', () => {
+    const m: OberonMachine = {
+      ...plane,
+      spec: { ...plane.spec, vnc: { passwordSecretRef: { name: 'vnc' } } },
+    };
+    // biome-ignore lint/suspicious/noExplicitAny: tests navigate API objects freely
+    const c = (renderPod(m, machineSettings(m), 'img').statefulSet.spec as any).template.spec.containers[0];
+    expect(c.env).toContainEqual({
+      name: 'RK_VNC_PASSWORD',
+      valueFrom: { secretKeyRef: { name: 'vnc', key: 'password' } },
+    });
+  });
+});
+
 describe("the machine pod is ready on the emulator's own word", () => {
   // biome-ignore lint/suspicious/noExplicitAny: tests navigate API objects freely
   const pod = (renderPod(plane, machineSettings(plane), 'img').statefulSet.spec as any).template.spec;

@@ -67,6 +67,10 @@ export interface MachineSettings {
   storageClass?: string;
   diskImage?: string;
   running: boolean;
+  /** Serve VNC on the pod address; default loopback (kubectl port-forward). */
+  vncExposed: boolean;
+  /** The Secret entry with the VNC password (the kubelet hands it to the machine as RK_VNC_PASSWORD). */
+  vncPasswordRef?: { name: string; key: string };
 }
 
 export interface OberonMachine extends KubeObject {
@@ -93,6 +97,10 @@ export function machineSettings(m: OberonMachine): MachineSettings {
     storageClass: s.disk?.storageClass,
     diskImage: s.disk?.image,
     running: s.running ?? MACHINE_DEFAULTS.running,
+    vncExposed: s.vnc?.expose ?? false,
+    vncPasswordRef: s.vnc?.passwordSecretRef
+      ? { name: s.vnc.passwordSecretRef.name, key: s.vnc.passwordSecretRef.key ?? 'password' }
+      : undefined,
   };
 }
 
@@ -170,21 +178,32 @@ export function renderPod(
     '--vnc',
     String(RENDER_LIMITS.vncPort),
     '--vnc-host',
-    '0.0.0.0',
+    // Loopback unless the user exposes it: `kubectl port-forward` reaches it inside the pod.
+    s.vncExposed ? '0.0.0.0' : '127.0.0.1',
     '--status-file',
     STATUS_FILE,
   ];
   if (text) args.push('--commands', text);
   if (s.air) args.push('--air', `${relayHost(s.air)}:${RENDER_LIMITS.airPort}`);
   if (s.liveCommandsConfigMap) args.push('--live-commands', `${LIVE_DIR}/${LIVE_KEY}`);
-  const env = s.keySecretRef
-    ? [
-        {
-          name: 'RK_KEY',
-          valueFrom: { secretKeyRef: { name: s.keySecretRef.name, key: s.keySecretRef.key } },
-        },
-      ]
-    : [];
+  const env = [
+    ...(s.keySecretRef
+      ? [
+          {
+            name: 'RK_KEY',
+            valueFrom: { secretKeyRef: { name: s.keySecretRef.name, key: s.keySecretRef.key } },
+          },
+        ]
+      : []),
+    ...(s.vncPasswordRef
+      ? [
+          {
+            name: 'RK_VNC_PASSWORD',
+            valueFrom: { secretKeyRef: { name: s.vncPasswordRef.name, key: s.vncPasswordRef.key } },
+          },
+        ]
+      : []),
+  ];
   const seedImage = s.diskImage ?? image;
   const pvc: Record<string, unknown> = {
     metadata: { name: 'disk' },

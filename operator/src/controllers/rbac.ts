@@ -3,6 +3,7 @@ import { mergeRules, type PolicyRule, RUNTIME_RBAC } from '../runtime/rbac.ts';
 import { OBERONAIR_RBAC } from './oberonair.ts';
 import { OBERONKUBE_RBAC } from './oberonkube.ts';
 import { OBERONMACHINE_RBAC } from './oberonmachine.ts';
+import { ROLLOUT_RBAC } from './rollout.ts';
 import { SHEETCLUSTER_RBAC } from './sheetcluster.ts';
 import { SHEETFEDERATION_RBAC } from './sheetfederation.ts';
 import { SHEETMIGRATION_RBAC } from './sheetmigration.ts';
@@ -16,5 +17,6 @@ export function operatorRules(): PolicyRule[] {
     ...SHEETCLUSTER_RBAC,
     ...SHEETFEDERATION_RBAC,
     ...SHEETMIGRATION_RBAC,
+    ...ROLLOUT_RBAC,
   ]);
 }

@@ -8,6 +8,8 @@ import type { ReconcileContext } from '../runtime/controller.ts';
 import type { PolicyRule } from '../runtime/rbac.ts';
 import { Member } from '../sheets/bridge/client.ts';
 import { forbiddenUser, keyRoleName } from './key-access.ts';
+import { SHEETCLUSTER } from './sheetcluster.ts';
+import { type SheetClusterObject, sheetSettings } from './sheetcluster-render.ts';
 
 export const LIMITS = {
   memberTimeoutMs: 10_000, // one apiserver call; a reconcile must not hang on a dead member
@@ -58,14 +60,62 @@ async function secretValue(
   return Buffer.from(b64, 'base64').toString('utf8').trim();
 }
 
+/** Where a member lives and which Secrets hold its token and key (pure). */
+export interface MemberEndpoint {
+  url: string;
+  token: { name: string; key: string };
+  signingKey?: { name: string; key: string };
+}
+
+/**
+ * A member naming a SheetCluster: the cluster's status.url (its Service), and the Secrets the
+ * SheetCluster itself uses (its own refs, or the ones it generated), unless the member overrides.
+ */
+export function sheetClusterEndpoint(
+  m: SheetMemberT,
+  sc: SheetClusterObject | undefined,
+  address?: SheetsAddress,
+): MemberEndpoint | { problem: string } {
+  if (!sc)
+    return { problem: `member ${m.name}: SheetCluster ${m.sheetCluster} does not exist in this namespace` };
+  const url = address
+    ? address(sc.metadata.namespace as string, sc.metadata.name as string)
+    : (sc.status as { url?: string } | undefined)?.url;
+  if (!url)
+    return {
+      problem: `member ${m.name}: SheetCluster ${m.sheetCluster} has no status.url yet (its apiserver is starting)`,
+    };
+  const s = sheetSettings(sc, '');
+  return {
+    url,
+    token: m.tokenSecretRef ?? s.token,
+    signingKey: m.signingKeySecretRef ?? s.signingKey,
+  };
+}
+
+/** Where the operator reaches a SheetCluster's apiserver when not at its Service (tests, out-of-cluster runs). */
+export type SheetsAddress = (namespace: string, cluster: string) => string;
+
 export async function resolveMember(
   ctx: ReconcileContext,
   namespace: string,
   m: SheetMemberT,
+  address?: SheetsAddress,
 ): Promise<Member> {
-  const token = await secretValue(ctx, namespace, m.name, m.tokenSecretRef, 'token');
-  const key = m.signingKeySecretRef
-    ? await secretValue(ctx, namespace, m.name, m.signingKeySecretRef, 'signing key')
+  let ep: MemberEndpoint;
+  if (m.sheetCluster) {
+    const sc = await ctx.client.getOrUndefined<SheetClusterObject>(SHEETCLUSTER, namespace, m.sheetCluster);
+    const r = sheetClusterEndpoint(m, sc, address);
+    if ('problem' in r) throw new MemberConfigError(r.problem);
+    ep = r;
+  } else {
+    if (!m.url || !m.tokenSecretRef)
+      throw new MemberConfigError(`member ${m.name}: give url and tokenSecretRef, or sheetCluster`);
+    ep = { url: m.url, token: m.tokenSecretRef, signingKey: m.signingKeySecretRef };
+  }
+  const token = await secretValue(ctx, namespace, m.name, ep.token, 'token');
+  const key = ep.signingKey
+    ? await secretValue(ctx, namespace, m.name, ep.signingKey, 'signing key')
     : undefined;
-  return new Member({ name: m.name, url: m.url, token, key, timeoutMs: LIMITS.memberTimeoutMs });
+  return new Member({ name: m.name, url: ep.url, token, key, timeoutMs: LIMITS.memberTimeoutMs });
 }

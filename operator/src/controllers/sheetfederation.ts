@@ -32,7 +32,7 @@ import {
 } from '../sheets/bridge/plan.ts';
 import type { Row } from '../sheets/store/types.ts';
 import { ourKind, primaryRules } from './owned.ts';
-import { MemberConfigError, resolveMember, SHEET_MEMBER_RBAC } from './sheet-members.ts';
+import { MemberConfigError, resolveMember, SHEET_MEMBER_RBAC, type SheetsAddress } from './sheet-members.ts';
 
 export const LIMITS = {
   maxServices: 500, // status stays small; the list is sorted by name
@@ -46,20 +46,29 @@ export interface SheetFederation extends KubeObject {
   status?: SheetFederationStatusT;
 }
 
-export function sheetFederationController(): ControllerDefinition {
-  return { name: 'sheetfederation', primary: SHEETFEDERATION, owns: [], reconcile };
+export function sheetFederationController(o: { sheetsAddress?: SheetsAddress } = {}): ControllerDefinition {
+  return {
+    name: 'sheetfederation',
+    primary: SHEETFEDERATION,
+    owns: [],
+    reconcile: (ctx, key) => reconcile(ctx, key, o.sheetsAddress),
+  };
 }
 
 type Reached = { member: Member; view: MemberView } | { name: string; error: string };
 
-async function reconcile(ctx: ReconcileContext, key: ObjectKeyRef): Promise<ReconcileResult | undefined> {
+async function reconcile(
+  ctx: ReconcileContext,
+  key: ObjectKeyRef,
+  address: SheetsAddress | undefined,
+): Promise<ReconcileResult | undefined> {
   const fed = ctx.cached<SheetFederation>(SHEETFEDERATION, key.namespace, key.name);
   if (!fed || fed.metadata.deletionTimestamp) return undefined;
   const now = Date.now();
   const reached: Reached[] = await Promise.all(
     fed.spec.members.map(async (m): Promise<Reached> => {
       try {
-        const member = await resolveMember(ctx, key.namespace, m);
+        const member = await resolveMember(ctx, key.namespace, m, address);
         return { member, view: await member.observe() };
       } catch (e) {
         if (!(e instanceof BridgeError) && !(e instanceof MemberConfigError)) throw e;

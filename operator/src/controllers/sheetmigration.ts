@@ -29,7 +29,7 @@ import {
 import { observeMigration } from '../sheets/bridge/run.ts';
 import type { Row } from '../sheets/store/types.ts';
 import { ourKind, primaryRules } from './owned.ts';
-import { MemberConfigError, resolveMember, SHEET_MEMBER_RBAC } from './sheet-members.ts';
+import { MemberConfigError, resolveMember, SHEET_MEMBER_RBAC, type SheetsAddress } from './sheet-members.ts';
 
 export const LIMITS = {
   unreachableRetryMs: 10_000, // a member that cannot be reached (or a missing Secret) is retried this often
@@ -49,6 +49,8 @@ export interface SheetMigration extends KubeObject {
 export interface MigrationControllerOptions {
   /** Called after a step's writes and before its status is stored (tests kill the operator here). */
   afterWrites?: (key: ObjectKeyRef, next: MigrationStatus) => Promise<void>;
+  /** Where SheetCluster members are reached (default their status.url). */
+  sheetsAddress?: SheetsAddress;
 }
 
 export function sheetMigrationController(o: MigrationControllerOptions = {}): ControllerDefinition {
@@ -80,10 +82,10 @@ async function reconcile(
   let obs: Awaited<ReturnType<typeof observeMigration>>;
   try {
     [src, dst] = await Promise.all([
-      resolveMember(ctx, key.namespace, mig.spec.from),
-      resolveMember(ctx, key.namespace, mig.spec.to),
+      resolveMember(ctx, key.namespace, mig.spec.from, o.sheetsAddress),
+      resolveMember(ctx, key.namespace, mig.spec.to, o.sheetsAddress),
     ]);
-    obs = await observeMigration(src, dst, spec.deploy);
+    obs = await observeMigration(src, dst, spec.deploy, current.phase === 'Pending');
   } catch (e) {
     if (!(e instanceof BridgeError) && !(e instanceof MemberConfigError)) throw e;
     // Nothing was written; the phase stays, the reason is shown, and it is tried again.

@@ -10,6 +10,7 @@ export const LIMITS = {
   clientTimeoutMs: 30_000, // a typed command or a screenshot answers well within this
   stateFile: 'up.json', // where the running `up` says where it listens
   keyFile: 'key', // the generated cluster key (mode 0600, never printed)
+  logFile: 'up.log', // the JSON log lines of a running `up` (the console shows the view)
   givenKeyFile: 'up.key', // the key a FILE gave (Secret), kept 0600 while `up` runs, for the air verbs
 } as const;
 

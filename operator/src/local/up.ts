@@ -2,7 +2,7 @@
 // the Kube disk, runs the cluster (cluster.ts) with its control endpoint (control.ts), writes the
 // state file for the companion verbs, and shows the live cluster table heard on the air until
 // Ctrl-C or `retrokube down`. With no FILE the sample Sheeternetes cluster runs alongside.
-import { readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatView } from '../air/view.ts';
 import { buildKubeDisk } from '../cli/kube-disk.ts';
@@ -11,6 +11,7 @@ import type { SheetsTabs } from '../console/types.ts';
 import { DEFAULT_TOKEN, SheetsClient } from '../sheets/ctl/client.ts';
 import { renderTable } from '../sheets/ctl/table.ts';
 import { runUp as runSheetsUp } from '../sheets/local/up.ts';
+import { sendLogsTo } from '../util/log.ts';
 import { LocalCluster } from './cluster.ts';
 import { startUpControl } from './control.ts';
 import { type LocalSheets, parseSheetsFile, type RunningSheets, startLocalSheets } from './sheets.ts';
@@ -44,6 +45,11 @@ export interface UpOptions {
   view: boolean;
   /** Run the sample Sheeternetes cluster too (only with no FILE). */
   sheets: boolean;
+  /**
+   * human (default): the console shows the view only, JSON log lines go to up.log in the state
+   * folder (its path printed); json: the log lines go to stderr.
+   */
+  logFormat?: 'human' | 'json';
   /** The sample Sheeternetes nodes offer the process runtime (named opt-in, `--allow-process`). */
   allowProcess?: boolean;
   /** Port of the web console on 127.0.0.1 (0 = any free port); null = no console. */
@@ -118,6 +124,17 @@ export async function runUp(o: UpOptions): Promise<void> {
     throw new Error(
       `a cluster is already up in ${o.dir} (pid ${running.pid}); stop it with "retrokube down"`,
     );
+  // People get the view; the JSON log lines of every part (and of the sample's node agents) go to
+  // a file, or to stderr when asked for.
+  let agentLog = 2; // stderr
+  if (o.logFormat === 'json') sendLogsTo('stderr');
+  else {
+    const logFile = join(o.dir, STATE_LIMITS.logFile);
+    mkdirSync(o.dir, { recursive: true });
+    sendLogsTo(logFile);
+    agentLog = openSync(logFile, 'a');
+    out(`logs (JSON lines) go to ${logFile}; --log-format json sends them to stderr`);
+  }
   const key = spec.key ?? stateKey(o.dir);
   // Where the air verbs (listen, inject) find the key of this cluster while it runs.
   const keyFile = spec.key ? writeGivenKey(o.dir, spec.key) : join(o.dir, STATE_LIMITS.keyFile);
@@ -195,6 +212,7 @@ export async function runUp(o: UpOptions): Promise<void> {
       token: DEFAULT_TOKEN,
       waitSec: 0,
       detach: false,
+      agentOutput: agentLog,
       allowProcess: o.allowProcess,
       out: (s) => {
         const m = /apiserver listening on (\S+)/.exec(s);
@@ -215,21 +233,26 @@ export async function runUp(o: UpOptions): Promise<void> {
   let web: ConsoleServer | null = null;
   if (o.consolePort !== null && o.consolePort !== undefined) {
     const first = spec.deployments[0] ?? { name: 'web', replicas: 4, module: 'Ticker' };
-    web = await startConsole(
-      {
-        name: spec.name,
-        cluster: spec.cluster,
-        key,
-        deployment: { name: first.name, replicas: first.replicas, module: first.module },
-        relay: cluster.relay,
-        machines: () => cluster.machines(),
-        power: (n, on) => cluster.power(n, on),
-        type: (n, c) => cluster.type(n, c),
-        sheets: sheetsClient ? () => readSheets(sheetsClient as SheetsClient) : undefined,
-      },
-      { port: o.consolePort },
-    );
-    out(`web console ${web.url} (loopback only)`);
+    try {
+      web = await startConsole(
+        {
+          name: spec.name,
+          cluster: spec.cluster,
+          key,
+          deployment: { name: first.name, replicas: first.replicas, module: first.module },
+          relay: cluster.relay,
+          machines: () => cluster.machines(),
+          power: (n, on) => cluster.power(n, on),
+          type: (n, c) => cluster.type(n, c),
+          sheets: sheetsClient ? () => readSheets(sheetsClient as SheetsClient) : undefined,
+        },
+        { port: o.consolePort },
+      );
+      out(`web console ${web.url} (loopback only)`);
+    } catch (e) {
+      // The cluster runs on without it: the console is a window, not a part.
+      out(`the web console did not start (${(e as Error).message}); the cluster runs without it`);
+    }
   }
 
   const tty = o.view && process.stdout.isTTY === true;
@@ -293,6 +316,7 @@ export async function runUp(o: UpOptions): Promise<void> {
     await cluster.close();
     removeUpState(o.dir);
     removeGivenKey(o.dir);
+    if (agentLog !== 2) closeSync(agentLog);
     out(`stopped; disks kept in ${o.dir}`);
   }
 }

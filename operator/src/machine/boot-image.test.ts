@@ -4,13 +4,22 @@
 // again after both have run on (a compile, idle time).
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { BootImage } from './boot-image.ts';
+import { loadBootImages, saveBootImage } from './boot-image-store.ts';
 import { Machine } from './machine.ts';
 import { MachineRunner } from './runner.ts';
 import { BASE_IMAGE, copyBaseImage, removeCopies } from './test-disk.ts';
 
-afterAll(removeCopies);
+// This file's worker test wants a real first boot: no images from earlier processes.
+process.env.RETROKUBE_BOOT_IMAGES = 'off';
+const storeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'retrokube-boot-images-'));
+afterAll(() => {
+  removeCopies();
+  fs.rmSync(storeDir, { recursive: true, force: true });
+});
 
 const diskHash = (m: Machine) => createHash('sha256').update(m.disk.bytes).digest('hex');
 
@@ -77,6 +86,20 @@ describe('boot images', () => {
       expect(m.runUntil(() => m.booted, { maxInstructions: 60e6 })).toBe(true);
     }
     expect(afterwards(restored)).toEqual(afterwards(real));
+  });
+
+  it('survives the on-disk store: the image read back is accepted and gives the same machine', () => {
+    const recorder = new Machine({ disk: Buffer.from(base), clock: 'deterministic', bootImages: [] });
+    recorder.runUntil(() => recorder.booted, { maxInstructions: 60e6 });
+    const image = recorder.bootImage as BootImage;
+    saveBootImage(storeDir, image);
+    fs.writeFileSync(path.join(storeDir, 'broken.img'), Buffer.from([1, 2, 3])); // skipped, not fatal
+    const loaded = loadBootImages(storeDir);
+    expect(loaded.length).toBe(1);
+    const a = new Machine({ disk: Buffer.from(base), clock: 'deterministic', bootImages: loaded });
+    const b = new Machine({ disk: Buffer.from(base), clock: 'deterministic', bootImages: [image] });
+    expect(a.restored).toBe(true);
+    expect(a.stateDigest()).toBe(b.stateDigest());
   });
 
   it('is refused for another disk or configuration (the machine boots for real)', () => {

@@ -6,8 +6,8 @@
 // instructions again: its RAM, registers and devices are then exactly what its own boot would
 // have produced (boot-image.test.ts proves it against real boots). The timer runs on machine
 // time (instructions / 25,000) until that point, also in real-time mode, so that it holds.
+// Browser-safe (the web console runs machines too): no Node modules here.
 
-import { createHash } from 'node:crypto';
 import type { DiskImage, SdCardState } from './sd-card.ts';
 
 export const LIMITS = {
@@ -17,8 +17,9 @@ export const LIMITS = {
 export interface BootImage {
   /** The configuration it is valid for (Machine.bootKey()). */
   key: string;
-  /** SD blocks read up to the image, in order, and the hash of their contents. */
+  /** SD blocks read up to the image, in order; their contents (512 bytes each); a hash of both. */
   reads: number[];
+  readData: Uint8Array;
   readsHash: string;
   instructions: number;
   skipped: number;
@@ -40,17 +41,40 @@ export interface BootImage {
   };
 }
 
-/** Hash of the given blocks as this disk holds them (block numbers included). */
-export function blocksHash(disk: DiskImage, blocks: readonly number[]): string {
-  const h = createHash('sha256');
-  const buf = new Int32Array(128);
-  const bytes = new Uint8Array(buf.buffer);
-  const no = new Int32Array(1);
-  for (const b of blocks) {
-    no[0] = b;
-    h.update(new Uint8Array(no.buffer));
-    disk.readBlock(b, buf, 0);
-    h.update(bytes);
+/** The given blocks as this disk holds them, 512 bytes each, in order. */
+export function blocksData(disk: DiskImage, blocks: readonly number[]): Uint8Array {
+  const out = new Uint8Array(blocks.length * 512);
+  const words = new Int32Array(out.buffer);
+  blocks.forEach((b, i) => {
+    disk.readBlock(b, words, i * 128);
+  });
+  return out;
+}
+
+/** True when this disk holds exactly the recorded bytes in every block the recorded boot read. */
+export function sameBlocks(disk: DiskImage, image: BootImage): boolean {
+  const now = new Int32Array(blocksData(disk, image.reads).buffer);
+  const then = new Int32Array(image.readData.buffer, image.readData.byteOffset, image.readData.length >>> 2);
+  if (now.length !== then.length) return false;
+  for (let i = 0; i < now.length; i++) if (now[i] !== then[i]) return false;
+  return true;
+}
+
+/**
+ * A 64-bit FNV-1a hash (two 32-bit lanes) as 16 hex digits: an identity for images and state
+ * digests, not a check of trust (images are validated by comparing bytes, sameBlocks).
+ */
+export function fnv64(parts: readonly (Uint8Array | string)[]): string {
+  let h1 = 0x811c9dc5;
+  let h2 = 0xcbf29ce4;
+  const byte = (b: number) => {
+    h1 = Math.imul(h1 ^ b, 0x01000193);
+    h2 = Math.imul(h2 ^ b ^ (h1 >>> 24), 0x01000193);
+  };
+  for (const p of parts) {
+    if (typeof p === 'string') for (let i = 0; i < p.length; i++) byte(p.charCodeAt(i) & 0xff);
+    else for (let i = 0; i < p.length; i++) byte(p[i]);
+    byte(0xff);
   }
-  return h.digest('hex');
+  return (h1 >>> 0).toString(16).padStart(8, '0') + (h2 >>> 0).toString(16).padStart(8, '0');
 }

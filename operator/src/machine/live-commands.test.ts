@@ -9,6 +9,18 @@ const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
+/** A watcher that only polls when told to, with what it fed and warned. */
+function watching(path: string) {
+  const fed: string[] = [];
+  const warned: string[] = [];
+  const w = watchLiveCommands({
+    path,
+    feed: (t) => fed.push(t),
+    warn: (m) => warned.push(m),
+    pollMs: 60_000,
+  });
+  return { fed, warned, w };
+}
 function tempFile(): string {
   const d = mkdtempSync(join(tmpdir(), 'rk-live-'));
   dirs.push(d);
@@ -33,14 +45,7 @@ describe('live commands for a running plane', () => {
 
   it('feeds everything at start, then each change, then a line that came back; waits for a missing file', async () => {
     const path = tempFile();
-    const fed: string[] = [];
-    const warned: string[] = [];
-    const w = watchLiveCommands({
-      path,
-      feed: (t) => fed.push(t),
-      warn: (m) => warned.push(m),
-      pollMs: 60_000,
-    });
+    const { fed, warned, w } = watching(path);
     try {
       await w.poll();
       expect(warned).toEqual([`${path} does not exist yet; waiting`]);
@@ -64,14 +69,7 @@ describe('live commands for a running plane', () => {
   it('refuses an oversized file whole and says so once', async () => {
     const path = tempFile();
     writeFileSync(path, `Kube.Apply web 1 Ticker\n${'#'.repeat(LIVE_LIMITS.maxFileBytes)}\n`);
-    const fed: string[] = [];
-    const warned: string[] = [];
-    const w = watchLiveCommands({
-      path,
-      feed: (t) => fed.push(t),
-      warn: (m) => warned.push(m),
-      pollMs: 60_000,
-    });
+    const { fed, warned, w } = watching(path);
     await w.poll();
     await w.poll();
     w.stop();

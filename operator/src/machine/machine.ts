@@ -30,8 +30,7 @@
 // - The disk is a DiskImage (sd-card.ts) over a Buffer; give it an onWrite hook to write
 //   through to a file. The machine never opens files itself.
 
-import { createHash } from 'node:crypto';
-import { type BootImage, blocksHash, LIMITS as IMAGE_LIMITS } from './boot-image.ts';
+import { type BootImage, blocksData, fnv64, LIMITS as IMAGE_LIMITS, sameBlocks } from './boot-image.ts';
 import { bootRom } from './boot-rom.ts';
 import { type IoBus, Risc5 } from './cpu.ts';
 import { type AirPort, Nrf24 } from './nrf24.ts';
@@ -197,6 +196,9 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
   private external = false;
   private inputEver = false;
   private capturing: number[] | null = null;
+  /** While recording: the block reads before the current run, and a state buffer to reuse. */
+  private readsBefore = 0;
+  private spareImage: BootImage | null = null;
   /** The boot image this boot recorded (once final), for the next machine like this one. */
   bootImage: BootImage | null = null;
   /** True when this boot started from a boot image. */
@@ -287,6 +289,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     this.bootImage = null;
     this.restored = false;
     this.capturing = null;
+    this.spareImage = null;
     this.disk.readLog = null;
     this.virtualClock = false;
     if (this.imageCandidates !== null) {
@@ -307,11 +310,19 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     return `${this.memBytes} ${this.displayStart} ${this.width}x${this.height} ${this.customDisplay} ${this.switches} ${rom}`;
   }
 
-  private saveBoot(reads: number[]): BootImage {
+  /** The state now; `reuse` (an earlier, discarded state) lends its RAM buffer. */
+  private saveBoot(reads: number[], reuse: BootImage | null = null): BootImage {
     const cpu = this.cpu;
+    const ramNow = new Uint8Array(cpu.mem.buffer, cpu.mem.byteOffset, this.memBytes);
+    let ram: Uint8Array;
+    if (reuse !== null && reuse.ram.length === this.memBytes) {
+      ram = reuse.ram;
+      ram.set(ramNow);
+    } else ram = ramNow.slice();
     return {
       key: this.bootKey(),
       reads,
+      readData: new Uint8Array(0),
       readsHash: '',
       instructions: cpu.instructions,
       skipped: this.skipped,
@@ -324,7 +335,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
         R: cpu.R.slice(),
         fbVersion: cpu.fbVersion,
       },
-      ram: new Uint8Array(cpu.mem.buffer, cpu.mem.byteOffset, this.memBytes).slice(),
+      ram,
       devices: {
         leds: this.leds,
         ledHistory: [...this.ledHistory],
@@ -350,17 +361,16 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
    */
   stateDigest(): string {
     const img = this.saveBoot([]);
-    const h = createHash('sha256');
-    h.update(img.ram);
-    h.update(new Uint8Array(img.cpu.R.buffer));
-    h.update(new Uint8Array(img.devices.sd.tx.buffer));
-    h.update(new Uint8Array(img.devices.sd.rx.buffer));
-    h.update(img.devices.sd.cmd);
-    h.update(this.radio.regs);
     const { R: _r, ...cpu } = img.cpu;
     const { sd, ...devices } = img.devices;
     const { tx: _tx, rx: _rx, cmd: _cmd, ...sdRest } = sd;
-    h.update(
+    return fnv64([
+      img.ram,
+      new Uint8Array(img.cpu.R.buffer),
+      new Uint8Array(sd.tx.buffer),
+      new Uint8Array(sd.rx.buffer),
+      sd.cmd,
+      this.radio.regs,
       JSON.stringify({
         instructions: img.instructions,
         cycles: this.cycles,
@@ -371,14 +381,13 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
         serial: [this.serialPos, this.serialIn.length, this.serialOutTotal],
         input: [this.input.length, this.keyFifo.length, this.mouseState],
       }),
-    );
-    return h.digest('hex');
+    ]);
   }
 
   /** Start from the image if it fits this machine and disk; false (nothing changed) otherwise. */
   private restoreBoot(image: BootImage): boolean {
     if (image.key !== this.bootKey() || image.ram.length !== this.memBytes) return false;
-    if (blocksHash(this.disk, image.reads) !== image.readsHash) return false;
+    if (!sameBlocks(this.disk, image)) return false;
     const cpu = this.cpu;
     new Uint8Array(cpu.mem.buffer, cpu.mem.byteOffset, this.memBytes).set(image.ram);
     cpu.flushCode();
@@ -430,13 +439,20 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     if (reads === null) return;
     let image: BootImage | null = null;
     if (this.disk.writes > 0 || reads.length > IMAGE_LIMITS.maxReads) image = null;
-    else if (this.external) image = before;
-    else if (this.booted) image = this.saveBoot([...reads]);
-    else return;
+    else if (this.external) {
+      image = before;
+      if (image !== null) image.reads = reads.slice(0, this.readsBefore);
+    } else if (this.booted) image = this.saveBoot([...reads]);
+    else {
+      this.spareImage = before; // its buffers serve the next run's state
+      return;
+    }
+    this.spareImage = null;
     this.capturing = null;
     this.disk.readLog = null;
     if (image === null) return;
-    image.readsHash = blocksHash(this.disk, image.reads);
+    image.readData = blocksData(this.disk, image.reads);
+    image.readsHash = fnv64([new Uint8Array(Int32Array.from(image.reads).buffer), image.readData]);
     this.bootImage = image;
   }
 
@@ -570,7 +586,11 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     this.pumpInput();
     // While a boot image is being recorded, the state before each run is the candidate: it is
     // final if something from outside reaches the machine during the run.
-    const before = this.capturing !== null && !this.external ? this.saveBoot([...this.capturing]) : null;
+    let before: BootImage | null = null;
+    if (this.capturing !== null && !this.external) {
+      before = this.saveBoot([], this.spareImage);
+      this.readsBefore = this.capturing.length;
+    }
     const executed = this.cpu.run(n);
     const idle = this.idleHit;
     if (idle && this.clock === 'deterministic') {

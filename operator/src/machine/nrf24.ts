@@ -242,4 +242,9 @@ export class Nrf24 {
   get hasPending(): boolean {
     return this.pending.length > 0;
   }
+
+  /** Frames received and not yet read by Oberon (in the chip's RX queue or waiting for it). */
+  get framesWaiting(): boolean {
+    return this.rxq.length > 0 || this.pending.length > 0;
+  }
 }

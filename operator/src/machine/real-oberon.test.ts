@@ -8,27 +8,7 @@ import { findBaseImage } from './base-image.ts';
 import { buildDisk } from './builder/build.ts';
 import { OberonVolume } from './fs/volume.ts';
 import { Machine } from './machine.ts';
-
-const SOURCE = `MODULE RkReal; (*REAL constants and zeros, written raw to RkReal.Out*)
-  IMPORT Files;
-  VAR a, b, one, three, ten: REAL; r: Files.Rider;
-  PROCEDURE Bool(ok: BOOLEAN);
-  BEGIN IF ok THEN Files.Write(r, "T") ELSE Files.Write(r, "F") END
-  END Bool;
-  PROCEDURE Run*;
-    VAR f: Files.File;
-  BEGIN f := Files.New("RkReal.Out"); Files.Set(r, f, 0);
-    a := 0.0; b := 0.0; one := 1.0; three := 3.0; ten := 10.0;
-    Files.WriteReal(r, 0.1); Files.WriteReal(r, 3.14159);
-    Files.WriteReal(r, one / three); Files.WriteReal(r, one / ten);
-    Files.WriteReal(r, a - b); Files.WriteReal(r, a + b); Files.WriteReal(r, -a - b);
-    Bool(a = b); Bool(a < b); Bool(a > b); Bool(a <= b); Bool(a - b = 0.0); Bool(a - b >= 0.0);
-    Files.Register(f)
-  END Run;
-END RkReal.
-`;
-
-const hex = (v: number) => (v >>> 0).toString(16).toUpperCase().padStart(8, '0');
+import { REAL_MODULE, REAL_RESULTS } from './testdata/real-module.ts';
 
 /** Where a REAL constant is loaded as ORG does it: MOV' Ra, hi then IOR Ra, Ra, lo. */
 function loadsConstant(rsc: Buffer, bits: number): boolean {
@@ -46,7 +26,7 @@ describe('REAL constants and zero comparisons compiled and run in the machine', 
   let disk: Buffer;
   beforeAll(async () => {
     const base = await readFile((await findBaseImage({ download: false })).path);
-    disk = buildDisk({ base, sources: [{ name: 'RkReal.Mod', text: SOURCE }], growTo: 2 << 20 }).disk;
+    disk = buildDisk({ base, sources: [{ name: 'RkReal.Mod', text: REAL_MODULE }], growTo: 2 << 20 }).disk;
   }, 120_000);
 
   it('the object file loads 0.1 as 3DCCCCCD and 3.14159 as 40490FD0 (not 3DCCCCCC / 40490FCF)', () => {
@@ -63,16 +43,6 @@ describe('REAL constants and zero comparisons compiled and run in the machine', 
     m.runCommand('RkReal.Run');
     expect(m.runUntilIdle(5e8)).toBe(true);
     const out = OberonVolume.fromBuffer(m.disk.bytes).read('RkReal.Out');
-    const reals = [0, 1, 2, 3, 4, 5, 6].map((i) => hex(out.readInt32LE(i * 4)));
-    expect(reals).toEqual([
-      '3DCCCCCD',
-      '40490FD0',
-      '3EAAAAAB',
-      '3DCCCCCD',
-      '00000000',
-      '00000000',
-      '00000000',
-    ]);
-    expect(out.subarray(28).toString('latin1')).toBe('TFFTTT');
+    expect(REAL_RESULTS.read(out)).toEqual(REAL_RESULTS.expected);
   });
 });

@@ -17,6 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { BootImage } from './boot-image.ts';
+import { bootImageDir, loadBootImages, saveBootImage } from './boot-image-store.ts';
 import type { ButtonName, ClockMode } from './machine.ts';
 import type { FromWorker, MachineState, ToWorker, WorkerInit } from './protocol.ts';
 import { textToPs2 } from './ps2.ts';
@@ -42,12 +43,23 @@ export const LIMITS = {
  * so the nodes of a cluster boot once. Newest first, at most LIMITS.bootImages.
  */
 const bootImages: BootImage[] = [];
+let storeLoaded = false;
+
+/** This process's images, first filled from the on-disk store (boot-image-store.ts). */
+function processBootImages(): BootImage[] {
+  if (!storeLoaded) {
+    storeLoaded = true;
+    bootImages.push(...loadBootImages(bootImageDir()).slice(0, LIMITS.bootImages));
+  }
+  return bootImages;
+}
 
 function keepBootImage(image: BootImage): void {
   const same = bootImages.findIndex((b) => b.key === image.key && b.readsHash === image.readsHash);
   if (same >= 0) bootImages.splice(same, 1);
   bootImages.unshift(image);
   bootImages.length = Math.min(bootImages.length, LIMITS.bootImages);
+  saveBootImage(bootImageDir(), image);
 }
 
 export interface RunnerOptions {
@@ -88,6 +100,7 @@ export class MachineRunner implements MachineScreen, MachineInput {
   private nextId = 1;
   private readonly pending = new Map<number, (msg: FromWorker) => void>();
   private bootedFlag = false;
+  private imageSent = false;
   private exited = false;
   private error: Error | null = null;
   leds = 0;
@@ -133,7 +146,7 @@ export class MachineRunner implements MachineScreen, MachineInput {
       frames: opts.frames ?? true,
       jit: opts.jit ?? true,
       boot: opts.boot ?? 'native',
-      bootImages: (opts.bootImages ?? true) ? [...bootImages] : undefined,
+      bootImages: (opts.bootImages ?? true) ? [...processBootImages()] : undefined,
     };
     const custom = opts.memoryMiB !== undefined || opts.width !== undefined || opts.height !== undefined;
     const width = custom ? Math.floor((opts.width ?? 1024) / 32) * 32 : 1024;
@@ -176,6 +189,7 @@ export class MachineRunner implements MachineScreen, MachineInput {
             return;
           case 'bootImage':
             keepBootImage(msg.image);
+            this.imageSent = true;
             return;
           case 'frame':
             this.lastFrame = msg.snap;
@@ -313,6 +327,13 @@ export class MachineRunner implements MachineScreen, MachineInput {
   }
   waitForBoot(timeoutMs: number = LIMITS.defaultWaitMs): Promise<void> {
     return this.waitFor(() => this.bootedFlag, timeoutMs, 'Oberon to boot');
+  }
+  /**
+   * Until this machine has given the process its boot image (or booted without one): machines
+   * started after that with the same disk start from it instead of booting (boot-image.ts).
+   */
+  waitForBootImage(timeoutMs: number = LIMITS.defaultWaitMs): Promise<void> {
+    return this.waitFor(() => this.imageSent || this.bootedFlag, timeoutMs, 'a boot image');
   }
   /** Until all queued input is consumed and Oberon idles. */
   waitForIdle(timeoutMs: number = LIMITS.defaultWaitMs): Promise<void> {

@@ -16,8 +16,11 @@ export const LIMITS = {
   idleSleepMaxMs: 64, // ...doubled after quiet frames up to this: a thread wake-up costs ~0.2 ms of host CPU on a VM, ten times the idle frame itself; Oberon's tasks may then run up to 64 ms late (its clock stays right)
   idleSleepLongMs: 1000, // longest sleep until Oberon's next task is due (a bogus due time costs at most this)
   quietFrameInstructions: 5_000, // an idle frame that ran at most this (Oberon.Loop alone: ~800) and drew nothing is quiet
+  quietTaskFrameInstructions: 200_000, // ...or, when Oberon's task ring is known, at most this (its periodic tasks run on their deadlines, not on the beat)
   quietFramesToBackOff: 4, // quiet frames in a row before the sleep doubles
   frameMinMs: 40, // at most 25 pushed screen frames per second
+  radioDrainMaxMs: 16, // with received frames unread, sleep at most this (or until Oberon's next task)
+  radioWakeMs: 25, // a radio frame wakes a sleeping machine within this: frames of one burst share a wake (40 ms cost converge time, 15 ms CPU; bench/kube) (the radio's host queue keeps them 250 ms)
 } as const;
 
 const port = parentPort;
@@ -63,6 +66,7 @@ let lastFrameAt = 0;
 let bootedSent = false;
 let lastIdle = false;
 let timer: NodeJS.Timeout | null = null;
+let timerDue = 0; // performance.now() at which `timer` fires
 let immediate: NodeJS.Immediate | null = null;
 let credit = 0;
 let last = performance.now();
@@ -74,7 +78,19 @@ const virtualStart = performance.now();
 function schedule(ms: number): void {
   if (!running || timer !== null || immediate !== null) return;
   if (ms <= 0) immediate = setImmediate(slice);
-  else timer = setTimeout(slice, ms);
+  else {
+    timer = setTimeout(slice, ms);
+    timerDue = performance.now() + ms;
+  }
+}
+
+/** A radio frame arrived: run within LIMITS.radioWakeMs (sooner if already due sooner). */
+function wakeForFrame(): void {
+  if (timer === null || timerDue - performance.now() <= LIMITS.radioWakeMs) return;
+  wokenEarly = true;
+  clearTimeout(timer);
+  timer = null;
+  schedule(LIMITS.radioWakeMs);
 }
 
 /** Input or a radio frame arrived: run now instead of finishing the idle sleep. */
@@ -131,7 +147,12 @@ function slice(): void {
     credit = 0;
     // Back off while nothing happens; anything at all (input, a frame, a task that ran, a picture)
     // brings the 60 Hz frame back.
-    const quiet = !woken && executed <= LIMITS.quietFrameInstructions && machine.cpu.fbVersion === fbBefore;
+    // With Oberon's task ring known, a frame in which only periodic tasks ran is quiet too: they
+    // are served at their due times below (Kube's 10-ms radio poll and 50-ms controllers would
+    // otherwise hold the beat at 16 ms forever, ~60 wake-ups a second per node).
+    const dueKnown = machine.nextTaskDueMs() !== null;
+    const limit = dueKnown ? LIMITS.quietTaskFrameInstructions : LIMITS.quietFrameInstructions;
+    const quiet = !woken && executed <= limit && machine.cpu.fbVersion === fbBefore;
     if (!quiet) {
       idleSleep = LIMITS.idleSleepMs;
       quietFrames = 0;
@@ -144,7 +165,11 @@ function slice(): void {
     // the beat, as before: a 10-ms radio poll need not run while no frame arrives).
     const due = machine.nextTaskDueMs();
     const untilDue = due === null ? 0 : Math.min(due - machine.timerMs(), LIMITS.idleSleepLongMs);
-    schedule(Math.max(idleSleep, untilDue));
+    // Received frames Oberon has not read yet (the chip holds 3; a burst waits in the host
+    // queue for at most 250 ms): wake when its radio task is due, not after the idle beat.
+    if (machine.radio.framesWaiting && machine.radio.listening)
+      schedule(Math.max(1, Math.min(untilDue, LIMITS.radioDrainMaxMs)));
+    else schedule(Math.max(idleSleep, untilDue));
   } else if (credit <= 0) schedule(Math.max(1, Math.ceil(-credit / MACHINE_LIMITS.instrPerMs)));
   else schedule(0);
 }
@@ -162,7 +187,7 @@ function publish(): void {
   const image = machine.bootImage;
   if (image !== null) {
     machine.bootImage = null; // sent once, to the runner's cache
-    post({ t: 'bootImage', image }, [image.ram.buffer as ArrayBuffer]);
+    post({ t: 'bootImage', image }, [image.ram.buffer as ArrayBuffer, image.readData.buffer as ArrayBuffer]);
   }
   if (!bootedSent && machine.booted) {
     bootedSent = true;
@@ -288,7 +313,7 @@ async function main(): Promise<void> {
       localPort: init.air.localPort,
       onFrame: (ch, payload) => {
         machine.radio.receive(ch, payload);
-        wake();
+        wakeForFrame();
       },
     });
     await air.start();

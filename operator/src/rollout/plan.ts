@@ -100,6 +100,8 @@ export interface TargetStatus {
   previous?: Version;
   startedAt?: string;
   checkingSince?: string;
+  /** Since when the check has been failing (it fails the attempt once it lasts the check window). */
+  troubleSince?: string;
   nextAttemptAt?: string;
   finishedAt?: string;
   message?: string;
@@ -256,6 +258,7 @@ export function decide(
     row.finishedAt = iso;
     delete row.nextAttemptAt;
     delete row.checkingSince;
+    delete row.troubleSince;
     say('Warning', row.phase, `${row.name}: ${why}`);
   };
 
@@ -305,32 +308,48 @@ export function decide(
     const want = desiredVersion(spec.change, row.previous);
     const started = Date.parse(row.startedAt ?? iso);
     let failure: string | undefined;
-    if (!o || o.problem) failure = o?.problem ?? 'not observed';
-    else if (o.current === undefined) failure = `deployment ${spec.change.deployment} disappeared`;
+    // A target that cannot be judged (unreachable, not heard yet) makes no progress; only the
+    // deadline turns that into a failure.
+    if (!o || o.problem) {
+      // nothing to do until it can be judged
+    } else if (o.current === undefined) failure = `deployment ${spec.change.deployment} disappeared`;
     else if (!sameVersion(o.current, want)) {
       // Someone else changed it, or our write was lost: write it again (level-triggered).
       actions.push({ kind: 'apply', target: row.name, version: want, why: 'update' });
-    } else if (!o.healthy) {
-      failure =
-        row.phase === 'Updating'
+    } else {
+      // The check is judged over the check window: one bad look (a listener that has just
+      // started hears fewer pods) is not a failure, trouble that lasts the window is.
+      const trouble = !o.healthy
+        ? row.phase === 'Updating'
           ? 'fewer pods running than the check allows during the update'
-          : 'the check failed after convergence';
-    } else if (row.phase === 'Updating' && o.converged) {
-      row.phase = 'Checking';
-      row.checkingSince = iso;
-      say('Normal', 'Converged', `${row.name} runs ${describe(want)}; checking for ${checkMs / 1000} s`);
-    } else if (row.phase === 'Checking') {
-      if (!o.converged) failure = 'no longer converged during the check';
-      else if (now.getTime() - Date.parse(row.checkingSince ?? iso) >= checkMs) {
-        row.phase = 'Succeeded';
-        row.finishedAt = iso;
-        row.message = `runs ${describe(want)}`;
-        delete row.checkingSince;
-        say('Normal', 'Succeeded', `${row.name} runs ${describe(want)}`);
+          : 'the check failed after convergence'
+        : row.phase === 'Checking' && !o.converged
+          ? 'no longer converged during the check'
+          : undefined;
+      if (trouble) {
+        row.troubleSince ??= iso;
+        if (now.getTime() - Date.parse(row.troubleSince) >= checkMs)
+          failure = `${trouble} for ${checkMs / 1000} s`;
+      } else {
+        delete row.troubleSince;
+        if (row.phase === 'Updating' && o.converged) {
+          row.phase = 'Checking';
+          row.checkingSince = iso;
+          say('Normal', 'Converged', `${row.name} runs ${describe(want)}; checking for ${checkMs / 1000} s`);
+        } else if (
+          row.phase === 'Checking' &&
+          now.getTime() - Date.parse(row.checkingSince ?? iso) >= checkMs
+        ) {
+          row.phase = 'Succeeded';
+          row.finishedAt = iso;
+          row.message = `runs ${describe(want)}`;
+          delete row.checkingSince;
+          say('Normal', 'Succeeded', `${row.name} runs ${describe(want)}`);
+        }
       }
     }
     if (!failure && IN_FLIGHT.has(row.phase) && now.getTime() - started > deadlineMs)
-      failure = `did not converge within ${deadlineMs / 1000} s${o?.problem ? ` (${o.problem})` : ''}`;
+      failure = `did not converge within ${deadlineMs / 1000} s${o?.problem ? ` (${o.problem})` : o ? '' : ' (not observed)'}`;
     if (!failure) continue;
     const maxAttempts = s.retry?.attempts ?? 1;
     if (row.attempts < maxAttempts) {
@@ -341,6 +360,7 @@ export function decide(
       row.nextAttemptAt = new Date(now.getTime() + delay * 1000).toISOString();
       row.message = `attempt ${row.attempts} of ${maxAttempts} failed: ${failure}; next attempt in ${delay} s`;
       delete row.checkingSince;
+      delete row.troubleSince;
       say('Warning', 'AttemptFailed', `${row.name}: ${row.message}`);
     } else {
       rollBack(row, `failed after ${row.attempts} attempt(s): ${failure}`);

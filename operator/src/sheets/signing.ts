@@ -1,6 +1,9 @@
 // HMAC request signing (spec §6): HMAC-SHA256, lowercase hex, over "<ts>.<raw body>", headers
 // X-SNCF-Timestamp / X-SNCF-Signature, a ±300 s window — plus what the reference lacks: a replay
-// cache, so a captured request cannot be sent again inside the window.
+// cache, so a captured request cannot be sent again inside the window. The cache lives in memory,
+// so a restarted apiserver also refuses every request signed before the second it started in:
+// what was captured before the restart cannot be replayed after it (clients sign each request
+// afresh; only one signed in the very second of the restart could pass twice).
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export const TIMESTAMP_HEADER = 'X-SNCF-Timestamp';
@@ -86,10 +89,21 @@ export class RequestVerifier {
   readonly #key: string;
   readonly #ttl: number;
   readonly #cache: ReplayCache;
-  constructor(key: string, ttlSec: number = LIMITS.defaultTtlSec, cacheMax: number = LIMITS.replayCacheMax) {
+  readonly #startedAt: number | undefined;
+  /**
+   * `startedAtSec`: when this verifier's (empty) cache began; requests signed before it are
+   * refused, since the cache cannot know whether an earlier process saw them.
+   */
+  constructor(
+    key: string,
+    ttlSec: number = LIMITS.defaultTtlSec,
+    cacheMax: number = LIMITS.replayCacheMax,
+    startedAtSec?: number,
+  ) {
     this.#key = key;
     this.#ttl = ttlSec;
     this.#cache = new ReplayCache(cacheMax);
+    this.#startedAt = startedAtSec;
   }
   get replayEntries(): number {
     return this.#cache.size;
@@ -102,6 +116,8 @@ export class RequestVerifier {
   ): VerifyResult {
     const r = verifySignature(this.#key, timestamp, signature, body, nowSec, this.#ttl);
     if (!r.ok) return r;
+    if (this.#startedAt !== undefined && Number((timestamp as string).trim()) < this.#startedAt)
+      return { ok: false, reason: 'signed before the apiserver started (a possible replay); sign it again' };
     if (!this.#cache.admit(signature as string, Number((timestamp as string).trim()), nowSec, this.#ttl)) {
       return { ok: false, reason: 'replayed request' };
     }

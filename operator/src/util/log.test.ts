@@ -1,24 +1,24 @@
-import { Writable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
-import { createLogger } from './log.ts';
+// The switch `up` uses to keep JSON log lines off the people's console.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { logger, sendLogsTo } from './log.ts';
 
-describe('structured logs', () => {
-  it('never print a field named key, token or secret', () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
-    const log = createLogger(sink, 'info');
-    log.info({ key: '0123456789abcdef', cluster: { key: 'ffee' }, token: 'tok-1', node: 'node-a' }, 'joined');
-    const out = lines.join('');
-    expect(out).not.toMatch(/0123456789abcdef|ffee|tok-1/);
-    expect(JSON.parse(out)).toMatchObject({ node: 'node-a', msg: 'joined', key: '[redacted]' });
-  });
+afterEach(() => sendLogsTo('stdout'));
 
-  it('run on Node 24, the runtime the project targets', () => {
-    expect(process.versions.node.split('.')[0]).toBe('24');
+describe('log destination', () => {
+  it('loggers made before the switch write to the file chosen after it, as JSON lines', () => {
+    const log = logger('switch-test'); // made first, as every module's logger is (at import)
+    const dir = mkdtempSync(join(tmpdir(), 'rk-log-'));
+    try {
+      const file = join(dir, 'sub', 'up.log');
+      sendLogsTo(file);
+      log.warn({ n: 1 }, 'to the file');
+      const line = JSON.parse(readFileSync(file, 'utf8').trim());
+      expect(line).toMatchObject({ level: 40, component: 'switch-test', n: 1, msg: 'to the file' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

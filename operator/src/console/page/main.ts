@@ -186,13 +186,20 @@ function main(backend: Backend): void {
       flaps: n.flaps,
     }));
     $('nodes').replaceChildren(renderRows(nodes));
-    const pods = v.pods.map((p) => ({
+    // Pods neither assigned nor running are history (replaced by a rollout, scaled away).
+    const live = v.pods.filter((p) => p.assignedTo.length > 0 || p.runningOn.length > 0);
+    const pods = live.map((p) => ({
       pod: p.id,
       image: p.image ?? '?',
       assigned: p.assignedTo.join(', ') || '-',
       running: p.runningOn.join(', ') || '-',
     }));
-    $('pods').replaceChildren(renderRows(pods));
+    $('pods').replaceChildren(
+      renderRows(pods),
+      ...(live.length < v.pods.length
+        ? [el('p', {}, `${v.pods.length - live.length} earlier pods not shown`)]
+        : []),
+    );
     const c = v.counts;
     $('counts').textContent =
       `frames ${c.frames}: ok ${c.ok}, forged ${c.forged}, stale ${c.stale}, other cluster ${c.otherCluster}, malformed ${c.malformed}`;
@@ -241,6 +248,8 @@ function main(backend: Backend): void {
     sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
     now: () => performance.now(),
   };
+  // For people (and tests) in the browser's console: what the page heard.
+  Object.assign(globalThis, { retrokubeRecords: () => records });
   let labBusy = false;
   const runLab = async (n: number): Promise<boolean> => {
     const lab = LABS.find((l) => l.n === n);

@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OBERON_PALETTE } from '../png.ts';
 import type { FrameSnapshot, MachineInput, MachineScreen, MouseButtons } from '../screen-input.ts';
+import { desEncryptBlock, vncAuthResponse } from './des.ts';
 import { type RfbServer, startRfbServer } from './server.ts';
 
 /** A framebuffer we can draw on, standing in for a running machine. */
@@ -376,5 +377,67 @@ describe('#17.3 backpressure and idle clients', () => {
     await idle.handshake();
     await until(() => server.clients() === 0, 10_000, 'the idle client to be dropped');
     idle.socket.destroy();
+  });
+});
+
+describe('#17.4 VNC Authentication (a password from a Secret)', () => {
+  it('DES matches the FIPS test vectors', () => {
+    expect(
+      desEncryptBlock(
+        Buffer.from('133457799BBCDFF1', 'hex'),
+        Buffer.from('0123456789ABCDEF', 'hex'),
+      ).toString('hex'),
+    ).toBe('85e813540f0ab405');
+    expect(
+      desEncryptBlock(
+        Buffer.from('0E329232EA6D0D73', 'hex'),
+        Buffer.from('8787878787878787', 'hex'),
+      ).toString('hex'),
+    ).toBe('0000000000000000');
+  });
+
+  async function withPassword(password: string) {
+    const m = new FakeMachine();
+    const server = await startRfbServer({ screen: m, input: m, pollMs: 5, password });
+    servers.push(server);
+    const client = await RawClient.open(server.port);
+    expect((await client.read(12)).toString()).toBe('RFB 003.008\n');
+    client.write(Buffer.from('RFB 003.008\n'));
+    expect([...(await client.read(2))]).toEqual([1, 2]); // only VNC Authentication is offered
+    client.write([2]);
+    const challenge = await client.read(16);
+    return { server, client, challenge };
+  }
+
+  it('lets in a viewer with the right password and turns away a wrong one with a reason', async () => {
+    const ok = await withPassword('s3cret');
+    ok.client.write(vncAuthResponse('s3cret', ok.challenge));
+    expect((await ok.client.read(4)).readUInt32BE(0)).toBe(0);
+    ok.client.write([1]); // shared
+    const init = await ok.client.read(24);
+    expect(init.readUInt16BE(0)).toBe(128);
+    ok.client.socket.destroy();
+
+    const bad = await withPassword('s3cret');
+    bad.client.write(vncAuthResponse('guess', bad.challenge));
+    expect((await bad.client.read(4)).readUInt32BE(0)).toBe(1);
+    const len = (await bad.client.read(4)).readUInt32BE(0);
+    expect((await bad.client.read(len)).toString()).toBe('authentication failed');
+    await new Promise((r) => bad.client.socket.once('close', r));
+    const failures = await bad.server.metrics.getSingleMetric('retrokube_rfb_auth_failures_total')?.get();
+    expect(failures?.values[0]?.value).toBe(1);
+  });
+
+  it('refuses a client that asks for security None when a password is set', async () => {
+    const m = new FakeMachine();
+    const server = await startRfbServer({ screen: m, input: m, password: 'pw' });
+    servers.push(server);
+    const c = await RawClient.open(server.port);
+    await c.read(12);
+    c.write(Buffer.from('RFB 003.008\n'));
+    await c.read(2);
+    c.write([1]);
+    expect((await c.read(4)).readUInt32BE(0)).toBe(1); // failed, with a reason, never the screen
+    await new Promise((r) => c.socket.once('close', r));
   });
 });

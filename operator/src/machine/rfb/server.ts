@@ -1,12 +1,14 @@
 // An RFB (VNC) server for one machine's screen and input: RFB 3.8 with 3.7/3.3 fallback,
-// security None, Raw encoding of only the changed rectangles, any 8/16/32-bit pixel format
+// security None or, with a password, VNC Authentication, Raw encoding of only the changed rectangles, any 8/16/32-bit pixel format
 // (true colour or a two-entry colour map), X11 keysyms to PS/2 set 2, pointer to Oberon's mouse.
 // Any VNC client, and noVNC through a websocket proxy, can watch and drive a machine with it.
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { logger } from '../../util/log.ts';
 import { OBERON_PALETTE, type Palette } from '../png.ts';
 import type { FrameSnapshot, MachineInput, MachineScreen } from '../screen-input.ts';
+import { vncAuthResponse } from './des.ts';
 import { KeyTranslator } from './keysyms.ts';
 import {
   DEFAULT_FORMAT,
@@ -51,6 +53,11 @@ export interface RfbServerOptions {
   name?: string; // desktop name shown by clients
   palette?: Palette;
   pollMs?: number;
+  /**
+   * With a password, the only security type offered is VNC Authentication (2): a DES
+   * challenge-response on the password's first 8 characters. Without, None (1).
+   */
+  password?: string;
   /** Overrides of the backpressure limits (tests use short ones). */
   maxQueuedBytes?: number;
   behindMs?: number;
@@ -64,7 +71,7 @@ export interface RfbServer {
   close(): Promise<void>;
 }
 
-type Phase = 'version' | 'security' | 'init' | 'normal' | 'closed';
+type Phase = 'version' | 'security' | 'auth' | 'init' | 'normal' | 'closed';
 
 class Client {
   phase: Phase = 'version';
@@ -78,6 +85,7 @@ class Client {
   keys = new KeyTranslator();
   mouse = { x: -1, y: -1, mask: -1 };
   behindSince = 0; // when the socket's queue went over the bound (0 = it is not)
+  challenge: Buffer | undefined; // VNC Authentication: what this client must encrypt
   readonly socket: Socket;
   readonly palette: Palette;
 
@@ -119,6 +127,19 @@ export async function startRfbServer(opts: RfbServerOptions): Promise<RfbServer>
     help: 'FramebufferUpdate messages sent',
     registers: [metrics],
   });
+  const authFailures = new Counter({
+    name: 'retrokube_rfb_auth_failures_total',
+    help: 'VNC Authentication attempts with a wrong password',
+    registers: [metrics],
+  });
+  const password = opts.password;
+  const securityType = password === undefined ? 1 : 2;
+  /** VNC Authentication: send a fresh 16-byte challenge and wait for its response. */
+  const challenge = (c: Client): void => {
+    c.challenge = randomBytes(16);
+    send(c, c.challenge);
+    c.phase = 'auth';
+  };
   let timer: NodeJS.Timeout | undefined;
 
   const drop = (c: Client, reason: string): void => {
@@ -231,24 +252,41 @@ export async function startRfbServer(opts: RfbServerOptions): Promise<RfbServer>
         const minor = Number(m[2]);
         c.minor = minor >= 8 ? 8 : minor === 7 ? 7 : 3;
         if (c.minor === 3) {
-          send(c, u32(1)); // security None, chosen by the server
-          c.phase = 'init';
+          send(c, u32(securityType)); // RFB 3.3: the server chooses
+          if (password === undefined) c.phase = 'init';
+          else challenge(c);
         } else {
-          send(c, Buffer.from([1, 1])); // one type: None
+          send(c, Buffer.from([1, securityType])); // one type offered
           c.phase = 'security';
         }
       } else if (c.phase === 'security') {
         const t = c.take(1);
         if (!t) return;
-        if (t[0] !== 1) {
+        if (t[0] !== securityType) {
           if (c.minor === 8) {
-            const reason = Buffer.from('only security type None (1) is offered');
+            const reason = Buffer.from(`only security type ${securityType} is offered`);
             send(c, Buffer.concat([u32(1), u32(reason.length), reason]));
           }
           drop(c, `client chose security type ${t[0]}`);
           return;
         }
-        if (c.minor === 8) send(c, u32(0)); // SecurityResult OK
+        if (password !== undefined) challenge(c);
+        else {
+          if (c.minor === 8) send(c, u32(0)); // SecurityResult OK
+          c.phase = 'init';
+        }
+      } else if (c.phase === 'auth') {
+        const r = c.take(16);
+        if (!r) return;
+        const expected = vncAuthResponse(password ?? '', c.challenge ?? Buffer.alloc(16));
+        if (!timingSafeEqual(r, expected)) {
+          const reason = Buffer.from('authentication failed');
+          send(c, c.minor === 8 ? Buffer.concat([u32(1), u32(reason.length), reason]) : u32(1));
+          authFailures.inc();
+          drop(c, 'wrong VNC password');
+          return;
+        }
+        send(c, u32(0)); // SecurityResult OK (3.3, 3.7 and 3.8 all send it after VNC auth)
         c.phase = 'init';
       } else if (c.phase === 'init') {
         if (!c.take(1)) return; // shared flag: every client shares the one screen anyway

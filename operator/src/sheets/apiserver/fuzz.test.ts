@@ -1,10 +1,15 @@
 // Random bodies, queries and headers (fast-check) never produce a 5xx, and the workbook written
-// meanwhile always reopens with the same content.
+// meanwhile always reopens with the same content. Numeric strings, names with path separators and
+// Origin/Host headers have their own properties (issue #17).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rawRequest } from '../../util/http-guard.testkit.ts';
+import { checkRequest } from '../../util/http-guard.ts';
+import { isObjectName } from '../names.ts';
+import { LIMITS as SHEET_LIMITS } from '../scheduler/model.ts';
 import { openXlsxStore } from '../store/xlsx.ts';
 import { type Kit, startKit, TOKEN } from './testkit.ts';
 
@@ -149,5 +154,95 @@ describe('random input', () => {
       await again.close();
     }
     expect((await kit.get('pods')).status).toBe(200);
+  });
+});
+
+// Issue #17's properties run on a memory store: each one may schedule thousands of pods.
+describe('random input (#17: numbers, names, headers)', () => {
+  let mem: Kit;
+  beforeAll(async () => {
+    mem = await startKit();
+    await mem.heartbeat('a');
+  });
+  afterAll(async () => {
+    await mem?.close();
+  });
+
+  it('numeric strings anywhere a number goes: parsed, then range-checked (#17.5)', async () => {
+    const numeric = fc.oneof(
+      fc.stringMatching(/^\s?\d{1,20}(\.\d{0,3})?\s?$/),
+      fc.constantFrom('99999999999999', '1e9', '-1', '10000', '10001', '0x10', 'Infinity', 'NaN', '3.0'),
+    );
+    await fc.assert(
+      fc.asyncProperty(numeric, numeric, async (replicas, cpu) => {
+        const a = await mem.post({
+          action: 'apply',
+          deployments: [{ name: 'num', image: 'x', replicas, cpu_req: cpu, mem_req: 1 }],
+        });
+        expect(a.status).toBe(200);
+        const s = await mem.post({ action: 'scale', name: 'num', replicas });
+        expect([200, 400]).toContain(s.status);
+        const n = Number(mem.store.get('Deployments', 'num')?.replicas || 0);
+        expect(n).toBeLessThanOrEqual(SHEET_LIMITS.replicasMax);
+        await mem.post({ action: 'scale', name: 'num', replicas: 0 }); // keep each run's reconcile small
+      }),
+      { numRuns: 100 },
+    );
+    await mem.post({ action: 'scale', name: 'num', replicas: 0 });
+    await mem.heartbeat('a');
+    expect(mem.store.rows('Pods').length).toBeLessThanOrEqual(SHEET_LIMITS.podsMax);
+    expect((await fetch(`${mem.url}/healthz`)).status).toBe(200);
+  });
+
+  it('names with path separators never become pods, whether applied or typed into the sheet (#17.6)', async () => {
+    const piece = fc.constantFrom('..', '.', '/', '\\', 'a', 'b', '-', '_', '%2f', ':', ' ');
+    const name = fc.array(piece, { minLength: 1, maxLength: 6 }).map((p) => p.join(''));
+    await fc.assert(
+      fc.asyncProperty(name, fc.boolean(), async (n, typed) => {
+        if (typed)
+          await mem.store.transact((tx) =>
+            tx.upsert('Deployments', { name: n, image: 'x', replicas: 1, cpu_req: 0, mem_req: 0 }),
+          );
+        else
+          expect(
+            (await mem.post({ action: 'apply', deployments: [{ name: n, image: 'x', replicas: 1 }] })).status,
+          ).toBe(200);
+        const orders = await mem.heartbeat('a');
+        for (const p of orders.pods as { name: string }[]) expect(isObjectName(p.name), p.name).toBe(true);
+      }),
+      { numRuns: 100 },
+    );
+    for (const p of mem.store.rows('Pods')) expect(isObjectName(p.name), String(p.name)).toBe(true);
+    // leave the sheet as the other properties expect it: only valid rows stay
+    await mem.store.transact((tx) => {
+      for (const d of tx.rows('Deployments'))
+        if (!isObjectName(String(d.name).trim())) tx.delete('Deployments', String(d.name));
+    });
+  });
+
+  it('random Origin and Host headers: never a 5xx, and a change only from a loopback, same-origin request (#17.2)', async () => {
+    const port = new URL(mem.url).port;
+    const host = fc.oneof(
+      fc.constantFrom(`127.0.0.1:${port}`, `localhost:${port}`, `evil.example:${port}`, `[::1]:${port}`),
+      fc.domain().map((d) => `${d}:${port}`),
+    );
+    const origin = fc.option(fc.oneof(fc.constantFrom('null', `http://127.0.0.1:${port}`), fc.webUrl()), {
+      nil: undefined,
+    });
+    await fc.assert(
+      fc.asyncProperty(host, origin, async (h, o) => {
+        const headers: Record<string, string> = { host: h, 'content-type': 'application/json' };
+        if (o !== undefined) headers.origin = o;
+        const r = await rawRequest(`${mem.url}/`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ token: TOKEN, action: 'cordon', name: 'a' }),
+        });
+        expect(r.status).toBeLessThan(500);
+        expect(r.status === 200).toBe(checkRequest({ method: 'POST', headers }, { requireJson: true }).ok);
+      }),
+      { numRuns: 100 },
+    );
+    await mem.post({ action: 'uncordon', name: 'a' });
   });
 });

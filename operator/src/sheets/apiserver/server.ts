@@ -116,7 +116,9 @@ export async function createApiServer(o: ApiServerOptions): Promise<ApiServer> {
     intervalSec: o.metricsIntervalSec,
     retentionSec: o.metricsRetentionSec,
   });
-  const verifier = o.signingKey ? new RequestVerifier(o.signingKey, o.signTtlSec) : undefined;
+  const verifier = o.signingKey
+    ? new RequestVerifier(o.signingKey, o.signTtlSec, undefined, now())
+    : undefined;
   await cluster.start({ samples: o.samples });
   metrics.start();
 

@@ -9,87 +9,23 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiServer, createApiServer } from '../apiserver/server.ts';
-import { NodeAgent } from '../node/agent.ts';
-import type { Store } from '../store/types.ts';
 import { openXlsxStore } from '../store/xlsx.ts';
-import { Member } from './client.ts';
+import {
+  bridgeFlags,
+  deploySleeper,
+  runningPods,
+  type SheetClusterKit,
+  startSheetCluster,
+} from './testkit.ts';
 
 const run = promisify(execFile);
 const MAIN = new URL('../../cli/main.ts', import.meta.url).pathname;
 
-interface Cluster {
-  name: string;
-  token: string;
-  key: string;
-  store: Store;
-  server: ApiServer;
-  url: string;
-  agent: NodeAgent;
-  workDir: string;
-}
-
 let tmp: string;
-const clusters: Cluster[] = [];
+let local: SheetClusterKit;
+let peer: SheetClusterKit;
 
-async function startAgent(c: Omit<Cluster, 'agent'>, cpuTotal: number): Promise<NodeAgent> {
-  const a = new NodeAgent({
-    server: c.url,
-    token: c.token,
-    key: c.key,
-    name: `${c.name}-node`,
-    ip: '127.0.0.1',
-    cpuTotal,
-    memTotal: 4096,
-    intervalMs: 1100, // > 1 s: identical signed heartbeats in one second would be refused as replays
-    runtimes: ['process'],
-    allowProcess: true, // the test opts in: its deployments run `sleep`
-    workDir: c.workDir,
-    stopGraceMs: 500,
-  });
-  a.start();
-  return a;
-}
-
-async function startCluster(name: string, cpuTotal: number): Promise<Cluster> {
-  const store = await openXlsxStore(path.join(tmp, `${name}.xlsx`), { flushDelayMs: 100 });
-  const token = `${name}-token`;
-  const key = `${name}-signing-key`;
-  const server = await createApiServer({
-    store,
-    token,
-    signingKey: key,
-    nodeTtlSec: 5, // the agents beat every 1.1 s; 5 s leaves room for a loaded CI machine
-    samples: false,
-    metricsIntervalSec: 3600,
-  });
-  const url = (await server.listen(0, '127.0.0.1')).replace('[::1]', '127.0.0.1');
-  const workDir = await fsp.mkdtemp(path.join(tmp, `${name}-node-`));
-  const base = { name, token, key, store, server, url, workDir };
-  const c = { ...base, agent: await startAgent(base, cpuTotal) };
-  clusters.push(c);
-  return c;
-}
-
-let local: Cluster;
-let peer: Cluster;
-
-function endpoints(o: { peerKey?: string; peerUrl?: string } = {}): string[] {
-  return [
-    '--local',
-    local.url,
-    '--peer',
-    o.peerUrl ?? peer.url,
-    '--local-token',
-    local.token,
-    '--peer-token',
-    peer.token,
-    '--local-signing-key',
-    local.key,
-    '--peer-signing-key',
-    o.peerKey ?? peer.key,
-  ];
-}
+const endpoints = (o: { peerKey?: string; peerUrl?: string } = {}) => bridgeFlags(local, peer, o);
 
 async function bridge(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
@@ -101,9 +37,9 @@ async function bridge(...args: string[]): Promise<{ code: number; stdout: string
   }
 }
 
-const deployments = (c: Cluster) => c.store.rows('Deployments');
-const running = (c: Cluster, d: string) =>
-  c.store.rows('Pods').filter((p) => p.deployment === d && p.phase === 'Running').length;
+const deployments = (c: SheetClusterKit) => c.store.rows('Deployments');
+const running = runningPods;
+const clusters = () => [local, peer];
 
 async function until(what: string, fn: () => boolean, ms = 30_000): Promise<void> {
   const end = Date.now() + ms;
@@ -113,35 +49,21 @@ async function until(what: string, fn: () => boolean, ms = 30_000): Promise<void
   }
 }
 
-// Writes go through the apiserver (signed), as a person's skctl would: the apiserver reschedules
-// on its own writes.
-const api = (c: Cluster) => new Member({ name: c.name, url: c.url, token: c.token, key: c.key });
-async function deploy(
-  c: Cluster,
-  name: string,
-  replicas: number,
-  cpu = 100,
-  image = 'process',
-): Promise<void> {
-  await api(c).apply([{ name, image, command: 'sleep 600', replicas, cpu_req: cpu, mem_req: 16 }]);
-}
-async function remove(c: Cluster, ...names: string[]): Promise<void> {
-  for (const n of names) await api(c).delete(n);
+const deploy = deploySleeper;
+async function remove(c: SheetClusterKit, ...names: string[]): Promise<void> {
+  for (const n of names) await c.api.delete(n);
 }
 
 beforeAll(async () => {
   tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'sk-bridge-'));
-  local = await startCluster('local', 2000);
-  peer = await startCluster('peer', 2000);
-  await until('both nodes registered', () => clusters.every((c) => c.store.rows('Nodes').length === 1));
+  const xlsx = async (name: string) => openXlsxStore(path.join(tmp, `${name}.xlsx`), { flushDelayMs: 100 });
+  local = await startSheetCluster({ name: 'local', cpuTotal: 2000, store: await xlsx('local') });
+  peer = await startSheetCluster({ name: 'peer', cpuTotal: 2000, store: await xlsx('peer') });
+  await until('both nodes registered', () => clusters().every((c) => c.store.rows('Nodes').length === 1));
 }, 60_000);
 
 afterAll(async () => {
-  for (const c of clusters) {
-    await c.agent.stop();
-    await c.server.close();
-    await c.store.close();
-  }
+  for (const c of clusters()) await c.close();
   await fsp.rm(tmp, { recursive: true, force: true });
 });
 
@@ -165,10 +87,17 @@ describe('retrokube sheets bridge (two signed xlsx clusters with node agents)', 
     expect(deployments(peer).find((d) => d.name === 'shared')?.replicas).toBe(2);
     const again = JSON.parse((await bridge('sync', ...endpoints(), '-o', 'json')).stdout);
     expect(again).toMatchObject({ to_local: [], to_peer: [] });
+    // --push publishes every local row to the peer, overwriting same-named ones there
+    const push = await bridge('status', '--push', ...endpoints());
+    expect(push.stdout).toContain('[bridge] federated services:');
+    expect(push.stdout).toContain(
+      '[bridge] publishing local deployments to peer…\n   {"applied":["updated","updated","updated"]}',
+    );
+    expect(deployments(peer).find((d) => d.name === 'shared')?.replicas).toBe(1);
     for (const c of [local, peer]) await remove(c, 'api', 'db', 'shared');
-    await until('no pods left', () => clusters.every((c) => c.store.rows('Pods').length === 0));
+    await until('no pods left', () => clusters().every((c) => c.store.rows('Pods').length === 0));
     await until('CPU released', () =>
-      clusters.every((c) => Number(c.store.rows('Nodes')[0]?.cpu_used) === 0),
+      clusters().every((c) => Number(c.store.rows('Nodes')[0]?.cpu_used) === 0),
     );
   }, 120_000);
 
@@ -236,9 +165,9 @@ describe('retrokube sheets bridge (two signed xlsx clusters with node agents)', 
     );
     // Degrade the target right after the cut-over: its only node agent stops (and its pods with it).
     await until('drained from local', () => !deployments(local).some((d) => d.name === 'fragile'), 60_000);
-    await peer.agent.stop();
+    await peer.stopAgent();
     const r = await child;
-    peer.agent = await startAgent(peer, 2000);
+    peer.startAgent();
     expect(r.stdout).toContain('[migrate] watching target for 40s (rollback armed)…');
     expect(r.stdout).toMatch(/\[migrate\] target degraded \(0\/1\) — rolling back to source/);
     expect(r.stdout).toContain(

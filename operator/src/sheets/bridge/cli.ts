@@ -127,22 +127,24 @@ export function registerSheetsBridgeVerbs(program: Command): void {
       await guarded(json, async () => {
         const { local, peer } = membersOf(o);
         const st = await federationStatus([local, peer]);
-        let pushed: string[] | undefined;
         const localRows = st.views[0].deployments;
+        const [l, p] = st.members;
+        if (!json) {
+          // the reference's lines first, in its order (the view is the one read before any push)
+          say(`[bridge] local: ${l.deployments} deployments · peer: ${p.deployments} deployments`);
+          say('[bridge] federated services:');
+          for (const s of st.services) say(`  ${s.name.padEnd(20)} -> ${s.home}`);
+        }
+        let pushed: string[] | undefined;
         if (o.push && localRows.length) {
           if (!json) say('[bridge] publishing local deployments to peer…');
           pushed = await peer.apply(localRows);
-          if (!json) say(`   ${pyJson({ applied: pushed })}`);
+          if (!json) say(`   ${JSON.stringify({ applied: pushed })}`); // the raw reply, as the reference prints it
         }
         if (json) {
           say(JSON.stringify({ members: st.members, services: st.services, pushed }, null, 2));
           return true;
         }
-        const [l, p] = st.members;
-        // the reference's lines first (status is printed before a push there; order kept per line kind)
-        say(`[bridge] local: ${l.deployments} deployments · peer: ${p.deployments} deployments`);
-        say('[bridge] federated services:');
-        for (const s of st.services) say(`  ${s.name.padEnd(20)} -> ${s.home}`);
         for (const m of st.members)
           say(
             `[bridge] ${m.name}: ${m.nodesReady}/${m.nodes} nodes Ready · ${m.podsRunning}/${m.pods} pods Running · ${m.freeCpu}m CPU free`,

@@ -152,18 +152,27 @@ export async function stretch(members: Member[], deploy: string, o: StretchOptio
 
 // ---------------------------------------------------------------- migrate
 
+/** Both members' view of one deployment. Free CPU (a Nodes read) only when `withNodes`. */
 export async function observeMigration(
   src: Member,
   dst: Member,
   deploy: string,
+  withNodes = true,
 ): Promise<MigrationObservation> {
-  const [s, t] = await Promise.all([src.observe(), dst.observe()]);
-  const one = (v: MemberView) => ({
-    deployment: findDeployment(v, deploy),
-    running: runningPods(v, deploy),
-    freeCpu: freeCpu(v.nodes),
-  });
-  return { source: one(s), target: one(t), nowMs: Date.now() };
+  const one = async (m: Member) => {
+    const [deployments, pods, nodes] = await Promise.all([
+      m.get('deployments'),
+      m.get('pods'),
+      withNodes ? m.get('nodes') : Promise.resolve([]),
+    ]);
+    return {
+      deployment: findDeployment({ deployments }, deploy),
+      running: runningPods({ pods }, deploy),
+      freeCpu: freeCpu(nodes),
+    };
+  };
+  const [source, target] = await Promise.all([one(src), one(dst)]);
+  return { source, target, nowMs: Date.now() };
 }
 
 export interface MigrateDriverOptions {
@@ -184,8 +193,14 @@ export async function migrate(
 ): Promise<MigrationStatus> {
   let s = status;
   const members = { source: src, target: dst };
+  let reuse: MigrationObservation | undefined;
   while (!TERMINAL.includes(s.phase)) {
-    const obs = await observeMigration(src, dst, spec.deploy);
+    // A step that moved without writing changed nothing anywhere: the next step may judge the same
+    // observation (saves a round of reads per such step). Capacity is read only where it is judged.
+    const obs = reuse
+      ? { ...reuse, nowMs: Date.now() }
+      : await observeMigration(src, dst, spec.deploy, s.phase === 'Pending');
+    reuse = undefined;
     const step = stepMigration(spec, s, obs);
     for (const line of step.log) o.log(line);
     for (const w of step.writes) {
@@ -196,6 +211,7 @@ export async function migrate(
     const moved = step.status.phase !== s.phase;
     s = step.status;
     await o.persist?.(s);
+    if (moved && step.writes.length === 0) reuse = obs;
     if (!moved) {
       o.progress?.(obs, s);
       await sleep(o.pollMs);

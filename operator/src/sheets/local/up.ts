@@ -31,6 +31,8 @@ export interface UpOptions {
   /** Start the node agents with the process runtime (the `web` sample needs it); named opt-in. */
   allowProcess?: boolean;
   out?: (s: string) => void;
+  /** Where the node agents' output (their JSON log lines) goes: an open file or fd; default: their stderr only, to ours. */
+  agentOutput?: number;
 }
 
 /** Whether this build has the node agent verb. */
@@ -92,7 +94,7 @@ export async function runUp(o: UpOptions): Promise<UpResult> {
       for (let i = 0; i < o.nodes; i++) {
         const name = `node-${String.fromCharCode(97 + (i % 26))}${i >= 26 ? i : ''}`;
         const child = spawn(process.execPath, nodeAgentArgs(addr, name, o.allowProcess), {
-          stdio: ['ignore', 'ignore', 'inherit'],
+          stdio: ['ignore', o.agentOutput ?? 'ignore', o.agentOutput ?? 'inherit'],
           env: nodeAgentEnv(o.token),
         });
         agents.push(child);

@@ -286,6 +286,30 @@ describe('restart policy and pod phases', () => {
     expect(row(store)).toMatchObject({ phase: 'Succeeded', exit_code: 0, restarts: 0 });
   });
 
+  it('a finished pod stays finished when its agent restarts (kept by spec_hash in the work folder)', async () => {
+    const { store, url, a } = await run('OnFailure', 0);
+    await until('Succeeded', () => a.status()[0]?.phase === 'Succeeded');
+    await a.stop();
+    const again = await agent(url, { workDir: a.opts.workDir });
+    await until('the restarted agent reports it', () => again.status()[0]?.phase === 'Succeeded');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(readFileSync(again.logFile('job-1'), 'utf8')).toBe('ran\n'); // ran once, not twice
+    expect(row(store)).toMatchObject({ phase: 'Succeeded', exit_code: 0 });
+    // a new spec is a new pod: it runs
+    const mod2 = helloWasm('ran v2\n', 0);
+    await importImage(
+      store,
+      'm:v2',
+      [{ bytes: mod2, mediaType: WASM_MEDIA_TYPE }],
+      wasmConfig(digestOf(mod2)),
+    );
+    await new SheetsClient({ url, token: TOKEN }).post({
+      action: 'apply',
+      deployments: [{ name: 'job', image: 'sicf:m:v2' }],
+    });
+    await until('the new spec ran', () => readFileSync(again.logFile('job-1'), 'utf8').includes('ran v2'));
+  });
+
   it('Never, exit 3: Failed with its exit code, not restarted', async () => {
     const { store, a } = await run('Never', 3);
     await until('Failed on the Pods row', () => row(store).phase === 'Failed');

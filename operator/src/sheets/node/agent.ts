@@ -14,7 +14,7 @@
 //     last exit code, restarts and a reason (the reference always says Running);
 //   - images from the sheet are digest-verified before anything runs.
 
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Counter, Gauge, Registry } from 'prom-client';
@@ -148,6 +148,7 @@ export class NodeAgent {
     this.workDir = opts.workDir ?? path.join(os.tmpdir(), `sk-node-${opts.name}`);
     mkdirSync(path.join(this.workDir, 'logs'), { recursive: true });
     mkdirSync(path.join(this.workDir, 'secrets'), { recursive: true, mode: 0o700 });
+    mkdirSync(path.join(this.workDir, 'done'), { recursive: true });
     for (const r of opts.runtimes) {
       const impl = opts.runtimeImpls?.[r] ?? this.makeRuntime(r);
       if (impl) this.runtimes.set(r, impl);
@@ -194,6 +195,65 @@ export class NodeAgent {
     return pathInside(path.join(this.workDir, 'logs'), `${pod}.log`);
   }
 
+  /**
+   * Where a finished pod's outcome is kept (by spec_hash), so a restarted agent reports it
+   * Succeeded/Failed instead of running it again — the apiserver orders every placed pod Running.
+   */
+  private doneFile(pod: string): string {
+    if (!isObjectName(pod)) throw new Error(`pod ${nameProblem(pod)}`);
+    return pathInside(path.join(this.workDir, 'done'), `${pod}.json`);
+  }
+
+  private recallDone(e: Entry): boolean {
+    try {
+      const d = JSON.parse(readFileSync(this.doneFile(e.name), 'utf8')) as {
+        spec_hash?: string;
+        phase?: string;
+        exit_code?: number;
+        id?: string | null;
+        message?: string | null;
+      };
+      if (d.spec_hash !== e.order.spec_hash || (d.phase !== 'Succeeded' && d.phase !== 'Failed'))
+        return false;
+      if (typeof d.exit_code !== 'number' || restartDue(policyOf(e.order), d.exit_code)) return false;
+      e.done = d.phase;
+      e.exitCode = d.exit_code;
+      e.lastId = d.id ?? null;
+      e.message = d.message ?? finishedMessage(d.exit_code);
+      return true;
+    } catch {
+      return false; // none kept (or unreadable): the pod runs
+    }
+  }
+
+  private rememberDone(e: Entry): void {
+    try {
+      writeFileSync(
+        this.doneFile(e.name),
+        JSON.stringify({
+          spec_hash: e.order.spec_hash,
+          phase: e.done,
+          exit_code: e.exitCode,
+          id: e.lastId,
+          message: e.message,
+        }),
+      );
+    } catch (err) {
+      this.log.warn(
+        { pod: e.name, err: String(err) },
+        'cannot keep the finished state; a restarted agent runs the pod again',
+      );
+    }
+  }
+
+  private forgetDone(pod: string): void {
+    try {
+      rmSync(this.doneFile(pod), { force: true });
+    } catch {
+      // a name that cannot have a file has none to forget
+    }
+  }
+
   start(): void {
     if (this.running) return;
     this.running = true;
@@ -201,6 +261,10 @@ export class NodeAgent {
       { server: this.opts.server, runtimes: this.enabledRuntimes(), signed: Boolean(this.opts.key) },
       `node ${this.opts.name} starting`,
     );
+    if (this.runtimes.has('wasm'))
+      this.log.info(
+        'wasm pods run on node:wasi, which Node 24 still calls experimental (said once here, not per pod)',
+      );
     const loop = async () => {
       if (!this.running) return;
       this.ticking = this.tick();
@@ -215,7 +279,8 @@ export class NodeAgent {
     this.running = false;
     if (this.loop) clearTimeout(this.loop);
     await this.ticking?.catch(() => {});
-    if (stopPods) await Promise.all([...this.entries.values()].map((e) => this.remove(e)));
+    // Stopping the agent is not the pod going away: finished pods stay remembered.
+    if (stopPods) await Promise.all([...this.entries.values()].map((e) => this.remove(e, false)));
   }
 
   status(): PodStatus[] {
@@ -313,6 +378,7 @@ export class NodeAgent {
     const due = restartDue(now, e.exitCode);
     if (e.done && due) {
       e.done = undefined;
+      this.forgetDone(e.name);
       this.log.info(
         { pod: e.name, policy: now || 'unset' },
         'restart policy changed; starting the pod again',
@@ -325,6 +391,7 @@ export class NodeAgent {
       e.backingOff = false;
       e.done = finalPhase(e.exitCode);
       e.message = finishedMessage(e.exitCode);
+      this.rememberDone(e);
     }
   }
 
@@ -347,7 +414,9 @@ export class NodeAgent {
       lastId: null,
     };
     this.entries.set(order.name, e);
-    this.schedule(e, 0);
+    if (this.recallDone(e))
+      this.log.info({ pod: e.name, phase: e.done }, 'finished before this agent started; not run again');
+    else this.schedule(e, 0);
   }
 
   private schedule(e: Entry, delay: number): void {
@@ -358,7 +427,8 @@ export class NodeAgent {
     }, delay);
   }
 
-  private async remove(e: Entry): Promise<void> {
+  private async remove(e: Entry, forget = true): Promise<void> {
+    if (forget) this.forgetDone(e.name);
     if (this.entries.get(e.name) === e) this.entries.delete(e.name);
     e.stopping = true;
     if (e.timer) clearTimeout(e.timer);
@@ -414,6 +484,7 @@ export class NodeAgent {
       e.done = finalPhase(code);
       e.message =
         code === 0 ? finishedMessage(code) : `${message ?? finishedMessage(code)}; not restarted (${policy})`;
+      this.rememberDone(e);
       this.log.info({ pod: e.name, code, policy }, `pod finished: ${e.done}`);
       return;
     }

@@ -325,6 +325,47 @@ describe('xlsx backend specifics', () => {
     await again.close();
   });
 
+  it("#17.11 formula-looking values carry Text format and Excel's quote prefix, so an edit in Excel keeps them text", async () => {
+    const file = path.join(tmp, 'quoted.xlsx');
+    const s = await openXlsxStore(file, { watchMs: 0 });
+    await setupCluster(s, { samples: false });
+    await s.transact((tx) =>
+      tx.upsert('Deployments', {
+        name: 'x',
+        image: '=HYPERLINK("http://evil.example","click")',
+        command: '@SUM(1)',
+      }),
+    );
+    await s.close();
+    const JSZip = (await import('jszip')).default;
+    const zip = await JSZip.loadAsync(await fsp.readFile(file));
+    const styles = await zip.file('xl/styles.xml')!.async('string');
+    // The style of the image cell: Text (49) with quotePrefix="1".
+    const wb = new ExcelJS.Workbook();
+    await wb.xlsx.readFile(file);
+    const ws = wb.getWorksheet('Deployments')!;
+    const row = ws.getColumn(1).values.indexOf('x');
+    const cell = ws.getRow(row).getCell(TABS.Deployments.headers.indexOf('image') + 1);
+    expect(cell.value).toBe('=HYPERLINK("http://evil.example","click")'); // text, not a formula
+    expect(cell.numFmt).toBe('@');
+    const xfs = [
+      ...(/<cellXfs[^>]*>([\s\S]*?)<\/cellXfs>/.exec(styles)?.[1] ?? '').matchAll(/<xf\b[^>]*>/g),
+    ].map((m) => m[0]);
+    const textXfs = xfs.filter((x) => /numFmtId="49"/.test(x));
+    expect(textXfs.length).toBeGreaterThan(0);
+    for (const x of textXfs) expect(x).toMatch(/quotePrefix="1"/);
+    // The store reads the values back unchanged.
+    const again = await openXlsxStore(file, { watchMs: 0 });
+    expect(again.get('Deployments', 'x')).toMatchObject({ command: '@SUM(1)' });
+    await again.transact((tx) => tx.update('Deployments', 'x', { replicas: 2 }));
+    await again.close();
+    // Saved again by exceljs (which drops the flag on its own): the flag is still there.
+    const z2 = await JSZip.loadAsync(await fsp.readFile(file));
+    const st2 = await z2.file('xl/styles.xml')!.async('string');
+    for (const x of [...st2.matchAll(/<xf\b[^>]*numFmtId="49"[^>]*>/g)])
+      expect(x[0]).toMatch(/quotePrefix="1"/);
+  });
+
   it("keeps a person's formula until that cell is overwritten", async () => {
     const file = path.join(tmp, 'formula.xlsx');
     const s0 = await openXlsxStore(file, { watchMs: 0 });

@@ -2,6 +2,7 @@
 // Used by the xlsx worker (xlsx-worker.ts); plain data crosses the thread boundary.
 
 import type ExcelJS from 'exceljs';
+import JSZip from 'jszip';
 
 export type PlainCell = string | number | boolean | null;
 export type SheetCell = PlainCell | { formula: string; result: PlainCell };
@@ -36,7 +37,34 @@ function plainResult(r: unknown): PlainCell {
 }
 
 // Strings go in as strings: exceljs writes them as shared strings, never as formulas, whatever their
-// first character ("=", "+", "-", "@").
+// first character ("=", "+", "-", "@"). But a person who later edits such a cell in Excel turns it
+// into a live formula — unless the cell is Text-formatted and carries Excel's quote prefix, which
+// is what Excel itself stores for a value typed as '=... (see markQuotePrefix).
+
+/** A string Excel would take for a formula (or a DDE call) once the cell is edited. */
+export function looksLikeFormula(v: SheetCell): v is string {
+  return typeof v === 'string' && /^[=+\-@\t\r]/.test(v);
+}
+
+/** Text number format: Excel keeps what is typed into such a cell as text. Built-in id 49. */
+export const TEXT_FORMAT = '@';
+
+/**
+ * The saved workbook with Excel's quotePrefix="1" on every Text-formatted cell style (exceljs does
+ * not write the flag; its styles are otherwise kept). Only touches xl/styles.xml.
+ */
+export async function markQuotePrefix(xlsx: Buffer): Promise<Buffer> {
+  const zip = await JSZip.loadAsync(xlsx);
+  const file = zip.file('xl/styles.xml');
+  if (!file) return xlsx;
+  const xml = await file.async('string');
+  const marked = xml.replace(/<xf\b([^>]*\bnumFmtId="49"[^>]*?)(\/?)>/g, (m, attrs: string, close: string) =>
+    /\bquotePrefix=/.test(attrs) ? m : `<xf${attrs} quotePrefix="1"${close}>`,
+  );
+  if (marked === xml) return xlsx;
+  zip.file('xl/styles.xml', marked);
+  return zip.generateAsync({ type: 'nodebuffer', compression: 'DEFLATE' });
+}
 export function toExcel(c: SheetCell): ExcelJS.CellValue {
   if (c !== null && typeof c === 'object')
     return { formula: c.formula, result: c.result ?? undefined } as ExcelJS.CellValue;

@@ -12,7 +12,14 @@ import { constants, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import ExcelJS from 'exceljs';
-import { readWorkbook, type SheetCell, toExcel } from './xlsx-cells.ts';
+import {
+  looksLikeFormula,
+  markQuotePrefix,
+  readWorkbook,
+  type SheetCell,
+  TEXT_FORMAT,
+  toExcel,
+} from './xlsx-cells.ts';
 
 export interface Stamp {
   size: number;
@@ -30,6 +37,9 @@ export interface TabChange {
 const TEMP_PREFIX = '.~sk-';
 let wb = new ExcelJS.Workbook();
 let seq = 0;
+// Whether a formula-looking value was ever written as Text here or read back: then every save adds
+// the quote-prefix flag again (exceljs reads the Text format but drops the flag).
+let quoted = false;
 
 async function stampOf(file: string, bytes: Buffer): Promise<Stamp> {
   const st = await fsp.stat(file);
@@ -62,7 +72,9 @@ async function load(file: string) {
     );
   }
   wb = next;
-  return { exists: true, sheets: readWorkbook(wb), stamp: await stampOf(file, bytes) };
+  const sheets = readWorkbook(wb);
+  quoted ||= sheets.some((t) => t.rows.some((r) => r.some((c) => looksLikeFormula(c))));
+  return { exists: true, sheets, stamp: await stampOf(file, bytes) };
 }
 
 function apply(tabs: TabChange[]): void {
@@ -84,6 +96,10 @@ function apply(tabs: TabChange[]): void {
         const cell = xr.getCell(c + 1);
         if (cell.value === v) continue;
         cell.value = toExcel(v);
+        if (looksLikeFormula(v)) {
+          cell.numFmt = TEXT_FORMAT;
+          quoted = true;
+        }
       }
     }
   }
@@ -101,7 +117,8 @@ async function changedOnDisk(file: string, expect: Stamp | undefined): Promise<b
 
 async function save(file: string, tabs: TabChange[], expect: Stamp | undefined) {
   apply(tabs);
-  const bytes = Buffer.from(await wb.xlsx.writeBuffer());
+  const written = Buffer.from(await wb.xlsx.writeBuffer());
+  const bytes = quoted ? await markQuotePrefix(written) : written;
   const dir = path.dirname(file);
   const tmp = path.join(dir, `${TEMP_PREFIX}${path.basename(file)}.${process.pid}.${++seq}`);
   try {

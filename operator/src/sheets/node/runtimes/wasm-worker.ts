@@ -7,7 +7,6 @@
 // waiting on a shared word the agent sets when it stops the pod. Polls on files go to node's.
 
 import { closeSync, openSync } from 'node:fs';
-import { WASI } from 'node:wasi';
 import { parentPort, workerData } from 'node:worker_threads';
 
 interface Job {
@@ -64,6 +63,12 @@ function clockPoll(memory: () => DataView, stop: Int32Array, fallback: PollFn): 
     return 0;
   };
 }
+
+// Node warns that WASI is experimental in every thread that uses it — once per pod start here. The
+// agent says it once for the whole node instead (agent.ts), so this thread's warning printer goes
+// before node:wasi is loaded (loading it is what warns).
+process.removeAllListeners('warning');
+const { WASI } = await import('node:wasi');
 
 const job = workerData as Job;
 const fd = openSync(job.logFile, 'a');

@@ -1,0 +1,126 @@
+// Boot images kept on disk between processes (boot-image.ts says what an image is and why one
+// is exact): the first machine of a fresh `retrokube up` or `machine run` starts from the image
+// an earlier process recorded, as later machines of one process do. An image is still checked
+// against the machine's configuration and disk blocks before use, so a stale or foreign file
+// costs a real boot, never a wrong machine. RETROKUBE_BOOT_IMAGES=off turns the store off.
+
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { defaultCacheDir } from './base-image.ts';
+import type { BootImage } from './boot-image.ts';
+
+export const LIMITS = {
+  files: 8, // images kept in the folder (the newest by modification time); older ones are deleted
+  maxFileBytes: 64 << 20, // a file larger than this is not an image of ours (32 MiB RAM at most)
+  magic: 'retrokube-boot-image-1', // first line of the header: format and version
+} as const;
+
+export function bootImageDir(env: NodeJS.ProcessEnv = process.env): string | null {
+  if (env.RETROKUBE_BOOT_IMAGES === 'off') return null;
+  return path.join(defaultCacheDir(env), 'boot-images');
+}
+
+/** File layout: header length (4 bytes LE), JSON header, the RAM bytes, the blocks read. */
+function encode(image: BootImage): Buffer {
+  const { ram, readData, cpu, devices, ...rest } = image;
+  const header = Buffer.from(
+    JSON.stringify({
+      magic: LIMITS.magic,
+      ramBytes: ram.length,
+      ...rest,
+      cpu: { ...cpu, R: Array.from(cpu.R) },
+      devices: {
+        ...devices,
+        sd: {
+          ...devices.sd,
+          cmd: Array.from(devices.sd.cmd),
+          tx: Array.from(devices.sd.tx),
+          rx: Array.from(devices.sd.rx),
+        },
+      },
+    }),
+  );
+  const len = Buffer.alloc(4);
+  len.writeUInt32LE(header.length);
+  return Buffer.concat([len, header, ram, readData]);
+}
+
+function decode(file: Buffer): BootImage {
+  const n = file.readUInt32LE(0);
+  const h = JSON.parse(file.subarray(4, 4 + n).toString('utf8'));
+  if (h.magic !== LIMITS.magic) throw new Error('not a boot image of this version');
+  const { magic: _m, ramBytes: _r, ...rest } = h;
+  if (file.length !== 4 + n + h.ramBytes + rest.reads.length * 512) throw new Error('truncated boot image');
+  return {
+    ...rest,
+    cpu: { ...h.cpu, R: Int32Array.from(h.cpu.R) },
+    devices: {
+      ...h.devices,
+      sd: {
+        ...h.devices.sd,
+        cmd: Uint8Array.from(h.devices.sd.cmd),
+        tx: Int32Array.from(h.devices.sd.tx),
+        rx: Int32Array.from(h.devices.sd.rx),
+      },
+    },
+    ram: new Uint8Array(file.subarray(4 + n, 4 + n + h.ramBytes)),
+    readData: new Uint8Array(file.subarray(4 + n + h.ramBytes)),
+  } as BootImage;
+}
+
+/** The stored images, newest first; unreadable files are skipped. */
+export function loadBootImages(dir: string | null): BootImage[] {
+  if (dir === null) return [];
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir).filter((n) => n.endsWith('.img'));
+  } catch {
+    return [];
+  }
+  const files = names
+    .map((n) => {
+      const p = path.join(dir, n);
+      try {
+        const st = fs.statSync(p);
+        return { p, mtime: st.mtimeMs, size: st.size };
+      } catch {
+        return null;
+      }
+    })
+    .filter(
+      (f): f is { p: string; mtime: number; size: number } => f !== null && f.size <= LIMITS.maxFileBytes,
+    )
+    .sort((a, b) => b.mtime - a.mtime)
+    .slice(0, LIMITS.files);
+  const out: BootImage[] = [];
+  for (const f of files) {
+    try {
+      out.push(decode(fs.readFileSync(f.p)));
+    } catch {
+      // A partial or foreign file: not an image.
+    }
+  }
+  return out;
+}
+
+/** Store an image (atomically: a temp file renamed into place) and trim the folder. Best effort. */
+export function saveBootImage(dir: string | null, image: BootImage): void {
+  if (dir === null) return;
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+    const name = createHash('sha256').update(image.key).update(image.readsHash).digest('hex').slice(0, 32);
+    const file = path.join(dir, `${name}.img`);
+    const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
+    fs.writeFileSync(tmp, encode(image));
+    fs.renameSync(tmp, file);
+    const stored = fs
+      .readdirSync(dir)
+      .filter((n) => n.endsWith('.img'))
+      .map((n) => ({ p: path.join(dir, n), mtime: fs.statSync(path.join(dir, n)).mtimeMs }))
+      .sort((a, b) => b.mtime - a.mtime);
+    for (const old of stored.slice(LIMITS.files)) fs.rmSync(old.p, { force: true });
+  } catch {
+    // The store is an optimisation: an unwritable cache folder only means real boots.
+  }
+}
