@@ -172,8 +172,6 @@ export interface Chart {
   uninstall(): Promise<void>;
 }
 
-const CRD_NAMES = ['oberonairs.retrokube.io', 'oberonkubes.retrokube.io', 'oberonmachines.retrokube.io'];
-
 /**
  * Our CRDs outlive `helm uninstall` (helm.sh/resource-policy: keep), still annotated with their old
  * release, and helm refuses to install over them from another release. CRDs of a release that is
@@ -183,8 +181,9 @@ const CRD_NAMES = ['oberonairs.retrokube.io', 'oberonkubes.retrokube.io', 'obero
  */
 async function crdOwnership(namespace: string, release: string): Promise<string[]> {
   let extra: string[] = [];
-  for (const name of CRD_NAMES) {
-    const crd = await getJson(['crd', name]).catch(() => undefined);
+  const ours = (await getJson(['crd'])).items.filter((c: Deep) => c.spec.group === 'retrokube.io');
+  for (const crd of ours) {
+    const name = crd.metadata.name as string;
     const ownerNs = crd?.metadata?.annotations?.['meta.helm.sh/release-namespace'];
     if (!crd || !ownerNs || ownerNs === namespace) continue;
     const owner = await getJson(['namespace', ownerNs]).catch(() => undefined);

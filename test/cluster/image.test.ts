@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildKubeDisk } from '../../operator/src/cli/kube-disk.ts';
-import { renderPod } from '../../operator/src/controllers/oberonmachine-render.ts';
+import { machineSettings, renderPod } from '../../operator/src/controllers/oberonmachine-render.ts';
 import { BASE_IMAGE } from '../../operator/src/machine/base-image.ts';
 import { REPO_ROOT } from '../envtest/control-plane.ts';
 import { skipReason } from './harness.ts';
@@ -169,24 +169,13 @@ describe.skipIf(skipReason())('the product image (hack/build-image.sh) against t
   });
 
   it("a machine pod's seed container, run in the unpacked image with no network as user 1000, copies the prebuilt Kube disk", async () => {
-    const { statefulSet } = renderPod(
-      {
-        apiVersion: 'retrokube.io/v1alpha1',
-        kind: 'OberonMachine',
-        metadata: { name: 'm', namespace: 'ns', uid: 'u' },
-      },
-      {
-        name: 'm',
-        namespace: 'ns',
-        role: 'standalone',
-        cluster: 'kube',
-        runtime: 'pod',
-        memory: '128Mi',
-        diskSize: '64Mi',
-        running: true,
-      },
-      'image',
-    );
+    const machine = {
+      apiVersion: 'retrokube.io/v1alpha1',
+      kind: 'OberonMachine',
+      metadata: { name: 'm', namespace: 'ns', uid: 'u' },
+      spec: { role: 'standalone' as const, runtime: 'pod' as const },
+    };
+    const { statefulSet } = renderPod(machine, machineSettings(machine), 'image');
     const seed = (statefulSet.spec as { template: { spec: { initContainers: { command: string[] }[] } } })
       .template.spec.initContainers[0];
     const disk = join(root, 'disk');
