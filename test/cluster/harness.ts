@@ -226,6 +226,8 @@ export async function installChart(
       `image.tag=${img.tag}`,
       '--set',
       'image.pullPolicy=Never',
+      // The chart's CRDs win over fields an earlier run, a benchmark or a by-hand apply left.
+      '--force-conflicts',
       ...(await crdOwnership(namespace, release)),
       ...extra,
     ],

@@ -75,8 +75,11 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
 
   beforeAll(async () => {
     ns = await freshNamespace('kube');
-    chart = await installChart(ns, 'rk');
-    fullname = 'rk-retrokube';
+    // A release name of its own: cluster-scoped objects (ClusterRole) of a run that failed half-way
+    // never block the next one.
+    const release = `rk-${ns.split('-').pop()}`;
+    chart = await installChart(ns, release);
+    fullname = `${release}-retrokube`;
   });
   afterAll(async () => {
     await chart?.uninstall().catch(() => undefined);
@@ -320,7 +323,7 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
         ]);
         const ours = left.items.filter(
           (i: Deep) =>
-            !(i.metadata.labels?.['app.kubernetes.io/instance'] === 'rk') &&
+            !(i.metadata.labels?.['app.kubernetes.io/instance'] === chart?.release) &&
             !i.metadata.name.startsWith('sh.helm.'),
         );
         return ours.length === 0 || undefined;
