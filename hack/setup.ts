@@ -86,6 +86,7 @@ const NODE_BINS = [
   'coredns',
   'local-path-provisioner',
   'pause',
+  'etcd',
 ];
 
 const STEPS: Step[] = [
