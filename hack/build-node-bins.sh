@@ -7,7 +7,9 @@
 #   coredns          CoreDNS with only the plugins the cluster DNS needs (hack/nodebins/cmd/coredns)
 #   local-path-provisioner   github.com/rancher/local-path-provisioner, the provisioner kind ships
 #   pause            the pod sandbox process (hack/nodebins/cmd/pause)
-#   (the last three: one `go build` of our module hack/nodebins, its go.sum pins every dependency)
+#   etcd             the node's datastore: go.etcd.io/etcd/server/v3 v3.6 through our module
+#                    hack/nodebins/etcd (its own module: its logrus clashes with the provisioner's)
+#   (coredns, provisioner, pause: one `go build` of our module hack/nodebins; its go.sum pins every dependency)
 # Output: ${XDG_CACHE_HOME:-$HOME/.cache}/retrokube/nodebins/<stamp>/  (printed on the last line).
 # Idempotent: a binary already in the folder is not rebuilt (a second run takes well under 1 s).
 # Usage: hack/build-node-bins.sh [--print-dir]   (--print-dir only prints the folder, builds nothing)
@@ -77,9 +79,18 @@ else
       *) pkgs+=("./cmd/$c") ;;
     esac
   done
-  say "add-ons: go build $(echo $todo) (~4-6 min on a cold Go cache, downloads modules first) ($(elapsed))"
+  say "add-ons: go build $(echo $todo) (~6-8 min on a cold Go cache, downloads modules first) ($(elapsed))"
   build_into_out "$HACK/nodebins" "-s -w" "${pkgs[@]}"
   say "add-ons: done ($(elapsed))"
+fi
+
+# --- etcd ------------------------------------------------------------------------------------------
+if [ -x "$OUT/etcd" ]; then
+  say "etcd: cached"
+else
+  say "etcd: go build (~3-5 min on a cold Go cache) ($(elapsed))"
+  build_into_out "$HACK/nodebins/etcd" "-s -w" .
+  say "etcd: done ($(elapsed))"
 fi
 
 "$OUT/kubelet" --version >&2

@@ -9,6 +9,17 @@ DNS_IP=10.96.0.10             # the kube-dns Service (CoreDNS)
 NODE_NAME=retrokube-node
 SOCK="$R/containerd.sock"
 CGROUP_PARENT=kubepods         # the kubelet's pod cgroups (cgroupfs driver), one per controller
+# The bridge, the pod network and the kubepods cgroups are machine-wide: one node per machine.
+# This file names the folder of the node that owns them.
+OWNER_FILE=/run/retrokube-node.dir
+
+# The folder of another node that owns the machine-wide parts, if one does ('' otherwise).
+other_owner() {
+  local owner
+  owner=$(cat "$OWNER_FILE" 2>/dev/null) || return 0
+  [ "$owner" != "$R" ] && [ -d "$owner" ] && echo "$owner"
+  return 0
+}
 
 # Debian packages' commands the node needs; prints the missing ones.
 node_missing_prereqs() {

@@ -17,6 +17,11 @@ if [ ! -d "$R" ] && ! ip link show "$BRIDGE" >/dev/null 2>&1; then
   exit 0
 fi
 [ "$(id -u)" = 0 ] || { echo "node-down: needs root; run it with sudo" >&2; exit 1; }
+owner=$(other_owner)
+if [ -n "$owner" ]; then
+  echo "node-down: the bridge and pod cgroups belong to the node in $owner, not $R; stop that one: RETROKUBE_NODE_DIR=$owner bash hack/node-down.sh" >&2
+  exit 1
+fi
 
 # The kubelet first, so it restarts nothing; the control plane last.
 for p in kubelet kube-scheduler kube-controller-manager; do stop_proc "$p"; done
@@ -38,7 +43,9 @@ if [ -f "$R/kube-proxy.yaml" ]; then
   [ -x "$nb/kube-proxy" ] && "$nb/kube-proxy" --cleanup >/dev/null 2>&1
 fi
 stop_proc kube-apiserver
-stop_proc kine
+stop_proc etcd
+# Anything else a node-up recorded (an older node-up may have started other processes).
+for f in "$R"/pids/*.pid; do [ -e "$f" ] && stop_proc "$(basename "$f" .pid)"; done
 
 # Mounts under the node folder (container root filesystems, pod volumes, network namespaces).
 for _ in 1 2 3; do
@@ -55,6 +62,7 @@ done
 if [ -d "$R/saved" ] && [ ! -f "$R/saved/run-containerd-existed" ] && [ -d /run/containerd ] && [ -z "$(shims)" ]; then
   rm -rf /run/containerd
 fi
+rm -f "$OWNER_FILE"
 if [ "${NODE_DOWN_KEEP_LOGS:-}" = 1 ] && [ -d "$R/logs" ]; then
   find "$R" -mindepth 1 -maxdepth 1 ! -name logs ! -name podlogs -exec rm -rf {} + 2>/dev/null
 else

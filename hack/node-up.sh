@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Starts a real single-node Kubernetes cluster on this machine, for the `cluster` test suite:
-#   containerd + runc + CNI bridge (Debian packages), kine + kube-apiserver (hack/build-testbins.sh),
+#   containerd + runc + CNI bridge (Debian packages), etcd + kube-apiserver (hack/build-node-bins.sh,
+#   hack/build-testbins.sh),
 #   kubelet, kube-scheduler, kube-controller-manager, kube-proxy (iptables mode: Service ClusterIPs,
 #   TCP and UDP), CoreDNS as the cluster DNS and local-path-provisioner with the default
 #   StorageClass (hack/build-node-bins.sh; both run as pods, the way clusters run them).
@@ -63,12 +64,18 @@ fi
 TB=$(bash "$HACK/build-testbins.sh" --print-dir)
 NB=$(bash "$HACK/build-node-bins.sh" --print-dir)
 PAUSE_IMAGE="$PAUSE_IMAGE_NAME:$(nodebins_tag "$NB")"
-for b in "$TB/kube-apiserver" "$TB/kine" "$TB/kubectl" "$NB/kubelet" "$NB/kube-scheduler" "$NB/kube-controller-manager" \
+for b in "$TB/kube-apiserver" "$NB/etcd" "$TB/kubectl" "$NB/kubelet" "$NB/kube-scheduler" "$NB/kube-controller-manager" \
   "$NB/kube-proxy" "$NB/coredns" "$NB/local-path-provisioner" "$NB/pause"; do
   [ -x "$b" ] || { echo "node-up: $b is missing; build it with: bash hack/build-testbins.sh && bash hack/build-node-bins.sh" >&2; exit 1; }
 done
 if ip -4 -o addr show | grep -v " $BRIDGE " | grep -q ' inet 10\.244\.0\.'; then
   echo "node-up: 10.244.0.0/24 (the pod network) is already in use on this machine: $(ip -4 -o addr show | grep ' inet 10\.244\.0\.' | head -1 | awk '{print $2, $4}'); remove it" >&2
+  exit 1
+fi
+
+owner=$(other_owner)
+if [ -n "$owner" ]; then
+  echo "node-up: another node ($owner) owns this machine's bridge and pod cgroups; stop it first: RETROKUBE_NODE_DIR=$owner bash hack/node-down.sh" >&2
   exit 1
 fi
 
@@ -80,6 +87,7 @@ fi
 trap on_error ERR
 mkdir -p "$R"/{pids,logs,certs,cd/root,cd/state,cni,ipam,kubelet,manifests,podlogs,local-path,images,saved}
 chmod 755 "$R"
+echo "$R" >"$OWNER_FILE"
 cat /proc/sys/net/ipv4/ip_forward >"$R/saved/ip_forward"
 [ -d /run/containerd ] && touch "$R/saved/run-containerd-existed"
 echo "$TB" >"$R/saved/testbins"
@@ -115,14 +123,21 @@ printf '%s,admin,admin,"system:masters"\n%s,system:node:%s,node,"system:nodes,sy
   "$admin_token" "$node_token" "$NODE_NAME" >"$R/certs/tokens.csv"
 chmod 600 "$R/certs/"*.key "$R/certs/tokens.csv"
 
-# --- kine + kube-apiserver --------------------------------------------------------------------------
-step="starting kine and kube-apiserver"
-kine_port=$(free_port 127.0.0.1)
+# --- etcd + kube-apiserver -------------------------------------------------------------------------
+# etcd, not kine: kine's in-memory backend (fine for envtest) stopped with "WATCH SEND EVENTS FOR
+# PAST REVISION" under the node's load, after handing the API server watch events without their
+# previous value, and the kubelet saw new pods ADDed and REMOVEd in a loop.
+step="starting etcd and kube-apiserver"
+etcd_port=$(free_port 127.0.0.1)
+peer_port=$(free_port 127.0.0.1)
 api_port=$(free_port "$NODE_IP")
 server="https://$NODE_IP:$api_port"
-start_proc kine "$TB/kine" --listen-address="127.0.0.1:$kine_port" --endpoint=memory:// --metrics-bind-address=0
+start_proc etcd "$NB/etcd" --name "$NODE_NAME" --data-dir "$R/etcd" --log-level warn --unsafe-no-fsync \
+  --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+  --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+  --initial-cluster "$NODE_NAME=http://127.0.0.1:$peer_port"
 start_proc kube-apiserver "$TB/kube-apiserver" \
-  --etcd-servers="http://127.0.0.1:$kine_port" --bind-address="$NODE_IP" --advertise-address="$NODE_IP" \
+  --etcd-servers="http://127.0.0.1:$etcd_port" --bind-address="$NODE_IP" --advertise-address="$NODE_IP" \
   --secure-port="$api_port" --cert-dir="$R/certs/apiserver" \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
   --service-account-key-file="$R/certs/sa.pub" --service-account-signing-key-file="$R/certs/sa.key" \

@@ -78,6 +78,7 @@ export function run(
           ),
         );
     });
+    p.stdin.on('error', () => undefined); // a command that exits before reading its input
     p.stdin.end(o.input ?? '');
   });
 }
@@ -141,10 +142,65 @@ export function podReady(p: Deep): boolean {
   );
 }
 
+/**
+ * Freezes (or thaws) a container with the cgroup freezer, as a hung machine would stand still: its
+ * processes keep their memory and sockets but run no instruction. Only on the node of
+ * hack/node-up.sh (cgroup v1 here), whose cgroups this process can write.
+ */
+export async function freezeContainer(pod: Deep, container: string, frozen: boolean): Promise<void> {
+  const { readdirSync, writeFileSync, existsSync } = await import('node:fs');
+  const id = (pod.status.containerStatuses as Deep[])
+    .find((c) => c.name === container)
+    ?.containerID?.replace(/^containerd:\/\//, '');
+  if (!id) throw new Error(`pod ${pod.metadata.name} has no running container ${container}`);
+  const base = '/sys/fs/cgroup/freezer/kubepods';
+  for (const qos of ['', 'burstable', 'besteffort']) {
+    const dir = `${base}/${qos ? `${qos}/` : ''}pod${pod.metadata.uid}/${id}`;
+    if (existsSync(dir)) {
+      writeFileSync(`${dir}/freezer.state`, frozen ? 'FROZEN' : 'THAWED');
+      return;
+    }
+  }
+  throw new Error(
+    `no freezer cgroup for ${pod.metadata.name}/${container} under ${base} (${readdirSync(base).join(', ')})`,
+  );
+}
+
 export interface Chart {
   namespace: string;
   release: string;
   uninstall(): Promise<void>;
+}
+
+/**
+ * Our CRDs outlive `helm uninstall` (helm.sh/resource-policy: keep), still annotated with their old
+ * release, and helm refuses to install over them from another release. CRDs of a release that is
+ * gone (its namespace gone or going) are handed to the new one (helm adopts objects annotated with
+ * its name and namespace); while another release lives, the new one installs without CRDs.
+ * Returns the extra helm flags.
+ */
+async function crdOwnership(namespace: string, release: string): Promise<string[]> {
+  let extra: string[] = [];
+  const ours = (await getJson(['crd'])).items.filter((c: Deep) => c.spec.group === 'retrokube.io');
+  for (const crd of ours) {
+    const name = crd.metadata.name as string;
+    const ownerNs = crd?.metadata?.annotations?.['meta.helm.sh/release-namespace'];
+    if (!crd || !ownerNs || ownerNs === namespace) continue;
+    const owner = await getJson(['namespace', ownerNs]).catch(() => undefined);
+    if (owner && !owner.metadata.deletionTimestamp) {
+      extra = ['--set', 'crds.install=false'];
+      continue;
+    }
+    await kubectl([
+      'annotate',
+      'crd',
+      name,
+      '--overwrite',
+      `meta.helm.sh/release-name=${release}`,
+      `meta.helm.sh/release-namespace=${namespace}`,
+    ]);
+  }
+  return extra;
 }
 
 /**
@@ -170,13 +226,18 @@ export async function installChart(
       `image.tag=${img.tag}`,
       '--set',
       'image.pullPolicy=Never',
-      '--wait',
-      '--timeout',
-      '4m',
+      // The chart's CRDs win over fields an earlier run, a benchmark or a by-hand apply left.
+      '--force-conflicts',
+      ...(await crdOwnership(namespace, release)),
       ...extra,
     ],
     300_000,
   );
+  // Not `helm install --wait`: helm 4's watcher once sat on "Replicas: 0/1" for its whole timeout
+  // while the Deployment was long available; kubectl's rollout status reads it level-triggered.
+  await kubectl(['rollout', 'status', '-n', namespace, `deployment/${release}-retrokube`, '--timeout=300s'], {
+    timeoutMs: 310_000,
+  });
   return {
     namespace,
     release,
@@ -231,5 +292,107 @@ export async function portForward(
       clearTimeout(timer);
       fail(new Error(`port-forward ${target} exited ${code}: ${out}`));
     });
+  });
+}
+
+// --- a machine's screen through a real VNC client ------------------------------------------------
+
+export interface Screen {
+  width: number;
+  height: number;
+  /** RGBA, top row first. */
+  rgba: Buffer;
+  png: Buffer;
+}
+
+/**
+ * The screen of a machine's VNC Service as a real RFB client sees it: `kubectl port-forward` to the
+ * Service, vncsnapshot (JPEG, its only format) and djpeg decode it, pngjs writes the PNG.
+ */
+export async function vncScreen(ns: string, service: string, port = 5900): Promise<Screen> {
+  const { mkdtemp, rm } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { PNG } = await import('pngjs');
+  const fwd = await portForward(ns, `svc/${service}`, port);
+  const dir = await mkdtemp(join(tmpdir(), 'rk-vnc-'));
+  try {
+    // vncsnapshot names a display (5900 + n) with one colon, a raw port with two.
+    await run('vncsnapshot', ['-quiet', '-quality', '95', `127.0.0.1::${fwd.port}`, join(dir, 'shot.jpg')], {
+      timeoutMs: 60_000,
+    });
+    const ppm = await decodeJpeg(join(dir, 'shot.jpg'));
+    const png = new PNG({ width: ppm.width, height: ppm.height });
+    for (let p = 0; p < ppm.width * ppm.height; p++) {
+      png.data[p * 4] = ppm.rgb[p * 3];
+      png.data[p * 4 + 1] = ppm.rgb[p * 3 + 1];
+      png.data[p * 4 + 2] = ppm.rgb[p * 3 + 2];
+      png.data[p * 4 + 3] = 255;
+    }
+    return { width: ppm.width, height: ppm.height, rgba: png.data, png: PNG.sync.write(png) };
+  } finally {
+    fwd.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** djpeg (Debian libjpeg-turbo-progs) to a binary PPM on stdout, parsed. */
+async function decodeJpeg(jpg: string): Promise<{ width: number; height: number; rgb: Buffer }> {
+  const r = await new Promise<Buffer>((ok, fail) => {
+    const p = spawn('djpeg', ['-pnm', jpg], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const chunks: Buffer[] = [];
+    p.stdout.on('data', (b: Buffer) => chunks.push(b));
+    p.on('error', fail);
+    p.on('close', (code) =>
+      code === 0 ? ok(Buffer.concat(chunks)) : fail(new Error(`djpeg exited ${code}`)),
+    );
+  });
+  // P6 header: "P6\n<w> <h>\n<max>\n" then RGB bytes.
+  const header = /^P6\s+(\d+)\s+(\d+)\s+(\d+)\s/.exec(r.subarray(0, 64).toString('latin1'));
+  if (!header) throw new Error('djpeg did not write a binary PPM');
+  return { width: Number(header[1]), height: Number(header[2]), rgb: r.subarray(header[0].length) };
+}
+
+/** Lit (text or bar) pixel: Oberon's light foreground against its dark background, JPEG noise aside. */
+function lit(s: Screen, x: number, y: number): boolean {
+  const i = (y * s.width + x) * 4;
+  return s.rgba[i] * 0.3 + s.rgba[i + 1] * 0.59 + s.rgba[i + 2] * 0.11 > 176;
+}
+
+/**
+ * The viewers of the track between x0 and x1: title bars (bands ≥ 8 rows that are mostly lit) and,
+ * in the frame below each bar, the number of text lines (bands of rows with some ink). Pure.
+ */
+export function viewersOf(s: Screen, x0: number, x1: number): { top: number; textLines: number }[] {
+  const rowLit = (y: number, from: number, to: number) => {
+    let n = 0;
+    for (let x = from; x < to; x++) if (lit(s, x, y)) n++;
+    return n;
+  };
+  const bars: number[] = [];
+  let start = -1;
+  for (let y = 0; y <= s.height; y++) {
+    const isBar = y < s.height && rowLit(y, x0, x1) >= 0.5 * (x1 - x0);
+    if (isBar && start < 0) start = y;
+    if (!isBar && start >= 0) {
+      if (y - start >= 8) bars.push(start);
+      start = -1;
+    }
+  }
+  return bars.map((top, i) => {
+    const end = bars[i + 1] ?? s.height;
+    // A text line is a band of ≥ 3 rows with ≥ 12 lit pixels each (the body of the letters);
+    // descenders and ascenders light only a few pixels in the rows between two lines.
+    let lines = 0;
+    let run = 0;
+    for (let y = top + 14; y <= end; y++) {
+      const body = y < end && rowLit(y, x0 + 16, x1 - 16) >= 12;
+      if (body) run++;
+      else {
+        if (run >= 3) lines++;
+        run = 0;
+      }
+    }
+    return { top, textLines: lines };
   });
 }
