@@ -38,9 +38,8 @@ export const DEBIAN_PACKAGES: Record<string, string> = {
   'busybox-static': "cluster: the product image's /bin/sh and the node's test pods",
   openssl: "cluster: the node's certificates",
   'gettext-base': "cluster: envsubst fills in the node's add-on manifests",
-  'libjpeg-turbo-progs': "cluster: djpeg decodes vncsnapshot's JPEG of a machine's screen",
+  'libjpeg-turbo-progs': "cluster, qemu: djpeg decodes what a real VNC client saw of a machine's screen",
   chromium: 'browser: the web console and the browser lab run in a real browser (driven by playwright-core)',
-  'libjpeg-turbo-progs': "qemu: djpeg decodes what a real VNC client saw of QEMU's screen",
   ...Object.fromEntries(
     readFileSync(join(REPO, 'qemu/build-deps.txt'), 'utf8')
       .split('\n')
