@@ -21,9 +21,17 @@ async function screenAfterBoot(commands: string): Promise<Uint32Array> {
   runners.push(m);
   await m.waitForBoot(120_000);
   await m.waitForIdle(120_000);
-  const shot = await m.freshSnapshot();
+  // A machine may start from a boot image taken before its serial commands were read: wait until
+  // Boot has run them and the screen holds still (two equal looks half a second apart).
+  let last = (await m.freshSnapshot()).words;
+  for (let i = 0; i < 60; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = (await m.freshSnapshot()).words;
+    if (i >= 2 && now.every((w, j) => w === last[j])) break;
+    last = now;
+  }
   await m.stop();
-  return shot.words;
+  return last;
 }
 
 describe('Boot never shows the cluster key', () => {
