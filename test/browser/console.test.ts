@@ -77,7 +77,11 @@ describe.sequential('the web console of retrokube up, in chromium', () => {
     for (const m of ['plane', 'node-a', 'node-b'])
       await page.waitForFunction(screenHasInk, m, { timeout: 60_000, polling: 500 });
     expect(await page.locator('#nodes tbody tr').count()).toBe(2);
-    expect(await page.locator('#log div').count()).toBeGreaterThan(5);
+    // The frame log fills from the event socket as frames are heard (a heartbeat a second per
+    // machine); the view may say CONVERGED before the first frames reach the page.
+    await page.waitForFunction(() => document.querySelectorAll('#log div').length > 5, null, {
+      timeout: 30_000,
+    });
     await shot(page, 'console-start');
   });
 
