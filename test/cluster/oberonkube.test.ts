@@ -97,12 +97,18 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
     const pod = await waitFor('the operator pod Ready', operatorPod, 120_000);
     const holder = await waitFor('the Lease held', leaseHolder, 60_000);
     expect(holder.startsWith(`${pod.metadata.name}_`)).toBe(true);
-    // /readyz through the API server's pod proxy: the same port the kubelet's probe uses.
-    const readyz = await kubectl([
-      'get',
-      '--raw',
-      `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}:8081/proxy/readyz`,
-    ]);
+    // /readyz through the API server's pod proxy: the same port the kubelet's probe uses. The proxy
+    // can answer 503 for a moment right after the pod turns Ready (a CI rehearsal saw it once).
+    const readyz = await waitFor(
+      'the operator answering /readyz through the pod proxy',
+      () =>
+        kubectl([
+          'get',
+          '--raw',
+          `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}:8081/proxy/readyz`,
+        ]).catch(() => undefined),
+      30_000,
+    );
     expect(readyz.trim()).toMatch(/^ok/);
     const logs = (await kubectl(['logs', '-n', ns, pod.metadata.name])).trim().split('\n');
     expect(logs.length).toBeGreaterThan(0);
