@@ -11,7 +11,7 @@
 // Provides (read through test/cluster/harness.ts): clusterKubeconfig, clusterImage, clusterSkip,
 // clusterTools, clusterNode.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { locateTestBins, REPO_ROOT } from '../envtest/control-plane.ts';
@@ -39,6 +39,59 @@ declare module 'vitest' {
 
 const HACK = join(REPO_ROOT, 'hack');
 const NODE_DIR = process.env.RETROKUBE_NODE_DIR ?? '/tmp/retrokube-node';
+// One node per machine (the bridge, the pod cgroups and kube-proxy's chains are machine-wide), so
+// two runs of this project take turns: node-up.sh would otherwise clean the other run's node away.
+const NODE_LOCK = '/tmp/retrokube-node.lock';
+const LIMITS = {
+  lockWaitMs: 90 * 60_000, // a whole cold run of the other holder, then give up with its pid
+  lockPollMs: 2_000,
+  lockReportMs: 30_000, // a progress line while waiting
+};
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Waits until this process holds the machine's node lock (a file holding the owner's pid). */
+async function takeNodeLock(): Promise<() => void> {
+  const t0 = Date.now();
+  let reported = t0;
+  for (;;) {
+    try {
+      writeFileSync(NODE_LOCK, `${process.pid}\n`, { flag: 'wx' });
+      const release = () => {
+        if (readFileSync(NODE_LOCK, 'utf8').trim() === String(process.pid))
+          rmSync(NODE_LOCK, { force: true });
+      };
+      return release;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const owner = Number(readFileSync(NODE_LOCK, 'utf8').trim());
+    if (!Number.isInteger(owner) || owner <= 0 || !alive(owner)) {
+      rmSync(NODE_LOCK, { force: true }); // left by a run that died
+      continue;
+    }
+    const waited = Date.now() - t0;
+    if (waited > LIMITS.lockWaitMs) {
+      throw new Error(
+        `cluster: the real node is held by pid ${owner} (${NODE_LOCK}) for over ${(waited / 60_000) | 0} min; stop that run or remove the file if it is not a test run`,
+      );
+    }
+    if (Date.now() - reported >= LIMITS.lockReportMs) {
+      reported = Date.now();
+      console.log(
+        `[cluster] waiting for the real node: pid ${owner} holds ${NODE_LOCK} (${Math.round(waited / 1000)} s so far)`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, LIMITS.lockPollMs));
+  }
+}
 
 function script(name: string, args: string[] = [], env: NodeJS.ProcessEnv = process.env): string {
   // Progress goes to the terminal (stderr inherited); the path is the last line of stdout.
@@ -105,6 +158,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     );
     return undefined;
   }
+  const releaseLock = await takeNodeLock();
   const t0 = Date.now();
   let archive: string;
   let kubeconfig: string;
@@ -112,6 +166,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     archive = script('build-image.sh');
     kubeconfig = script('node-up.sh');
   } catch (err) {
+    releaseLock();
     skipOrFail(
       project,
       `the node did not start (${(err as Error).message.split('\n')[0]}); see the lines above, fix, then run bash hack/node-up.sh`,
@@ -128,8 +183,9 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   return async () => {
     if (process.env.RETROKUBE_NODE_KEEP) {
       console.log(`[cluster] node left running (RETROKUBE_NODE_KEEP): ${kubeconfig}`);
-      return;
+    } else {
+      script('node-down.sh');
     }
-    script('node-down.sh');
+    releaseLock();
   };
 }
