@@ -3,19 +3,19 @@
 // page. The machines run at real speed (the heartbeat the air hears is Oberon's 1-s period in wall
 // time: no time-scale trick), the six labs pass, typing into a screen changes what the air hears,
 // and the page keeps working with the server gone (nothing is fetched after the load).
-import { mkdirSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FrameRecord } from '../../operator/src/air/view.ts';
 import { type LabServer, serveLab } from '../../operator/src/console/lab.ts';
 import {
-  ARTIFACTS,
   type Browser,
-  labStatuses,
   launch,
+  openPage,
+  runAllLabs,
   screenHasInk,
   shot,
   typeIntoScreen,
+  waitConverged,
 } from './chromium.ts';
 
 let lab: LabServer;
@@ -25,12 +25,9 @@ let page: Page;
 const summary = async (): Promise<string> => (await page.locator('#summary').textContent()) ?? '';
 
 beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
   lab = await serveLab();
   browser = await launch();
-  page = await browser.context.newPage();
-  page.on('pageerror', (e) => process.stderr.write(`page error: ${e.message}\n`));
-  await page.goto(lab.url);
+  page = await openPage(browser, lab.url);
 }, 120_000);
 
 afterAll(async () => {
@@ -40,15 +37,7 @@ afterAll(async () => {
 
 describe.sequential('the browser lab, in chromium', () => {
   it('boots a plane and two nodes in the page and forms the cluster on the in-page air', async () => {
-    await page.waitForSelector('#link.up', { timeout: 60_000 });
-    await page.waitForFunction(
-      () => document.querySelector('#summary')?.textContent?.includes('CONVERGED'),
-      null,
-      {
-        timeout: 300_000,
-        polling: 1000,
-      },
-    );
+    await waitConverged(page, 300_000);
     for (const m of ['plane', 'node-a', 'node-b'])
       await page.waitForFunction(screenHasInk, m, { timeout: 60_000, polling: 500 });
     expect(await summary()).toMatch(/nodes 2\/2 Ready · pods running 4/);
@@ -86,20 +75,7 @@ describe.sequential('the browser lab, in chromium', () => {
   });
 
   it('passes the six labs, judged from the air in the page', async () => {
-    await page.click('#run-all');
-    try {
-      await page.waitForFunction(
-        () => document.querySelector('#labs-summary')?.textContent?.includes('passed'),
-        null,
-        {
-          timeout: 900_000,
-          polling: 1000,
-        },
-      );
-    } finally {
-      await shot(page, 'lab-labs');
-    }
-    const statuses = await labStatuses(page);
+    const statuses = await runAllLabs(page, 'lab-labs');
     expect(statuses, statuses.join('\n')).toEqual(statuses.map(() => expect.stringMatching(/^PASS/)));
   });
 

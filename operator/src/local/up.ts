@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import { formatView } from '../air/view.ts';
 import { buildKubeDisk } from '../cli/kube-disk.ts';
 import { type ConsoleServer, startConsole } from '../console/server.ts';
-import type { SheetsTabs } from '../console/types.ts';
 import { DEFAULT_TOKEN, SheetsClient } from '../sheets/ctl/client.ts';
 import { renderTable } from '../sheets/ctl/table.ts';
 import { runUp as runSheetsUp } from '../sheets/local/up.ts';
@@ -32,8 +31,6 @@ export const LIMITS = {
   sheetsPollMs: 3000, // the sheets tables are read this often (each read is an HTTP call)
   sheetsNodes: 3, // the sample Sheeternetes cluster's node agents
   summaryMs: 10_000, // without a terminal, one summary line this often
-  sheetsEvents: 50, // Sheeternetes events shown in the console
-  sheetsMetricRows: 2000, // Metrics rows plotted (the newest)
 } as const;
 
 export interface UpOptions {
@@ -75,20 +72,6 @@ export function qemuMachines(
       `--qemu: ${q.binary} does not exist; build it with qemu/build.sh (or give --qemu-binary)`,
     );
   return { binary: q.binary, machines };
-}
-
-/** The Sheeternetes tabs the console shows (never Secrets), the latest events and metrics. */
-async function readSheets(c: SheetsClient): Promise<SheetsTabs> {
-  const kinds = ['nodes', 'pods', 'deployments', 'images', 'routes'];
-  const rows = await Promise.all(kinds.map((k) => c.get(k)));
-  const [events, metrics] = await Promise.all([c.get('events'), c.get('metrics')]);
-  return {
-    tabs: {
-      ...Object.fromEntries(kinds.map((k, i) => [k, rows[i]])),
-      metrics: metrics.slice(-LIMITS.sheetsMetricRows),
-    },
-    events: events.slice(-LIMITS.sheetsEvents).map((e) => `${e.ts} ${e.kind} ${e.object}: ${e.message}`),
-  };
 }
 
 export function loadSpec(file?: string): LocalKube {
@@ -257,15 +240,17 @@ export async function runUp(o: UpOptions): Promise<void> {
     try {
       web = await startConsole(
         {
-          name: spec.name,
-          cluster: spec.cluster,
-          key,
-          deployment: { name: first.name, replicas: first.replicas, module: first.module },
-          relay: cluster.relay,
-          machines: () => cluster.machines(),
-          power: (n, on) => cluster.power(n, on),
-          type: (n, c) => cluster.type(n, c),
-          sheets: sheetsClient ? () => readSheets(sheetsClient as SheetsClient) : undefined,
+          kube: {
+            name: spec.name,
+            cluster: spec.cluster,
+            key,
+            deployment: { name: first.name, replicas: first.replicas, module: first.module },
+            relay: cluster.relay,
+            machines: () => cluster.machines(),
+            power: (n, on) => cluster.power(n, on),
+            type: (n, c) => cluster.type(n, c),
+          },
+          sheets: sheetsClient ? { name: sheetsUrl ?? 'Sheeternetes', client: sheetsClient } : undefined,
         },
         { port: o.consolePort },
       );

@@ -143,11 +143,29 @@ function registerUp(sheets: Command): void {
       '--allow-process',
       'node agents offer the process runtime: commands of "process" deployments run on this host (the web sample needs it)',
     )
+    .option(
+      '--console-port <n>',
+      'port of the web console on 127.0.0.1 (default: any free port)',
+      positiveInt('--console-port'),
+    )
+    .option('--no-console', 'serve no web console')
+    .option(
+      '--key-file <file>',
+      'HMAC signing key (first line of FILE, or env SIGNING_KEY): every POST must be signed; the agents and the console sign theirs',
+    )
     .addHelpText(
       'after',
-      '\nExample:\n  retrokube sheets up --nodes 3 --workbook cluster.xlsx --allow-process\n  retrokube skctl --server http://127.0.0.1:8787 get pods\n',
+      '\nExample:\n  retrokube sheets up --nodes 3 --workbook cluster.xlsx --allow-process\n  retrokube skctl --server http://127.0.0.1:8787 get pods\n\nThe web console (its URL is printed; loopback only) shows the tabs live, the events, a plot of\nthe Metrics tab, and steers the cluster: scale, cordon, drain, stop and start node agents, skctl verbs.\n',
     )
     .action(async (o) => {
+      const signingKey = resolveSecret({
+        what: 'signing key',
+        flag: '--key',
+        env: 'SIGNING_KEY',
+        file: o.keyFile,
+        envValue: process.env.SIGNING_KEY,
+        warn: (s: string) => process.stderr.write(s),
+      });
       const { runUp } = await import('../local/up.ts');
       await runUp({
         nodes: o.nodes,
@@ -157,6 +175,8 @@ function registerUp(sheets: Command): void {
         waitSec: o.wait,
         detach: Boolean(o.detach),
         allowProcess: Boolean(o.allowProcess),
+        signingKey,
+        consolePort: o.console ? (o.consolePort ?? 0) : null,
       });
     });
 }
