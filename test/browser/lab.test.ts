@@ -88,4 +88,37 @@ describe.sequential('the browser lab, in chromium', () => {
     );
     await shot(page, 'lab-typed');
   });
+
+  it('a rollout raced by a power cut ends converged on the new module, with a message for each', async () => {
+    // The typed line left web at 5 × Ticker2: roll back to 4 × Ticker and pull node-a's plug at once.
+    await page.fill('#command', 'Kube.Apply web 4 Ticker');
+    await page.click('#command-form button');
+    await page.click('#machine-node-a button.power');
+    await page.waitForSelector('#machine-node-a.off', { timeout: 10_000 });
+    const notices = (await page.locator('#notices').textContent()) ?? '';
+    expect(notices).toContain('node-a switched off');
+    expect(notices).toContain('typed into the plane: Kube.Apply web 4 Ticker');
+    // Off long enough that the plane marks it NotReady mid-rollout and moves its pods.
+    await page.waitForFunction(
+      () => /nodes 1\/2 Ready/.test(document.querySelector('#summary')?.textContent ?? ''),
+      null,
+      { timeout: 60_000, polling: 500 },
+    );
+    await page.click('#machine-node-a button.power');
+    await page.waitForSelector('#machine-node-a:not(.off)', { timeout: 10_000 });
+    await page.waitForFunction(
+      () => {
+        const summary = document.querySelector('#summary')?.textContent ?? '';
+        const images = [...document.querySelectorAll('#pods tbody tr')]
+          .filter((tr) => tr.children[3]?.textContent !== '-') // running somewhere
+          .map((tr) => tr.children[1]?.textContent);
+        return (
+          /nodes 2\/2 Ready · pods running 4 · CONVERGED/.test(summary) && images.every((i) => i === 'Ticker')
+        );
+      },
+      null,
+      { timeout: 300_000, polling: 1000 },
+    );
+    await shot(page, 'lab-raced');
+  });
 });

@@ -98,6 +98,18 @@ export function loadFile(file?: string): { kube: LocalKube | null; sheets: Local
 /** A FILE with only a SheetCluster: its apiserver and agents, the tables until Ctrl-C. */
 async function runSheetsOnly(sheets: LocalSheets, o: UpOptions, out: (s: string) => void): Promise<void> {
   const running = await startLocalSheets(sheets, { dir: o.dir, seed: stateKey(o.dir), out });
+  let web: ConsoleServer | null = null;
+  if (o.consolePort !== null && o.consolePort !== undefined) {
+    try {
+      web = await startConsole(
+        { sheets: { name: String(sheets.cluster.metadata.name ?? 'SheetCluster'), client: running.client } },
+        { port: o.consolePort },
+      );
+      out(`web console ${web.url} (loopback only)`);
+    } catch (e) {
+      out(`the web console did not start (${(e as Error).message}); the cluster runs without it`);
+    }
+  }
   out(`retrokube skctl --server ${running.url} --token <token> get pods   (Ctrl-C stops the cluster)`);
   const show = async () => {
     const [n, p] = await Promise.all([running.client.get('nodes'), running.client.get('pods')]);
@@ -112,6 +124,7 @@ async function runSheetsOnly(sheets: LocalSheets, o: UpOptions, out: (s: string)
     process.once('SIGTERM', () => resolve());
   });
   clearInterval(timer);
+  await web?.close();
   out('stopping the SheetCluster ...');
   await running.stop();
   out(`stopped; the workbook stays in ${o.dir}`);
