@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 
 export const CHROMIUM = process.env.RETROKUBE_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -45,6 +46,42 @@ export async function launch(): Promise<Browser> {
       rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+/** What a test opens a page on: `retrokube up`, `retrokube sheets up` (cli-process.ts) or `retrokube lab`. */
+export interface Served {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** The server, the browser and the first page of one test file; a test may replace `server` (a restart). */
+export interface PageSession<T extends Served> {
+  server: T;
+  browser: Browser;
+  page: Page;
+}
+
+/**
+ * The set-up every browser test file shares: before all, `start()` runs the server, chromium
+ * starts and a page opens on it (link up); after all, the browser closes, the server stops and
+ * `cleanup` runs. Call at the top level of a test file.
+ */
+export function pageSession<T extends Served>(
+  start: () => Promise<T>,
+  o: { startTimeoutMs?: number; linkTimeoutMs?: number; cleanup?: () => void } = {},
+): PageSession<T> {
+  const s = {} as PageSession<T>;
+  beforeAll(async () => {
+    s.server = await start();
+    s.browser = await launch();
+    s.page = await openPage(s.browser, s.server.url, o.linkTimeoutMs ?? 60_000);
+  }, o.startTimeoutMs ?? 180_000);
+  afterAll(async () => {
+    await s.browser?.close();
+    await s.server?.stop();
+    o.cleanup?.();
+  }, 60_000);
+  return s;
 }
 
 /** Screenshots go here (kept by CI as test artifacts). */

@@ -10,6 +10,8 @@ export interface Cli {
   /** The web console's URL as the CLI printed it. */
   url: string;
   log: () => string;
+  /** SIGTERM, as Ctrl-C would; resolves when the process is gone. */
+  stop: () => Promise<void>;
 }
 
 /**
@@ -36,7 +38,7 @@ export function startCli(
       const m = /web console (\S+)/.exec(log);
       if (m && log.includes(ready)) {
         clearTimeout(timer);
-        resolve({ proc, url: m[1], log: () => log });
+        resolve({ proc, url: m[1], log: () => log, stop: () => stopProcess(proc) });
       }
     };
     proc.stdout?.on('data', seen);
@@ -51,10 +53,9 @@ export function startCli(
 export const startUp = (args: string[], ready: string, timeoutMs?: number): Promise<Cli> =>
   startCli(['up', ...args, '--no-view'], ready, { timeoutMs });
 
-/** SIGTERM, as Ctrl-C would; resolves when the process is gone. */
-export const stopCli = (c: Cli): Promise<void> =>
+const stopProcess = (proc: ChildProcess): Promise<void> =>
   new Promise((r) => {
-    if (c.proc.exitCode !== null || c.proc.signalCode !== null) return r();
-    c.proc.once('exit', () => r());
-    c.proc.kill('SIGTERM');
+    if (proc.exitCode !== null || proc.signalCode !== null) return r();
+    proc.once('exit', () => r());
+    proc.kill('SIGTERM');
   });

@@ -4,27 +4,17 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ARTIFACTS, type Browser, launch, openPage, shot } from './chromium.ts';
-import { type Cli, startUp, stopCli } from './cli-process.ts';
+import { expect, it } from 'vitest';
+import { ARTIFACTS, pageSession, shot } from './chromium.ts';
+import { startUp } from './cli-process.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrokube-console-sheets-'));
-let up: Cli;
-let browser: Browser;
-
-beforeAll(async () => {
-  up = await startUp(['--state', join(dir, 'state'), '--no-vnc'], 'Sheeternetes apiserver');
-  browser = await launch();
-}, 180_000);
-
-afterAll(async () => {
-  await browser?.close();
-  if (up) await stopCli(up);
-  rmSync(dir, { recursive: true, force: true });
-}, 60_000);
+const s = pageSession(() => startUp(['--state', join(dir, 'state'), '--no-vnc'], 'Sheeternetes apiserver'), {
+  cleanup: () => rmSync(dir, { recursive: true, force: true }),
+});
 
 it('shows the Sheeternetes tabs, events and a plot of the Metrics tab, live', async () => {
-  const page = await openPage(browser, up.url);
+  const page = s.page;
   await page.waitForSelector('#sheets:not([hidden])', { timeout: 60_000 });
   // Pods scheduled by the sheet's scheduler onto the node agents show up in the pods table.
   await page.waitForFunction(
