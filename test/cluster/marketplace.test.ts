@@ -89,10 +89,15 @@ describe.skipIf(skipReason())(
         ],
         { allowFail, timeoutMs: 120_000 },
       );
-    const releases = async (): Promise<string[]> =>
-      JSON.parse(await helm(['list', '--all', '--namespace', tenant, '-o', 'json'])).map(
-        (r: Deep) => r.name as string,
-      );
+    /** Every release Helm recorded in the tenant namespace, whatever its status (its storage Secrets). */
+    const releases = async (): Promise<string[]> => [
+      ...new Set<string>(
+        (await getJson(['secrets', '-n', tenant, '-l', 'owner=helm'])).items.map(
+          (s: Deep) => s.metadata.labels.name,
+        ),
+      ),
+    ];
+    const operatorRelease = () => `rk-${opNs.split('-').pop()}`;
 
     beforeAll(async () => {
       opNs = await freshNamespace('rk-platform');
@@ -123,15 +128,18 @@ describe.skipIf(skipReason())(
     });
 
     it('CRDs but no running operator: the install succeeds, NOTES warn with the platform command, the OberonKube has no status', async () => {
-      // The platform package's chart with its Deployment at 0 replicas: CRDs, RBAC and an unheld
-      // Lease, no operator process — as after a crashed or scaled-down operator.
-      const release = `rk-${opNs.split('-').pop()}`;
-      operator = await installChart(opNs, release, ['--set', 'replicaCount=0']);
+      // The platform package installed and uninstalled again: its CRDs stay (helm.sh/resource-policy:
+      // keep), its Deployment and Lease are gone — a cluster whose operator was removed.
+      const once = await installChart(opNs, operatorRelease());
+      await once.uninstall();
+      expect((await getJson(['crd', 'oberonkubes.retrokube.io'])).metadata.name).toBe(
+        'oberonkubes.retrokube.io',
+      );
       await installApp(KUBE_APP, 'farm', KUBE_APP.example);
       const notes = await helm(['get', 'notes', `${prefixOf(KUBE_APP)}farm`, '--namespace', tenant]);
       expect(notes).toContain('OberonKube farm ordered in');
       expect(notes).toContain('WARNING: no retrokube operator is running in this cluster');
-      expect(notes).toContain(`found ${opNs}/retrokube-operator (never held)`);
+      expect(notes).not.toContain(`found ${opNs}/`); // the Lease went with the release
       expect(notes).toContain(`cozypkg add ${CATALOG.platformSource} --allow-privileged`);
       // The resource exists as ordered, and stays without any status: nothing reconciles it.
       const o = await getJson(['oberonkube', '-n', tenant, 'farm']);
@@ -145,21 +153,7 @@ describe.skipIf(skipReason())(
     });
 
     it('the operator arrives: it takes up the OberonKube as it stands, to Ready with 2/2 nodes and 6/6 pods heard', async () => {
-      if (!operator) throw new Error('the previous step installed no operator chart');
-      await helm([
-        'upgrade',
-        operator.release,
-        'charts/retrokube',
-        '--namespace',
-        opNs,
-        '--reuse-values',
-        '--set',
-        'replicaCount=1',
-      ]);
-      await kubectl(
-        ['rollout', 'status', '-n', opNs, `deployment/${operator.release}-retrokube`, '--timeout=300s'],
-        { timeoutMs: 310_000 },
-      );
+      operator = await installChart(opNs, operatorRelease());
       const o = await waitFor(
         'the OberonKube farm Ready, NODES 2/2, PODS 6/6',
         async () => {
