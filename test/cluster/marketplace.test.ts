@@ -4,7 +4,8 @@
 // in a tenant namespace apart from the operator's. In order, as a cluster meets them:
 //   no CRDs (no platform package): the app's install fails naming the kind, and creates nothing;
 //   CRDs but no running operator: the install succeeds, its NOTES warn with the platform
-//     package's command, and the resource has no status (nothing writes one);
+//     package's command, and the resource has no status (nothing writes one); a Lease left by an
+//     operator that died is named with its age, not taken for a running operator;
 //   the operator arrives: it takes up the resource as it stands, to Ready (an OberonKube of 2
 //     nodes), and a SheetCluster of 1 node ordered now reaches Ready too, its NOTES saying the
 //     operator runs;
@@ -19,6 +20,7 @@ import { APPS, type App, CATALOG } from '../../operator/src/marketplace/apps.ts'
 import { APPS_REPO, prefixOf } from '../../operator/src/marketplace/render.ts';
 import { REPO_ROOT } from '../envtest/control-plane.ts';
 import {
+  apply,
   type Chart,
   type Deep,
   deleteNamespace,
@@ -150,6 +152,34 @@ describe.skipIf(skipReason())(
       const row = await kubectl(['get', 'oberonkube', '-n', tenant, 'farm', '--no-headers']);
       expect(row.trim().split(/\s+/)).toHaveLength(2); // NAME and AGE only: NODES, PODS, READY empty
       expect(await getJson(['oberonairs,oberonmachines,pods', '-n', tenant])).toMatchObject({ items: [] });
+    });
+
+    it('a Lease left by an operator that died is not taken for a running one: NOTES name it and its age', async () => {
+      // What an operator installed without the chart's Lease leaves behind: its own Lease, held,
+      // last renewed 10 minutes ago.
+      const renewed = new Date(Date.now() - 600_000).toISOString().replace('Z', '000Z');
+      await apply({
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name: 'retrokube-operator', namespace: opNs },
+        spec: { holderIdentity: 'retrokube-gone_1', leaseDurationSeconds: 15, renewTime: renewed },
+      });
+      try {
+        const r = await helmRun([
+          'install',
+          `${prefixOf(KUBE_APP)}probe`,
+          chartDir(KUBE_APP),
+          '--namespace',
+          tenant,
+          '--dry-run=server',
+        ]);
+        expect(r.stdout).toContain('WARNING: no retrokube operator is running in this cluster');
+        expect(r.stdout).toMatch(
+          new RegExp(`found ${opNs}/retrokube-operator \\(last renewed 6\\d\\d s ago\\)`),
+        );
+      } finally {
+        await kubectl(['delete', 'lease', '-n', opNs, 'retrokube-operator']);
+      }
     });
 
     it('the operator arrives: it takes up the OberonKube as it stands, to Ready with 2/2 nodes and 6/6 pods heard', async () => {
