@@ -145,7 +145,7 @@ describe.skipIf(skip)('the catalog through Flux HelmRelease, as Cozystack instal
       `--storage-addr=127.0.0.1:${storage}`,
       `--storage-adv-addr=127.0.0.1:${storage}`,
     ]);
-    await startController('helm-controller', []);
+    await startController('helm-controller', ['--graceful-shutdown-timeout=5s']);
     operator = await installChart(opNs, `rk-${opNs.split('-').pop()}`);
   });
   afterAll(async () => {
@@ -153,7 +153,22 @@ describe.skipIf(skip)('the catalog through Flux HelmRelease, as Cozystack instal
       await kubectl(['delete', 'helmreleases', '--all', '-n', tenant, '--timeout=120s']).catch(
         () => undefined,
       );
-    for (const p of procs) p.kill('SIGTERM');
+    // Stop the controllers we started (SIGTERM, then SIGKILL after 5 s: helm-controller waits up
+    // to its graceful-shutdown-timeout for reconciles in flight).
+    await Promise.all(
+      procs.map(
+        (p) =>
+          new Promise<void>((done) => {
+            if (p.exitCode !== null) return done();
+            const kill = setTimeout(() => p.kill('SIGKILL'), 5_000);
+            p.on('exit', () => {
+              clearTimeout(kill);
+              done();
+            });
+            p.kill('SIGTERM');
+          }),
+      ),
+    );
     repo?.server.close();
     await operator?.uninstall().catch(() => undefined);
     for (const ns of [tenant, sourceNs, opNs]) if (ns) await deleteNamespace(ns);

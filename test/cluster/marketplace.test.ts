@@ -91,6 +91,8 @@ describe.skipIf(skipReason())(
         ],
         { allowFail, timeoutMs: 120_000 },
       );
+    const uninstallApp = (a: App, name: string) =>
+      helm(['uninstall', `${prefixOf(a)}${name}`, '--namespace', tenant, '--wait', '--timeout', '2m']);
     /** Every release Helm recorded in the tenant namespace, whatever its status (its storage Secrets). */
     const releases = async (): Promise<string[]> => [
       ...new Set<string>(
@@ -249,15 +251,7 @@ describe.skipIf(skipReason())(
       const anyOfOurs = async () =>
         (await getJson([KINDS, '-n', tenant, '-l', 'app.kubernetes.io/managed-by=retrokube'])).items;
       expect((await kubeParts()).length).toBeGreaterThanOrEqual(8); // air, relay, 3 machines, their pods, ...
-      await helm([
-        'uninstall',
-        `${prefixOf(KUBE_APP)}farm`,
-        '--namespace',
-        tenant,
-        '--wait',
-        '--timeout',
-        '2m',
-      ]);
+      await uninstallApp(KUBE_APP, 'farm');
       await waitFor(
         'the OberonKube farm and its air, machines, workloads, services, PVCs and pods gone',
         async () =>
@@ -267,15 +261,7 @@ describe.skipIf(skipReason())(
       );
       // The SheetCluster was not touched by the other app's uninstall.
       expect(cond(await getJson(['sheetcluster', '-n', tenant, 'ledger']), 'Ready')?.status).toBe('True');
-      await helm([
-        'uninstall',
-        `${prefixOf(SHEET_APP)}ledger`,
-        '--namespace',
-        tenant,
-        '--wait',
-        '--timeout',
-        '2m',
-      ]);
+      await uninstallApp(SHEET_APP, 'ledger');
       await waitFor(
         'the SheetCluster ledger and everything the operator made in the tenant namespace gone',
         async () =>
