@@ -4,7 +4,7 @@
 // (rollout-oberon.ts, rollout-sheets.ts); the walk itself is the planner's (rollout/plan.ts).
 import type { RolloutSpecT, RolloutStatusT, TargetKind } from '../api/rollout.ts';
 import type { Observation, Target, Version } from '../rollout/plan.ts';
-import type { KubeObject } from '../runtime/client.ts';
+import type { KubeObject, ResourceType } from '../runtime/client.ts';
 import type { ReconcileContext } from '../runtime/controller.ts';
 
 export interface Rollout extends KubeObject {
@@ -46,4 +46,14 @@ export interface RolloutDriver {
 /** Every label of `want` is on `labels`. */
 export function matches(labels: Record<string, string> | undefined, want: Record<string, string>): boolean {
   return Object.entries(want).every(([l, v]) => labels?.[l] === v);
+}
+
+/** A watched object from the informer cache (a driver's targets are watched, not owned). */
+export function watchedObject<T extends KubeObject>(
+  ctx: ReconcileContext,
+  type: ResourceType,
+  namespace: string,
+  name: string,
+): T | undefined {
+  return ctx.watched(type).get(namespace, name) as T | undefined;
 }

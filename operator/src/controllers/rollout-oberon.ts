@@ -7,7 +7,7 @@ import { DEPLOYMENTS_PATTERN, parseDeploymentList } from '../api/oberonkube.ts';
 import type { Observation, Version } from '../rollout/plan.ts';
 import { ApiError, type KubeObject } from '../runtime/client.ts';
 import { OBERONKUBE } from './oberonkube.ts';
-import { matches, type RolloutDriver } from './rollout-driver.ts';
+import { matches, type RolloutDriver, watchedObject } from './rollout-driver.ts';
 
 /** The label blue/green sets on the targets of the group that now serves (and unsets on the others). */
 export const SERVING_LABEL = 'rollout.retrokube.io/serving';
@@ -66,13 +66,13 @@ export const oberonDriver: RolloutDriver = {
       .filter((k) => matches(k.metadata.labels, r.spec.selector.matchLabels))
       .map((k) => ({ name: k.metadata.name as string, labels: { ...(k.metadata.labels ?? {}) } })),
   labelsOf: (ctx, r, name) => ({
-    ...(ctx.cached<Kube>(OBERONKUBE, r.metadata.namespace as string, name)?.metadata.labels ?? {}),
+    ...(watchedObject<Kube>(ctx, OBERONKUBE, r.metadata.namespace as string, name)?.metadata.labels ?? {}),
   }),
   observe: async (ctx, r, targets) => {
     const minRunning = r.spec.check?.minRunning ?? 0;
     const seen = new Map<string, Observation>();
     for (const t of targets) {
-      const k = ctx.cached<Kube>(OBERONKUBE, r.metadata.namespace as string, t.name);
+      const k = watchedObject<Kube>(ctx, OBERONKUBE, r.metadata.namespace as string, t.name);
       seen.set(
         t.name,
         k
@@ -84,7 +84,7 @@ export const oberonDriver: RolloutDriver = {
   },
   apply: async (ctx, r, target, version) => {
     const ns = r.metadata.namespace as string;
-    const k = ctx.cached<Kube>(OBERONKUBE, ns, target);
+    const k = watchedObject<Kube>(ctx, OBERONKUBE, ns, target);
     if (!k) throw new Error(`OberonKube ${target} does not exist`);
     const deployments = withVersion(k.spec?.deployments, r.spec.change.deployment, version);
     if (deployments === k.spec?.deployments) return;
@@ -94,7 +94,8 @@ export const oberonDriver: RolloutDriver = {
     const ns = r.metadata.namespace as string;
     for (const t of targets) {
       const serving = t.labels[label] === group ? 'true' : 'false';
-      if (ctx.cached<Kube>(OBERONKUBE, ns, t.name)?.metadata.labels?.[SERVING_LABEL] === serving) continue;
+      if (watchedObject<Kube>(ctx, OBERONKUBE, ns, t.name)?.metadata.labels?.[SERVING_LABEL] === serving)
+        continue;
       await ctx.client
         .mergePatch(OBERONKUBE, ns, t.name, { metadata: { labels: { [SERVING_LABEL]: serving } } })
         .catch((e) => {

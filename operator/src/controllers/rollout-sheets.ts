@@ -24,7 +24,7 @@ import { CORE, type KubeObject } from '../runtime/client.ts';
 import type { ReconcileContext } from '../runtime/controller.ts';
 import { SheetsClient } from '../sheets/ctl/client.ts';
 import { secretReadProblem } from './key-access.ts';
-import { matches, type RolloutDriver, type RolloutWithSpec } from './rollout-driver.ts';
+import { matches, type RolloutDriver, type RolloutWithSpec, watchedObject } from './rollout-driver.ts';
 import { SHEETCLUSTER } from './sheetcluster.ts';
 import {
   derivedSecret,
@@ -142,7 +142,7 @@ export function sheetDrivers(o: SheetDriverOptions): { cluster: RolloutDriver; f
   async function memberAccess(ctx: ReconcileContext, r: RolloutWithSpec, m: SheetMemberT): Promise<Reached> {
     const ns = r.metadata.namespace as string;
     if (m.sheetCluster) {
-      const sc = ctx.cached<SheetClusterObject>(SHEETCLUSTER, ns, m.sheetCluster);
+      const sc = watchedObject<SheetClusterObject>(ctx, SHEETCLUSTER, ns, m.sheetCluster);
       if (!sc) return { problem: `SheetCluster ${m.sheetCluster} (member ${m.name}) does not exist` };
       return clusterAccess(ctx, r, sc, { token: m.tokenSecretRef, signingKey: m.signingKeySecretRef });
     }
@@ -157,7 +157,7 @@ export function sheetDrivers(o: SheetDriverOptions): { cluster: RolloutDriver; f
   }
 
   const clusterOf = (ctx: ReconcileContext, r: RolloutWithSpec, name: string) =>
-    ctx.cached<SheetClusterObject>(SHEETCLUSTER, r.metadata.namespace as string, name);
+    watchedObject<SheetClusterObject>(ctx, SHEETCLUSTER, r.metadata.namespace as string, name);
 
   const cluster: RolloutDriver = {
     kind: 'SheetCluster',
@@ -187,7 +187,7 @@ export function sheetDrivers(o: SheetDriverOptions): { cluster: RolloutDriver; f
   /** federation/member → the member of the cached federation. */
   const memberOf = (ctx: ReconcileContext, r: RolloutWithSpec, target: string) => {
     const [fed, member] = target.split('/');
-    const f = ctx.cached<SheetFederation>(SHEETFEDERATION, r.metadata.namespace as string, fed);
+    const f = watchedObject<SheetFederation>(ctx, SHEETFEDERATION, r.metadata.namespace as string, fed);
     return { fed: f, member: f?.spec.members.find((m) => m.name === member) };
   };
   const memberLabels = (ctx: ReconcileContext, r: RolloutWithSpec, fed: string, m: SheetMemberT) => ({
@@ -229,7 +229,7 @@ export function sheetDrivers(o: SheetDriverOptions): { cluster: RolloutDriver; f
       const ns = r.metadata.namespace as string;
       const feds = [...new Set(targets.map((t) => t.name.split('/')[0]))];
       for (const name of feds) {
-        const f = ctx.cached<SheetFederation>(SHEETFEDERATION, ns, name);
+        const f = watchedObject<SheetFederation>(ctx, SHEETFEDERATION, ns, name);
         if (!f) continue;
         const groups = f.spec.members.map((m) => ({
           member: m.name,
