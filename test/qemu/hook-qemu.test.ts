@@ -1,4 +1,4 @@
-// Our KubeVirt hook (operator/src/controllers/hook/onDefineDomain.py) and our QEMU together: the
+// Our KubeVirt hook (images/virt-launcher/onDefineDomain.py) and our QEMU together: the
 // hook rewrites a KubeVirt-shaped domain for the OberonMachine our operator renders, and the
 // emulator arguments it writes into <qemu:commandline> boot qemu-system-risc5 to Oberon.Loop.
 // This is the nearest real thing to `virsh define/start` here: libvirtd with a risc5-patched
@@ -16,7 +16,7 @@ import {
 } from '../../operator/src/controllers/oberonmachine-render.ts';
 import { BASE_DISK, Qmp, REPO, requireQemu, until, writeProm } from './qemu-harness.ts';
 
-const HOOK = join(REPO, 'operator/src/controllers/hook/onDefineDomain.py');
+const HOOK = join(REPO, 'images/virt-launcher/onDefineDomain.py');
 const bin = requireQemu();
 const suite = bin === null ? describe.skip : describe;
 

@@ -14,7 +14,7 @@ import { defaultIdentity } from '../runtime/leader.ts';
 import { Manager } from '../runtime/manager.ts';
 import { portOf } from '../runtime/server.ts';
 import { logger, rootLogger } from '../util/log.ts';
-import { LEVELS, type OperatorVerbOptions, parseBindAddress } from './operator.ts';
+import { LEVELS, type OperatorVerbOptions, parseBindAddress } from './operator-options.ts';
 
 export function createOperatorManager(opts: {
   client: KubeClient;

@@ -5,9 +5,9 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatView } from '../air/view.ts';
-import { buildKubeDisk } from '../cli/kube-disk.ts';
 import { type ConsoleServer, startConsole } from '../console/server.ts';
 import type { SheetsTabs } from '../console/types.ts';
+import { buildKubeDisk } from '../machine/kube-disk.ts';
 import { DEFAULT_TOKEN, SheetsClient } from '../sheets/ctl/client.ts';
 import { renderTable } from '../sheets/ctl/table.ts';
 import { runUp as runSheetsUp } from '../sheets/local/up.ts';
