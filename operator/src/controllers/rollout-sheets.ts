@@ -277,7 +277,7 @@ async function observeAll(
 }
 
 /** Every probed endpoint answers 2xx/3xx within the timeout; a running pod without one fails. */
-async function httpHealthy(p: { urls: string[]; missing: string[] }): Promise<boolean> {
+export async function httpHealthy(p: { urls: string[]; missing: string[] }): Promise<boolean> {
   if (p.missing.length > 0) return false;
   const answers = await Promise.all(
     p.urls.map((url) =>
