@@ -14,6 +14,8 @@ import { runUp as runSheetsUp } from '../sheets/local/up.ts';
 import { sendLogsTo } from '../util/log.ts';
 import { LocalCluster } from './cluster.ts';
 import { startUpControl } from './control.ts';
+import { runFleetUp } from './fleet.ts';
+import { isFleetText } from './fleet-spec.ts';
 import { type LocalSheets, parseSheetsFile, type RunningSheets, startLocalSheets } from './sheets.ts';
 import { type LocalKube, parseLocalFile, SAMPLE_YAML } from './spec.ts';
 import {
@@ -98,14 +100,17 @@ export function loadSpec(file?: string): LocalKube {
 }
 
 /** The FILE's OberonKube and SheetCluster (either may be absent, not both); default: the sample. */
-export function loadFile(file?: string): { kube: LocalKube | null; sheets: LocalSheets | null } {
-  if (!file) return { kube: parseLocalFile(SAMPLE_YAML, 'the sample cluster'), sheets: null };
-  let text: string;
+function readText(file: string): string {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (e) {
     throw new Error(`cannot read ${file}: ${(e as Error).message}`);
   }
+}
+
+export function loadFile(file?: string): { kube: LocalKube | null; sheets: LocalSheets | null } {
+  if (!file) return { kube: parseLocalFile(SAMPLE_YAML, 'the sample cluster'), sheets: null };
+  const text = readText(file);
   const sheets = parseSheetsFile(text, file);
   const hasKube = /^kind:\s*OberonKube\s*$/m.test(text);
   if (!sheets || hasKube) return { kube: parseLocalFile(text, file), sheets };
@@ -136,6 +141,9 @@ async function runSheetsOnly(sheets: LocalSheets, o: UpOptions, out: (s: string)
 
 export async function runUp(o: UpOptions): Promise<void> {
   const out = o.out ?? ((s: string) => void process.stdout.write(s.endsWith('\n') ? s : `${s}\n`));
+  // Several OberonKubes, or Rollouts: a fleet (local/fleet.ts).
+  const text = o.file ? readText(o.file) : '';
+  if (isFleetText(text)) return runFleetUp(o, text);
   const file = loadFile(o.file);
   if (!file.kube && file.sheets) return runSheetsOnly(file.sheets, o, out);
   const spec = file.kube as LocalKube;

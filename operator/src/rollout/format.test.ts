@@ -1,6 +1,6 @@
 // The rollout report a person reads: a bar for the walk, one row per target.
 import { describe, expect, it } from 'vitest';
-import { age, formatRollout } from './rollout.ts';
+import { age, formatRollout } from './format.ts';
 
 describe('rollout status for people', () => {
   it('shows the walk as a bar, the phase and message, and a row per target with its attempts and age', () => {
