@@ -211,10 +211,11 @@ describe.sequential('fleet rollouts over three local Oberon clusters run by retr
     expect(r.status.targets?.[1].message).toMatch(/onFailure: abort/);
     // Rolled back to exactly what it ran, heard on the air; the skipped clusters never changed.
     await until(
-      () => heard('c1'),
-      (h) => h.join() === 'Ticker2,Ticker2',
+      // and converged: no pod of the broken version is left waiting for a module that is not there
+      async () => ({ h: await heard('c1'), v: await view('c1') }),
+      ({ h, v }) => h.join() === 'Ticker2,Ticker2' && v.converged,
       120_000,
-      'c1 back on Ticker2',
+      'c1 back on Ticker2, converged',
     );
     for (const k of ['c2', 'c3']) expect(await heard(k)).toEqual(['Ticker2', 'Ticker2']);
   }, 420_000);

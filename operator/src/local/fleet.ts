@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { buildKubeDisk } from '../cli/kube-disk.ts';
 import { formatRollout } from '../rollout/format.ts';
 import { sendLogsTo } from '../util/log.ts';
+import { stopOnSignal } from '../util/process.ts';
 import { LocalCluster } from './cluster.ts';
 import { startFleetControl } from './fleet-control.ts';
 import { FleetKube } from './fleet-kube.ts';
@@ -54,13 +55,7 @@ export async function runFleetUp(o: UpOptions, text: string): Promise<void> {
   const disk = await buildKubeDisk();
   out(`Kube disk ${disk.cached ? 'cached' : 'built'} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
-  let stop!: () => void;
-  const stopped = new Promise<void>((r) => {
-    stop = r;
-  });
-  const onSignal = (): void => stop();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const { stopped, stop, release } = stopOnSignal();
 
   const kubes: FleetKube[] = [];
   let vnc = o.vncBase;
@@ -178,8 +173,7 @@ export async function runFleetUp(o: UpOptions, text: string): Promise<void> {
   } finally {
     clearInterval(timer);
     clearInterval(stepper);
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    release();
     out('stopping the clusters ...');
     await control.close();
     await Promise.all(kubes.map((k) => k.close()));

@@ -12,6 +12,7 @@ import { DEFAULT_TOKEN, SheetsClient } from '../sheets/ctl/client.ts';
 import { renderTable } from '../sheets/ctl/table.ts';
 import { runUp as runSheetsUp } from '../sheets/local/up.ts';
 import { sendLogsTo } from '../util/log.ts';
+import { stopOnSignal } from '../util/process.ts';
 import { LocalCluster } from './cluster.ts';
 import { startUpControl } from './control.ts';
 import { runFleetUp } from './fleet.ts';
@@ -171,13 +172,7 @@ export async function runUp(o: UpOptions): Promise<void> {
   const disk = await buildKubeDisk();
   out(`Kube disk ${disk.cached ? 'cached' : 'built'} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
-  let stop!: () => void;
-  const stopped = new Promise<void>((r) => {
-    stop = r;
-  });
-  const onSignal = (): void => stop();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const { stopped, stop, release } = stopOnSignal();
 
   let lastProgress = '';
   const cluster = await LocalCluster.start(
@@ -332,8 +327,7 @@ export async function runUp(o: UpOptions): Promise<void> {
   } finally {
     clearInterval(timer);
     clearInterval(sheetsTimer);
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    release();
     out('stopping the cluster ...');
     if (o.sheets && !o.file) {
       process.emit('SIGTERM'); // sheets' own up stops on the signal it listens for
