@@ -161,11 +161,7 @@ export async function runFleetUp(o: UpOptions, text: string): Promise<void> {
     }),
   );
   const stepper = setInterval(() => {
-    try {
-      rollouts.tick();
-    } catch (e) {
-      out(`rollouts: ${(e as Error).message}`);
-    }
+    rollouts.tick().catch((e: Error) => out(`rollouts: ${e.message}`));
   }, RUNNER_LIMITS.pollMs);
   try {
     await Promise.race([Promise.all(starts), stopped]);

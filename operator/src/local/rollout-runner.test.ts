@@ -54,20 +54,20 @@ function runner(dir: string, targets: SimTarget[], s: RolloutSpecT, clock: { t: 
   });
 }
 
-function steps(r: LocalRollouts, clock: { t: number }, n: number) {
+async function steps(r: LocalRollouts, clock: { t: number }, n: number) {
   for (let i = 0; i < n; i++) {
     clock.t += 1000;
-    r.tick();
+    await r.tick();
   }
 }
 
 describe('rollouts carried out by a local up', () => {
-  it('walks the targets one at a time and keeps the walk in the state folder', () => {
+  it('walks the targets one at a time and keeps the walk in the state folder', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rk-runner-'));
     const clock = { t: Date.parse('2026-12-01T06:00:00Z') };
     const ts = fleet();
     const r = runner(dir, ts, spec({ type: 'rolling' }), clock);
-    steps(r, clock, 20);
+    await steps(r, clock, 20);
     const v = r.view('r');
     expect(v?.status.phase).toBe('Succeeded');
     expect(v?.status.progress).toBe('3/3');
@@ -77,61 +77,61 @@ describe('rollouts carried out by a local up', () => {
     expect(saved.r.status.phase).toBe('Succeeded');
   });
 
-  it('a restarted runner carries on from the saved status and changes no target twice', () => {
+  it('a restarted runner carries on from the saved status and changes no target twice', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rk-runner-'));
     const clock = { t: Date.parse('2026-12-01T06:00:00Z') };
     const ts = fleet();
-    steps(runner(dir, ts, spec({ type: 'rolling' }), clock), clock, 4); // c1 done, c2 under way
+    await steps(runner(dir, ts, spec({ type: 'rolling' }), clock), clock, 4); // c1 done, c2 under way
     const again = runner(dir, ts, spec({ type: 'rolling' }), clock);
     expect(again.view('r')?.status.targets?.[0].phase).toBe('Succeeded');
-    steps(again, clock, 20);
+    await steps(again, clock, 20);
     expect(again.view('r')?.status.phase).toBe('Succeeded');
     for (const t of ts) expect(t.applied).toHaveLength(1);
   });
 
-  it('waits for its targets to be heard before the first step (a cluster still booting is not unreadable)', () => {
+  it('waits for its targets to be heard before the first step (a cluster still booting is not unreadable)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rk-runner-'));
     const clock = { t: Date.parse('2026-12-01T06:00:00Z') };
     const ts = fleet();
     ts[1].heard = false;
     const r = runner(dir, ts, spec({ type: 'rolling' }), clock);
-    steps(r, clock, 5);
+    await steps(r, clock, 5);
     expect(r.view('r')?.status).toMatchObject({
       phase: 'Pending',
       message: 'waiting for c2 to be heard on the air',
     });
     ts[1].heard = true;
-    steps(r, clock, 20);
+    await steps(r, clock, 20);
     expect(r.view('r')?.status.phase).toBe('Succeeded');
   });
 
-  it('a manual canary waits for a person; promote (and only promote) lets it go on', () => {
+  it('a manual canary waits for a person; promote (and only promote) lets it go on', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rk-runner-'));
     const clock = { t: Date.parse('2026-12-01T06:00:00Z') };
     const ts = fleet();
     const r = runner(dir, ts, spec({ type: 'canary', canary: { count: 1, promotion: 'manual' } }), clock);
-    steps(r, clock, 10);
+    await steps(r, clock, 10);
     expect(r.view('r')?.status.phase).toBe('WaitingForPromotion');
     expect(ts.map((t) => t.applied.length)).toEqual([1, 0, 0]);
     expect(() => r.steer('nope', { promote: true })).toThrow(/no rollout "nope" \(rollouts: r\)/);
     r.steer('r', { paused: true });
     r.steer('r', { paused: false });
-    steps(r, clock, 3);
+    await steps(r, clock, 3);
     expect(r.view('r')?.status.phase).toBe('WaitingForPromotion');
     expect(r.steer('r', { promote: true }).spec.promote).toBe(true);
-    steps(r, clock, 20);
+    await steps(r, clock, 20);
     expect(r.view('r')?.status.phase).toBe('Succeeded');
     expect(ts.map((t) => t.applied.length)).toEqual([1, 1, 1]);
   });
 
-  it('abort rolls back the target caught mid-change and stops', () => {
+  it('abort rolls back the target caught mid-change and stops', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rk-runner-'));
     const clock = { t: Date.parse('2026-12-01T06:00:00Z') };
     const ts = fleet();
     const r = runner(dir, ts, spec({ type: 'rolling', checkSeconds: 60 }), clock);
-    steps(r, clock, 3); // c1 checking for a minute
+    await steps(r, clock, 3); // c1 checking for a minute
     r.steer('r', { abort: true });
-    steps(r, clock, 1);
+    await steps(r, clock, 1);
     const v = r.view('r');
     expect(v?.status.phase).toBe('Aborted');
     expect(v?.status.targets?.map((t) => t.phase)).toEqual(['RolledBack', 'Skipped', 'Skipped']);
@@ -141,7 +141,7 @@ describe('rollouts carried out by a local up', () => {
     ]);
   });
 
-  it('blue/green switches the serving label to the changed group, and a restart keeps the labels', () => {
+  it('blue/green switches the serving label to the changed group, and a restart keeps the labels', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rk-runner-'));
     const clock = { t: Date.parse('2026-12-01T06:00:00Z') };
     const ts = fleet([{ color: 'blue' }, { color: 'green' }, { color: 'green' }]);
@@ -151,7 +151,7 @@ describe('rollouts carried out by a local up', () => {
       blueGreen: { groupLabel: 'color', activeGroup: 'blue' },
     });
     const r = runner(dir, ts, s, clock);
-    steps(r, clock, 10);
+    await steps(r, clock, 10);
     expect(r.view('r')?.status).toMatchObject({ phase: 'Succeeded', activeGroup: 'green' });
     expect(ts.map((t) => t.labels['rollout.retrokube.io/serving'])).toEqual(['false', 'true', 'true']);
     expect(ts[0].applied).toEqual([]);

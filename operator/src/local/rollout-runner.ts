@@ -35,9 +35,10 @@ export interface FleetTarget {
   name: string;
   /** metadata.labels, plus the serving label once blue/green switched (kept across restarts). */
   labels: Record<string, string>;
-  observe(deployment: string, minRunning: number): Observation;
-  /** Sets the deployment's desired fields (idempotent; throws with a reason it cannot). */
-  apply(deployment: string, version: Version): void;
+  /** What is heard (Oberon) or read (a sheet) now; a target that reads over the network may take a moment. */
+  observe(deployment: string, minRunning: number): Observation | Promise<Observation>;
+  /** Sets the deployment's desired fields (idempotent; throws or rejects with a reason it cannot). */
+  apply(deployment: string, version: Version): void | Promise<void>;
 }
 
 /** What a person may set on a running rollout (the CLI's promote/abort/pause/resume). */
@@ -76,6 +77,7 @@ export class LocalRollouts {
   private readonly events = new Map<string, string[]>();
   private readonly file: string;
   private readonly startedMs: number;
+  private ticking: Promise<void> | null = null;
 
   private readonly o: RunnerOptions;
 
@@ -141,14 +143,19 @@ export class LocalRollouts {
     return this.view(name) as LocalRolloutView;
   }
 
-  /** One step of every unfinished rollout. */
-  tick(): void {
-    let changed = false;
-    for (const r of this.o.rollouts) changed = this.step(r) || changed;
-    if (changed) this.save();
+  /** One step of every unfinished rollout (one tick at a time: a second call meanwhile waits for it). */
+  tick(): Promise<void> {
+    this.ticking ??= (async () => {
+      let changed = false;
+      for (const r of this.o.rollouts) changed = (await this.step(r)) || changed;
+      if (changed) this.save();
+    })().finally(() => {
+      this.ticking = null;
+    });
+    return this.ticking;
   }
 
-  private step(r: LocalRollout): boolean {
+  private async step(r: LocalRollout): Promise<boolean> {
     const s = this.saved.get(r.name) as Saved;
     if (FINAL_PHASES.has(s.status?.phase ?? '')) return false;
     const spec = plannerSpec({ ...r.spec, ...s.steer });
@@ -160,9 +167,14 @@ export class LocalRollouts {
     );
     const targets: Target[] = chosen.map((t) => ({ name: t.name, labels: { ...t.labels } }));
     const minRunning = r.spec.check?.minRunning ?? 0;
-    const seen = new Map<string, Observation>(
-      chosen.map((t) => [t.name, t.observe(r.spec.change.deployment, minRunning)]),
+    const looks = await Promise.all(
+      chosen.map((t) =>
+        Promise.resolve()
+          .then(() => t.observe(r.spec.change.deployment, minRunning))
+          .catch((e: Error): Observation => ({ converged: false, healthy: false, problem: e.message })),
+      ),
     );
+    const seen = new Map<string, Observation>(chosen.map((t, i) => [t.name, looks[i]]));
     const now = this.now();
     // Before its first step a rollout waits for its targets to be heard: a cluster still booting
     // is not a target that cannot be read.
@@ -180,7 +192,7 @@ export class LocalRollouts {
     const failures: string[] = [];
     for (const a of d.actions) {
       try {
-        this.carryOut(a, r, s, chosen);
+        await this.carryOut(a, r, s, chosen);
       } catch (e) {
         // Tried again at the next step (applying is idempotent); the reason shows in status meanwhile.
         failures.push(`${a.kind} ${a.kind === 'apply' ? a.target : a.group}: ${(e as Error).message}`);
@@ -200,11 +212,11 @@ export class LocalRollouts {
     return true;
   }
 
-  private carryOut(a: Action, r: LocalRollout, s: Saved, chosen: FleetTarget[]): void {
+  private async carryOut(a: Action, r: LocalRollout, s: Saved, chosen: FleetTarget[]): Promise<void> {
     if (a.kind === 'apply') {
       const t = chosen.find((x) => x.name === a.target);
       if (!t) throw new Error(`no cluster ${a.target} runs here`);
-      t.apply(r.spec.change.deployment, a.version);
+      await t.apply(r.spec.change.deployment, a.version);
       return;
     }
     s.serving ??= {};
