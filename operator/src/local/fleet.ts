@@ -6,7 +6,7 @@
 // get --cluster`, `machine off CLUSTER/NODE`).
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildKubeDisk } from '../cli/kube-disk.ts';
+import { buildKubeDisk } from '../machine/kube-disk.ts';
 import { formatRollout } from '../rollout/format.ts';
 import { sendLogsTo } from '../util/log.ts';
 import { stopOnSignal } from '../util/process.ts';
