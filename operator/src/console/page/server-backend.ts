@@ -17,6 +17,8 @@ export class ServerBackend implements Backend {
   readonly kind = 'console' as const;
   private ev: BackendEvents | null = null;
   private retry: number = LIMITS.retryMinMs;
+  /** The link was up once: while the server is away, the page says it went away, not that it never came. */
+  private wasUp = false;
 
   connect(ev: BackendEvents): void {
     this.ev = ev;
@@ -30,6 +32,7 @@ export class ServerBackend implements Backend {
     let opened = false;
     ws.onopen = () => {
       opened = true;
+      this.wasUp = true;
       this.retry = LIMITS.retryMinMs;
       ev.link(true, 'connected');
     };
@@ -44,8 +47,8 @@ export class ServerBackend implements Backend {
     ws.onclose = () => {
       ev.link(
         false,
-        opened
-          ? 'the console server went away (is "retrokube up" or "retrokube sheets up" still running?); reconnecting'
+        this.wasUp
+          ? `the console server went away (is "retrokube up" or "retrokube sheets up" still running?); ${opened ? 'reconnecting' : 'still trying'}`
           : 'the console server does not answer; retrying',
       );
       setTimeout(() => this.open(), this.retry);
