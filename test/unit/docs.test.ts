@@ -230,7 +230,10 @@ describe('the README and docs/ stay true', () => {
         .filter((d) => d.isDirectory())
         .map((d) => `${d.name}/`),
     ];
-    expect(folders.filter((f) => !map.includes(f)), 'folders missing from the README\'s map').toEqual([]);
+    expect(
+      folders.filter((f) => !map.includes(f)),
+      "folders missing from the README's map",
+    ).toEqual([]);
     expect(
       MANUALS.filter((m) => !readme.includes(`](${m})`)),
       "manuals without a row in the README's Manuals table",
