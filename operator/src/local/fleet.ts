@@ -23,7 +23,7 @@ import {
   type UpState,
   writeUpState,
 } from './state.ts';
-import type { UpOptions } from './up.ts';
+import type { UpOptions } from './up-options.ts';
 
 export const LIMITS = {
   redrawMs: 1000, // the live view is redrawn this often
