@@ -141,14 +141,8 @@ function registerUp(sheets: Command): void {
       '\nExample:\n  retrokube sheets up --nodes 3 --workbook cluster.xlsx --allow-process\n  retrokube skctl --server http://127.0.0.1:8787 get pods\n\nThe web console (its URL is printed; loopback only) shows the tabs live, the events, a plot of\nthe Metrics tab, and steers the cluster: scale, cordon, drain, stop and start node agents, skctl verbs.\n',
     )
     .action(async (o) => {
-      const signingKey = resolveSecret({
-        what: 'signing key',
-        flag: '--key',
-        env: 'SIGNING_KEY',
-        file: o.keyFile,
-        envValue: process.env.SIGNING_KEY,
-        warn: (s: string) => process.stderr.write(s),
-      });
+      // The key only: this verb's token is --token (TOKEN, or the well-known default on loopback).
+      const signingKey = tokenAndKey({ keyFile: o.keyFile }, (l: string) => process.stderr.write(l)).key;
       const { runUp } = await import('../local/up.ts');
       await runUp({
         nodes: o.nodes,
