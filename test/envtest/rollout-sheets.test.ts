@@ -280,6 +280,11 @@ describe('Rollout over Sheeternetes targets (real apiservers and agents; the ope
         active: [{ service: 'web', member: 'blue' }],
       },
     });
+    // The federation controller (as the chart ServiceAccount, keys derived) serves web from blue.
+    const activeOfWeb = async () =>
+      (await k.get<Deep>(SHEETFEDERATION, ns, 'fed')).status?.services?.find((x: Deep) => x.name === 'web')
+        ?.active;
+    await waitFor('web served by blue', async () => (await activeOfWeb()) === 'blue', 60_000);
     await k.create(
       ROLLOUT,
       rollout(ns, 'switch', {
@@ -303,6 +308,7 @@ describe('Rollout over Sheeternetes targets (real apiservers and agents; the ope
     ]);
     const fed = await k.get<Deep>(SHEETFEDERATION, ns, 'fed');
     expect(fed.spec.active).toEqual([{ service: 'web', member: 'green' }]);
+    await waitFor('web served by green', async () => (await activeOfWeb()) === 'green', 60_000);
     expect(await web('sb')).toMatchObject({ replicas: 1 });
     expect(await web('sa')).toMatchObject({ replicas: 2, image: TICKER });
   }, 900_000);
