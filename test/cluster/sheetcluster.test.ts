@@ -341,8 +341,9 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
       expect(held.status.phase).toBe('Pending');
     });
     const uncordonedAt = Date.now();
-    // Not before the TTL: the agent's last heartbeat came at most one interval before the deletion.
-    expect(lostAfterMs).toBeGreaterThanOrEqual((LIMITS.failoverSeconds - LIMITS.heartbeatSeconds - 1) * 1000);
+    // Not before the TTL: the agent's last heartbeat came about one interval before the deletion
+    // (2 s of slack: the sheet counts whole seconds, and a loaded agent may beat a little late).
+    expect(lostAfterMs).toBeGreaterThanOrEqual((LIMITS.failoverSeconds - LIMITS.heartbeatSeconds - 2) * 1000);
     await waitFor(
       `the new ${CHILD}-${victim} pod Ready`,
       async () =>
