@@ -47,7 +47,7 @@ import {
 } from './sheetcluster-render.ts';
 
 export const LIMITS = {
-  pollMs: 5_000, // the sheet is read this often per cluster (five GETs)
+  pollMs: 5_000, // the sheet is read this often per cluster (five GETs; one while it does not answer)
   minStatusIntervalMs: 5_000, // at most one status write per cluster this often
   startGraceMs: 90_000, // an apiserver that has never answered is Starting, not Degraded, this long
   claimGraceMs: 60_000, // a workbook PVC Pending longer than this is reported (it may never bind)
