@@ -257,6 +257,9 @@ describe.skipIf(skip)('the catalog through Flux HelmRelease, as Cozystack instal
     expect(releases.map((r: Deep) => [r.name, r.status])).toEqual([
       [`${prefixOf(KUBE_APP)}flock`, 'deployed'],
     ]);
+    // The NOTES as Flux's Helm rendered them (its lookup ran with helm-controller's rights).
+    const notes = await helm(['get', 'notes', `${prefixOf(KUBE_APP)}flock`, '-n', tenant]);
+    expect(notes).toContain(`The retrokube operator is running (Lease ${opNs}/retrokube-operator held by`);
   });
 
   it('a HelmRelease with values outside the schema fails naming the field, and creates nothing', async () => {
