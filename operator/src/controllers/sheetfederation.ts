@@ -7,6 +7,7 @@ import {
   type SheetFederationSpecT,
   type SheetFederationStatusT,
 } from '../api/sheetfederation.ts';
+import { activeMember } from '../rollout/sheet-target.ts';
 import type { KubeObject, ResourceType } from '../runtime/client.ts';
 import { type ConditionInput, setConditions } from '../runtime/conditions.ts';
 import type {
@@ -46,12 +47,14 @@ export interface SheetFederation extends KubeObject {
   status?: SheetFederationStatusT;
 }
 
-export function sheetFederationController(o: { sheetsAddress?: SheetsAddress } = {}): ControllerDefinition {
+export function sheetFederationController(
+  o: { sheetsAddress?: SheetsAddress; keySeed?: string } = {},
+): ControllerDefinition {
   return {
     name: 'sheetfederation',
     primary: SHEETFEDERATION,
     owns: [],
-    reconcile: (ctx, key) => reconcile(ctx, key, o.sheetsAddress),
+    reconcile: (ctx, key) => reconcile(ctx, key, o.sheetsAddress, o.keySeed),
   };
 }
 
@@ -61,6 +64,7 @@ async function reconcile(
   ctx: ReconcileContext,
   key: ObjectKeyRef,
   address: SheetsAddress | undefined,
+  seed: string | undefined,
 ): Promise<ReconcileResult | undefined> {
   const fed = ctx.cached<SheetFederation>(SHEETFEDERATION, key.namespace, key.name);
   if (!fed || fed.metadata.deletionTimestamp) return undefined;
@@ -68,7 +72,7 @@ async function reconcile(
   const reached: Reached[] = await Promise.all(
     fed.spec.members.map(async (m): Promise<Reached> => {
       try {
-        const member = await resolveMember(ctx, key.namespace, m, address);
+        const member = await resolveMember(ctx, key.namespace, m, address, seed);
         return { member, view: await member.observe() };
       } catch (e) {
         if (!(e instanceof BridgeError) && !(e instanceof MemberConfigError)) throw e;
@@ -126,7 +130,10 @@ async function reconcile(
         ? { ...summarize(r.view), reachable: true }
         : { name: r.name, reachable: false, message: r.error.slice(0, 1024) },
     ),
-    services: federatedView(views).slice(0, LIMITS.maxServices),
+    // The active member of each service: what consumers route to (blue/green switches it).
+    services: federatedView(views)
+      .slice(0, LIMITS.maxServices)
+      .map((x) => ({ ...x, active: activeMember(fed.spec.active, x.name, x.members) })),
     conflicts: plan.conflicts.map((c) => c.name).slice(0, 100),
     stretched,
     conditions: setConditions(fed.status?.conditions, conditions, fed.metadata.generation),

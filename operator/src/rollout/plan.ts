@@ -9,7 +9,7 @@
 // blocking, retry, roll a failed host back and stop the walk, update part first (canary), update
 // the idle half and switch (blue/green), walk in an order derived from attributes.
 
-import { ROLLOUT_DEFAULTS, ROLLOUT_LIMITS } from '../api/rollout.ts';
+import { ROLLOUT_DEFAULTS, ROLLOUT_LIMITS } from '../api/rollout-limits.ts';
 
 export type StrategyType = 'rolling' | 'retry' | 'canary' | 'blueGreen' | 'ordered';
 export type TargetPhase =
@@ -419,6 +419,8 @@ export function decide(
       if (s.type === 'ordered' && !earlierStagesDone(spec, rows, byName, row)) break;
       const o = seen.get(row.name);
       if (!o || o.problem || o.current === undefined) {
+        // Its version now is what a rollback would restore: a target that cannot be read waits, and says why.
+        if (o?.problem) row.message = `waiting to start: ${o.problem}`;
         if (row.attempts === 0 && o?.current === undefined && !o?.problem) {
           row.phase = 'Failed';
           row.finishedAt = iso;
