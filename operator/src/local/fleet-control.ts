@@ -3,11 +3,13 @@
 //   GET  /view?cluster=NAME              a cluster as heard on its air (default: the first)
 //   GET  /clusters                       each cluster's labels, desired deployments and air summary
 //   POST /machine {"name","on"}          power CLUSTER/MACHINE off or on
+//   GET  /screen?name=CLUSTER/MACHINE    the machine's screen as PNG
 //   GET  /rollouts                       every rollout: spec, status, newest events
 //   GET  /rollouts/NAME                  one rollout
 //   POST /rollouts/NAME {"promote"|"abort"|"paused": boolean}   what the CLI's verbs set
 //   POST /down                           stops everything
 import type http from 'node:http';
+import { snapshotToPng } from '../machine/png.ts';
 import { BadRequest, readJsonObject } from '../util/json-body.ts';
 import { listenControl, type UpControl } from './control.ts';
 import type { FleetKube } from './fleet-kube.ts';
@@ -29,6 +31,15 @@ export function startFleetControl(o: {
     const k = name === null ? o.kubes[0] : o.kubes.find((x) => x.name === name);
     if (!k) throw new BadRequest(`no cluster "${name}" (clusters: ${o.kubes.map((x) => x.name).join(', ')})`);
     return k;
+  };
+  /** "CLUSTER/MACHINE" → the cluster and the machine's name in it. */
+  const machine = (name: unknown): [FleetKube, string] => {
+    const [c, m] = typeof name === 'string' ? name.split('/') : [];
+    if (!c || !m) throw new BadRequest('"name" must be CLUSTER/MACHINE, e.g. "c1/node-a"');
+    const k = kube(c);
+    const names = k.cluster.machines().map((x) => x.name);
+    if (!names.includes(m)) throw new BadRequest(`no machine "${m}" in ${c} (machines: ${names.join(', ')})`);
+    return [k, m];
   };
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -58,19 +69,16 @@ export function startFleetControl(o: {
             };
           }),
         );
+      case 'GET /screen': {
+        const [k, m] = machine(url.searchParams.get('name'));
+        res.writeHead(200, { 'content-type': 'image/png' });
+        res.end(snapshotToPng(await k.cluster.screen(m)));
+        return;
+      }
       case 'POST /machine': {
         const b = await readJsonObject(req, LIMITS.maxBodyBytes);
         if (typeof b.on !== 'boolean') throw new BadRequest('"on" must be true or false');
-        const [c, m] = typeof b.name === 'string' ? b.name.split('/') : [];
-        if (!c || !m) throw new BadRequest('"name" must be CLUSTER/MACHINE, e.g. "blue-1/node-a"');
-        const k = kube(c);
-        if (!k.cluster.machines().some((x) => x.name === m))
-          throw new BadRequest(
-            `no machine "${m}" in ${c} (machines: ${k.cluster
-              .machines()
-              .map((x) => x.name)
-              .join(', ')})`,
-          );
+        const [k, m] = machine(b.name);
         await k.cluster.power(m, b.on);
         return json(200, o.state());
       }
@@ -103,7 +111,7 @@ export function startFleetControl(o: {
         return;
       default:
         return json(404, {
-          error: `no ${route}; use GET /state /view /clusters /rollouts /rollouts/NAME, POST /machine /rollouts/NAME /down`,
+          error: `no ${route}; use GET /state /view /clusters /screen /rollouts /rollouts/NAME, POST /machine /rollouts/NAME /down`,
         });
     }
   };
