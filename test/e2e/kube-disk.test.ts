@@ -4,9 +4,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildKubeDisk, KUBE_MODULES } from '../../operator/src/cli/kube-disk.ts';
 import { parseObjectFile } from '../../operator/src/machine/builder/rsc.ts';
 import { OberonVolume } from '../../operator/src/machine/fs/volume.ts';
+import { buildKubeDisk, KUBE_MODULES } from '../../operator/src/machine/kube-disk.ts';
 
 describe('retrokube disk build-kube', () => {
   const cacheDir = mkdtempSync(join(tmpdir(), 'retrokube-kube-disk-'));

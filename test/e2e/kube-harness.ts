@@ -10,8 +10,8 @@ import { clusterTag, keyFromHex } from '../../operator/src/air/kubenet.ts';
 import { type Listener, startListener } from '../../operator/src/air/listen.ts';
 import { type Relay, startRelay } from '../../operator/src/air/relay.ts';
 import type { FrameRecord } from '../../operator/src/air/view.ts';
-import { buildKubeDisk } from '../../operator/src/cli/kube-disk.ts';
 import { OberonVolume } from '../../operator/src/machine/fs/volume.ts';
+import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
 import { QemuRunner } from '../../operator/src/machine/qemu-runner.ts';
 import { MachineRunner } from '../../operator/src/machine/runner.ts';
 

@@ -464,6 +464,36 @@ describe('RBAC of the chart, impersonating its ServiceAccount', () => {
     }
   });
 
+  it('the operator can do what the Rollout controller needs: read SheetClusters, switch a federation, never a Secret', async () => {
+    const { other, sa } = await installRbac();
+    type Need = { verb: string; group?: string; resource: string; subresource?: string };
+    const g = 'retrokube.io';
+    const needs: Need[] = [
+      ...['get', 'list', 'watch'].map((verb) => ({ verb, group: g, resource: 'rollouts' })),
+      { verb: 'patch', group: g, resource: 'rollouts', subresource: 'status' },
+      ...['get', 'list', 'watch', 'patch'].map((verb) => ({ verb, group: g, resource: 'oberonkubes' })),
+      ...['get', 'list', 'watch'].map((verb) => ({ verb, group: g, resource: 'sheetclusters' })),
+      // blue/green over a federation writes its spec.active
+      ...['get', 'list', 'watch', 'patch'].map((verb) => ({ verb, group: g, resource: 'sheetfederations' })),
+    ];
+    for (const n of needs)
+      expect(await can(sa, { ...n, namespace: other }), `${n.verb} ${n.group ?? ''}/${n.resource}`).toBe(
+        true,
+      );
+    // A SheetCluster is changed through its apiserver's contract with derived keys: the operator
+    // never writes one, and reads no Secret to reach it.
+    const never: Need[] = [
+      ...['patch', 'update', 'delete'].map((verb) => ({ verb, group: g, resource: 'sheetclusters' })),
+      ...['update', 'delete', 'create'].map((verb) => ({ verb, group: g, resource: 'sheetfederations' })),
+      ...['get', 'list', 'watch'].map((verb) => ({ verb, resource: 'secrets' })),
+      ...['patch', 'update', 'delete', 'create'].map((verb) => ({ verb, group: g, resource: 'rollouts' })),
+    ];
+    for (const n of never)
+      expect(await can(sa, { ...n, namespace: other }), `${n.verb} ${n.group ?? ''}/${n.resource}`).toBe(
+        false,
+      );
+  });
+
   it('the operator can do what the OberonAir controller needs, in any namespace', async () => {
     const { ns, other, sa } = await installRbac();
     type Need = { verb: string; group?: string; resource: string; subresource?: string };

@@ -378,7 +378,7 @@ describe('SheetFederation over two SheetClusters', () => {
       60_000,
     );
     expect(st.members.map((m: Deep) => m.name)).toEqual(['east', 'west']);
-    expect(st.services).toEqual([{ name: 'api', home: 'east', members: ['east', 'west'] }]);
+    expect(st.services).toEqual([{ name: 'api', home: 'east', members: ['east', 'west'], active: 'east' }]);
     // a member naming a SheetCluster that does not exist says so
     await expect(
       k.create(

@@ -11,7 +11,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assemble } from '../../operator/src/machine/asm.ts';
 import { bootRom } from '../../operator/src/machine/boot-rom.ts';
 import { Machine } from '../../operator/src/machine/machine.ts';
-import type { FrameSnapshot } from '../../operator/src/machine/screen-input.ts';
 import { leftmostInk, lowestInkRow, titleBars } from '../../operator/src/machine/screen-scan.ts';
 import {
   BASE_DISK,
@@ -21,6 +20,7 @@ import {
   REPO,
   requireQemu,
   runToFailure,
+  snapshotOf,
   startQemu,
   until,
   writeProm,
@@ -75,11 +75,6 @@ const FPU_PROGRAM = `
 
 const bin = requireQemu();
 const suite = bin === null ? describe.skip : describe;
-
-function snapshotOf(fb: Buffer): FrameSnapshot {
-  const words = new Uint32Array(fb.buffer.slice(fb.byteOffset, fb.byteOffset + fb.byteLength));
-  return { width: 1024, height: 768, words, version: 0 };
-}
 
 function tsBootedFramebuffer(): Buffer {
   const m = new Machine({ disk: readFileSync(BASE_DISK), clock: 'deterministic', jit: true });

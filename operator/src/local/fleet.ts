@@ -6,7 +6,7 @@
 // get --cluster`, `machine off CLUSTER/NODE`).
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildKubeDisk } from '../cli/kube-disk.ts';
+import { buildKubeDisk } from '../machine/kube-disk.ts';
 import { formatRollout } from '../rollout/format.ts';
 import { sendLogsTo } from '../util/log.ts';
 import { stopOnSignal } from '../util/process.ts';
@@ -23,28 +23,17 @@ import {
   type UpState,
   writeUpState,
 } from './state.ts';
+import type { UpOptions } from './up-options.ts';
 
 export const LIMITS = {
   redrawMs: 1000, // the live view is redrawn this often
   summaryMs: 10_000, // without a terminal, one summary line this often
 } as const;
 
-/** What `retrokube up` passes on to a fleet (a subset of its options). */
-export interface FleetUpOptions {
-  file?: string;
-  dir: string;
-  /** First VNC port (each cluster's machines after the last's); 0 = any free ports; null = no VNC. */
-  vncBase: number | null;
-  view: boolean;
-  qemu?: { machines: string[] };
-  logFormat?: 'human' | 'json';
-  out?: (s: string) => void;
-}
-
 /** Where a fleet cluster keeps its disks, key and live file. */
 export const clusterDir = (dir: string, name: string): string => join(dir, 'clusters', name);
 
-export async function runFleetUp(o: FleetUpOptions, text: string): Promise<void> {
+export async function runFleetUp(o: UpOptions, text: string): Promise<void> {
   const out = o.out ?? ((s: string) => void process.stdout.write(s.endsWith('\n') ? s : `${s}\n`));
   const fleet = parseFleetFile(text, o.file);
   if (o.qemu && o.qemu.machines.length > 0)

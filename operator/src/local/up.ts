@@ -5,9 +5,9 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatView } from '../air/view.ts';
-import { buildKubeDisk } from '../cli/kube-disk.ts';
 import { type ConsoleServer, startConsole } from '../console/server.ts';
 import type { SheetsTabs } from '../console/types.ts';
+import { buildKubeDisk } from '../machine/kube-disk.ts';
 import { DEFAULT_TOKEN, SheetsClient } from '../sheets/ctl/client.ts';
 import { renderTable } from '../sheets/ctl/table.ts';
 import { runUp as runSheetsUp } from '../sheets/local/up.ts';
@@ -39,28 +39,9 @@ export const LIMITS = {
   sheetsMetricRows: 2000, // Metrics rows plotted (the newest)
 } as const;
 
-export interface UpOptions {
-  file?: string;
-  dir: string;
-  /** First VNC port; 0 = any free ports; null = no VNC. */
-  vncBase: number | null;
-  /** Redraw the live table (else progress and summary lines only). */
-  view: boolean;
-  /** Run the sample Sheeternetes cluster too (only with no FILE). */
-  sheets: boolean;
-  /** Machine names (or "all") to run as qemu-system-risc5, and the binary. */
-  qemu?: { binary: string; machines: string[] };
-  /**
-   * human (default): the console shows the view only, JSON log lines go to up.log in the state
-   * folder (its path printed); json: the log lines go to stderr.
-   */
-  logFormat?: 'human' | 'json';
-  /** The sample Sheeternetes nodes offer the process runtime (named opt-in, `--allow-process`). */
-  allowProcess?: boolean;
-  /** Port of the web console on 127.0.0.1 (0 = any free port); null = no console. */
-  consolePort?: number | null;
-  out?: (s: string) => void;
-}
+import type { UpOptions } from './up-options.ts';
+
+export type { UpOptions };
 
 /** Checks --qemu: the names exist ("all" = every machine) and the binary is there. */
 export function qemuMachines(
