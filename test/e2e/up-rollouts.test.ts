@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterView } from '../../operator/src/air/view.ts';
-import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
 import type { LocalRolloutView } from '../../operator/src/local/rollout-runner.ts';
+import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
 
 const MAIN = join(import.meta.dirname, '../../operator/src/cli/main.ts');
 const dir = mkdtempSync(join(tmpdir(), 'retrokube-rollouts-e2e-'));
