@@ -31,6 +31,7 @@ const rollout = (
   selector: string,
   change: string,
   strategy: string,
+  checkSeconds = 4,
 ) => `apiVersion: retrokube.io/v1alpha1
 kind: Rollout
 metadata: {name: ${name}}
@@ -38,7 +39,7 @@ spec:
   paused: true
   selector: {matchLabels: {${selector}}}
   change: {deployment: web, ${change}}
-  strategy: {checkSeconds: 4, ${strategy}}
+  strategy: {checkSeconds: ${checkSeconds}, ${strategy}}
   check: {minRunning: 1}
 ---
 `;
@@ -72,6 +73,7 @@ const FLEET = [
     'fleet: demo',
     'image: Ticker2, replicas: 2',
     'type: ordered, stepDeadlineSeconds: 180, ordered: {label: tier, order: [db, web]}',
+    15, // time for the test to pause it while the first stage checks
   ),
 ].join('');
 
@@ -194,11 +196,10 @@ describe.sequential('fleet rollouts over two local Oberon clusters run by retrok
     const r = await walk('rolling', 300_000);
     expect(r.status.phase).toBe('Succeeded');
     expect(phases(r)).toEqual({ c1: 'Succeeded', c2: 'Succeeded' });
-    const [a, b, c] = r.status.targets ?? [];
+    const [a, b] = r.status.targets ?? [];
     expect(Date.parse(a.finishedAt ?? '')).toBeLessThanOrEqual(Date.parse(b.startedAt ?? ''));
-    expect(Date.parse(b.finishedAt ?? '')).toBeLessThanOrEqual(Date.parse(c.startedAt ?? ''));
     for (const k of ['c1', 'c2']) expect(await heard(k)).toEqual(['Ticker2', 'Ticker2']);
-    expect(r.events.join('\n')).toMatch(/Succeeded: 3 of 3 targets changed/);
+    expect(r.events.join('\n')).toMatch(/Succeeded: 2 of 2 targets changed/);
   }, 360_000);
 
   it('a module that does not exist: pods stay Pending, the target is rolled back and the rest aborted', async () => {
@@ -219,13 +220,15 @@ describe.sequential('fleet rollouts over two local Oberon clusters run by retrok
     expect(await heard('c2')).toEqual(['Ticker2', 'Ticker2']); // never touched
   }, 420_000);
 
-  it('retry: a cluster whose node is off fails its first attempt and succeeds on the second', async () => {
-    expect((await cli('machine', 'off', 'c1/node-a')).code).toBe(0);
+  it('retry: a cluster with a node off fails its first attempt and succeeds on the second', async () => {
+    // Its plane is still heard (it assigns to node-a), so the target starts and is judged; with
+    // node-b silent it cannot converge.
+    expect((await cli('machine', 'off', 'c1/node-b')).code).toBe(0);
     await until(
       () => view('c1'),
-      (v) => v.readyNodes === 0,
+      (v) => v.readyNodes === 1,
       30_000,
-      'c1/node-a NotReady',
+      'c1/node-b NotReady',
     );
     const resumed = await cli('rollout', 'resume', 'retry');
     expect(resumed.code, resumed.stderr).toBe(0);
@@ -286,11 +289,12 @@ describe.sequential('fleet rollouts over two local Oberon clusters run by retrok
   it('ordered: db, then web; paused across a restart of up, it carries on from its status', async () => {
     const resumed = await cli('rollout', 'resume', 'ordered');
     expect(resumed.code, resumed.stderr).toBe(0);
+    // Paused while the db stage changes (its check lasts 15 s): it finishes, web does not start.
     await until(
       () => status('ordered'),
-      (r) => phases(r).c2 === 'Succeeded',
+      (r) => phases(r).c2 === 'Updating' || phases(r).c2 === 'Checking',
       240_000,
-      'the db stage (c2) done',
+      'the db stage (c2) under way',
     );
     expect((await cli('rollout', 'pause', 'ordered')).code).toBe(0);
     await until(

@@ -13,6 +13,7 @@ import { snapshotToPng } from '../machine/png.ts';
 import { BadRequest, readJsonObject } from '../util/json-body.ts';
 import { listenControl, type UpControl } from './control.ts';
 import type { FleetKube } from './fleet-kube.ts';
+import type { FleetSheet } from './fleet-sheet.ts';
 import type { LocalRollouts, Steering } from './rollout-runner.ts';
 
 export const LIMITS = {
@@ -23,13 +24,22 @@ const STEERING = ['promote', 'abort', 'paused'] as const;
 
 export function startFleetControl(o: {
   kubes: FleetKube[];
+  sheets: FleetSheet[];
   rollouts: LocalRollouts;
   down: () => void;
   state: () => unknown;
 }): Promise<UpControl> {
   const kube = (name: string | null): FleetKube => {
     const k = name === null ? o.kubes[0] : o.kubes.find((x) => x.name === name);
-    if (!k) throw new BadRequest(`no cluster "${name}" (clusters: ${o.kubes.map((x) => x.name).join(', ')})`);
+    const sheet = o.sheets.find((x) => x.name === name);
+    if (sheet)
+      throw new BadRequest(
+        `${name} is a SheetCluster: read it with "retrokube skctl --server ${sheet.sheets.url} get pods"`,
+      );
+    if (!k)
+      throw new BadRequest(
+        `no Oberon cluster "${name ?? ''}" (Oberon clusters: ${o.kubes.map((x) => x.name).join(', ') || 'none'})`,
+      );
     return k;
   };
   /** "CLUSTER/MACHINE" → the cluster and the machine's name in it. */
@@ -55,12 +65,12 @@ export function startFleetControl(o: {
       case 'GET /view':
         return json(200, kube(url.searchParams.get('cluster')).cluster.view());
       case 'GET /clusters':
-        return json(
-          200,
-          o.kubes.map((k) => {
+        return json(200, [
+          ...o.kubes.map((k) => {
             const v = k.cluster.view();
             return {
               name: k.name,
+              kind: k.kind,
               labels: k.labels,
               deployments: k.deployments(),
               nodes: `${v.readyNodes}/${k.cluster.spec.nodes}`,
@@ -68,7 +78,8 @@ export function startFleetControl(o: {
               converged: v.converged,
             };
           }),
-        );
+          ...o.sheets.map((x) => ({ name: x.name, kind: x.kind, labels: x.labels, url: x.sheets.url })),
+        ]);
       case 'GET /screen': {
         const [k, m] = machine(url.searchParams.get('name'));
         res.writeHead(200, { 'content-type': 'image/png' });

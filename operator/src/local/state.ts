@@ -28,7 +28,15 @@ export interface UpState {
   machines: { name: string; role: 'plane' | 'node'; vnc: number | null; disk: string; on?: boolean }[];
   sheets?: { url: string };
   /** A fleet FILE: its clusters (machines above are named CLUSTER/MACHINE) and rollouts. */
-  fleet?: { clusters: { name: string; air: { port: number; control: string } }[]; rollouts: string[] };
+  fleet?: {
+    clusters: {
+      name: string;
+      kind: 'OberonKube' | 'SheetCluster';
+      air?: { port: number; control: string };
+      url?: string;
+    }[];
+    rollouts: string[];
+  };
   startedAt: string;
 }
 
