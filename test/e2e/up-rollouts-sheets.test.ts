@@ -2,18 +2,16 @@
 // and one node agent each, real local processes, real xlsx workbooks) and a Rollout with
 // selector.kind SheetCluster. Judged from each sheet as the operator judges it (every pod Running on
 // the deployment's current spec hash), changed through each apiserver's signed apply.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { LocalRolloutView } from '../../operator/src/local/rollout-runner.ts';
 import { SheetsClient } from '../../operator/src/sheets/ctl/client.ts';
+import { UpProcess } from './up-harness.ts';
 
-const MAIN = join(import.meta.dirname, '../../operator/src/cli/main.ts');
 const dir = mkdtempSync(join(tmpdir(), 'retrokube-rollouts-sheets-e2e-'));
 const state = join(dir, 'state');
-const env = { ...process.env, RETROKUBE_STATE: state, LOG_LEVEL: 'warn' };
 const HELLO = 'sicf:hello-wasm:v1'; // prints and ends
 const TICKER = 'sicf:ticker-wasm:v1'; // runs for good
 const TOKEN = 'rollouts-sheets-e2e-token';
@@ -45,59 +43,18 @@ spec:
   check: {minRunning: 1}
 `;
 
-const cli = (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
-  new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env, timeout: 60_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-let up: ChildProcess | null = null;
-let upLog = '';
-
-async function control<T>(path: string): Promise<T> {
-  const st = JSON.parse(readFileSync(join(state, 'up.json'), 'utf8')) as { control: string };
-  return (await (await fetch(new URL(path, st.control))).json()) as T;
-}
-
-async function until<T>(
-  look: () => Promise<T>,
-  test: (x: T) => boolean,
-  ms: number,
-  what: string,
-): Promise<T> {
-  const t0 = Date.now();
-  let last: T | undefined;
-  while (Date.now() - t0 < ms) {
-    if (existsSync(join(state, 'up.json'))) {
-      last = await look().catch(() => undefined);
-      if (last !== undefined && test(last)) return last;
-    }
-    await sleep(1000);
-  }
-  throw new Error(`${what}: not within ${ms / 1000} s; last ${JSON.stringify(last)}\n${upLog.slice(-3000)}`);
-}
-
+const up = new UpProcess(state);
 describe.sequential('fleet rollouts over two SheetClusters run by retrokube up', () => {
   afterAll(async () => {
-    if (up && up.exitCode === null) {
-      up.kill('SIGTERM');
-      await new Promise((r) => up?.once('exit', r));
-    }
+    await up.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
   it('a rolling image change: each sheet runs the new spec on every pod before the next starts', async () => {
     writeFileSync(join(dir, 'fleet.yaml'), FLEET);
-    up = spawn(process.execPath, [MAIN, 'up', join(dir, 'fleet.yaml'), '--no-view'], { env });
-    const keep = (b: Buffer) => {
-      upLog = (upLog + b.toString()).slice(-20_000);
-    };
-    up.stdout?.on('data', keep);
-    up.stderr?.on('data', keep);
-    const clusters = await until(
-      () => control<{ name: string; url?: string }[]>('/clusters'),
+    up.start(join(dir, 'fleet.yaml'));
+    const clusters = await up.until(
+      () => up.get<{ name: string; url?: string }[]>('/clusters'),
       (c) => c.length === 2,
       120_000,
       'both SheetClusters up',
@@ -114,16 +71,16 @@ describe.sequential('fleet rollouts over two SheetClusters run by retrokube up',
         ],
       });
     for (const [name, c] of sheets)
-      await until(
+      await up.until(
         () => c.get('nodes'),
         (n) => n.some((x) => x.status === 'Ready'),
         90_000,
         `${name}: its node Ready in the sheet`,
       );
-    const resumed = await cli('rollout', 'resume', 'ticker');
+    const resumed = await up.cli('rollout', 'resume', 'ticker');
     expect(resumed.code, resumed.stderr).toBe(0);
-    const r = await until(
-      () => control<LocalRolloutView>('/rollouts/ticker'),
+    const r = await up.until(
+      () => up.get<LocalRolloutView>('/rollouts/ticker'),
       (x) => ['Succeeded', 'Failed', 'Aborted'].includes(x.status.phase ?? ''),
       400_000,
       'the rollout ends',
@@ -138,8 +95,8 @@ describe.sequential('fleet rollouts over two SheetClusters run by retrokube up',
       expect(pods.map((p) => p.phase)).toEqual(['Running', 'Running']);
       expect((await c.get('deployments')).find((d) => d.name === 'web')?.image).toBe(TICKER);
     }
-    const s = await cli('rollout', 'status', 'ticker');
+    const s = await up.cli('rollout', 'status', 'ticker');
     expect(s.stdout).toMatch(/\[#{20}\] 2\/2 changed {2}Succeeded/);
-    expect((await cli('down')).code).toBe(0);
+    expect((await up.cli('down')).code).toBe(0);
   }, 600_000);
 });

@@ -4,19 +4,17 @@
 // every verdict is from the air (each cluster's view as `up` hears it), never by asking a plane.
 // The six rollouts share the clusters to keep the cost small: each starts paused and the test
 // resumes one at a time (`retrokube rollout resume`), each walking on from where the last left.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterView } from '../../operator/src/air/view.ts';
 import type { LocalRolloutView } from '../../operator/src/local/rollout-runner.ts';
 import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
+import { sleep, UpProcess } from './up-harness.ts';
 
-const MAIN = join(import.meta.dirname, '../../operator/src/cli/main.ts');
 const dir = mkdtempSync(join(tmpdir(), 'retrokube-rollouts-e2e-'));
 const state = join(dir, 'state');
-const env = { ...process.env, RETROKUBE_STATE: state, LOG_LEVEL: 'warn' };
 
 const kube = (name: string, labels: string, nodes = 1) => `apiVersion: retrokube.io/v1alpha1
 kind: OberonKube
@@ -77,40 +75,13 @@ const FLEET = [
   ),
 ].join('');
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-const cli = (...args: string[]): Promise<Run> =>
-  new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env, timeout: 60_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-let up: ChildProcess | null = null;
-let upLog = '';
-function startUp(): void {
-  up = spawn(
-    process.execPath,
-    [MAIN, 'up', join(dir, 'fleet.yaml'), '--no-view', '--no-vnc', '--no-console'],
-    {
-      env,
-    },
-  );
-  const keep = (b: Buffer) => {
-    upLog = (upLog + b.toString()).slice(-20_000);
-  };
-  up.stdout?.on('data', keep);
-  up.stderr?.on('data', keep);
-}
-
-async function get<T>(path: string): Promise<T> {
-  const st = JSON.parse(readFileSync(join(state, 'up.json'), 'utf8')) as { control: string };
-  return (await (await fetch(new URL(path, st.control))).json()) as T;
-}
+const up = new UpProcess(state);
+const { cli, get, until } = {
+  cli: up.cli.bind(up),
+  get: up.get.bind(up),
+  until: up.until.bind(up),
+};
+const startUp = () => up.start(join(dir, 'fleet.yaml'));
 const status = (name: string) => get<LocalRolloutView>(`/rollouts/${name}`);
 const view = (cluster: string) => get<ClusterView>(`/view?cluster=${cluster}`);
 
@@ -124,24 +95,6 @@ async function heard(cluster: string): Promise<string[]> {
     .sort();
 }
 
-async function until<T>(
-  look: () => Promise<T>,
-  test: (x: T) => boolean,
-  ms: number,
-  what: string,
-): Promise<number> {
-  const t0 = Date.now();
-  let last: T | undefined;
-  while (Date.now() - t0 < ms) {
-    if (existsSync(join(state, 'up.json'))) {
-      last = await look().catch(() => undefined);
-      if (last !== undefined && test(last)) return Date.now() - t0;
-    }
-    await sleep(1000);
-  }
-  throw new Error(`${what}: not within ${ms / 1000} s; last ${JSON.stringify(last)}\n${upLog.slice(-3000)}`);
-}
-
 const ended = (r: LocalRolloutView) => ['Succeeded', 'Failed', 'Aborted'].includes(r.status.phase ?? '');
 const phases = (r: LocalRolloutView) =>
   Object.fromEntries((r.status.targets ?? []).map((t) => [t.name, t.phase]));
@@ -153,9 +106,10 @@ async function walk(name: string, ms: number): Promise<LocalRolloutView> {
   const r = await cli('rollout', 'resume', name);
   expect(r.code, r.stderr).toBe(0);
   expect(r.stdout).toContain(`rollout ${name} (the local "retrokube up" in ${state}): resumed`);
-  const took = await until(() => status(name), ended, ms, `rollout ${name} ends`);
-  console.log(`rollout ${name}: ended in ${(took / 1000).toFixed(1)} s`);
-  return status(name);
+  const t0 = Date.now();
+  const last = await until(() => status(name), ended, ms, `rollout ${name} ends`);
+  console.log(`rollout ${name}: ended in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  return last;
 }
 
 describe.sequential('fleet rollouts over two local Oberon clusters run by retrokube up', () => {
@@ -164,10 +118,7 @@ describe.sequential('fleet rollouts over two local Oberon clusters run by retrok
     await buildKubeDisk(); // built (or found cached) before the first test's clock starts
   }, 300_000);
   afterAll(async () => {
-    if (up && up.exitCode === null) {
-      up.kill('SIGTERM');
-      await new Promise((r) => up?.once('exit', r));
-    }
+    await up.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
