@@ -80,13 +80,22 @@ function scriptReady(script: string): boolean {
   }
 }
 
-/** What a build script prints with a flag that computes where its output goes and builds nothing. */
+/**
+ * What a build script prints with a flag that computes where its output goes and builds nothing;
+ * '' when it cannot say (the step then runs, and its own log tells why it fails).
+ */
 function scriptPath(script: string, flag: string): string {
-  return execFileSync('bash', [join(REPO, script), flag], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'ignore'],
-  }).trim();
+  try {
+    return execFileSync('bash', [join(REPO, script), flag], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+  } catch {
+    return '';
+  }
 }
+
+const isFile = (path: string): boolean => path !== '' && existsSync(path);
 
 const NODE_BINS = [
   'kubelet',
@@ -113,7 +122,7 @@ const STEPS: Step[] = [
     coldEstimate: 'about 5 min after the step above (it reuses its Go build cache)',
     ready: () => {
       const dir = scriptPath('hack/build-node-bins.sh', '--print-dir');
-      return NODE_BINS.every((b) => existsSync(join(dir, b)));
+      return dir !== '' && NODE_BINS.every((b) => existsSync(join(dir, b)));
     },
     command: ['bash', join(REPO, 'hack/build-node-bins.sh')],
   },
@@ -127,7 +136,7 @@ const STEPS: Step[] = [
     name: 'qemu-system-risc5 (our RISC5 target on the QEMU 7.2 of Debian)',
     why: 'qemu, e2e: the QEMU model beside the TypeScript emulator (qemu/build.sh)',
     coldEstimate: 'about 8 min on 2 idle cores (apt-get source qemu, one target, minimal configure)',
-    ready: () => existsSync(scriptPath('qemu/build.sh', '--print-path')),
+    ready: () => isFile(scriptPath('qemu/build.sh', '--print-path')),
     command: ['bash', join(REPO, 'qemu/build.sh')],
   },
   {
@@ -148,7 +157,7 @@ const STEPS: Step[] = [
     name: 'the product image (an OCI archive, built without Docker)',
     why: 'cluster: imported into containerd for the chart, the relay and the machine pods (hack/build-image.sh)',
     coldEstimate: 'about a minute (production npm install, the Kube disk built by ORP in the emulator)',
-    ready: () => existsSync(scriptPath('hack/build-image.sh', '--print-path')),
+    ready: () => isFile(scriptPath('hack/build-image.sh', '--print-path')),
     command: ['bash', join(REPO, 'hack/build-image.sh')],
   },
 ];

@@ -1,79 +1,83 @@
-// A `retrokube up` for e2e suites, as a user runs it: the real CLI in its own process with a state
-// folder of its own, the companion verbs as other processes, its control endpoint read as the CLI
-// reads it (the address in up.json).
+// `retrokube up` from outside, as a person runs and steers it: `up` in its own process, the
+// companion verbs as more processes, and every judgement from the cluster view `up` keeps as a
+// passive station on the air (read through its control endpoint, never by asking the plane).
+// Shared by test/e2e/up.test.ts and test/qemu/up-qemu.test.ts.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ClusterView } from '../../operator/src/air/view.ts';
 
-const MAIN = join(import.meta.dirname, '../../operator/src/cli/main.ts');
+export const MAIN = join(import.meta.dirname, '../../operator/src/cli/main.ts');
 
-export interface CliRun {
+export interface Run {
   code: number;
   stdout: string;
   stderr: string;
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export interface UpProcess {
+  proc: ChildProcess;
+  /** Everything it wrote to stdout and stderr so far. */
+  log: () => string;
+}
 
-export class UpProcess {
-  readonly state: string;
-  private readonly env: NodeJS.ProcessEnv;
-  private proc: ChildProcess | null = null;
-  /** The newest output of the `up` process (for failure messages). */
-  log = '';
+/** The CLI and the view of the `up` whose state folder is `state` (RETROKUBE_STATE in `env`). */
+export function upSession(state: string, env: NodeJS.ProcessEnv) {
+  let current: UpProcess | null = null;
 
-  constructor(state: string) {
-    this.state = state;
-    this.env = { ...process.env, RETROKUBE_STATE: state, LOG_LEVEL: 'warn' };
-  }
-
-  /** `retrokube up FILE --no-view` with no VNC and no web console. */
-  start(file: string): void {
-    this.proc = spawn(process.execPath, [MAIN, 'up', file, '--no-view', '--no-vnc', '--no-console'], {
-      env: this.env,
-    });
-    const keep = (b: Buffer) => {
-      this.log = (this.log + b.toString()).slice(-20_000);
-    };
-    this.proc.stdout?.on('data', keep);
-    this.proc.stderr?.on('data', keep);
-  }
-
-  /** Another `retrokube` command against this `up` (its state folder in the environment). */
-  cli(...args: string[]): Promise<CliRun> {
-    return new Promise((resolve) => {
-      execFile(process.execPath, [MAIN, ...args], { env: this.env, timeout: 60_000 }, (err, stdout, stderr) =>
+  /** One `retrokube ARGS` process; its exit code and output. */
+  const cli = (...args: string[]): Promise<Run> =>
+    new Promise((resolve) => {
+      execFile(process.execPath, [MAIN, ...args], { env, timeout: 60_000 }, (err, stdout, stderr) =>
         resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
       );
     });
-  }
 
-  /** GET a path of the control endpoint, as JSON. */
-  async get<T>(path: string): Promise<T> {
-    const st = JSON.parse(readFileSync(join(this.state, 'up.json'), 'utf8')) as { control: string };
-    return (await (await fetch(new URL(path, st.control))).json()) as T;
-  }
+  /** Starts `retrokube up ARGS` (its output collected for the failure messages). */
+  const start = (args: string[], extraEnv: NodeJS.ProcessEnv = {}): UpProcess => {
+    let log = '';
+    const proc = spawn(process.execPath, [MAIN, 'up', ...args], { env: { ...env, ...extraEnv } });
+    proc.stdout?.on('data', (b: Buffer) => {
+      log += b.toString();
+    });
+    proc.stderr?.on('data', (b: Buffer) => {
+      log += b.toString();
+    });
+    current = { proc, log: () => log };
+    return current;
+  };
 
-  /** Looks until `test` holds (once a second, while `up` runs); the last look and `up`'s output on failure. */
-  async until<T>(look: () => Promise<T>, test: (x: T) => boolean, ms: number, what: string): Promise<T> {
-    const t0 = Date.now();
-    let last: T | undefined;
-    while (Date.now() - t0 < ms) {
-      if (existsSync(join(this.state, 'up.json'))) {
-        last = await look().catch(() => undefined);
-        if (last !== undefined && test(last)) return last;
-      }
-      await sleep(1000);
-    }
-    throw new Error(
-      `${what}: not within ${ms / 1000} s; last ${JSON.stringify(last)}\n${this.log.slice(-3000)}`,
-    );
-  }
-
-  async stop(): Promise<void> {
-    const p = this.proc;
+  /** SIGTERM to the last `up` started, as Ctrl-C would; resolves when it is gone. */
+  const stop = async (): Promise<void> => {
+    const p = current?.proc;
     if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    const gone = new Promise((r) => p.once('exit', r));
     p.kill('SIGTERM');
-    await new Promise((r) => p.once('exit', r));
-  }
+    await gone;
+  };
+
+  /** The cluster as `up` hears it now (throws while `up` has not written its up.json yet). */
+  const view = async (): Promise<ClusterView> => {
+    const st = JSON.parse(readFileSync(join(state, 'up.json'), 'utf8')) as { control: string };
+    return (await (await fetch(new URL('/view', st.control))).json()) as ClusterView;
+  };
+
+  /** Waits until the view passes `test`; how long that took, or an error with the nodes and `up`'s log. */
+  const until = async (test: (v: ClusterView) => boolean, ms: number, what: string): Promise<number> => {
+    const t0 = Date.now();
+    let last: ClusterView | null = null;
+    while (Date.now() - t0 < ms) {
+      if (existsSync(join(state, 'up.json'))) {
+        last = await view().catch(() => null);
+        if (last && test(last)) return Date.now() - t0;
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const nodes = JSON.stringify(last?.nodes.map((n) => [n.name, n.ready, n.running, n.assigned]));
+    throw new Error(
+      `${what}: not within ${ms / 1000} s; nodes ${nodes}\n${current?.log().slice(-2000) ?? ''}`,
+    );
+  };
+
+  return { cli, start, stop, view, until, log: () => current?.log() ?? '' };
 }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { LocalRolloutView } from '../../operator/src/local/rollout-runner.ts';
 import { SheetsClient } from '../../operator/src/sheets/ctl/client.ts';
-import { UpProcess } from './up-harness.ts';
+import { UpProcess } from './fleet-harness.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrokube-rollouts-sheets-e2e-'));
 const state = join(dir, 'state');

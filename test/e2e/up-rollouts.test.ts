@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterView } from '../../operator/src/air/view.ts';
 import type { LocalRolloutView } from '../../operator/src/local/rollout-runner.ts';
 import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
-import { sleep, UpProcess } from './up-harness.ts';
+import { sleep, UpProcess } from './fleet-harness.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrokube-rollouts-e2e-'));
 const state = join(dir, 'state');

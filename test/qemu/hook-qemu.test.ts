@@ -14,10 +14,9 @@ import {
   machineSettings,
   type OberonMachine,
 } from '../../operator/src/controllers/oberonmachine-render.ts';
-import { kubevirtDomain } from './kubevirt-domain.ts';
-import { BASE_DISK, Qmp, REPO, requireQemu, until, writeProm } from './qemu-harness.ts';
+import { HOOK, kubevirtDomain } from './kubevirt-domain.ts';
+import { BASE_DISK, Qmp, requireQemu, until, writeProm } from './qemu-harness.ts';
 
-const HOOK = join(REPO, 'images/virt-launcher/onDefineDomain.py');
 const bin = requireQemu();
 const suite = bin === null ? describe.skip : describe;
 

@@ -1,3 +1,9 @@
+import { join } from 'node:path';
+import { REPO } from './qemu-harness.ts';
+
+/** Our KubeVirt OnDefineDomain hook, as the launcher's hook sidecar runs it. */
+export const HOOK = join(REPO, 'images/virt-launcher/onDefineDomain.py');
+
 // What KubeVirt v1.8.x hands our onDefineDomain hook for a plain VM without KVM (the parts the
 // hook rewrites), with the VNC socket where virt-handler looks for it (here: a test folder).
 export function kubevirtDomain(vncSocket = '/var/run/kubevirt-private/x/virt-vnc'): string {

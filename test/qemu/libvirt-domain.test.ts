@@ -24,9 +24,9 @@ import {
 } from '../../operator/src/controllers/oberonmachine-render.ts';
 import { titleBars } from '../../operator/src/machine/screen-scan.ts';
 import { kubeDisk } from '../e2e/kube-harness.ts';
-import { kubevirtDomain } from './kubevirt-domain.ts';
+import { HOOK, kubevirtDomain } from './kubevirt-domain.ts';
 import { createNetns, type Libvirtd, libvirtBuild, type Netns, startLibvirtd } from './libvirt-harness.ts';
-import { LIMITS as H, REPO, requireQemu, snapshotOf, until, writeProm } from './qemu-harness.ts';
+import { LIMITS as H, requireQemu, snapshotOf, until, writeProm } from './qemu-harness.ts';
 
 const LIMITS = {
   bootDeadlineMs: 120_000, // boot to Oberon.Loop takes < 1 s of host time; 2 shared cores
@@ -35,7 +35,6 @@ const LIMITS = {
   screenTries: 10, // the screen may change between the VNC picture and the memory read (log lines)
 } as const;
 
-const HOOK = join(REPO, 'operator/src/controllers/hook/onDefineDomain.py');
 const KEY = '0123456789abcdef';
 const DOMAIN = 'lab_oberon-node1';
 const qemu = requireQemu();

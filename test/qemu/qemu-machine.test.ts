@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assemble } from '../../operator/src/machine/asm.ts';
 import { bootRom } from '../../operator/src/machine/boot-rom.ts';
 import { Machine } from '../../operator/src/machine/machine.ts';
+import { QemuRunner } from '../../operator/src/machine/qemu-runner.ts';
 import { leftmostInk, lowestInkRow, titleBars } from '../../operator/src/machine/screen-scan.ts';
 import {
   BASE_DISK,
@@ -319,6 +320,15 @@ suite('qemu-system-risc5: the RISC5 QEMU model agrees with our TypeScript emulat
       ]);
       expect(r.code).not.toBe(0);
       expect(r.output).toMatch(/no-such-relay\.invalid/);
+    });
+
+    it("QemuRunner (up --qemu, the e2e clusters) rejects a non-Oberon disk with QEMU's reason; no process stays", async () => {
+      const disk = join(dir, 'runner-not-oberon.img');
+      writeFileSync(disk, Buffer.alloc(1 << 20, 0x5a));
+      const started = QemuRunner.start({ qemu, disk, commands: 'Kube.Start' });
+      await expect(started).rejects.toThrow(/did not start: .*drive sd0 is not an Oberon disk/s);
+      const left = spawnSync('pgrep', ['-f', disk]);
+      expect(left.stdout.toString().trim()).toBe('');
     });
 
     it('a radio without its chardev, and no boot ROM', () => {

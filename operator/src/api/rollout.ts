@@ -3,29 +3,12 @@
 // (rolling, retry, canary, blue/green, ordered), with the walk's state in status, so a restarted
 // operator carries on from there. The planner is operator/src/rollout/plan.ts.
 import { type Static, Type } from '@sinclair/typebox';
+import { ROLLOUT_DEFAULTS, ROLLOUT_LIMITS } from './rollout-limits.ts';
 import { CommonStatus, type KindDefinition } from './schema.ts';
 
 /** What a Rollout's selector may pick. */
 export const TARGET_KINDS = ['OberonKube', 'SheetCluster', 'SheetFederation'] as const;
 export type TargetKind = (typeof TARGET_KINDS)[number];
-
-// The limits and defaults live with the schema (the CRD states them); the planner reads them from here.
-export const ROLLOUT_LIMITS = {
-  maxTargets: 100, // every target has a row in one status object; 100 rows stay far below etcd's object size
-  maxParallel: 50, // more at once is not a rollout any more
-  maxAttempts: 10, // a target that fails ten times will not succeed on the eleventh
-  maxDelaySeconds: 3600, // a retry later than an hour is a new rollout
-  maxWaitSeconds: 86_400, // deadlines and check windows: a day
-} as const;
-
-export const ROLLOUT_DEFAULTS = {
-  maxParallel: 1,
-  onFailure: 'abort',
-  stepDeadlineSeconds: 300, // a 20-node Oberon cluster converges in well under a minute; 5 min is generous
-  checkSeconds: 10, // how long a converged target must stay healthy before it counts
-  retryDelaySeconds: 5,
-  backoffFactor: 2,
-} as const;
 
 const LABEL_KEY =
   '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$';

@@ -7,6 +7,7 @@ import { registerWasmletVerb } from '../sheets/wasmlet/cli.ts';
 import { registerSheetsWireVerbs } from '../sheets/wire/cli.ts';
 import { registerAirVerbs } from './air.ts';
 import { registerDiskVerbs, registerKubeDiskVerbs } from './disk.ts';
+import { registerLauncherVerbs } from './launcher.ts';
 import { registerMachineVerbs } from './machine.ts';
 import { registerOperatorVerbs } from './operator.ts';
 import { registerRolloutVerbs } from './rollout.ts';
@@ -18,6 +19,7 @@ export function registerVerbs(program: Command): void {
   registerDiskVerbs(program);
   registerKubeDiskVerbs(program);
   registerLabVerb(program);
+  registerLauncherVerbs(program);
   registerMachineVerbs(program);
   registerOperatorVerbs(program);
   registerRolloutVerbs(program);

@@ -68,28 +68,35 @@ export async function checkLauncher(client: KubeClient): Promise<LauncherState> 
   >(CORE.deployment, ns, 'virt-controller');
   const args = ctrl?.spec?.template?.spec?.containers?.[0]?.args ?? [];
   const tag = imageTag(args[1] ?? '');
-  if (
-    args[0] !== '--launcher-image' ||
-    !/-(paleo|risc5)-/.test(tag) ||
-    (version && !tag.startsWith(`${version}-`))
-  )
-    return {
-      ready: false,
-      reason: 'StockLauncher',
-      message: `virt-controller runs launcher ${args[1] ?? '(unknown)'}, not a RISC5-capable ${version || '<version>'}-paleo-* image`,
-    };
+  // The launcher component's own report (ours: the chart's launcher.enabled, or the reference's
+  // platform component): a state other than Applied says why the launcher is not (yet) RISC5.
   const cm = await client.getOrUndefined<KubeObject & { data?: Record<string, string> }>(
     CORE.configMap,
     ns,
     'kubevirt-paleo-launcher-status',
   );
   const state = cm?.data?.state;
-  if (state && state !== 'Applied')
-    return {
-      ready: false,
-      reason: /^[A-Za-z]+$/.test(state) ? state : 'LauncherNotApplied',
-      message: `kubevirt-paleo-launcher reports ${state}: ${cm?.data?.reason ?? ''}`.trim(),
-    };
+  const componentSays: LauncherState | undefined =
+    state && state !== 'Applied'
+      ? {
+          ready: false,
+          reason: /^[A-Za-z]+$/.test(state) ? state : 'LauncherNotApplied',
+          message: `kubevirt-paleo-launcher reports ${state}: ${cm?.data?.reason ?? ''}`.trim(),
+        }
+      : undefined;
+  if (
+    args[0] !== '--launcher-image' ||
+    !/-(paleo|risc5)-/.test(tag) ||
+    (version && !tag.startsWith(`${version}-`))
+  )
+    return (
+      componentSays ?? {
+        ready: false,
+        reason: 'StockLauncher',
+        message: `virt-controller runs launcher ${args[1] ?? '(unknown)'}, not a RISC5-capable ${version || '<version>'}-paleo-* image`,
+      }
+    );
+  if (componentSays) return componentSays;
   return { ready: true, reason: 'LauncherReady', message: `RISC5 launcher ${args[1]} with the Sidecar gate` };
 }
 

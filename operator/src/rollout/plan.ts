@@ -9,7 +9,7 @@
 // blocking, retry, roll a failed host back and stop the walk, update part first (canary), update
 // the idle half and switch (blue/green), walk in an order derived from attributes.
 
-import { ROLLOUT_DEFAULTS, ROLLOUT_LIMITS } from '../api/rollout.ts';
+import { ROLLOUT_DEFAULTS, ROLLOUT_LIMITS } from '../api/rollout-limits.ts';
 
 export type StrategyType = 'rolling' | 'retry' | 'canary' | 'blueGreen' | 'ordered';
 export type TargetPhase =

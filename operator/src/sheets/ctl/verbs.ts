@@ -2,8 +2,9 @@
 // (the same as `sheets ctl`, named after the reference tool).
 import { readFile } from 'node:fs/promises';
 import { type Command, Option } from 'commander';
-import { readSecretFile, resolveSecret } from '../../util/secret-option.ts';
+import { readSecretFile } from '../../util/secret-option.ts';
 import { DEFAULT_TOKEN } from '../default-token.ts';
+import { tokenAndKey } from '../secret-flags.ts';
 import { resolveConfig, SheetsClient } from './client.ts';
 import { KIND_ALIASES, renderTable } from './table.ts';
 
@@ -94,25 +95,7 @@ function registerServe(sheets: Command): void {
     )
     .action(async (o) => {
       const warn = (s: string) => process.stderr.write(s);
-      const token =
-        resolveSecret({
-          what: 'token',
-          flag: '--token',
-          env: 'TOKEN',
-          fromFlag: o.token,
-          file: o.tokenFile,
-          envValue: process.env.TOKEN,
-          warn,
-        }) ?? DEFAULT_TOKEN;
-      const key = resolveSecret({
-        what: 'signing key',
-        flag: '--key',
-        env: 'SIGNING_KEY',
-        fromFlag: o.key,
-        file: o.keyFile,
-        envValue: process.env.SIGNING_KEY,
-        warn,
-      });
+      const { token, key } = tokenAndKey(o, warn);
       // fastify, the store backends and exceljs load only when a server really starts
       const { serveUntilSignal } = await import('../apiserver/serve.ts');
       await serveUntilSignal({ ...o, token, key });
@@ -143,11 +126,23 @@ function registerUp(sheets: Command): void {
       '--allow-process',
       'node agents offer the process runtime: commands of "process" deployments run on this host (the web sample needs it)',
     )
+    .option(
+      '--console-port <n>',
+      'port of the web console on 127.0.0.1 (default: any free port)',
+      positiveInt('--console-port'),
+    )
+    .option('--no-console', 'serve no web console')
+    .option(
+      '--key-file <file>',
+      'HMAC signing key (first line of FILE, or env SIGNING_KEY): every POST must be signed; the agents and the console sign theirs',
+    )
     .addHelpText(
       'after',
-      '\nExample:\n  retrokube sheets up --nodes 3 --workbook cluster.xlsx --allow-process\n  retrokube skctl --server http://127.0.0.1:8787 get pods\n',
+      '\nExample:\n  retrokube sheets up --nodes 3 --workbook cluster.xlsx --allow-process\n  retrokube skctl --server http://127.0.0.1:8787 get pods\n\nThe web console (its URL is printed; loopback only) shows the tabs live, the events, a plot of\nthe Metrics tab, and steers the cluster: scale, cordon, drain, stop and start node agents, skctl verbs.\n',
     )
     .action(async (o) => {
+      // The key only: this verb's token is --token (TOKEN, or the well-known default on loopback).
+      const signingKey = tokenAndKey({ keyFile: o.keyFile }, (l: string) => process.stderr.write(l)).key;
       const { runUp } = await import('../local/up.ts');
       await runUp({
         nodes: o.nodes,
@@ -157,6 +152,8 @@ function registerUp(sheets: Command): void {
         waitSec: o.wait,
         detach: Boolean(o.detach),
         allowProcess: Boolean(o.allowProcess),
+        signingKey,
+        consolePort: o.console ? (o.consolePort ?? 0) : null,
       });
     });
 }
