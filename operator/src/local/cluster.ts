@@ -11,7 +11,7 @@ import { type Relay, startRelay } from '../air/relay.ts';
 import type { ClusterView } from '../air/view.ts';
 import { QemuRunner } from '../machine/qemu-runner.ts';
 import { type RfbServer, startRfbServer } from '../machine/rfb/server.ts';
-import { MachineRunner } from '../machine/runner.ts';
+import { MachineRunner, MachineThread } from '../machine/runner.ts';
 import type { FrameSnapshot, MachineInput, MachineScreen, MouseButtons } from '../machine/screen-input.ts';
 import { logger } from '../util/log.ts';
 import { ensureCommands, type LocalKube, nodeCommands, planeCommands } from './spec.ts';
@@ -24,6 +24,7 @@ export const LIMITS = {
   readyWindowMs: 2_500, // "Ready at the plane" = an assignment to the node heard this recently
   bootWaitMs: 60_000, // a machine must finish booting within this before commands are typed
   bootImageWaitMs: 5_000, // nodes wait at most this for the plane's boot image (else they boot alone)
+  nodeThreads: 2, // the nodes share this many threads (this host's 2 cores); the plane has its own
 } as const;
 
 export type Role = 'plane' | 'node';
@@ -84,6 +85,11 @@ export class LocalCluster {
   private readonly roles = new Map<string, Role>();
   /** Machines running as QEMU processes now (LocalClusterOptions.qemu). */
   private readonly qemus = new Map<string, QemuRunner>();
+  /**
+   * The threads the nodes run on, each shared by several (a node then starts with a boot-image
+   * restore, not a Node thread of its own: 20 nodes start in ~0.4 s of CPU instead of ~1.2 s).
+   */
+  private readonly nodeThreads = Array.from({ length: LIMITS.nodeThreads }, () => new MachineThread());
   private closed = false;
 
   private constructor(o: LocalClusterOptions, relay: Relay, listener: Listener) {
@@ -252,12 +258,14 @@ export class LocalCluster {
     }
     if (on) {
       if (s.runner) return;
+      const index = this.spec.nodeNames.indexOf(name);
       s.runner = await MachineRunner.start({
         disk: this.diskOf(name),
         inPlace: true,
         commands: commands ?? this.commandsOf(name),
         air: { host: '127.0.0.1', port: this.relay.address.port },
         frames: this.o.vncBase !== null,
+        thread: index >= 0 ? this.nodeThreads[index % this.nodeThreads.length] : undefined,
       });
       log.info({ machine: name }, 'machine on');
     } else {
