@@ -52,6 +52,8 @@ export interface LocalClusterOptions {
   progress?: (line: string) => void;
   /** Machines that run as qemu-system-risc5 (our QEMU model) instead of the TS emulator. */
   qemu?: { binary: string; machines: string[] };
+  /** Threads the nodes share (default LIMITS.nodeThreads); 0: a thread per node (bench/kube compares). */
+  nodeThreads?: number;
 }
 
 /** Screen and input of whichever runner is the machine now (VNC outlives power cycles). */
@@ -89,12 +91,13 @@ export class LocalCluster {
    * The threads the nodes run on, each shared by several (a node then starts with a boot-image
    * restore, not a Node thread of its own: 20 nodes start in ~0.4 s of CPU instead of ~1.2 s).
    */
-  private readonly nodeThreads = Array.from({ length: LIMITS.nodeThreads }, () => new MachineThread());
+  private readonly nodeThreads: MachineThread[];
   private closed = false;
 
   private constructor(o: LocalClusterOptions, relay: Relay, listener: Listener) {
     this.o = o;
     this.spec = o.spec;
+    this.nodeThreads = Array.from({ length: o.nodeThreads ?? LIMITS.nodeThreads }, () => new MachineThread());
     this.relay = relay;
     this.listener = listener;
   }
@@ -265,7 +268,10 @@ export class LocalCluster {
         commands: commands ?? this.commandsOf(name),
         air: { host: '127.0.0.1', port: this.relay.address.port },
         frames: this.o.vncBase !== null,
-        thread: index >= 0 ? this.nodeThreads[index % this.nodeThreads.length] : undefined,
+        thread:
+          index >= 0 && this.nodeThreads.length > 0
+            ? this.nodeThreads[index % this.nodeThreads.length]
+            : undefined,
       });
       log.info({ machine: name }, 'machine on');
     } else {
