@@ -75,6 +75,13 @@ describe('machines sharing one thread', () => {
     } finally {
       fs.rmSync(folder, { recursive: true, force: true });
     }
+    // A machine joining the thread later starts from the boot image the first ones gave the process
+    // (sent to the thread once, shared by its machines).
+    const late = await MachineRunner.start({ disk: copyBaseImage(), inPlace: true, thread, frames: false });
+    running.push(late);
+    await late.waitForBoot(30_000);
+    expect((await late.state()).restored).toBe(true);
+    await late.stop();
     ms[0].runCommand('System.CopyFiles System.Tool => First.Tool ~');
     ms[2].runCommand('System.CopyFiles System.Tool => Third.Tool ~');
     await Promise.all([ms[0].waitForIdle(30_000), ms[2].waitForIdle(30_000)]);

@@ -19,7 +19,8 @@ import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import type { BootImage } from './boot-image.ts';
 import { bootImageDir, loadBootImages, saveBootImage } from './boot-image-store.ts';
 import type { ButtonName, ClockMode } from './machine.ts';
-import type { FromWorker, MachineState, ToWorker, WorkerInit } from './protocol.ts';
+import type { FromWorker, HostMessage, MachineState, ToWorker, WorkerInit } from './protocol.ts';
+import { imageId } from './protocol.ts';
 import { textToPs2 } from './ps2.ts';
 import type { FrameSnapshot, MachineInput, MachineScreen, MouseButtons } from './screen-input.ts';
 
@@ -71,18 +72,42 @@ function keepBootImage(image: BootImage): void {
 export class MachineThread {
   private worker: Worker | null = null;
   private machines = 0;
+  /** Boot images the running thread holds (imageId). */
+  private readonly imagesSent = new Set<string>();
+
+  /** Of these images, those the thread does not hold yet (noted as sent). */
+  unsent(images: readonly BootImage[]): BootImage[] {
+    const fresh = images.filter((b) => !this.imagesSent.has(imageId(b)));
+    for (const b of fresh) this.imagesSent.add(imageId(b));
+    return fresh;
+  }
 
   /** The thread while it runs. */
   get current(): Worker | null {
     return this.worker;
   }
 
+  /** Start the thread ahead of its first machine (its modules load meanwhile). */
+  prestart(): Worker {
+    if (this.worker === null) {
+      this.worker = new Worker(WORKER_ENTRY, { eval: true, workerData: { shared: true } });
+      this.imagesSent.clear();
+    }
+    return this.worker;
+  }
+
   /** The thread, started if needed, counting one more machine on it. */
   acquire(): Worker {
-    if (this.worker === null)
-      this.worker = new Worker(WORKER_ENTRY, { eval: true, workerData: { shared: true } });
     this.machines++;
-    return this.worker;
+    return this.prestart();
+  }
+
+  /** End a thread that was started but has no machine (once machines ran, the last one ends it). */
+  async close(): Promise<void> {
+    if (this.machines > 0 || this.worker === null) return;
+    const w = this.worker;
+    this.worker = null;
+    await w.terminate();
   }
 
   /** One machine fewer; the last one ends the thread. */
@@ -197,7 +222,17 @@ export class MachineRunner implements MachineScreen, MachineInput {
     let runner: MachineRunner;
     if (opts.thread !== undefined) {
       const { port1, port2 } = new MessageChannel();
-      opts.thread.acquire().postMessage({ t: 'host', init, port: port2 }, [port2]);
+      // Boot images go to a shared thread once (each is ~1.4 MB: cloned for 20 nodes, four
+      // images each, they cost the main thread half a second); a machine names the ones it may use.
+      const images = init.bootImages;
+      const host: HostMessage = {
+        t: 'host',
+        init: { ...init, bootImages: undefined },
+        port: port2,
+        images: opts.thread.unsent(images ?? []),
+        imageIds: images === undefined ? null : images.map(imageId),
+      };
+      opts.thread.acquire().postMessage(host, [port2]);
       runner = new MachineRunner(port1, opts.thread, diskPath, tempDir, width, height);
     } else {
       const worker = new Worker(WORKER_ENTRY, { eval: true, workerData: init });

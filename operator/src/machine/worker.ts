@@ -11,8 +11,10 @@
 import fs from 'node:fs';
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import type { UdpAir } from './air-udp.ts';
+import type { BootImage } from './boot-image.ts';
 import { LIMITS as MACHINE_LIMITS, Machine } from './machine.ts';
-import type { FromWorker, MachineState, ToWorker, WorkerInit } from './protocol.ts';
+import type { FromWorker, HostMessage, MachineState, ToWorker, WorkerInit } from './protocol.ts';
+import { imageId } from './protocol.ts';
 
 export const LIMITS = {
   chunk: 250_000, // instructions per CPU call (10 ms of machine time) between host checks
@@ -33,9 +35,13 @@ const threadPort = parentPort;
 if (threadPort === null) throw new Error('worker.ts must run as a worker thread');
 const data = workerData as WorkerInit | { shared: true };
 if ('shared' in data) {
-  threadPort.on('message', (msg: { t: 'host'; init: WorkerInit; port: MessagePort }) => {
+  /** Boot images sent to this thread, each once (HostMessage). */
+  const images = new Map<string, BootImage>();
+  threadPort.on('message', (msg: HostMessage) => {
     try {
-      hostMachine(msg.port, msg.init, true);
+      for (const b of msg.images) images.set(imageId(b), b);
+      const own = msg.imageIds?.flatMap((id) => images.get(id) ?? []);
+      hostMachine(msg.port, { ...msg.init, bootImages: own }, true);
     } catch (err) {
       // This machine could not start (e.g. its disk): the thread's other machines go on.
       msg.port.postMessage({ t: 'error', message: (err as Error).message } satisfies FromWorker);
