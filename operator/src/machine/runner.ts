@@ -113,10 +113,7 @@ export class MachineThread {
   /** One machine fewer; the last one ends the thread. */
   async release(): Promise<void> {
     this.machines--;
-    if (this.machines > 0 || this.worker === null) return;
-    const w = this.worker;
-    this.worker = null;
-    await w.terminate();
+    await this.close();
   }
 }
 
@@ -225,6 +222,7 @@ export class MachineRunner implements MachineScreen, MachineInput {
       // Boot images go to a shared thread once (each is ~1.4 MB: cloned for 20 nodes, four
       // images each, they cost the main thread half a second); a machine names the ones it may use.
       const images = init.bootImages;
+      const thread = opts.thread.acquire(); // first: a thread (re)started holds no images
       const host: HostMessage = {
         t: 'host',
         init: { ...init, bootImages: undefined },
@@ -232,7 +230,7 @@ export class MachineRunner implements MachineScreen, MachineInput {
         images: opts.thread.unsent(images ?? []),
         imageIds: images === undefined ? null : images.map(imageId),
       };
-      opts.thread.acquire().postMessage(host, [port2]);
+      thread.postMessage(host, [port2]);
       runner = new MachineRunner(port1, opts.thread, diskPath, tempDir, width, height);
     } else {
       const worker = new Worker(WORKER_ENTRY, { eval: true, workerData: init });
