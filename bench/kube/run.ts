@@ -20,9 +20,11 @@ const arg = (name: string): string | undefined => {
 };
 const SIZES = (arg('--sizes') ?? '2,4,8,16,20').split(',').map(Number);
 const REST_S = Number(arg('--rest') ?? 10);
-// `--compare-start N`: only the start of an N-node cluster, nodes on shared threads (the default)
+// `--compare-start N`: the start of an N-node cluster, nodes on shared threads (the default)
 // and on a thread each, interleaved, ROUNDS each; written to kube.json under startCompare.
 const COMPARE = arg('--compare-start');
+// ...with `--compare-full`, each run also converges, rests (--rest) and fails a node over.
+const COMPARE_FULL = process.argv.includes('--compare-full');
 const KEY = '0123456789abcdef';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -173,10 +175,10 @@ if (COMPARE !== undefined) {
       ['shared', undefined],
       ['own', 0],
     ] as const) {
-      const row = await measure(n, disk, { nodeThreads, startOnly: true });
+      const row = await measure(n, disk, { nodeThreads, startOnly: !COMPARE_FULL });
       runs[variant].push(row);
       console.log(
-        `${n} nodes, ${variant === 'shared' ? 'nodes on shared threads' : 'a thread per node'}: up ${row.upS.toFixed(1)} s (machines on ${row.machinesOnS.toFixed(1)} s), ${row.upCpuS.toFixed(2)} CPU-s, false NotReady ${row.falseNotReady} (load ${row.load1.toFixed(1)})`,
+        `${n} nodes, ${variant === 'shared' ? 'nodes on shared threads' : 'a thread per node'}: up ${row.upS.toFixed(1)} s (machines on ${row.machinesOnS.toFixed(1)} s), ${row.upCpuS.toFixed(2)} CPU-s${COMPARE_FULL ? `, converge ${row.convergeS.toFixed(1)} s, failover ${row.failoverS.toFixed(1)} s, host ${row.hostCores.toFixed(2)} cores at rest` : ''}, false NotReady ${row.falseNotReady} (load ${row.load1.toFixed(1)})`,
       );
     }
   }
