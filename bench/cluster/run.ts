@@ -20,7 +20,7 @@ import {
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { buildKubeDisk } from '../../operator/src/cli/kube-disk.ts';
+import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
 import { locateTestBins, REPO_ROOT } from '../../test/envtest/control-plane.ts';
 
 const LIMITS = {

@@ -10,9 +10,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { buildKubeDisk } from '../../operator/src/cli/kube-disk.ts';
 import { LocalCluster } from '../../operator/src/local/cluster.ts';
 import { type LocalKube, nodeName } from '../../operator/src/local/spec.ts';
+import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
 
 const arg = (name: string): string | undefined => {
   const i = process.argv.indexOf(name);

@@ -91,8 +91,18 @@ export async function kubectl(
 }
 
 export async function helm(args: string[], timeoutMs = 300_000): Promise<string> {
-  return (await run(inject('clusterTools').helm, ['--kubeconfig', kubeconfigPath(), ...args], { timeoutMs }))
-    .stdout;
+  return (await helmRun(args, { timeoutMs })).stdout;
+}
+
+/** helm with the cluster's kubeconfig; its whole result (`allowFail`: a refusal is what a test expects). */
+export function helmRun(
+  args: string[],
+  o: { timeoutMs?: number; allowFail?: boolean } = {},
+): Promise<RunResult> {
+  return run(inject('clusterTools').helm, ['--kubeconfig', kubeconfigPath(), ...args], {
+    timeoutMs: 300_000,
+    ...o,
+  });
 }
 
 /** kubectl get -o json, parsed. */

@@ -8,9 +8,9 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } f
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildKubeDisk } from '../../operator/src/cli/kube-disk.ts';
 import { machineSettings, renderPod } from '../../operator/src/controllers/oberonmachine-render.ts';
 import { BASE_IMAGE } from '../../operator/src/machine/base-image.ts';
+import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
 import { REPO_ROOT } from '../envtest/control-plane.ts';
 import { skipReason } from './harness.ts';
 

@@ -10,8 +10,8 @@ import { clusterTag, keyFromHex } from '../../operator/src/air/kubenet.ts';
 import { type Listener, startListener } from '../../operator/src/air/listen.ts';
 import { type Relay, startRelay } from '../../operator/src/air/relay.ts';
 import type { FrameRecord } from '../../operator/src/air/view.ts';
-import { buildKubeDisk } from '../../operator/src/cli/kube-disk.ts';
 import { OberonVolume } from '../../operator/src/machine/fs/volume.ts';
+import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
 import { QemuRunner } from '../../operator/src/machine/qemu-runner.ts';
 import { MachineRunner } from '../../operator/src/machine/runner.ts';
 
@@ -205,13 +205,19 @@ export class KubeCluster {
     );
   }
 
-  /** Assignment rounds since a time: ids per node of each round (frames < 300 ms apart). */
+  /**
+   * Assignment rounds since a time: ids per node of each round. A round is frames < 300 ms apart
+   * (the spec's grouping) holding each node once: the plane sends one assignment to every Ready
+   * node per round, so a node heard again starts the next round even when a busy plane sent the
+   * two rounds close together (else one "round" would mix two states of the plane).
+   */
   rounds(sinceMs: number): Map<string, number[]>[] {
     const out: Map<string, number[]>[] = [];
     let last = -Infinity;
     for (const r of this.air(sinceMs)) {
       if (r.kind !== 'assign' || !r.node) continue;
-      if (r.t - last > HARNESS.roundGapMs || out.length === 0) out.push(new Map());
+      const current = out[out.length - 1];
+      if (!current || r.t - last > HARNESS.roundGapMs || current.has(r.node)) out.push(new Map());
       out[out.length - 1].set(r.node, r.ids ?? []);
       last = r.t;
     }

@@ -3,7 +3,7 @@
 // Judged by the pixels: with a deterministic clock, two boots that differ only in the key show the
 // same screen, while two that differ in the cluster name do not (so the echo is really there).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildKubeDisk } from '../../operator/src/cli/kube-disk.ts';
+import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
 import { MachineRunner } from '../../operator/src/machine/runner.ts';
 
 let disk = '';

@@ -1,15 +1,15 @@
 // `retrokube up FILE` end to end, as a user runs it: the real CLI in its own process, a plane and
 // two nodes as emulated machines, the companion verbs from other processes, and every judgement
 // from the air (the cluster view `up` keeps as a passive station), never by asking the plane.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterView } from '../../operator/src/air/view.ts';
-import { buildKubeDisk } from '../../operator/src/cli/kube-disk.ts';
+import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
+import { upSession } from './up-harness.ts';
 
-const MAIN = join(import.meta.dirname, '../../operator/src/cli/main.ts');
 const dir = mkdtempSync(join(tmpdir(), 'retrokube-up-e2e-'));
 const state = join(dir, 'state');
 const env = { ...process.env, RETROKUBE_STATE: state, LOG_LEVEL: 'warn' };
@@ -32,55 +32,15 @@ stringData:
   key: 0123456789abcdef
 `;
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-const cli = (...args: string[]): Promise<Run> =>
-  new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env, timeout: 60_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
+const session = upSession(state, env);
+const { cli, view, until } = session;
 let up: ChildProcess | null = null;
-let upLog = '';
-function startUp(): void {
-  upLog = '';
-  // info level, so the log file has lines to show (under vitest the default level is warn)
-  up = spawn(process.execPath, [MAIN, 'up', join(dir, 'small.yaml'), '--no-view', '--no-vnc'], {
-    env: { ...env, RETROKUBE_LOG_LEVEL: 'info' },
-  });
-  up.stdout?.on('data', (b: Buffer) => {
-    upLog += b.toString();
-  });
-  up.stderr?.on('data', (b: Buffer) => {
-    upLog += b.toString();
-  });
-}
-
-async function view(): Promise<ClusterView> {
-  const st = JSON.parse(readFileSync(join(state, 'up.json'), 'utf8')) as { control: string };
-  return (await (await fetch(new URL('/view', st.control))).json()) as ClusterView;
-}
-
-async function until(test: (v: ClusterView) => boolean, ms: number, what: string): Promise<number> {
-  const t0 = Date.now();
-  let last: ClusterView | null = null;
-  while (Date.now() - t0 < ms) {
-    if (existsSync(join(state, 'up.json'))) {
-      last = await view().catch(() => null);
-      if (last && test(last)) return Date.now() - t0;
-    }
-    await sleep(500);
-  }
-  throw new Error(
-    `${what}: not within ${ms / 1000} s; nodes ${JSON.stringify(last?.nodes.map((n) => [n.name, n.ready, n.running, n.assigned]))}\n${upLog.slice(-2000)}`,
-  );
-}
+// info level, so the log file has lines to show (under vitest the default level is warn)
+const startUp = (): void => {
+  up = session.start([join(dir, 'small.yaml'), '--no-view', '--no-vnc'], {
+    RETROKUBE_LOG_LEVEL: 'info',
+  }).proc;
+};
 
 const node = (v: ClusterView, name: string) => v.nodes.find((n) => n.name === name);
 const sorted = (a: readonly number[] | null | undefined) => [...(a ?? [])].sort((x, y) => x - y);
@@ -91,10 +51,7 @@ describe.sequential('retrokube up FILE: a local Oberon cluster, steered by the c
     await buildKubeDisk(); // built (or found cached) before the clock of the first test starts
   }, 300_000);
   afterAll(async () => {
-    if (up && up.exitCode === null) {
-      up.kill('SIGTERM');
-      await new Promise((r) => up?.once('exit', r));
-    }
+    await session.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -131,12 +88,12 @@ describe.sequential('retrokube up FILE: a local Oberon cluster, steered by the c
     expect(node(v, 'node-b')?.running.length).toBeGreaterThan(0);
     const st = JSON.parse(readFileSync(join(state, 'up.json'), 'utf8'));
     expect(st.machines.map((m: { name: string }) => m.name)).toEqual(['plane', 'node-a', 'node-b']);
-    expect(upLog).not.toContain('0123456789abcdef'); // the key is never printed
+    expect(session.log()).not.toContain('0123456789abcdef'); // the key is never printed
     // The console is for people: no JSON log lines, no repeated runtime warnings; the log is a file.
     const logFile = join(state, 'up.log');
-    expect(upLog).toContain(`logs (JSON lines) go to ${logFile}`);
-    expect(upLog).not.toMatch(/^\{"level"/m);
-    expect(upLog).not.toMatch(/ExperimentalWarning/);
+    expect(session.log()).toContain(`logs (JSON lines) go to ${logFile}`);
+    expect(session.log()).not.toMatch(/^\{"level"/m);
+    expect(session.log()).not.toMatch(/ExperimentalWarning/);
     expect(readFileSync(logFile, 'utf8')).toMatch(/^\{"level":\d+,"time":\d+,"component":"/m);
   }, 120_000);
 

@@ -155,6 +155,10 @@ describe('helm chart charts/retrokube', () => {
       { 'serviceAccount.create': 'false', 'serviceAccount.name': 'preexisting' },
       { 'crds.install': 'false', 'metrics.service.enabled': 'false', replicaCount: '2' },
       { 'image.tag': 'sha256:' + 'a'.repeat(64) },
+      {
+        'launcher.enabled': 'true',
+        'launcher.images.v1\\.8\\.4': 'ghcr.io/retrokube/virt-launcher:v1.8.4-risc5-0.1.0',
+      },
     ];
     for (const values of matrices) {
       const r = await helm(['lint', '--strict', CHART, ...setArgs(values)]);
@@ -252,6 +256,54 @@ describe('helm chart charts/retrokube', () => {
     const lint = await helm(['lint', '--strict', CHART, '--set', 'replicaCount=0']);
     expect(lint.code).not.toBe(0);
     expect(`${lint.stdout}${lint.stderr}`).toMatch(/\/replicaCount.*minimum/);
+  });
+
+  it('launcher.enabled installs the launcher component in the KubeVirt namespace: restricted, Recreate, a Role by resource name; off by default', async () => {
+    expect((await render()).filter((m) => m.metadata?.name?.endsWith('-launcher'))).toEqual([]);
+    const ns = await freshNamespace('chart-kubevirt');
+    const image = 'ghcr.io/retrokube/virt-launcher:v1.8.4-risc5-0.1.0';
+    const ms = (
+      await render({
+        'launcher.enabled': 'true',
+        'launcher.namespace': ns,
+        'launcher.allowWorkloadUpdate': 'true',
+        'launcher.images.v1\\.8\\.4': image,
+      })
+    ).filter((m) => m.metadata?.namespace === ns);
+    expect(ms.map((m) => m.kind).sort()).toEqual([
+      'ConfigMap',
+      'Deployment',
+      'Role',
+      'RoleBinding',
+      'ServiceAccount',
+    ]);
+    const dep: Deep = only(ms, 'Deployment');
+    expect(dep.spec.strategy).toEqual({ type: 'Recreate' });
+    expect(dep.spec.replicas).toBe(1);
+    const c: Deep = dep.spec.template.spec.containers[0];
+    expect(c.args).toEqual([
+      'launcher',
+      `--namespace=${ns}`,
+      '--table=/etc/retrokube/launcher/table',
+      '--interval=30',
+      '--allow-workload-update',
+    ]);
+    expect(c.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    expect((only(ms, 'ConfigMap') as Deep).data.table.trim()).toBe(`v1.8.4 ${image}`);
+    // Writes only to the KubeVirt CR and its status ConfigMap, each by name.
+    const rules: Deep[] = only(ms, 'Role').rules ?? [];
+    for (const r of rules.filter((r) =>
+      r.verbs.some((v: string) => ['patch', 'update', 'delete'].includes(v)),
+    ))
+      expect(r.resourceNames?.length, JSON.stringify(r)).toBe(1);
+    expect(rules.flatMap((r) => r.verbs)).not.toContain('delete');
+    const applied = await serverSideApply(ms, true);
+    expect(applied.stderr).toBe('');
+    expect(applied.code).toBe(0);
   });
 
   it('every rendered manifest passes a server-side dry-run apply against the real API server', async () => {
@@ -462,6 +514,36 @@ describe('RBAC of the chart, impersonating its ServiceAccount', () => {
         false,
       );
     }
+  });
+
+  it('the operator can do what the Rollout controller needs: read SheetClusters, switch a federation, never a Secret', async () => {
+    const { other, sa } = await installRbac();
+    type Need = { verb: string; group?: string; resource: string; subresource?: string };
+    const g = 'retrokube.io';
+    const needs: Need[] = [
+      ...['get', 'list', 'watch'].map((verb) => ({ verb, group: g, resource: 'rollouts' })),
+      { verb: 'patch', group: g, resource: 'rollouts', subresource: 'status' },
+      ...['get', 'list', 'watch', 'patch'].map((verb) => ({ verb, group: g, resource: 'oberonkubes' })),
+      ...['get', 'list', 'watch'].map((verb) => ({ verb, group: g, resource: 'sheetclusters' })),
+      // blue/green over a federation writes its spec.active
+      ...['get', 'list', 'watch', 'patch'].map((verb) => ({ verb, group: g, resource: 'sheetfederations' })),
+    ];
+    for (const n of needs)
+      expect(await can(sa, { ...n, namespace: other }), `${n.verb} ${n.group ?? ''}/${n.resource}`).toBe(
+        true,
+      );
+    // A SheetCluster is changed through its apiserver's contract with derived keys: the operator
+    // never writes one, and reads no Secret to reach it.
+    const never: Need[] = [
+      ...['patch', 'update', 'delete'].map((verb) => ({ verb, group: g, resource: 'sheetclusters' })),
+      ...['update', 'delete', 'create'].map((verb) => ({ verb, group: g, resource: 'sheetfederations' })),
+      ...['get', 'list', 'watch'].map((verb) => ({ verb, resource: 'secrets' })),
+      ...['patch', 'update', 'delete', 'create'].map((verb) => ({ verb, group: g, resource: 'rollouts' })),
+    ];
+    for (const n of never)
+      expect(await can(sa, { ...n, namespace: other }), `${n.verb} ${n.group ?? ''}/${n.resource}`).toBe(
+        false,
+      );
   });
 
   it('the operator can do what the OberonAir controller needs, in any namespace', async () => {

@@ -6,7 +6,8 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { assignDatagram, clusterTag, heartbeatDatagram, keyFromHex } from '../../operator/src/air/kubenet.ts';
 import { startRelay } from '../../operator/src/air/relay.ts';
 import { openStation } from '../../operator/src/air/station.ts';
-import { derivedKey, OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
+import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
+import { derivedKey } from '../../operator/src/controllers/oberonkube-render.ts';
 import { freshNamespace } from './harness.ts';
 import {
   air,

@@ -11,7 +11,8 @@ import {
 } from '../../operator/src/air/kubenet.ts';
 import { startRelay } from '../../operator/src/air/relay.ts';
 import { openStation } from '../../operator/src/air/station.ts';
-import { derivedKey, OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
+import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
+import { derivedKey } from '../../operator/src/controllers/oberonkube-render.ts';
 import { KINDS_OWNED, OBERONMACHINE } from '../../operator/src/controllers/oberonmachine.ts';
 import { resourcePath } from '../../operator/src/runtime/client.ts';
 import { freshNamespace } from './harness.ts';

@@ -3,12 +3,10 @@
 // what it reads — no Sidecar gate, the stock launcher, the RISC5 launcher patched in (spec §2.1
 // shape), a launcher component asking for consent, KubeVirt being deleted — and never writes any of them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  checkLauncher,
-  KINDS_OWNED,
-  type LauncherState,
-  OBERONMACHINE,
-} from '../../operator/src/controllers/oberonmachine.ts';
+import { KINDS_OWNED, OBERONMACHINE } from '../../operator/src/controllers/oberonmachine.ts';
+import { launcherPass } from '../../operator/src/controllers/launcher-component.ts';
+import { launcherPatch } from '../../operator/src/controllers/launcher-plan.ts';
+import { checkLauncher, type LauncherState } from '../../operator/src/controllers/oberonmachine-launcher.ts';
 import { ApiError, KubeClient, type ResourceType, resourcePath } from '../../operator/src/runtime/client.ts';
 import { freshNamespace, kubeconfigPath } from './harness.ts';
 import { CORE, condition, type KubeObject, startOperator, testClient, waitFor } from './operator-harness.ts';
@@ -250,6 +248,78 @@ describe('LauncherReady with KubeVirt present (read, never patched)', () => {
       'the KubeVirt CR gone',
       async () => !(await c.getOrUndefined(KINDS_OWNED.kubevirt, kvNs, 'kubevirt')),
     );
+  });
+
+  it("the chart's launcher component (launcher.enabled) switches the launcher, and LauncherReady recognises it", async () => {
+    const kvNs = await freshNamespace('kubevirt');
+    const c = client();
+    const OURS = `ghcr.io/retrokube/virt-launcher:${KV_VERSION}-risc5-0.1.0`;
+    const theirs = {
+      resourceType: 'Deployment',
+      resourceName: 'virt-api',
+      type: 'strategic',
+      patch: '{"metadata":{"labels":{"a":"b"}}}',
+    };
+    await kubeVirtCr(
+      c,
+      kvNs,
+      withSidecar({
+        customizeComponents: { patches: [theirs] },
+        workloadUpdateStrategy: { workloadUpdateMethods: ['LiveMigrate', 'Evict'] },
+      }),
+    );
+    await c.request('PATCH', resourcePath(KINDS_OWNED.kubevirt, kvNs, 'kubevirt', 'status'), {
+      body: { status: { targetKubeVirtVersion: KV_VERSION } },
+      ...merge,
+    });
+    await admin.create(c, CORE.deployment, virtController(kvNs, STOCK));
+    const pass = (allowWorkloadUpdate = false) =>
+      launcherPass(c, { namespace: kvNs, table: { [KV_VERSION]: OURS }, allowWorkloadUpdate });
+    const patches = async (): Promise<Deep[]> =>
+      ((await c.get(KINDS_OWNED.kubevirt, kvNs, 'kubevirt')) as Deep).spec.customizeComponents.patches;
+
+    try {
+      // Cozystack's [LiveMigrate, Evict]: switching would move every VM, so it waits for consent.
+      expect(await pass()).toMatchObject({ state: 'NeedsConsent', wrote: false });
+      expect(await patches()).toEqual([theirs]);
+      expect(await checkLauncher(c)).toMatchObject({ ready: false, reason: 'NeedsConsent' });
+
+      // Allowed (the chart's launcher.allowWorkloadUpdate): its one entry joins the others.
+      expect(await pass(true)).toMatchObject({ state: 'Applying', wrote: true });
+      expect(await patches()).toEqual([theirs, launcherPatch(OURS)]);
+      expect(await pass(true)).toMatchObject({ state: 'Rolling', wrote: false });
+      expect((await checkLauncher(c)).ready).toBe(false);
+
+      // KubeVirt's operator rolls virt-controller out with it (played here): Applied, and steady
+      // passes write nothing at all.
+      await useLauncher(c, kvNs, OURS);
+      expect(await pass(true)).toMatchObject({ state: 'Applied', wrote: false });
+      const steady = {
+        kv: fingerprint(await c.get(KINDS_OWNED.kubevirt, kvNs, 'kubevirt')),
+        cm: fingerprint(await c.get(CORE.configMap, kvNs, 'kubevirt-paleo-launcher-status')),
+      };
+      await pass(true);
+      expect(fingerprint(await c.get(KINDS_OWNED.kubevirt, kvNs, 'kubevirt'))).toEqual(steady.kv);
+      expect(fingerprint(await c.get(CORE.configMap, kvNs, 'kubevirt-paleo-launcher-status'))).toEqual(
+        steady.cm,
+      );
+      expect(await checkLauncher(c)).toMatchObject({ ready: true, reason: 'LauncherReady' });
+      expect((await checkLauncher(c)).message).toContain(OURS);
+
+      // A KubeVirt upgrade to a version the table lacks: its entry goes, others stay.
+      await c.request('PATCH', resourcePath(KINDS_OWNED.kubevirt, kvNs, 'kubevirt', 'status'), {
+        body: { status: { observedKubeVirtVersion: 'v1.9.0', targetKubeVirtVersion: 'v1.9.0' } },
+        ...merge,
+      });
+      const dep: Deep = await c.get(CORE.deployment, kvNs, 'virt-controller');
+      dep.spec.template.spec.containers[0].image = 'quay.io/kubevirt/virt-controller:v1.9.0';
+      await admin.replace(c, CORE.deployment, dep);
+      expect(await pass(true)).toMatchObject({ state: 'Unsupported', wrote: true });
+      expect(await patches()).toEqual([theirs]);
+      expect(await checkLauncher(c)).toMatchObject({ ready: false });
+    } finally {
+      await c.delete(KINDS_OWNED.kubevirt, kvNs, 'kubevirt');
+    }
   });
 
   it('an OberonMachine reports LauncherReady from the cluster, and the operator never writes the KubeVirt CR or virt-controller', async () => {

@@ -14,8 +14,9 @@ import {
 } from '../../operator/src/sheets/bridge/testkit.ts';
 import type { Row } from '../../operator/src/sheets/store/types.ts';
 import { freshNamespace } from './harness.ts';
-import { CORE, type KubeObject, startOperator, testClient, waitFor } from './operator-harness.ts';
+import { CORE, startOperator, testClient, waitFor } from './operator-harness.ts';
 import { sheetCluster as sheetClusterObject } from './sheetcluster-kit.ts';
+import { federation, memberOf, migration, phaseOf, untilPhase } from './sheetfed-kit.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read status fields of unstructured objects.
 type Deep = any;
@@ -37,44 +38,6 @@ async function sheetCluster(name: string, cpuTotal: number): Promise<SheetCluste
 const running = runningPods;
 const has = hasDeployment;
 const deploy = deploySleeper;
-
-/** The Secret holding a member's token and key, and the member block naming it. */
-async function memberOf(k: ReturnType<typeof testClient>, ns: string, c: SheetCluster) {
-  await k.create(CORE.secret, {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { name: `${c.name}-creds`, namespace: ns },
-    stringData: { token: c.token, key: c.key },
-  } as KubeObject);
-  return {
-    name: c.name,
-    url: c.url,
-    tokenSecretRef: { name: `${c.name}-creds`, key: 'token' },
-    signingKeySecretRef: { name: `${c.name}-creds`, key: 'key' },
-  };
-}
-
-function federation(ns: string, name: string, spec: Record<string, unknown>): KubeObject {
-  return {
-    apiVersion: 'retrokube.io/v1alpha1',
-    kind: 'SheetFederation',
-    metadata: { name, namespace: ns },
-    spec,
-  };
-}
-
-function migration(ns: string, name: string, spec: Record<string, unknown>): KubeObject {
-  return {
-    apiVersion: 'retrokube.io/v1alpha1',
-    kind: 'SheetMigration',
-    metadata: { name, namespace: ns },
-    spec,
-  };
-}
-
-async function phaseOf(k: ReturnType<typeof testClient>, ns: string, name: string): Promise<Deep> {
-  return (await k.get<KubeObject & { status?: Deep }>(SHEETMIGRATION, ns, name)).status ?? {};
-}
 
 async function reasons(k: ReturnType<typeof testClient>, ns: string, name: string): Promise<string[]> {
   const list: Deep = await k.list(CORE.event, ns);
@@ -208,14 +171,7 @@ describe('SheetMigration', () => {
     const hw = highWater(peer, 'mover');
     await startOperator({ namespace: ns });
     await k.create(SHEETMIGRATION, migration(ns, 'move', spec));
-    const st = await waitFor(
-      'Succeeded',
-      async () => {
-        const s = await phaseOf(k, ns, 'move');
-        return s.phase === 'Succeeded' && s;
-      },
-      90_000,
-    );
+    const st = await untilPhase(k, ns, 'move', 'Succeeded', 90_000);
     expect(st.replicas).toBe(2);
     expect(has(local, 'mover')).toBe(false);
     expect(running(peer, 'mover')).toBe(2);
@@ -233,14 +189,7 @@ describe('SheetMigration', () => {
     await k.create(SHEETMIGRATION, migration(ns, 'move', spec));
     await waitFor('Watching', async () => (await phaseOf(k, ns, 'move')).phase === 'Watching', 60_000);
     await peer.stopAgent(); // the target degrades on purpose
-    const st = await waitFor(
-      'RolledBack',
-      async () => {
-        const s = await phaseOf(k, ns, 'move');
-        return s.phase === 'RolledBack' && s;
-      },
-      90_000,
-    );
+    const st = await untilPhase(k, ns, 'move', 'RolledBack', 90_000);
     expect(st.message).toBe('target degraded to 0/1; restored on source');
     expect(has(local, 'fragile')).toBe(true);
     expect(running(local, 'fragile')).toBe(1);
@@ -273,14 +222,7 @@ describe('SheetMigration', () => {
     await first.stop();
     expect((await phaseOf(k, ns, 'move')).phase).toBe('ScalingTarget'); // the write happened, the status did not
     await startOperator({ namespace: ns });
-    const st = await waitFor(
-      'Succeeded',
-      async () => {
-        const s = await phaseOf(k, ns, 'move');
-        return s.phase === 'Succeeded' && s;
-      },
-      90_000,
-    );
+    const st = await untilPhase(k, ns, 'move', 'Succeeded', 90_000);
     expect(st.replicas).toBe(2);
     expect(hw.replicas).toBe(2); // the re-run step wrote the same absolute count
     expect(hw.pods).toBe(2);
@@ -378,7 +320,7 @@ describe('SheetFederation over two SheetClusters', () => {
       60_000,
     );
     expect(st.members.map((m: Deep) => m.name)).toEqual(['east', 'west']);
-    expect(st.services).toEqual([{ name: 'api', home: 'east', members: ['east', 'west'] }]);
+    expect(st.services).toEqual([{ name: 'api', home: 'east', members: ['east', 'west'], active: 'east' }]);
     // a member naming a SheetCluster that does not exist says so
     await expect(
       k.create(

@@ -12,7 +12,8 @@ import {
 } from '../../operator/src/sheets/bridge/testkit.ts';
 import { installChartRbac, run } from './chart-rbac.ts';
 import { freshNamespace, kubeconfigPath, serviceAccountKubeConfig, testBins } from './harness.ts';
-import { CORE, type KubeObject, startOperator, testClient, waitFor } from './operator-harness.ts';
+import { startOperator, testClient, waitFor } from './operator-harness.ts';
+import { memberOf, migration } from './sheetfed-kit.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests navigate API objects freely
 type Deep = any;
@@ -27,24 +28,14 @@ describe('a SheetMigration whose Secrets the operator may not read (chart Servic
     try {
       await deploySleeper(local, 'mover', 1);
       await waitFor('mover running on local', async () => runningPods(local, 'mover') === 1, 30_000);
-      const member = async (c: typeof local) => {
-        await k.create(CORE.secret, {
-          apiVersion: 'v1',
-          kind: 'Secret',
-          metadata: { name: `${c.name}-creds`, namespace: ns },
-          stringData: { token: c.token, key: c.key },
-        } as KubeObject);
-        const ref = (key: string) => ({ name: `${c.name}-creds`, key });
-        return { name: c.name, url: c.url, tokenSecretRef: ref('token'), signingKeySecretRef: ref('key') };
+      const spec = {
+        deployment: 'mover',
+        from: await memberOf(k, ns, local),
+        to: await memberOf(k, ns, peer),
+        pollSeconds: 1,
       };
-      const spec = { deployment: 'mover', from: await member(local), to: await member(peer), pollSeconds: 1 };
       await startOperator({ namespace: ns, kubeConfig: serviceAccountKubeConfig(ns, sa) });
-      await k.create(SHEETMIGRATION, {
-        apiVersion: 'retrokube.io/v1alpha1',
-        kind: 'SheetMigration',
-        metadata: { name: 'move', namespace: ns },
-        spec,
-      } as KubeObject);
+      await k.create(SHEETMIGRATION, migration(ns, 'move', spec));
       const subject = `--serviceaccount=${ns}:${sa}`;
       const refused: Deep = await waitFor('the refusal in status', async () => {
         const o: Deep = await k.get(SHEETMIGRATION, ns, 'move');

@@ -1,4 +1,4 @@
-// Our KubeVirt hook (operator/src/controllers/hook/onDefineDomain.py) and our QEMU together: the
+// Our KubeVirt hook (images/virt-launcher/onDefineDomain.py) and our QEMU together: the
 // hook rewrites a KubeVirt-shaped domain for the OberonMachine our operator renders, and the
 // emulator arguments it writes into <qemu:commandline> boot qemu-system-risc5 to Oberon.Loop.
 // This is the nearest real thing to `virsh define/start` here: libvirtd with a risc5-patched
@@ -14,24 +14,11 @@ import {
   machineSettings,
   type OberonMachine,
 } from '../../operator/src/controllers/oberonmachine-render.ts';
-import { BASE_DISK, Qmp, REPO, requireQemu, until, writeProm } from './qemu-harness.ts';
+import { HOOK, kubevirtDomain } from './kubevirt-domain.ts';
+import { BASE_DISK, Qmp, requireQemu, until, writeProm } from './qemu-harness.ts';
 
-const HOOK = join(REPO, 'operator/src/controllers/hook/onDefineDomain.py');
 const bin = requireQemu();
 const suite = bin === null ? describe.skip : describe;
-
-// What KubeVirt v1.8.x hands the hook for a plain VM without KVM (the parts the hook rewrites).
-const KUBEVIRT_DOMAIN = `<domain type="kvm" xmlns:qemu="http://libvirt.org/schemas/domain/qemu/1.0">
-<name>lab_oberon-node1</name><memory unit="b">134217728</memory>
-<os><type arch="x86_64" machine="pc-q35-rhel9.6.0">hvm</type><smbios mode="sysinfo"/></os>
-<sysinfo type="smbios"><system><entry name="uuid">6a1c0a2e-0000-4000-8000-000000000001</entry></system></sysinfo>
-<features><acpi/></features><cpu mode="host-model"/><clock offset="utc"/><vcpu placement="static">1</vcpu>
-<devices><emulator>/usr/libexec/qemu-kvm</emulator>
-<controller type="usb" index="0" model="none"/><controller type="virtio-serial" index="0"/>
-<channel type="unix"><target type="virtio" name="org.qemu.guest_agent.0"/></channel>
-<graphics type="vnc"><listen type="socket" socket="/var/run/kubevirt-private/x/virt-vnc"/></graphics>
-<video><model type="bochs"/></video><memballoon model="virtio-non-transitional"/>
-<serial type="unix"/><console type="pty"/><input type="tablet" bus="usb"/></devices></domain>`;
 
 const node: OberonMachine = {
   apiVersion: 'retrokube.io/v1alpha1',
@@ -45,7 +32,7 @@ suite("our onDefineDomain hook's domain boots our QEMU", () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   const hook = (vmi: unknown) =>
-    spawnSync('python3', [HOOK, '--vmi', JSON.stringify(vmi), '--domain', KUBEVIRT_DOMAIN], {
+    spawnSync('python3', [HOOK, '--vmi', JSON.stringify(vmi), '--domain', kubevirtDomain()], {
       encoding: 'utf8',
     });
 

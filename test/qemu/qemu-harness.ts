@@ -8,6 +8,7 @@ import { createConnection, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { bootRom } from '../../operator/src/machine/boot-rom.ts';
+import type { FrameSnapshot } from '../../operator/src/machine/screen-input.ts';
 
 export const LIMITS = {
   qmpConnectMs: 15_000, // QEMU creates the QMP socket within a second or two, even when starved
@@ -44,6 +45,12 @@ export function writeProm(dir: string, rom?: Int32Array): string {
   const path = join(dir, 'prom.bin');
   writeFileSync(path, Buffer.from(words.buffer, words.byteOffset, words.byteLength));
   return path;
+}
+
+/** A framebuffer read from the board's memory as the screen helpers (screen-scan.ts) take it. */
+export function snapshotOf(fb: Buffer): FrameSnapshot {
+  const words = new Uint32Array(fb.buffer.slice(fb.byteOffset, fb.byteOffset + fb.byteLength));
+  return { width: 1024, height: 768, words, version: 0 };
 }
 
 export class Qmp {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assemble } from '../../operator/src/machine/asm.ts';
 import { bootRom } from '../../operator/src/machine/boot-rom.ts';
 import { Machine } from '../../operator/src/machine/machine.ts';
-import type { FrameSnapshot } from '../../operator/src/machine/screen-input.ts';
+import { QemuRunner } from '../../operator/src/machine/qemu-runner.ts';
 import { leftmostInk, lowestInkRow, titleBars } from '../../operator/src/machine/screen-scan.ts';
 import {
   BASE_DISK,
@@ -21,6 +21,7 @@ import {
   REPO,
   requireQemu,
   runToFailure,
+  snapshotOf,
   startQemu,
   until,
   writeProm,
@@ -75,11 +76,6 @@ const FPU_PROGRAM = `
 
 const bin = requireQemu();
 const suite = bin === null ? describe.skip : describe;
-
-function snapshotOf(fb: Buffer): FrameSnapshot {
-  const words = new Uint32Array(fb.buffer.slice(fb.byteOffset, fb.byteOffset + fb.byteLength));
-  return { width: 1024, height: 768, words, version: 0 };
-}
 
 function tsBootedFramebuffer(): Buffer {
   const m = new Machine({ disk: readFileSync(BASE_DISK), clock: 'deterministic', jit: true });
@@ -324,6 +320,15 @@ suite('qemu-system-risc5: the RISC5 QEMU model agrees with our TypeScript emulat
       ]);
       expect(r.code).not.toBe(0);
       expect(r.output).toMatch(/no-such-relay\.invalid/);
+    });
+
+    it("QemuRunner (up --qemu, the e2e clusters) rejects a non-Oberon disk with QEMU's reason; no process stays", async () => {
+      const disk = join(dir, 'runner-not-oberon.img');
+      writeFileSync(disk, Buffer.alloc(1 << 20, 0x5a));
+      const started = QemuRunner.start({ qemu, disk, commands: 'Kube.Start' });
+      await expect(started).rejects.toThrow(/did not start: .*drive sd0 is not an Oberon disk/s);
+      const left = spawnSync('pgrep', ['-f', disk]);
+      expect(left.stdout.toString().trim()).toBe('');
     });
 
     it('a radio without its chardev, and no boot ROM', () => {

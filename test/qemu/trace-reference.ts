@@ -34,6 +34,17 @@ export interface TraceMismatch {
   ts: { pc: number; hash: number };
 }
 
+/** A fresh deterministic TS machine (no JIT) on a copy of the disk, running our boot ROM. */
+export function traceMachine(
+  disk: Buffer,
+  rom: { memLim: number; stackOrg: number },
+  commands?: string,
+): Machine {
+  const m = new Machine({ disk: Buffer.from(disk), clock: 'deterministic', jit: false, commands });
+  m.setRom(bootRom(rom.memLim, rom.stackOrg)); // the very ROM QEMU runs (qemu-harness writeProm)
+  return m;
+}
+
 /**
  * Step a fresh deterministic TS machine (the given boot ROM on the CPU, no JIT) through `records`
  * instructions and compare each with QEMU's trace buffer. Returns the first mismatch or null.
@@ -44,8 +55,11 @@ export function compareTrace(
   trace: Buffer,
   records: number,
 ): TraceMismatch | null {
-  const m = new Machine({ disk, clock: 'deterministic', jit: false });
-  m.setRom(bootRom(rom.memLim, rom.stackOrg)); // the very ROM QEMU runs (qemu-harness writeProm)
+  return stepAndCompare(traceMachine(disk, rom), trace, records);
+}
+
+/** Steps m through `records` instructions against QEMU's trace; the first mismatch or null. */
+export function stepAndCompare(m: Machine, trace: Buffer, records: number): TraceMismatch | null {
   for (let i = 0; i < records; i++) {
     const pc = (m.cpu.pc << 2) >>> 0;
     const hash = stateHash(m);

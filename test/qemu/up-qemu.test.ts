@@ -2,16 +2,14 @@
 // node as qemu-system-risc5 and the other node as the TS emulator; judged from the air (the view
 // `up` keeps as a passive station): converged, then the QEMU node switched off by the companion
 // verb and its pods moved.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClusterView } from '../../operator/src/air/view.ts';
-import { buildKubeDisk } from '../../operator/src/cli/kube-disk.ts';
+import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
+import { upSession } from '../e2e/up-harness.ts';
 import { requireQemu } from './qemu-harness.ts';
 
-const MAIN = join(import.meta.dirname, '../../operator/src/cli/main.ts');
 const dir = mkdtempSync(join(tmpdir(), 'retrokube-up-qemu-'));
 const state = join(dir, 'state');
 const env = { ...process.env, RETROKUBE_STATE: state, LOG_LEVEL: 'warn' };
@@ -25,44 +23,18 @@ spec:
   deployments: "web 4 Ticker"
 `;
 
-let upLog = '';
 const bin = requireQemu();
 const suite = bin === null ? describe.skip : describe.sequential;
 
-const cli = (...args: string[]): Promise<{ code: number; stderr: string }> =>
-  new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env, timeout: 60_000 }, (err, _o, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
-    );
-  });
-
-async function view(): Promise<ClusterView | null> {
-  if (!existsSync(join(state, 'up.json'))) return null;
-  const st = JSON.parse(readFileSync(join(state, 'up.json'), 'utf8')) as { control: string };
-  return (await (await fetch(new URL('/view', st.control))).json()) as ClusterView;
-}
-
-async function until(test: (v: ClusterView) => boolean, ms: number, what: string): Promise<number> {
-  const t0 = Date.now();
-  while (Date.now() - t0 < ms) {
-    const v = await view().catch(() => null);
-    if (v && test(v)) return Date.now() - t0;
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`${what}: not within ${ms / 1000} s\n${upLog.slice(-1500)}`);
-}
+const { cli, until, start, stop } = upSession(state, env);
 
 suite('retrokube up --qemu: QEMU machines in a local cluster', () => {
-  let up: ChildProcess | null = null;
   beforeAll(async () => {
     writeFileSync(join(dir, 'mixed.yaml'), FILE);
     await buildKubeDisk();
   }, 300_000);
   afterAll(async () => {
-    if (up && up.exitCode === null) {
-      up.kill('SIGTERM');
-      await new Promise((r) => up?.once('exit', r));
-    }
+    await stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -81,28 +53,16 @@ suite('retrokube up --qemu: QEMU machines in a local cluster', () => {
   });
 
   it('converges with the plane and node-a in QEMU, and fails over when node-a is switched off', async () => {
-    up = spawn(
-      process.execPath,
-      [
-        MAIN,
-        'up',
-        join(dir, 'mixed.yaml'),
-        '--no-view',
-        '--no-vnc',
-        '--no-console',
-        '--qemu',
-        'plane,node-a',
-        '--qemu-binary',
-        bin as string,
-      ],
-      { env },
-    );
-    up.stdout?.on('data', (b: Buffer) => {
-      upLog += b.toString();
-    });
-    up.stderr?.on('data', (b: Buffer) => {
-      upLog += b.toString();
-    });
+    start([
+      join(dir, 'mixed.yaml'),
+      '--no-view',
+      '--no-vnc',
+      '--no-console',
+      '--qemu',
+      'plane,node-a',
+      '--qemu-binary',
+      bin as string,
+    ]);
     const ms = await until(
       (v) => v.converged && v.running === 4 && v.readyNodes === 2,
       120_000,

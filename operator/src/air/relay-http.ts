@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { guardListener, hostsForBind } from '../util/http-guard.ts';
 import { BadRequest, readJsonObject } from '../util/json-body.ts';
-import type { Relay, RelayState } from './relay.ts';
+import type { HttpEndpoint, Relay, RelayState } from './relay-types.ts';
 
 export const HTTP_LIMITS = {
   /** Control requests are a few fields of JSON; anything bigger is a mistake or an attack. */
@@ -18,12 +18,6 @@ export const HTTP_LIMITS = {
 /** Default control port of `retrokube air relay` (next to the air's 7524). */
 export const DEFAULT_CONTROL_PORT = 7525;
 export const DEFAULT_CONTROL_URL = `http://127.0.0.1:${DEFAULT_CONTROL_PORT}`;
-
-export interface HttpEndpoint {
-  address: AddressInfo;
-  url: string;
-  close(): Promise<void>;
-}
 
 /** A Registry of the relay's own metrics, read from its counters at scrape time. */
 export function relayRegistry(relay: Relay): Registry {

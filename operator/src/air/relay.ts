@@ -5,11 +5,12 @@
 // probability `loss`. Added: a per-peer rate ceiling, runtime control (air off/on, cut a station),
 // and counters for Prometheus.
 import dgram from 'node:dgram';
-import { type AddressInfo, isIPv6 } from 'node:net';
+import { isIPv6 } from 'node:net';
 import { type Logger, logger } from '../util/log.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { decodeKubeData } from './kubenet.ts';
-import { type HttpEndpoint, startRelayControl, startRelayMetrics } from './relay-http.ts';
+import { startRelayControl, startRelayMetrics } from './relay-http.ts';
+import type { HttpEndpoint, Relay, RelayEvent, RelayPeer, RelayStats } from './relay-types.ts';
 import { AIR_PORT, HELLO_BYTE, TYP, LIMITS as WIRE } from './wire.ts';
 
 /** Limits of the relay, each with its reason. */
@@ -48,57 +49,7 @@ export const RELAY_LIMITS = {
   RECV_BUFFER_BYTES: 4 * 1024 * 1024,
 } as const;
 
-export interface RelayPeer {
-  /** "IP:PORT" as the relay sees the station ("[IPv6]:PORT" for IPv6). */
-  address: string;
-  host: string;
-  port: number;
-  firstSeenMs: number;
-  lastSeenMs: number;
-  /** The node name heard in this station's heartbeats, if any. */
-  name?: string;
-  /** The cluster tag heard in this station's messages, if any. */
-  cluster?: number;
-  /** True once the station sent an assignment or a spec: a control plane. */
-  plane: boolean;
-  framesIn: number;
-  rateDropped: number;
-  cut: boolean;
-}
-
-export interface RelayStats {
-  hellos: number;
-  framesIn: number;
-  /** Deliveries: one frame handed to one receiver. */
-  framesOut: number;
-  malformed: number;
-  droppedLoss: number;
-  droppedRate: number;
-  droppedOff: number;
-  droppedCut: number;
-  /** Deliveries not made because the air's output budget was spent, or to silent stations over the cap. */
-  droppedBudget: number;
-  /** Stations refused or evicted because their address or the table was full. */
-  refusedPeers: number;
-  sendErrors: number;
-  peers: number;
-  joined: number;
-  gone: number;
-}
-
-export type RelayEvent =
-  | { type: 'joined'; peer: RelayPeer }
-  | { type: 'gone'; peer: RelayPeer }
-  | { type: 'frame'; from: RelayPeer; channel: number; receivers: number };
-
-export interface RelayState {
-  on: boolean;
-  loss: number;
-  address: string;
-  cuts: string[];
-  peers: RelayPeer[];
-  stats: RelayStats;
-}
+export type { Relay, RelayEvent, RelayPeer, RelayState, RelayStats } from './relay-types.ts';
 
 export interface RelayOptions {
   /** UDP port; 0 picks a free one. Default 7524. */
@@ -125,35 +76,6 @@ export interface RelayOptions {
   controlPort?: number;
   /** Default 127.0.0.1: whoever reaches the control endpoint can silence the air. */
   controlBind?: string;
-}
-
-export interface Relay {
-  /** Where the relay listens. */
-  readonly address: AddressInfo;
-  /** The metrics endpoint, when `metricsPort` was given. */
-  readonly metrics?: HttpEndpoint;
-  /** The control endpoint, when `controlPort` was given. */
-  readonly control?: HttpEndpoint;
-  readonly stats: () => RelayStats;
-  readonly state: () => RelayState;
-  readonly peers: () => RelayPeer[];
-  setLoss(p: number): void;
-  readonly loss: () => number;
-  /** Stops forwarding. With forgetPeers the table empties too, as when the relay is replaced. */
-  off(opts?: { forgetPeers?: boolean }): void;
-  on(): void;
-  readonly isOn: () => boolean;
-  /**
-   * Cuts stations off the air (nothing from them is forwarded and nothing reaches them) by
-   * "IP:PORT", by IP, or by the node name heard in heartbeats. The cut outlives the peer entry,
-   * so a restarted machine stays cut. Returns how many current peers match.
-   */
-  cut(target: string): number;
-  /** Undoes `cut(target)`; "*" restores every station. Returns whether something was cut. */
-  restore(target: string): boolean;
-  /** Drops peers silent for longer than the TTL (also done on every datagram). */
-  expire(): void;
-  close(): Promise<void>;
 }
 
 export function checkLoss(p: number): number {

@@ -1,9 +1,14 @@
 // Rollout: one version change (a deployment's image and/or replicas) carried out across many
-// Oberon clusters (OberonKubes) by a strategy — rolling, retry, canary, blue/green, ordered — with the walk's state in
-// status, so a restarted operator carries on from there. The planner is operator/src/rollout/plan.ts.
+// clusters — OberonKubes, SheetClusters, or the members of SheetFederations — by a strategy
+// (rolling, retry, canary, blue/green, ordered), with the walk's state in status, so a restarted
+// operator carries on from there. The planner is operator/src/rollout/plan.ts.
 import { type Static, Type } from '@sinclair/typebox';
-import { ROLLOUT_DEFAULTS, ROLLOUT_LIMITS } from '../rollout/plan.ts';
+import { ROLLOUT_DEFAULTS, ROLLOUT_LIMITS } from './rollout-limits.ts';
 import { CommonStatus, type KindDefinition } from './schema.ts';
+
+/** What a Rollout's selector may pick. */
+export const TARGET_KINDS = ['OberonKube', 'SheetCluster', 'SheetFederation'] as const;
+export type TargetKind = (typeof TARGET_KINDS)[number];
 
 const LABEL_KEY =
   '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$';
@@ -22,13 +27,26 @@ export const RolloutSpec = Type.Object(
   {
     selector: Type.Object(
       {
+        kind: Type.Optional(
+          Type.Union(
+            TARGET_KINDS.map((k) => Type.Literal(k)),
+            {
+              default: 'OberonKube',
+              description:
+                'What the labels select: OberonKubes, SheetClusters, or SheetFederations (every member of each is a target).',
+              'x-kubernetes-validations': [
+                { rule: 'self == oldSelf', message: 'selector.kind cannot change; create a new Rollout' },
+              ],
+            },
+          ),
+        ),
         matchLabels: Type.Object(
           {},
           {
             additionalProperties: Type.String({ pattern: LABEL_VALUE, maxLength: 63 }),
             minProperties: 1,
             maxProperties: 8,
-            description: 'OberonKubes in this namespace whose labels all match are the targets.',
+            description: 'Objects of selector.kind in this namespace whose labels all match are the targets.',
             'x-kubernetes-validations': [
               {
                 rule: `self.all(k, k.matches('${LABEL_KEY.replaceAll('\\', '\\\\')}'))`,
@@ -176,6 +194,29 @@ export const RolloutSpec = Type.Object(
             description: 'Pods of the cluster that must run during and after the change (default 0).',
           }),
         ),
+        httpGet: Type.Optional(
+          Type.Object(
+            {
+              path: Type.String({
+                minLength: 1,
+                maxLength: 1024,
+                pattern: '^/[^\\s]*$',
+                description: 'Path asked at every running pod of the deployment (2xx/3xx passes).',
+              }),
+              port: Type.Optional(
+                Type.Integer({
+                  minimum: 1,
+                  maximum: 65_535,
+                  description: "The container port; default each pod's first TCP endpoint.",
+                }),
+              ),
+            },
+            {
+              description:
+                "Sheeternetes targets: GET the deployment's endpoints (Pods tab) as part of the check.",
+            },
+          ),
+        ),
       }),
     ),
     paused: Type.Optional(
@@ -186,11 +227,29 @@ export const RolloutSpec = Type.Object(
     ),
     promote: Type.Optional(Type.Boolean({ description: 'true: a manual canary goes on to the rest.' })),
   },
-  { description: 'Desired rollout.' },
+  {
+    description: 'Desired rollout.',
+    'x-kubernetes-validations': [
+      {
+        rule: "!has(self.check) || !has(self.check.httpGet) || (has(self.selector.kind) && self.selector.kind != 'OberonKube')",
+        message:
+          'check.httpGet is for Sheeternetes targets (selector.kind SheetCluster or SheetFederation); an Oberon plane has no HTTP endpoint',
+        fieldPath: '.check.httpGet',
+      },
+      {
+        rule: "self.strategy.type != 'blueGreen' || !has(self.selector.kind) || self.selector.kind != 'SheetCluster'",
+        message:
+          "blue/green over Sheeternetes switches a federation's active member: select SheetFederations (selector.kind: SheetFederation)",
+        fieldPath: '.strategy.blueGreen',
+      },
+    ],
+  },
 );
 
 const TargetRow = Type.Object({
-  name: Type.String({ description: 'Kind/name of the target cluster.' }),
+  name: Type.String({
+    description: 'The target: the object name, or federation/member for a SheetFederation member.',
+  }),
   phase: Type.Union(
     ['Pending', 'Updating', 'Checking', 'Succeeded', 'Failed', 'RolledBack', 'Skipped'].map((p) =>
       Type.Literal(p),

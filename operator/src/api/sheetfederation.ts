@@ -68,8 +68,36 @@ export const SheetFederationSpec = Type.Object(
         },
       ),
     ),
+    active: Type.Optional(
+      Type.Array(
+        Type.Object({
+          service: Type.String({
+            minLength: 1,
+            maxLength: 253,
+            description: 'A federated service (deployment name).',
+          }),
+          member: Type.String({ minLength: 1, maxLength: 63, description: 'The member that serves it.' }),
+        }),
+        {
+          maxItems: 500,
+          'x-kubernetes-list-type': 'map',
+          'x-kubernetes-list-map-keys': ['service'],
+          description:
+            "Which member serves a federated service (blue/green: a Rollout switches it). Unset: the service's home.",
+        },
+      ),
+    ),
   },
-  { description: 'The federation.' },
+  {
+    description: 'The federation.',
+    'x-kubernetes-validations': [
+      {
+        rule: '!has(self.active) || self.active.all(a, self.members.exists(m, m.name == a.member))',
+        message: 'every active[].member must be one of members[].name',
+        fieldPath: '.active',
+      },
+    ],
+  },
 );
 
 export const SheetFederationStatus = Type.Object(
@@ -99,6 +127,12 @@ export const SheetFederationStatus = Type.Object(
           name: Type.String({ maxLength: 253 }),
           home: Type.String({ maxLength: 63 }),
           members: Type.Array(Type.String({ maxLength: 63 }), { maxItems: 8 }),
+          active: Type.Optional(
+            Type.String({
+              maxLength: 63,
+              description: 'The member serving it: spec.active if that member holds it, else home.',
+            }),
+          ),
         }),
         { maxItems: 500, description: 'The merged service list (first 500 by name).' },
       ),

@@ -1,5 +1,5 @@
 // `retrokube disk ...`: the Oberon file system on .dsk images from the host, the base image,
-// and (when the machine can boot) the disk builder.
+// and `disk build-kube` (the Kube disk of machine/kube-disk.ts).
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Command } from 'commander';
@@ -8,6 +8,7 @@ import type { BuildResult } from '../machine/builder/build.ts';
 import { formatDate } from '../machine/fs/format.ts';
 import { fromOberonText, toOberonText } from '../machine/fs/text.ts';
 import { OberonVolume } from '../machine/fs/volume.ts';
+import { buildKubeDisk, LIMITS as KUBE_DISK_LIMITS } from '../machine/kube-disk.ts';
 
 function table(rows: string[][]): string {
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
@@ -224,5 +225,39 @@ export function registerDiskVerbs(program: Command): void {
       if (lastShown >= 0 && process.stderr.isTTY) process.stderr.write('\n');
       if (format === 'json') process.stdout.write(`${JSON.stringify(found)}\n`);
       else process.stdout.write(`${found.path}\t(${found.source}, sha256 ${found.sha256})\n`);
+    });
+}
+
+export function registerKubeDiskVerbs(program: Command): void {
+  const disk =
+    program.commands.find((c) => c.name() === 'disk') ??
+    program.command('disk').description('Oberon disk images');
+  disk
+    .command('build-kube')
+    .description(
+      'build the Kube disk: Kube, KubeNet, Pods, Ticker, Ticker2, Boot and a System that runs Boot',
+    )
+    .option('--out <file>', 'also copy the disk here')
+    .option('--base <file>', 'base image (default: found or downloaded, see "retrokube disk base")')
+    .option('--force', 'build again even if a cached disk matches')
+    .option('-o, --output <format>', 'json for machines')
+    .option('--json', 'same as -o json')
+    .addHelpText(
+      'after',
+      '\nThe disk is cached in $XDG_CACHE_HOME/retrokube (default ~/.cache/retrokube) by a hash of the sources,\n' +
+        'the base image and the builder, and reused while nothing changed.\n\nExample:\n  retrokube disk build-kube --out kube.dsk\n',
+    )
+    .action(async (o: { out?: string; base?: string; force?: boolean; output?: string; json?: boolean }) => {
+      if (o.output !== undefined && o.output !== 'json' && o.output !== 'table') {
+        throw new Error(`output format "${o.output}" is not known; use json or table`);
+      }
+      const r = await buildKubeDisk({ out: o.out, base: o.base, force: o.force });
+      if (o.json || o.output === 'json') {
+        process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
+        return;
+      }
+      process.stdout.write(
+        `${r.path}  (${r.cached ? 'cached' : 'built'}; ${r.modules.join(', ')}; key ${r.key.slice(0, KUBE_DISK_LIMITS.cacheKeyChars)})\n`,
+      );
     });
 }

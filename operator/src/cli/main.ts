@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The one command of the project: every role (operator, air relay, machine, sheets node, ...) is a verb.
 import { Command, CommanderError } from 'commander';
+import { sendLogsTo } from '../util/log.ts';
 import { VERSION } from '../version.ts';
 import { registerVerbs } from './verbs.ts';
 
@@ -18,6 +19,13 @@ program
   });
 
 registerVerbs(program);
+
+// With -o json / --json, stdout carries one JSON document for a program to parse: log lines go to
+// stderr (a cold `disk build-kube --json` logged "built the Kube disk" into its own answer).
+program.hook('preAction', (_program, verb) => {
+  const o = verb.opts() as { json?: unknown; output?: unknown };
+  if (o.json === true || o.output === 'json') sendLogsTo('stderr');
+});
 
 try {
   await program.parseAsync(process.argv);

@@ -1,5 +1,6 @@
 // The heavy half of `retrokube operator`: loaded only when the verb runs, so every other verb of
 // the CLI starts without @kubernetes/client-node and the controllers.
+import { randomBytes } from 'node:crypto';
 import { AirEars } from '../controllers/air-ears.ts';
 import { oberonAirController } from '../controllers/oberonair.ts';
 import { type KubeControllerOptions, oberonKubeController } from '../controllers/oberonkube.ts';
@@ -13,7 +14,7 @@ import { defaultIdentity } from '../runtime/leader.ts';
 import { Manager } from '../runtime/manager.ts';
 import { portOf } from '../runtime/server.ts';
 import { logger, rootLogger } from '../util/log.ts';
-import { LEVELS, type OperatorVerbOptions, parseBindAddress } from './operator.ts';
+import { LEVELS, type OperatorVerbOptions, parseBindAddress } from './operator-options.ts';
 
 export function createOperatorManager(opts: {
   client: KubeClient;
@@ -59,7 +60,9 @@ export function createOperatorManager(opts: {
   const ears = new AirEars({ address: opts.airAddress });
   mgr.add(oberonAirController({ image: opts.image, ears }));
   mgr.add(oberonMachineController({ image: opts.image, kubevirt: opts.kubevirt }));
-  const keySeed = opts.keySeed ?? process.env.RETROKUBE_KEY_SEED;
+  // One seed for every controller that derives keys: the Rollout controller reaches a SheetCluster
+  // with the token and signing key the SheetCluster controller generated from it.
+  const keySeed = opts.keySeed || process.env.RETROKUBE_KEY_SEED || randomBytes(32).toString('hex');
   mgr.add(oberonKubeController({ ears, keySeed }));
   mgr.add(
     sheetClusterController({
@@ -71,7 +74,7 @@ export function createOperatorManager(opts: {
   );
   mgr.add(sheetFederationController({ sheetsAddress: opts.sheetsAddress }));
   mgr.add(sheetMigrationController({ sheetsAddress: opts.sheetsAddress, ...opts.migration }));
-  mgr.add(rolloutController());
+  mgr.add(rolloutController({ keySeed, sheetsAddress: opts.sheetsAddress }));
   // The air stations live as long as the manager.
   const stop = mgr.stop.bind(mgr);
   mgr.stop = async () => {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { REPO_ROOT } from '../api/generate.ts';
-import { parseBindAddress } from './operator.ts';
+import { parseBindAddress } from './operator-options.ts';
 
 const NODE = join(REPO_ROOT, 'node_modules/.bin/node');
 const MAIN = join(REPO_ROOT, 'operator/src/cli/main.ts');

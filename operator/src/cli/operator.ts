@@ -2,35 +2,7 @@
 // `retrokube crds` prints the CustomResourceDefinitions.
 import type { Command } from 'commander';
 import { parseAllDocuments } from 'yaml';
-
-/** What commander hands the `operator` action. */
-export interface OperatorVerbOptions {
-  kubeconfig?: string;
-  namespace?: string;
-  leaderElect?: boolean;
-  leaseNamespace?: string;
-  leaderElectionNamespace?: string;
-  leaderElectionId: string;
-  metricsPort: string;
-  metricsBindAddress?: string;
-  healthPort: string;
-  healthProbeBindAddress?: string;
-  airImage?: string;
-  kubevirt?: boolean;
-  logLevel?: string;
-}
-
-export const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'];
-
-/** ':8080', '127.0.0.1:8080', '8080' → { host, port }; '0' disables the listener (controller-runtime style). */
-export function parseBindAddress(v: string, flag: string): { host: string; port: number } | undefined {
-  if (v === '0') return undefined;
-  const m = /^(?:(.*):)?(\d{1,5})$/.exec(v);
-  const port = m ? Number(m[2]) : Number.NaN;
-  if (!m || port > 65535)
-    throw new Error(`${flag} "${v}" is not [host]:port or a port number (0 disables it)`);
-  return { host: m[1] || '0.0.0.0', port };
-}
+import { LEVELS, type OperatorVerbOptions } from './operator-options.ts';
 
 export function registerOperatorVerbs(program: Command): void {
   program

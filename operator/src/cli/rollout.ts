@@ -1,111 +1,100 @@
 // `retrokube rollout status|promote|abort|pause|resume NAME`: a person's handle on a Rollout in
-// Kubernetes. The walk itself is the operator's; these verbs only read its status or set the
-// fields the planner obeys (spec.promote, spec.abort, spec.paused).
+// Kubernetes, or on one a local `retrokube up` walks (found through its state folder, as `kube get`
+// finds it). The walk itself is the operator's (or `up`'s); these verbs only read its status or set
+// the fields the planner obeys (spec.promote, spec.abort, spec.paused).
 import type { Command } from 'commander';
-import type { RolloutStatusT } from '../api/rollout.ts';
+import { FINAL_PHASES, formatRollout, type RolloutLike } from '../rollout/format.ts';
 
 export const LIMITS = {
   watchMs: 1_000, // how often --watch redraws
-  barWidth: 20, // characters of the progress bar
-  messageChars: 60, // a target's message in the table
 } as const;
 
-interface RolloutLike {
-  metadata: { name?: string; namespace?: string };
-  spec?: {
-    strategy?: { type?: string };
-    change?: { deployment?: string; image?: string; replicas?: number };
-  };
-  status?: RolloutStatusT;
-}
-
-const FINAL = new Set(['Succeeded', 'Failed', 'Aborted']);
-
-/** The seed's report as a table: one row per target, a bar for the whole walk. Pure. */
-export function formatRollout(r: RolloutLike, nowMs: number): string {
-  const st = r.status ?? {};
-  const rows = st.targets ?? [];
-  const done = rows.filter((t) => t.phase === 'Succeeded').length;
-  const ended = rows.filter((t) => ['Succeeded', 'Failed', 'RolledBack', 'Skipped'].includes(t.phase)).length;
-  const filled = rows.length ? Math.round((LIMITS.barWidth * ended) / rows.length) : 0;
-  const c = r.spec?.change ?? {};
-  const change = [c.image, c.replicas !== undefined ? `×${c.replicas}` : undefined].filter(Boolean).join(' ');
-  const head = [
-    `rollout ${r.metadata.namespace}/${r.metadata.name}: ${r.spec?.strategy?.type ?? '?'} change of ${c.deployment ?? '?'} to ${change}`,
-    `[${'#'.repeat(filled)}${'-'.repeat(LIMITS.barWidth - filled)}] ${done}/${rows.length} changed  ${st.phase ?? 'Pending'}${st.message ? ` — ${st.message}` : ''}`,
-  ];
-  const table = [['TARGET', 'PHASE', 'ATTEMPTS', 'SINCE', 'MESSAGE']];
-  for (const t of rows) {
-    const since = t.finishedAt ?? t.startedAt;
-    table.push([
-      t.name,
-      t.phase,
-      String(t.attempts),
-      since ? age(nowMs - Date.parse(since)) : '-',
-      (t.message ?? '').slice(0, LIMITS.messageChars),
-    ]);
-  }
-  const widths = table[0].map((_, i) => Math.max(...table.map((row) => row[i].length)));
-  const lines = table.map((row) =>
-    row
-      .map((cell, i) => cell.padEnd(widths[i]))
-      .join('  ')
-      .trimEnd(),
-  );
-  return [...head, '', ...lines].join('\n');
-}
-
-/** "3s ago", "4m ago", "2h ago". */
-export function age(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 120) return `${s}s ago`;
-  if (s < 7200) return `${Math.round(s / 60)}m ago`;
-  return `${Math.round(s / 3600)}h ago`;
-}
-
 interface Common {
-  namespace: string;
+  namespace?: string;
   kubeconfig?: string;
+  state?: string;
+  local?: boolean;
 }
 
-async function client(o: Common) {
+/** Where the rollout lives: a running local `up` or Kubernetes. Pure. */
+export function rolloutHome(o: Common, localUpRunsFleet: boolean): 'local' | 'kubernetes' {
+  if (o.local || o.state !== undefined) return 'local';
+  if (o.kubeconfig !== undefined || o.namespace !== undefined) return 'kubernetes';
+  return localUpRunsFleet ? 'local' : 'kubernetes';
+}
+
+/** Reads and steers one rollout, wherever it lives. */
+interface Handle {
+  where: string;
+  get(): Promise<RolloutLike>;
+  set(fields: Record<string, boolean>): Promise<void>;
+}
+
+async function handle(name: string, o: Common): Promise<Handle> {
+  const { readUpState, requireUp, stateDir, upRequest } = await import('../local/state.ts');
+  const dir = stateDir(o.state);
+  if (rolloutHome(o, readUpState(dir)?.fleet !== undefined) === 'local') {
+    const st = requireUp(dir);
+    const path = `/rollouts/${encodeURIComponent(name)}`;
+    return {
+      where: `the local "retrokube up" in ${dir}`,
+      get: async () => (await (await upRequest(st, 'GET', path)).json()) as RolloutLike,
+      set: async (fields) => void (await upRequest(st, 'POST', path, fields)),
+    };
+  }
   const { KubeClient } = await import('../runtime/client.ts');
   const { ROLLOUT } = await import('../controllers/rollout.ts');
-  return { k: KubeClient.fromDefault(o.kubeconfig), ROLLOUT };
+  const k = KubeClient.fromDefault(o.kubeconfig);
+  const ns = o.namespace ?? 'default';
+  return {
+    where: `namespace ${ns}`,
+    get: async () => (await k.get(ROLLOUT, ns, name)) as RolloutLike,
+    set: async (spec) => void (await k.mergePatch(ROLLOUT, ns, name, { spec })),
+  };
 }
 
 async function setField(name: string, o: Common, spec: Record<string, boolean>, said: string): Promise<void> {
-  const { k, ROLLOUT } = await client(o);
-  await k.mergePatch(ROLLOUT, o.namespace, name, { spec });
-  process.stdout.write(`rollout ${o.namespace}/${name}: ${said}\n`);
+  const h = await handle(name, o);
+  await h.set(spec);
+  process.stdout.write(`rollout ${name} (${h.where}): ${said}\n`);
 }
 
 export function registerRolloutVerbs(program: Command): void {
   const rollout = program
     .command('rollout')
-    .description('follow and steer a Rollout (rollouts.retrokube.io) in Kubernetes');
+    .description(
+      'follow and steer a Rollout (rollouts.retrokube.io) in Kubernetes, or one a local "retrokube up" runs from a fleet FILE',
+    );
   const common = (c: Command) =>
     c
       .argument('<name>', 'the Rollout')
-      .option('-n, --namespace <ns>', 'its namespace', 'default')
-      .option('--kubeconfig <path>', 'kubeconfig file (default: $KUBECONFIG or ~/.kube/config)');
+      .option('-n, --namespace <ns>', 'its namespace (default: default)')
+      .option('--kubeconfig <path>', 'kubeconfig file (default: $KUBECONFIG or ~/.kube/config)')
+      .option('--local', 'the rollout of the running "retrokube up" (the default when one runs a fleet FILE)')
+      .option(
+        '--state <dir>',
+        'state folder of that "retrokube up" (implies --local; default $RETROKUBE_STATE, $XDG_STATE_HOME/retrokube or ./.retrokube)',
+      );
 
   common(rollout.command('status'))
     .description('the walk: one row per target with its phase and attempts, a progress bar')
     .option('-w, --watch', 'redraw until the rollout ends')
     .option('-o, --output <format>', 'json for machines')
-    .addHelpText('after', '\nExample:\n  retrokube rollout status ticker2 -n fleet --watch\n')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  retrokube rollout status ticker2 -n fleet --watch\n  retrokube rollout status ticker2 --local   # a fleet run by "retrokube up FILE"\n',
+    )
     .action(async (name: string, o: Common & { watch?: boolean; output?: string }) => {
       if (o.output !== undefined && o.output !== 'json') throw new Error(`-o takes json, got "${o.output}"`);
-      const { k, ROLLOUT } = await client(o);
+      const h = await handle(name, o);
       for (;;) {
-        const r = (await k.get(ROLLOUT, o.namespace, name)) as RolloutLike;
+        const r = await h.get();
         if (o.output === 'json') process.stdout.write(`${JSON.stringify(r.status ?? {}, null, 2)}\n`);
         else
           process.stdout.write(
             `${o.watch && process.stdout.isTTY ? '\x1b[H\x1b[2J' : ''}${formatRollout(r, Date.now())}\n`,
           );
-        if (!o.watch || FINAL.has(r.status?.phase ?? '')) return;
+        if (!o.watch || FINAL_PHASES.has(r.status?.phase ?? '')) return;
         await new Promise((res) => setTimeout(res, LIMITS.watchMs));
       }
     });

@@ -177,12 +177,14 @@ Examples:
     });
   stateOption(kube.command('get').description('the cluster as heard on the air: nodes, pods, convergence'))
     .option('-o, --output <format>', 'table or json', 'table')
+    .option('--cluster <name>', 'with a fleet FILE: which cluster (default: the first)')
     .addHelpText('after', '\nExample:\n  retrokube kube get -o json')
-    .action(async (o: { state?: string; output: string }) => {
+    .action(async (o: { state?: string; output: string; cluster?: string }) => {
       if (o.output !== 'table' && o.output !== 'json')
         throw new Error(`-o ${o.output} is not known; use table or json`);
       const st = requireUp(stateDir(o.state));
-      const v = await (await upRequest(st, 'GET', '/view')).json();
+      const q = o.cluster ? `?cluster=${encodeURIComponent(o.cluster)}` : '';
+      const v = await (await upRequest(st, 'GET', `/view${q}`)).json();
       out(
         o.output === 'json' ? JSON.stringify(v, null, 2) : formatView(v as Parameters<typeof formatView>[0]),
       );

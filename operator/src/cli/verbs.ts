@@ -1,13 +1,13 @@
 import type { Command } from 'commander';
-import { registerAirVerbs } from '../air/cli.ts';
 import { registerLabVerb } from '../console/lab.ts';
 import { registerSheetsBridgeVerbs } from '../sheets/bridge/cli.ts';
 import { registerSheetsControlPlaneVerbs } from '../sheets/ctl/verbs.ts';
 import { registerSheetsNodeVerbs } from '../sheets/node/cli.ts';
 import { registerWasmletVerb } from '../sheets/wasmlet/cli.ts';
 import { registerSheetsWireVerbs } from '../sheets/wire/cli.ts';
-import { registerDiskVerbs } from './disk.ts';
-import { registerKubeDiskVerbs } from './kube-disk.ts';
+import { registerAirVerbs } from './air.ts';
+import { registerDiskVerbs, registerKubeDiskVerbs } from './disk.ts';
+import { registerLauncherVerbs } from './launcher.ts';
 import { registerMachineVerbs } from './machine.ts';
 import { registerOperatorVerbs } from './operator.ts';
 import { registerRolloutVerbs } from './rollout.ts';
@@ -19,6 +19,7 @@ export function registerVerbs(program: Command): void {
   registerDiskVerbs(program);
   registerKubeDiskVerbs(program);
   registerLabVerb(program);
+  registerLauncherVerbs(program);
   registerMachineVerbs(program);
   registerOperatorVerbs(program);
   registerRolloutVerbs(program);

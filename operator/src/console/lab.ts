@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
-import { buildKubeDisk } from '../cli/kube-disk.ts';
+import { buildKubeDisk } from '../machine/kube-disk.ts';
 import { checkRequest, isLoopbackAddress } from '../util/http-guard.ts';
 import { type PageFiles, pageFiles, writePage } from './bundle.ts';
 

@@ -12,21 +12,15 @@
 // them again. The kubevirt runtime has no such channel yet (its serial port belongs to QEMU inside
 // virt-launcher): there deployments stay boot commands (`Kube.Ensure`), and a change restarts the
 // plane; Ensure creates what is missing and never resets a rollout.
-import { createHmac, randomBytes } from 'node:crypto';
+//
+// Reads top to bottom: watch setup, reconcile, the events it tells. What it renders (settings, key,
+// children) is in oberonkube-render.ts, the status it computes in oberonkube-status.ts (both pure).
+import { randomBytes } from 'node:crypto';
 import type { ClusterView } from '../air/view.ts';
 import { AIR_DEFAULTS } from '../api/oberonair.ts';
-import {
-  type DeploymentItem,
-  ensureCommands,
-  KUBE_DEFAULTS,
-  kubeNodeName,
-  liveApplyLines,
-  type OberonKubeSpecT,
-  parseDeploymentList,
-} from '../api/oberonkube.ts';
-import { GROUP, VERSION } from '../api/schema.ts';
+import { kubeNodeName } from '../api/oberonkube.ts';
+import { GROUP } from '../api/schema.ts';
 import { ApiError, CORE, type KubeObject, type ResourceType } from '../runtime/client.ts';
-import { type Condition, type ConditionInput, setConditions } from '../runtime/conditions.ts';
 import type {
   ControllerDefinition,
   ObjectKeyRef,
@@ -38,8 +32,9 @@ import type { PolicyRule } from '../runtime/rbac.ts';
 import { type AirAddress, AirEars } from './air-ears.ts';
 import { keyReadProblem } from './key-access.ts';
 import { OBERONAIR } from './oberonair.ts';
+import { derivedKey, kubeAirName, kubeSettings, type OberonKube, renderKube } from './oberonkube-render.ts';
+import { computeKubeStatus } from './oberonkube-status.ts';
 import { OBERONMACHINE } from './oberonmachine.ts';
-import { LIVE_KEY } from './oberonmachine-render.ts';
 import { applyOwned, ourKind, primaryRules } from './owned.ts';
 
 export const LIMITS = {
@@ -78,10 +73,6 @@ export const OBERONKUBE_RBAC: PolicyRule[] = [
     verbs: ['get', 'list', 'watch', 'create', 'patch', 'update'],
   },
 ];
-
-export interface OberonKube extends KubeObject {
-  spec?: Partial<OberonKubeSpecT>;
-}
 
 export interface KubeControllerOptions {
   /** Where the relay of an air is heard: default its Service, rk-air-<air>.<ns>.svc.cluster.local. */
@@ -125,113 +116,6 @@ interface Deps {
 }
 
 // --- reconcile -----------------------------------------------------------------------------------
-
-export interface KubeSettings {
-  name: string;
-  namespace: string;
-  nodes: number;
-  cluster: string;
-  deployments: DeploymentItem[];
-  runtime: 'pod' | 'kubevirt';
-  memory: string;
-  storageClass?: string;
-  loss: number;
-  keySecretRef: { name: string; key: string };
-  generatedKey: boolean;
-}
-
-export const kubeAirName = (kube: string): string => `${kube}-air`;
-export const liveCommandsName = (kube: string): string => `rk-kube-${kube}-deployments`;
-export const keySecretName = (kube: string): string => `rk-kube-${kube}-key`;
-
-export function kubeSettings(k: OberonKube): KubeSettings {
-  const s = k.spec ?? {};
-  const name = k.metadata.name as string;
-  return {
-    name,
-    namespace: k.metadata.namespace as string,
-    nodes: s.nodes ?? KUBE_DEFAULTS.nodes,
-    cluster: s.cluster ?? KUBE_DEFAULTS.cluster,
-    deployments: parseDeploymentList(s.deployments),
-    runtime: s.runtime ?? KUBE_DEFAULTS.runtime,
-    memory: s.memory ?? KUBE_DEFAULTS.memory,
-    storageClass: s.storageClass,
-    loss: s.loss ?? KUBE_DEFAULTS.loss,
-    keySecretRef: s.keySecretRef
-      ? { name: s.keySecretRef.name, key: s.keySecretRef.key ?? 'key' }
-      : { name: keySecretName(name), key: 'key' },
-    generatedKey: !s.keySecretRef,
-  };
-}
-
-/** The generated key: 16 hex digits from HMAC(seed, uid) — random to everyone without the seed. */
-export function derivedKey(seed: string, uid: string): string {
-  return createHmac('sha256', seed).update(`oberonkube/${uid}`).digest('hex').slice(0, 16);
-}
-
-/** The desired children: the air, then the nodes, then (when `withPlane`) the plane. Pure. */
-export function renderKube(
-  k: OberonKube,
-  s: KubeSettings,
-  withPlane: boolean,
-): { air: KubeObject; machines: KubeObject[]; liveCommands?: KubeObject } {
-  const labels = {
-    'app.kubernetes.io/name': 'retrokube-kube',
-    'app.kubernetes.io/instance': s.name,
-    'app.kubernetes.io/managed-by': MANAGED_BY,
-  };
-  const meta = (name: string, component: string) => ({
-    name,
-    namespace: s.namespace,
-    labels: { ...labels, 'app.kubernetes.io/component': component },
-    ownerReferences: [controllerRef(k)],
-  });
-  const air = {
-    apiVersion: `${GROUP}/${VERSION}`,
-    kind: 'OberonAir',
-    metadata: meta(kubeAirName(s.name), 'air'),
-    spec: { loss: s.loss },
-  };
-  const common = {
-    air: kubeAirName(s.name),
-    cluster: s.cluster,
-    keySecretRef: s.keySecretRef,
-    runtime: s.runtime,
-    memory: s.memory,
-    ...(s.storageClass ? { disk: { storageClass: s.storageClass } } : {}),
-  };
-  const machine = (name: string, spec: Record<string, unknown>, component: string): KubeObject => ({
-    apiVersion: `${GROUP}/${VERSION}`,
-    kind: 'OberonMachine',
-    metadata: meta(name, component),
-    spec: { ...common, ...spec },
-  });
-  const machines = Array.from({ length: s.nodes }, (_, i) =>
-    machine(`${s.name}-${kubeNodeName(i)}`, { role: 'node', nodeName: kubeNodeName(i) }, 'node'),
-  );
-  if (s.runtime === 'pod') {
-    const liveCommands: KubeObject = {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: meta(liveCommandsName(s.name), 'plane'),
-      data: { [LIVE_KEY]: liveApplyLines(s.deployments) },
-    };
-    if (withPlane)
-      machines.push(
-        machine(
-          `${s.name}-plane`,
-          { role: 'plane', liveCommandsConfigMap: liveCommandsName(s.name) },
-          'plane',
-        ),
-      );
-    return { air, machines, liveCommands };
-  }
-  if (withPlane) {
-    const commands = ensureCommands(s.deployments);
-    machines.push(machine(`${s.name}-plane`, { role: 'plane', ...(commands ? { commands } : {}) }, 'plane'));
-  }
-  return { air, machines };
-}
 
 async function reconcile(
   ctx: ReconcileContext,
@@ -440,122 +324,4 @@ function emitAirEvents(
     memo.forged = v.counts.forged;
     memo.forgedAtMs = now;
   }
-}
-
-// --- status (pure) ---------------------------------------------------------------------------------
-
-export function computeKubeStatus(
-  k: OberonKube,
-  s: KubeSettings,
-  o: {
-    view?: ClusterView;
-    keyProblem: string;
-    conflicts: string[];
-    withPlane: boolean;
-    forgedRecent: boolean;
-  },
-  now: Date = new Date(),
-): Record<string, unknown> {
-  const gen = k.metadata.generation;
-  const desiredPods = s.deployments.reduce((a, d) => a + d.replicas, 0);
-  const v = o.view;
-  const names = Array.from({ length: s.nodes }, (_, i) => kubeNodeName(i));
-  const heardNames = (v?.nodes ?? []).map((n) => n.name).filter((n) => !names.includes(n));
-  const table = [...names, ...heardNames.sort()].slice(0, 32).map((name) => {
-    const n = v?.nodes.find((x) => x.name === name);
-    const images = (n?.running ?? []).map((id) => v?.pods.find((p) => p.id === id)?.image ?? '?');
-    return {
-      name,
-      ready: !!n?.ready,
-      running: (n?.running ?? []).slice(0, 10),
-      assigned: (n?.assigned ?? []).slice(0, 10),
-      images: images.slice(0, 10),
-    };
-  });
-  const readyNodes = table.filter((r) => names.includes(r.name) && r.ready).length;
-  const running = v?.running ?? 0;
-  const converged = !!v && v.converged && running === desiredPods && readyNodes === s.nodes;
-  const forged = v?.counts.forged ?? 0;
-  const ready = !o.conflicts.length && !!v && readyNodes === s.nodes && v.plane.heard;
-  const conds: ConditionInput[] = [];
-  if (o.conflicts.length) {
-    const message = `${o.conflicts.join(' and ')} already exist and belong to someone else; rename this OberonKube`;
-    conds.push({ type: 'Ready', status: 'False', reason: 'NameConflict', message });
-  } else if (!v) {
-    conds.push({
-      type: 'Ready',
-      status: 'Unknown',
-      reason: 'AirNotJudged',
-      message: o.keyProblem || 'not listening yet',
-    });
-  } else {
-    conds.push(
-      ready
-        ? {
-            type: 'Ready',
-            status: 'True',
-            reason: 'NodesReady',
-            message: `${readyNodes}/${s.nodes} nodes heard Ready and the plane assigning`,
-          }
-        : {
-            type: 'Ready',
-            status: 'False',
-            reason: !o.withPlane ? 'WaitingForNodes' : !v.plane.heard ? 'PlaneNotHeard' : 'NodesNotReady',
-            message: `${readyNodes}/${s.nodes} nodes heard Ready${v.plane.heard ? '' : '; the plane is not heard yet'}`,
-          },
-    );
-  }
-  conds.push(
-    converged
-      ? {
-          type: 'Converged',
-          status: 'True',
-          reason: 'Converged',
-          message: `${running}/${desiredPods} pods running where assigned`,
-        }
-      : {
-          type: 'Converged',
-          status: v ? 'False' : 'Unknown',
-          reason: v ? 'Converging' : 'AirNotJudged',
-          message: `${running}/${desiredPods} pods running`,
-        },
-  );
-  const notReadyHeard = table
-    .filter((r) => !r.ready && v?.nodes.some((n) => n.name === r.name))
-    .map((r) => r.name);
-  conds.push(
-    o.forgedRecent
-      ? {
-          type: 'Degraded',
-          status: 'True',
-          reason: 'ForgedFrames',
-          message: `${forged} forged frame(s) heard: someone without the key transmits this cluster's tag`,
-        }
-      : notReadyHeard.length
-        ? {
-            type: 'Degraded',
-            status: 'True',
-            reason: 'NodesNotReady',
-            message: `NotReady: ${notReadyHeard.join(', ')}`,
-          }
-        : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' },
-  );
-  return {
-    observedGeneration: gen,
-    nodes: `${readyNodes}/${s.nodes}`,
-    pods: `${running}/${desiredPods}`,
-    readyNodes,
-    runningPods: running,
-    desiredPods,
-    converged,
-    planeHeard: !!v?.plane.heard,
-    forgedFrames: forged,
-    nodeTable: table,
-    conditions: setConditions(
-      (k.status as { conditions?: Condition[] } | undefined)?.conditions,
-      conds,
-      gen,
-      now,
-    ),
-  };
 }

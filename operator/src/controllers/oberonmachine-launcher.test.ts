@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { imageTag } from './oberonmachine.ts';
+import { imageTag } from './oberonmachine-launcher.ts';
 
 describe("the launcher image's tag (LauncherReady reads the KubeVirt version from it)", () => {
   it('is found in a reference pinned by digest, behind a registry port, or not at all', () => {

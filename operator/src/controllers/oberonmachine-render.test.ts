@@ -13,7 +13,7 @@ import {
   STATUS_FILE,
 } from './oberonmachine-render.ts';
 
-const HOOK = fileURLToPath(new URL('./hook/onDefineDomain.py', import.meta.url));
+const HOOK = fileURLToPath(new URL('../../../images/virt-launcher/onDefineDomain.py', import.meta.url));
 const python = spawnSync('python3', ['--version']).status === 0;
 // A developer machine without python3 skips the hook's process tests; CI must run them.
 if (!python && process.env.CI)

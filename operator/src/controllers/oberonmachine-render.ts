@@ -49,7 +49,10 @@ export const KEY_PLACEHOLDER_POD = `$${KEY_REFERENCE}`;
 export const KEY_PLACEHOLDER_VM = '$(KEY)'; // substituted by our hook from /payload/key
 export const AIR_LABEL = 'retrokube.io/air';
 export const DESCRIPTOR_ANNOTATION = 'paleocomputing.io/machine';
-export const HOOK_SCRIPT = readFileSync(new URL('./hook/onDefineDomain.py', import.meta.url), 'utf8');
+export const HOOK_SCRIPT = readFileSync(
+  new URL('../../../images/virt-launcher/onDefineDomain.py', import.meta.url),
+  'utf8',
+);
 
 export interface MachineSettings {
   name: string;

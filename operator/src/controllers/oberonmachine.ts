@@ -1,9 +1,10 @@
 // OberonMachine controller: one Oberon machine as a pod running our emulator (StatefulSet of one
 // plus a VNC Service) or as a KubeVirt VirtualMachine on the RISC5 launcher (hook ConfigMap, disk
 // PVC, fill Job, VM — Halted until the Job has seeded the disk). Reads top to bottom: watch setup,
-// reconcile, status. Renders live in oberonmachine-render.ts (pure).
-import { CORE, type KubeClient, type KubeObject, type ResourceType } from '../runtime/client.ts';
-import { type Condition, type ConditionInput, isTrue, setConditions } from '../runtime/conditions.ts';
+// reconcile, status. Renders live in oberonmachine-render.ts, the status it computes in
+// oberonmachine-status.ts (both pure), LauncherReady in oberonmachine-launcher.ts.
+import { CORE, type KubeObject, type ResourceType } from '../runtime/client.ts';
+import { type Condition, isTrue } from '../runtime/conditions.ts';
 import type {
   ControllerDefinition,
   ObjectKeyRef,
@@ -12,13 +13,13 @@ import type {
 } from '../runtime/controller.ts';
 import { CHILD_VERBS, type PolicyRule } from '../runtime/rbac.ts';
 import { defaultImage } from './oberonair.ts';
+import { KUBEVIRT, LAUNCHER_LIMITS, LauncherCheck } from './oberonmachine-launcher.ts';
 import {
   bootFromEvents,
   CORE_EVENT,
   ENDPOINT_SLICE,
   EVENT_FILTER,
   eventMachine,
-  later,
   machineEvents,
   OBSERVE_LIMITS,
   OBSERVE_RBAC,
@@ -35,16 +36,14 @@ import {
   machineChild,
   machineSettings,
   type OberonMachine,
-  RENDER_LIMITS,
-  relayHost,
   renderKubeVirt,
   renderPod,
 } from './oberonmachine-render.ts';
+import { computeMachineStatus, type Observed, type World } from './oberonmachine-status.ts';
 import { applyOwned, ourKind, primaryRules } from './owned.ts';
 
 export const LIMITS = {
   conflictRecheckMs: 60_000, // a name taken by someone else is re-checked every minute
-  launcherCheckMs: 60_000, // the cluster's launcher changes rarely: look once a minute, not per reconcile
   seedingRecheckMs: 5_000, // while the fill Job runs, look again soon (its events also wake us)
 } as const;
 
@@ -61,7 +60,7 @@ export const KINDS_OWNED = {
   pvc: T('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim'),
   job: T('batch', 'v1', 'jobs', 'Job'),
   vm: T('kubevirt.io', 'v1', 'virtualmachines', 'VirtualMachine'),
-  kubevirt: T('kubevirt.io', 'v1', 'kubevirts', 'KubeVirt'),
+  kubevirt: KUBEVIRT,
 } as const;
 
 /** What this controller needs. No Secrets: keys reach machines through the kubelet, never the operator. */
@@ -240,7 +239,7 @@ async function reconcile(
     conflicts.length ? LIMITS.conflictRecheckMs : undefined,
     observed.kind === 'kubevirt'
       ? observed.seeded
-        ? LIMITS.launcherCheckMs
+        ? LAUNCHER_LIMITS.launcherCheckMs
         : LIMITS.seedingRecheckMs
       : undefined,
     wait > 0 ? wait : undefined,
@@ -315,274 +314,4 @@ async function restartVm(ctx: ReconcileContext, m: OberonMachine, vm: KubeObject
       `VirtualMachine ${vm.metadata.name} needs a restart for its new boot commands (virtctl restart): ${(err as Error).message}`,
     );
   }
-}
-
-// --- LauncherReady (report, never patch) -----------------------------------------------------------
-
-export interface LauncherState {
-  ready: boolean;
-  reason: string;
-  message: string;
-}
-
-/** Reads the KubeVirt CR, virt-controller and the launcher component's status ConfigMap (spec §7.1). */
-export async function checkLauncher(client: KubeClient): Promise<LauncherState> {
-  let kvs: KubeObject[];
-  try {
-    kvs = (await client.list<KubeObject>(KINDS_OWNED.kubevirt)).items ?? [];
-  } catch (err) {
-    const status = (err as { status?: number }).status;
-    if (status === 404)
-      return {
-        ready: false,
-        reason: 'KubeVirtMissing',
-        message: 'KubeVirt is not installed (no kubevirts.kubevirt.io)',
-      };
-    return {
-      ready: false,
-      reason: 'KubeVirtUnreadable',
-      message: `cannot read the KubeVirt CR: ${(err as Error).message}`,
-    };
-  }
-  const kv = kvs[0] as
-    | (KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> })
-    | undefined;
-  if (!kv) return { ready: false, reason: 'KubeVirtMissing', message: 'no KubeVirt CR in the cluster' };
-  if (kv.metadata.deletionTimestamp)
-    return {
-      ready: false,
-      reason: 'KubeVirtDeleting',
-      message: `the KubeVirt CR ${kv.metadata.namespace}/${kv.metadata.name} is being deleted`,
-    };
-  const gates =
-    (kv.spec?.configuration as { developerConfiguration?: { featureGates?: string[] } } | undefined)
-      ?.developerConfiguration?.featureGates ?? [];
-  if (!gates.includes('Sidecar'))
-    return {
-      ready: false,
-      reason: 'SidecarGateMissing',
-      message:
-        'the KubeVirt CR lacks the Sidecar feature gate (spec.configuration.developerConfiguration.featureGates)',
-    };
-  const ns = kv.metadata.namespace as string;
-  const version = String(kv.status?.observedKubeVirtVersion ?? '');
-  const ctrl = await client.getOrUndefined<
-    KubeObject & { spec?: { template?: { spec?: { containers?: Array<{ args?: string[] }> } } } }
-  >(CORE.deployment, ns, 'virt-controller');
-  const args = ctrl?.spec?.template?.spec?.containers?.[0]?.args ?? [];
-  const tag = imageTag(args[1] ?? '');
-  if (
-    args[0] !== '--launcher-image' ||
-    !/-(paleo|risc5)-/.test(tag) ||
-    (version && !tag.startsWith(`${version}-`))
-  )
-    return {
-      ready: false,
-      reason: 'StockLauncher',
-      message: `virt-controller runs launcher ${args[1] ?? '(unknown)'}, not a RISC5-capable ${version || '<version>'}-paleo-* image`,
-    };
-  const cm = await client.getOrUndefined<KubeObject & { data?: Record<string, string> }>(
-    CORE.configMap,
-    ns,
-    'kubevirt-paleo-launcher-status',
-  );
-  const state = cm?.data?.state;
-  if (state && state !== 'Applied')
-    return {
-      ready: false,
-      reason: /^[A-Za-z]+$/.test(state) ? state : 'LauncherNotApplied',
-      message: `kubevirt-paleo-launcher reports ${state}: ${cm?.data?.reason ?? ''}`.trim(),
-    };
-  return { ready: true, reason: 'LauncherReady', message: `RISC5 launcher ${args[1]} with the Sidecar gate` };
-}
-
-/** An image reference's tag (`repo:5000/x:TAG@sha256:…` → TAG); '' when it has none (digest only). */
-export function imageTag(ref: string): string {
-  const name = ref.split('@')[0] ?? '';
-  const last = name.slice(name.lastIndexOf('/') + 1);
-  const colon = last.lastIndexOf(':');
-  return colon < 0 ? '' : last.slice(colon + 1);
-}
-
-class LauncherCheck {
-  private last: { at: number; state: LauncherState } | undefined;
-  async get(client: KubeClient): Promise<LauncherState> {
-    if (this.last && Date.now() - this.last.at < LIMITS.launcherCheckMs) return this.last.state;
-    const state = await checkLauncher(client);
-    this.last = { at: Date.now(), state };
-    return state;
-  }
-}
-
-// --- status (pure) ---------------------------------------------------------------------------------
-
-export type Observed =
-  | { kind: 'invalid'; message: string }
-  | { kind: 'no-kubevirt' }
-  | { kind: 'pod'; statefulSet: KubeObject | undefined; conflicts: string[] }
-  | {
-      kind: 'kubevirt';
-      vm: KubeObject | undefined;
-      seeded: boolean;
-      jobFailed?: string;
-      conflicts: string[];
-      launcher: LauncherState;
-    };
-
-/** What the machine's status reads besides its children (oberonmachine-observe.ts). */
-export interface World {
-  events: StatusEvent[];
-  /** Newest boot seen in events (kubelet's Started of the machine container, KubeVirt's of the VMI). */
-  bootSeen?: string;
-  /** Machines naming an air: does its relay Service have a ready endpoint, and is the machine held for it. */
-  relay?: { ready: boolean; held: boolean };
-}
-
-export function computeMachineStatus(
-  m: OberonMachine,
-  s: MachineSettings,
-  o: Observed,
-  world: World = { events: [] },
-  now: Date = new Date(),
-): Record<string, unknown> & { events: StatusEvent[] } {
-  const gen = m.metadata.generation;
-  const conds: ConditionInput[] = [];
-  let phase: string;
-  let ready = false;
-  let message = '';
-  let lastBoot: string | undefined;
-  const held = !!world.relay?.held;
-  const relayWait = `waiting for a ready endpoint of the relay Service ${s.air ? relayHost(s.air) : ''} (OberonAir ${s.air}) before starting`;
-  if (o.kind === 'invalid') {
-    phase = 'Failed';
-    message = o.message;
-  } else if (o.kind === 'no-kubevirt') {
-    phase = 'Failed';
-    message = 'runtime kubevirt is not enabled in this operator (start it with --kubevirt); use runtime pod';
-  } else if (o.conflicts.length) {
-    phase = 'Failed';
-    message = `${o.conflicts.join(' and ')} already exist and belong to someone else; rename this OberonMachine`;
-  } else if (o.kind === 'pod') {
-    const st = (o.statefulSet?.status ?? {}) as { readyReplicas?: number };
-    ready = s.running && !held && (st.readyReplicas ?? 0) >= 1;
-    phase = !s.running ? 'Halted' : held ? 'Pending' : ready ? 'Running' : 'Starting';
-    message = ready
-      ? `screen at ${machineChild(s.name)}:${RENDER_LIMITS.vncPort} (VNC)`
-      : !s.running
-        ? 'halted (disk kept)'
-        : held
-          ? relayWait
-          : (latestWarning(world.events) ?? 'waiting for the machine pod');
-  } else {
-    const vs = (o.vm?.status ?? {}) as {
-      ready?: boolean;
-      printableStatus?: string;
-      conditions?: Array<{ type: string; status: string; message?: string; lastTransitionTime?: string }>;
-    };
-    ready = s.running && o.seeded && !held && vs.ready === true;
-    const failure = vs.conditions?.find(
-      (c) => (c.type === 'Failure' || c.type === 'Synchronized') && c.status === 'False' && c.message,
-    );
-    phase = o.jobFailed
-      ? 'Failed'
-      : !o.seeded
-        ? 'Seeding'
-        : !s.running
-          ? 'Halted'
-          : held
-            ? 'Pending'
-            : ready
-              ? 'Running'
-              : 'Starting';
-    message =
-      o.jobFailed ??
-      failure?.message ??
-      (!o.seeded
-        ? 'seeding the disk (fill Job)'
-        : held
-          ? relayWait
-          : ((ready ? undefined : latestWarning(world.events)) ??
-            vs.printableStatus ??
-            'VirtualMachine created'));
-    lastBoot = vs.conditions?.find((c) => c.type === 'Ready' && c.status === 'True')?.lastTransitionTime;
-    conds.push(
-      o.seeded
-        ? {
-            type: 'DiskSeeded',
-            status: 'True',
-            reason: 'FillSucceeded',
-            message: 'the fill Job put the ROM and the disk on the volume',
-          }
-        : {
-            type: 'DiskSeeded',
-            status: 'False',
-            reason: o.jobFailed ? 'FillFailed' : 'Filling',
-            message: o.jobFailed ?? 'the fill Job is running',
-          },
-      {
-        type: 'LauncherReady',
-        status: o.launcher.ready ? 'True' : 'False',
-        reason: o.launcher.reason,
-        message: o.launcher.message,
-      },
-    );
-  }
-  if (world.relay && s.air) {
-    const svc = relayHost(s.air);
-    conds.push(
-      world.relay.ready
-        ? {
-            type: 'AirReachable',
-            status: 'True',
-            reason: 'RelayEndpointReady',
-            message: `the relay Service ${svc} has a ready endpoint`,
-          }
-        : {
-            type: 'AirReachable',
-            status: 'False',
-            reason: world.relay.held ? 'WaitingForRelayEndpoint' : 'RelayEndpointNotReady',
-            message: world.relay.held
-              ? `${relayWait}: the machine is held (${s.runtime === 'pod' ? 'StatefulSet replicas 0' : 'VirtualMachine runStrategy Halted'}); check OberonAir ${s.air} and its relay pod`
-              : `the relay Service ${svc} has no ready endpoint; a running machine keeps running and reaches the relay again when it is back`,
-          },
-    );
-  }
-  conds.push(
-    ready
-      ? { type: 'Ready', status: 'True', reason: 'Running', message }
-      : {
-          type: 'Ready',
-          status: 'False',
-          reason: phase === 'Failed' ? 'Failed' : held ? 'WaitingForRelayEndpoint' : phase,
-          message,
-        },
-  );
-  // Monotonic: a boot once seen stays the last boot when its Event expires (the API server keeps Events an hour).
-  lastBoot = later(
-    later((m.status as { lastBoot?: string } | undefined)?.lastBoot, lastBoot),
-    world.bootSeen,
-  );
-  return {
-    observedGeneration: gen,
-    phase,
-    ready,
-    ...(lastBoot ? { lastBoot } : {}),
-    events: world.events,
-    ...(s.runtime === 'pod'
-      ? { vnc: `${machineChild(s.name)}.${s.namespace}.svc:${RENDER_LIMITS.vncPort}` }
-      : {}),
-    message,
-    conditions: setConditions(
-      (m.status as { conditions?: Condition[] } | undefined)?.conditions,
-      conds,
-      gen,
-      now,
-    ),
-  };
-}
-
-/** The newest Warning event as one line (what the kubelet, KubeVirt or our hook said went wrong). */
-function latestWarning(events: readonly StatusEvent[]): string | undefined {
-  const w = events.find((e) => e.type === 'Warning');
-  return w ? `${w.object} ${w.reason}: ${w.message}` : undefined;
 }

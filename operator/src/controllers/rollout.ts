@@ -1,25 +1,15 @@
-// Rollout controller: walks a version change across OberonKubes with the planner of
+// Rollout controller: walks a version change across clusters with the planner of
 // operator/src/rollout/plan.ts. It keeps no memory of its own — the walk is the Rollout's status —
 // so a restarted operator resumes where the last status write left it, and every action it takes
-// (write the deployment's desired fields, set a serving label) is idempotent.
+// (write a deployment's desired fields, switch what serves) is idempotent.
 //
-// A target is judged as the operator judges an Oberon cluster: by what its OberonKube status says
-// was heard on the air (pods running the new image on Ready nodes), never by asking the plane.
-// The change reaches a running plane live, through the cluster's deployments ConfigMap.
-import { DEPLOYMENTS_PATTERN, parseDeploymentList } from '../api/oberonkube.ts';
-import type { RolloutSpecT, RolloutStatusT } from '../api/rollout.ts';
+// What a target is, how it is changed and judged, belongs to one driver per selector.kind
+// (rollout-driver.ts): OberonKubes heard on the air (rollout-oberon.ts), SheetClusters and
+// federation members read from their sheets (rollout-sheets.ts). This file only walks.
+import type { RolloutSpecT, RolloutStatusT, TargetKind } from '../api/rollout.ts';
 import { GROUP } from '../api/schema.ts';
-import {
-  type Action,
-  type Change,
-  decide,
-  type Observation,
-  type RolloutSpec,
-  type RolloutStatus,
-  type Target,
-  type Version,
-} from '../rollout/plan.ts';
-import { ApiError, type KubeObject, type ResourceType } from '../runtime/client.ts';
+import { type Change, decide, type RolloutSpec, type RolloutStatus, type Target } from '../rollout/plan.ts';
+import type { KubeObject, ResourceType } from '../runtime/client.ts';
 import type {
   ControllerDefinition,
   ObjectKeyRef,
@@ -29,56 +19,59 @@ import type {
 import type { PolicyRule } from '../runtime/rbac.ts';
 import { OBERONKUBE } from './oberonkube.ts';
 import { ourKind, primaryRules } from './owned.ts';
+import type { Rollout, RolloutDriver, RolloutWithSpec } from './rollout-driver.ts';
+import { oberonDriver } from './rollout-oberon.ts';
+import { type SheetDriverOptions, sheetDrivers } from './rollout-sheets.ts';
+import { SHEETCLUSTER } from './sheetcluster.ts';
+import { SHEETFEDERATION } from './sheetfederation.ts';
+
+export { observeKube, SERVING_LABEL, withVersion } from './rollout-oberon.ts';
 
 export const LIMITS = {
   pollMs: 2_000, // a walk in progress is looked at this often (OberonKube status changes at most every 5 s)
 } as const;
 
-/** The label blue/green sets on the targets of the group that now serves (and unsets on the others). */
-export const SERVING_LABEL = 'rollout.retrokube.io/serving';
-
 export const ROLLOUT: ResourceType = ourKind('rollouts', 'Rollout');
 
-/** Reads its targets and writes their deployments (spec) and serving label (metadata); nothing else. */
+/**
+ * Reads its targets; writes OberonKubes' deployments (spec) and serving label (metadata), and a
+ * SheetFederation's spec.active (blue/green). SheetClusters are read only: their sheets are changed
+ * through the apiserver's contract, with keys derived from the seed. No Secret is read through this
+ * role (a Secret a spec names is read only where its owner granted get on it).
+ */
 export const ROLLOUT_RBAC: PolicyRule[] = [
   ...primaryRules('rollouts'),
   { apiGroups: [GROUP], resources: ['oberonkubes'], verbs: ['get', 'list', 'watch', 'patch'] },
+  { apiGroups: [GROUP], resources: ['sheetclusters'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [GROUP], resources: ['sheetfederations'], verbs: ['get', 'list', 'watch', 'patch'] },
 ];
 
-interface Rollout extends KubeObject {
-  spec?: RolloutSpecT;
-  status?: RolloutStatusT;
-}
+export interface RolloutControllerOptions extends Partial<SheetDriverOptions> {}
 
-interface Kube extends KubeObject {
-  spec?: { deployments?: string };
-  status?: {
-    observedGeneration?: number;
-    converged?: boolean;
-    planeHeard?: boolean;
-    runningPods?: number;
-    desiredPods?: number;
-    nodeTable?: Array<{ images?: string[] }>;
+export function rolloutController(o: RolloutControllerOptions = {}): ControllerDefinition {
+  const sheets = sheetDrivers({
+    // Without the seed the SheetCluster controller shares, generated keys cannot be derived: such
+    // targets then say so (their Secrets cannot be read either) and nothing is touched.
+    keySeed: o.keySeed ?? '',
+    sheetsAddress: o.sheetsAddress,
+  });
+  const drivers: Record<TargetKind, RolloutDriver> = {
+    OberonKube: oberonDriver,
+    SheetCluster: sheets.cluster,
+    SheetFederation: sheets.federation,
   };
-}
-
-export function rolloutController(): ControllerDefinition {
+  // A target's change wakes every unfinished rollout of its namespace.
+  const wake = (obj: KubeObject, primary: { list(ns?: string): KubeObject[] }) =>
+    primary
+      .list(obj.metadata.namespace)
+      .filter((r) => !isFinal((r as Rollout).status?.phase))
+      .map((r) => `${r.metadata.namespace}/${r.metadata.name}`);
   return {
     name: 'rollout',
     primary: ROLLOUT,
     owns: [],
-    watches: [
-      {
-        type: OBERONKUBE,
-        // A target's change wakes every unfinished rollout of its namespace.
-        map: (obj, primary) =>
-          primary
-            .list(obj.metadata.namespace)
-            .filter((r) => !isFinal((r as Rollout).status?.phase))
-            .map((r) => `${r.metadata.namespace}/${r.metadata.name}`),
-      },
-    ],
-    reconcile,
+    watches: [OBERONKUBE, SHEETCLUSTER, SHEETFEDERATION].map((type) => ({ type, map: wake })),
+    reconcile: (ctx, key) => reconcile(ctx, key, drivers),
   };
 }
 
@@ -96,76 +89,34 @@ export function plannerSpec(spec: RolloutSpecT): RolloutSpec {
   };
 }
 
-/** What the air says about one target, through its OberonKube status. Pure. */
-export function observeKube(k: Kube, deployment: string, minRunning: number): Observation {
-  let items: ReturnType<typeof parseDeploymentList>;
-  try {
-    items = parseDeploymentList(k.spec?.deployments);
-  } catch (e) {
-    return { converged: false, healthy: false, problem: (e as Error).message };
-  }
-  const item = items.find((d) => d.name === deployment);
-  if (!item) return { converged: false, healthy: false };
-  const current: Version = { image: item.module, replicas: item.replicas };
-  const st = k.status ?? {};
-  // Status written before the operator heard the plane says nothing about the pods yet.
-  if (st.planeHeard !== true)
-    return { current, converged: false, healthy: false, problem: 'the plane is not heard on the air' };
-  const fresh = st.observedGeneration === k.metadata.generation;
-  const heard = (st.nodeTable ?? []).flatMap((n) => n.images ?? []).filter((i) => i === item.module).length;
-  const converged =
-    fresh && st.converged === true && st.runningPods === st.desiredPods && heard >= item.replicas;
-  return { current, converged, healthy: (st.runningPods ?? 0) >= minRunning };
-}
+const IN_FLIGHT = new Set(['Updating', 'Checking']);
 
-/** The target's deployments text with one item set to `version`. Pure. */
-export function withVersion(text: string | undefined, deployment: string, version: Version): string {
-  const items = parseDeploymentList(text).map((d) =>
-    d.name === deployment
-      ? { name: d.name, replicas: version.replicas ?? d.replicas, module: version.image ?? d.module }
-      : d,
-  );
-  const out = items.map((d) => `${d.name} ${d.replicas} ${d.module}`).join('; ');
-  if (!new RegExp(DEPLOYMENTS_PATTERN).test(out))
-    throw new Error(`"${out}" is not a valid deployments list (an image must be a module name)`);
-  return out;
-}
-
-async function reconcile(ctx: ReconcileContext, key: ObjectKeyRef): Promise<ReconcileResult | undefined> {
-  const r = ctx.cached<Rollout>(ROLLOUT, key.namespace, key.name);
-  if (!r?.spec || r.metadata.deletionTimestamp) return undefined;
-  if (isFinal(r.status?.phase)) return undefined;
+async function reconcile(
+  ctx: ReconcileContext,
+  key: ObjectKeyRef,
+  drivers: Record<TargetKind, RolloutDriver>,
+): Promise<ReconcileResult | undefined> {
+  const found = ctx.cached<Rollout>(ROLLOUT, key.namespace, key.name);
+  if (!found?.spec || found.metadata.deletionTimestamp) return undefined;
+  if (isFinal(found.status?.phase)) return undefined;
+  const r = found as RolloutWithSpec;
+  const driver = drivers[r.spec.selector.kind ?? 'OberonKube'];
   const spec = plannerSpec(r.spec);
-  const kubes = ctx.watched(OBERONKUBE).list(key.namespace) as Kube[];
-  const byName = new Map(kubes.map((k) => [k.metadata.name as string, k]));
-  const want = r.spec.selector.matchLabels;
-  const targets: Target[] = kubes
-    .filter((k) => Object.entries(want).every(([l, v]) => k.metadata.labels?.[l] === v))
-    .map((k) => ({ name: k.metadata.name as string, labels: { ...(k.metadata.labels ?? {}) } }));
+  const targets: Target[] = driver.select(ctx, r);
   // Targets chosen at the start stay targets (a relabelled cluster is still judged, and is missing if deleted).
   const known = new Set(targets.map((t) => t.name));
-  for (const row of r.status?.targets ?? []) {
-    const k = byName.get(row.name);
-    if (!known.has(row.name)) targets.push({ name: row.name, labels: { ...(k?.metadata.labels ?? {}) } });
-  }
-  const minRunning = r.spec.check?.minRunning ?? 0;
-  const seen = new Map<string, Observation>();
-  for (const t of targets) {
-    const k = byName.get(t.name);
-    seen.set(
-      t.name,
-      k
-        ? observeKube(k, r.spec.change.deployment, minRunning)
-        : { converged: false, healthy: false, problem: `OberonKube ${t.name} does not exist` },
-    );
-  }
+  for (const row of r.status?.targets ?? [])
+    if (!known.has(row.name)) targets.push({ name: row.name, labels: driver.labelsOf(ctx, r, row.name) });
+  const judge = new Set((r.status?.targets ?? []).filter((t) => IN_FLIGHT.has(t.phase)).map((t) => t.name));
+  const seen = await driver.observe(ctx, r, targets, judge);
   const last = r.status?.phase ? (r.status as RolloutStatus) : undefined;
   const d = decide(spec, last, targets, seen, new Date());
 
   const failures: string[] = [];
   for (const a of d.actions) {
     try {
-      await carryOut(ctx, key.namespace, a, r.spec.change.deployment, byName, targets);
+      if (a.kind === 'apply') await driver.apply(ctx, r, a.target, a.version);
+      else await driver.serve(ctx, r, targets, a.label, a.group);
     } catch (e) {
       // Retried at the next poll (applying is idempotent); the reason shows in status meanwhile.
       failures.push(`${a.kind} ${a.kind === 'apply' ? a.target : a.group}: ${(e as Error).message}`);
@@ -176,38 +127,11 @@ async function reconcile(ctx: ReconcileContext, key: ObjectKeyRef): Promise<Reco
   const status: RolloutStatusT = {
     ...(d.status as RolloutStatusT),
     ...(failures.length
-      ? { message: `${d.status.message ?? ''} (retrying: ${failures.join('; ')})`.trim() }
+      ? { message: `${d.status.message ?? ''} (retrying: ${failures.join('; ')})`.trim().slice(0, 4096) }
       : {}),
     progress: `${succeeded}/${d.status.targets.length}`,
     observedGeneration: r.metadata.generation,
   };
   await ctx.applyStatusIfChanged(ROLLOUT, r, status as unknown as Record<string, unknown>);
   return isFinal(d.status.phase) ? undefined : { requeueAfterMs: LIMITS.pollMs };
-}
-
-async function carryOut(
-  ctx: ReconcileContext,
-  namespace: string,
-  a: Action,
-  deployment: string,
-  byName: Map<string, Kube>,
-  targets: Target[],
-): Promise<void> {
-  if (a.kind === 'apply') {
-    const k = byName.get(a.target);
-    if (!k) throw new Error(`OberonKube ${a.target} does not exist`);
-    const deployments = withVersion(k.spec?.deployments, deployment, a.version);
-    if (deployments === k.spec?.deployments) return;
-    await ctx.client.mergePatch(OBERONKUBE, namespace, a.target, { spec: { deployments } });
-    return;
-  }
-  for (const t of targets) {
-    const serving = t.labels[a.label] === a.group ? 'true' : 'false';
-    if (byName.get(t.name)?.metadata.labels?.[SERVING_LABEL] === serving) continue;
-    await ctx.client
-      .mergePatch(OBERONKUBE, namespace, t.name, { metadata: { labels: { [SERVING_LABEL]: serving } } })
-      .catch((e) => {
-        if (!(e instanceof ApiError && e.status === 404)) throw e;
-      });
-  }
 }

@@ -7,6 +7,7 @@ import {
   type SheetFederationSpecT,
   type SheetFederationStatusT,
 } from '../api/sheetfederation.ts';
+import { activeMember } from '../rollout/sheet-target.ts';
 import type { KubeObject, ResourceType } from '../runtime/client.ts';
 import { type ConditionInput, setConditions } from '../runtime/conditions.ts';
 import type {
@@ -126,7 +127,10 @@ async function reconcile(
         ? { ...summarize(r.view), reachable: true }
         : { name: r.name, reachable: false, message: r.error.slice(0, 1024) },
     ),
-    services: federatedView(views).slice(0, LIMITS.maxServices),
+    // The active member of each service: what consumers route to (blue/green switches it).
+    services: federatedView(views)
+      .slice(0, LIMITS.maxServices)
+      .map((x) => ({ ...x, active: activeMember(fed.spec.active, x.name, x.members) })),
     conflicts: plan.conflicts.map((c) => c.name).slice(0, 100),
     stretched,
     conditions: setConditions(fed.status?.conditions, conditions, fed.metadata.generation),

@@ -86,7 +86,16 @@ export function startUpControl(
         return json(404, { error: `no ${route}; use GET /state /view /screen, POST /machine /apply /down` });
     }
   };
-  // Bound to loopback: a web page must not stop the cluster (Origin, Host, JSON: util/http-guard.ts).
+  return listenControl(handle);
+}
+
+/**
+ * Serves `handle` on an ephemeral loopback port behind the guard (Origin, Host, JSON: a web page
+ * must not steer the cluster); a handler's BadRequest is a 400 with its reason, anything else a 409.
+ */
+export function listenControl(
+  handle: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>,
+): Promise<UpControl> {
   const server = http.createServer(
     guardListener(
       (req, res) => {

@@ -38,6 +38,8 @@ export interface LocalKube {
   loss: number;
   runtime: 'pod' | 'kubevirt';
   memory?: string;
+  /** metadata.labels: what a Rollout's selector matches (and blue/green's groups). */
+  labels?: Record<string, string>;
 }
 
 export const SAMPLE_DEPLOYMENTS = 'web 4 Ticker; api 2 Ticker2';
@@ -129,16 +131,17 @@ function quantity(x: unknown, where: string): string {
   return x as string;
 }
 
-/**
- * Reads a FILE's documents: exactly one OberonKube, optional OberonAir (its loss) and Secrets
- * (the key of keySecretRef). Unknown kinds and bad fields are refused with the field named.
- */
-export function parseLocalFile(text: string, file = 'FILE'): LocalKube {
-  const docs = parseAllDocuments(text);
-  const kubes: Doc[] = [];
-  const airs: Doc[] = [];
-  const secrets = new Map<string, Doc>();
-  docs.forEach((d, i) => {
+/** A FILE's documents by kind (Secrets by name); unknown kinds and bad apiVersions refused, naming the field. */
+export interface FileDocs {
+  kubes: Doc[];
+  airs: Doc[];
+  secrets: Map<string, Doc>;
+  rollouts: Doc[];
+}
+
+export function readFileDocs(text: string, file = 'FILE'): FileDocs {
+  const out: FileDocs = { kubes: [], airs: [], secrets: new Map(), rollouts: [] };
+  parseAllDocuments(text).forEach((d, i) => {
     if (d.errors.length > 0)
       throw new SpecError(`${file}: document ${i + 1} is not YAML: ${d.errors[0].message}`);
     const o = d.toJSON() as unknown;
@@ -150,26 +153,49 @@ export function parseLocalFile(text: string, file = 'FILE'): LocalKube {
       if (o.apiVersion !== 'v1') fail(where, 'apiVersion', 'must be v1 for a Secret');
       const name = isObj(o.metadata) ? o.metadata.name : undefined;
       if (typeof name !== 'string' || !name) fail(where, 'metadata.name', 'is required');
-      secrets.set(name as string, o);
+      out.secrets.set(name as string, o);
       return;
     }
     if (kind === 'SheetCluster') return; // run beside the OberonKube (local/sheets.ts reads it)
-    if (kind !== 'OberonKube' && kind !== 'OberonAir')
+    if (kind !== 'OberonKube' && kind !== 'OberonAir' && kind !== 'Rollout')
       fail(
         where,
         'kind',
-        `"${String(kind)}" is not known here; use OberonKube, OberonAir, SheetCluster or Secret`,
+        `"${String(kind)}" is not known here; use OberonKube, OberonAir, SheetCluster, Rollout or Secret`,
       );
     if (o.apiVersion !== API_VERSION) fail(where, 'apiVersion', `must be ${API_VERSION}`);
-    (kind === 'OberonKube' ? kubes : airs).push(o);
+    (kind === 'OberonKube' ? out.kubes : kind === 'OberonAir' ? out.airs : out.rollouts).push(o);
   });
-  if (kubes.length !== 1)
-    throw new SpecError(`${file}: kind must hold exactly one OberonKube, found ${kubes.length}`);
-  const k = kubes[0];
+  return out;
+}
+
+/**
+ * Reads a FILE's documents: exactly one OberonKube, optional OberonAir (its loss) and Secrets
+ * (the key of keySecretRef). Unknown kinds and bad fields are refused with the field named.
+ * (A FILE with several OberonKubes or Rollouts is a fleet: local/fleet-spec.ts reads it.)
+ */
+export function parseLocalFile(text: string, file = 'FILE'): LocalKube {
+  const docs = readFileDocs(text, file);
+  if (docs.kubes.length !== 1)
+    throw new SpecError(`${file}: kind must hold exactly one OberonKube, found ${docs.kubes.length}`);
+  return parseKubeDoc(docs.kubes[0], docs, file);
+}
+
+/** One OberonKube document (its key from the FILE's Secrets, its loss from an OberonAir). */
+export function parseKubeDoc(k: Doc, docs: Pick<FileDocs, 'airs' | 'secrets'>, file = 'FILE'): LocalKube {
+  const { airs, secrets } = docs;
   const where = `${file} OberonKube`;
   const md = isObj(k.metadata) ? k.metadata : {};
   const name = typeof md.name === 'string' ? md.name : fail(where, 'metadata.name', 'is required');
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name)) fail(where, 'metadata.name', 'must be a DNS label');
+  const labels: Record<string, string> = {};
+  if (md.labels !== undefined) {
+    if (!isObj(md.labels)) fail(where, 'metadata.labels', 'must be a map of label: value');
+    for (const [l, v] of Object.entries(md.labels as Doc)) {
+      if (typeof v !== 'string') fail(where, `metadata.labels.${l}`, 'must be a string (quote numbers)');
+      labels[l] = v as string;
+    }
+  }
   const spec = isObj(k.spec) ? k.spec : fail(where, 'spec', 'is required');
   const known = [
     'nodes',
@@ -245,6 +271,7 @@ export function parseLocalFile(text: string, file = 'FILE'): LocalKube {
     loss: loss as number,
     runtime: runtime as 'pod' | 'kubevirt',
     memory,
+    labels,
   };
   const plane = planeCommands(out, '0'.repeat(LIMITS.keyHexDigits));
   if (plane.length > LIMITS.bootChars)

@@ -27,6 +27,8 @@ export interface UpState {
   cluster: string;
   machines: { name: string; role: 'plane' | 'node'; vnc: number | null; disk: string }[];
   sheets?: { url: string };
+  /** A fleet FILE: its clusters (machines above are named CLUSTER/MACHINE) and rollouts. */
+  fleet?: { clusters: { name: string; air: { port: number; control: string } }[]; rollouts: string[] };
   startedAt: string;
 }
 

@@ -5,15 +5,18 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatView } from '../air/view.ts';
-import { buildKubeDisk } from '../cli/kube-disk.ts';
 import { type ConsoleServer, startConsole } from '../console/server.ts';
 import type { SheetsTabs } from '../console/types.ts';
+import { buildKubeDisk } from '../machine/kube-disk.ts';
 import { DEFAULT_TOKEN, SheetsClient } from '../sheets/ctl/client.ts';
 import { renderTable } from '../sheets/ctl/table.ts';
 import { runUp as runSheetsUp } from '../sheets/local/up.ts';
 import { sendLogsTo } from '../util/log.ts';
+import { stopOnSignal } from '../util/process.ts';
 import { LocalCluster } from './cluster.ts';
 import { startUpControl } from './control.ts';
+import { runFleetUp } from './fleet.ts';
+import { isFleetText } from './fleet-spec.ts';
 import { type LocalSheets, parseSheetsFile, type RunningSheets, startLocalSheets } from './sheets.ts';
 import { type LocalKube, parseLocalFile, SAMPLE_YAML } from './spec.ts';
 import {
@@ -36,28 +39,9 @@ export const LIMITS = {
   sheetsMetricRows: 2000, // Metrics rows plotted (the newest)
 } as const;
 
-export interface UpOptions {
-  file?: string;
-  dir: string;
-  /** First VNC port; 0 = any free ports; null = no VNC. */
-  vncBase: number | null;
-  /** Redraw the live table (else progress and summary lines only). */
-  view: boolean;
-  /** Run the sample Sheeternetes cluster too (only with no FILE). */
-  sheets: boolean;
-  /** Machine names (or "all") to run as qemu-system-risc5, and the binary. */
-  qemu?: { binary: string; machines: string[] };
-  /**
-   * human (default): the console shows the view only, JSON log lines go to up.log in the state
-   * folder (its path printed); json: the log lines go to stderr.
-   */
-  logFormat?: 'human' | 'json';
-  /** The sample Sheeternetes nodes offer the process runtime (named opt-in, `--allow-process`). */
-  allowProcess?: boolean;
-  /** Port of the web console on 127.0.0.1 (0 = any free port); null = no console. */
-  consolePort?: number | null;
-  out?: (s: string) => void;
-}
+import type { UpOptions } from './up-options.ts';
+
+export type { UpOptions };
 
 /** Checks --qemu: the names exist ("all" = every machine) and the binary is there. */
 export function qemuMachines(
@@ -98,14 +82,17 @@ export function loadSpec(file?: string): LocalKube {
 }
 
 /** The FILE's OberonKube and SheetCluster (either may be absent, not both); default: the sample. */
-export function loadFile(file?: string): { kube: LocalKube | null; sheets: LocalSheets | null } {
-  if (!file) return { kube: parseLocalFile(SAMPLE_YAML, 'the sample cluster'), sheets: null };
-  let text: string;
+function readText(file: string): string {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (e) {
     throw new Error(`cannot read ${file}: ${(e as Error).message}`);
   }
+}
+
+export function loadFile(file?: string): { kube: LocalKube | null; sheets: LocalSheets | null } {
+  if (!file) return { kube: parseLocalFile(SAMPLE_YAML, 'the sample cluster'), sheets: null };
+  const text = readText(file);
   const sheets = parseSheetsFile(text, file);
   const hasKube = /^kind:\s*OberonKube\s*$/m.test(text);
   if (!sheets || hasKube) return { kube: parseLocalFile(text, file), sheets };
@@ -136,6 +123,9 @@ async function runSheetsOnly(sheets: LocalSheets, o: UpOptions, out: (s: string)
 
 export async function runUp(o: UpOptions): Promise<void> {
   const out = o.out ?? ((s: string) => void process.stdout.write(s.endsWith('\n') ? s : `${s}\n`));
+  // Several OberonKubes, or Rollouts: a fleet (local/fleet.ts).
+  const text = o.file ? readText(o.file) : '';
+  if (isFleetText(text)) return runFleetUp(o, text);
   const file = loadFile(o.file);
   if (!file.kube && file.sheets) return runSheetsOnly(file.sheets, o, out);
   const spec = file.kube as LocalKube;
@@ -163,13 +153,7 @@ export async function runUp(o: UpOptions): Promise<void> {
   const disk = await buildKubeDisk();
   out(`Kube disk ${disk.cached ? 'cached' : 'built'} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
-  let stop!: () => void;
-  const stopped = new Promise<void>((r) => {
-    stop = r;
-  });
-  const onSignal = (): void => stop();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const { stopped, stop, release } = stopOnSignal();
 
   let lastProgress = '';
   const cluster = await LocalCluster.start(
@@ -324,8 +308,7 @@ export async function runUp(o: UpOptions): Promise<void> {
   } finally {
     clearInterval(timer);
     clearInterval(sheetsTimer);
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    release();
     out('stopping the cluster ...');
     if (o.sheets && !o.file) {
       process.emit('SIGTERM'); // sheets' own up stops on the signal it listens for

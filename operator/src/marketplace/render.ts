@@ -88,19 +88,61 @@ spec:
   {{- toYaml (pick .Values ${fields.map((f) => `"${f}"`).join(' ')}) | nindent 2 }}
 `,
   );
-  files.set(
-    `${dir}/templates/NOTES.txt`,
-    `${a.def.kind} {{ trimPrefix "${prefixOf(a)}" .Release.Name }} ordered in {{ .Release.Namespace }} (${API_VERSION}).
-
-The retrokube operator reconciles it; its status says how it is doing:
-  kubectl -n {{ .Release.Namespace }} get ${a.def.singular} {{ trimPrefix "${prefixOf(a)}" .Release.Name }}
-
-If the install failed with "no matches for kind ${a.def.kind}", or the status stays empty, no
-retrokube operator runs in this cluster: an administrator installs it with
-  cozypkg add ${CATALOG.platformSource} --allow-privileged
-`,
-  );
+  files.set(`${dir}/templates/NOTES.txt`, notesTxt(a));
   return files;
+}
+
+/** How fresh the operator's Lease must be to count as running (its leader renews every 2 s, gives up after 15 s). */
+const OPERATOR_FRESH_S = 60;
+
+/**
+ * NOTES.txt: whether a retrokube operator runs, as Helm sees it at install time (a `lookup` of the
+ * operator's leader-election Lease, anywhere in the cluster, renewed within OPERATOR_FRESH_S);
+ * without one, nothing will ever write the resource's status, so the NOTES are the one place that
+ * can say so — with the command that installs the operator. `helm template`/`lint` have no
+ * cluster: lookup is empty there and only the warning renders (NOTES are not part of the manifest).
+ */
+function notesTxt(a: App): string {
+  const name = `{{ trimPrefix "${prefixOf(a)}" .Release.Name }}`;
+  return `{{- /* The operator's Lease: the chart's (labelled app.kubernetes.io/name=retrokube) or the
+default name the operator creates itself. Listing Leases cluster-wide needs that right (Flux's
+helm-controller has it); without it Helm stops the install with "forbidden". */ -}}
+{{- $running := "" }}
+{{- $stale := list }}
+{{- range $l := (lookup "coordination.k8s.io/v1" "Lease" "" "").items | default list }}
+{{- if or (eq (dig "metadata" "labels" "app.kubernetes.io/name" "" $l) "retrokube") (eq $l.metadata.name "retrokube-operator") }}
+{{- $where := printf "%s/%s" $l.metadata.namespace $l.metadata.name }}
+{{- $holder := dig "spec" "holderIdentity" "" $l }}
+{{- $renew := dig "spec" "renewTime" "" $l }}
+{{- $age := -1 }}
+{{- if $renew }}{{ $age = sub (now | unixEpoch | int64) (toDate "2006-01-02T15:04:05.999999Z07:00" $renew | unixEpoch | int64) }}{{ end }}
+{{- if and $holder (ge $age 0) (le $age ${OPERATOR_FRESH_S}) }}
+{{- $running = printf "Lease %s held by %s, renewed %d s ago" $where $holder $age }}
+{{- else }}
+{{- $stale = append $stale (printf "%s (%s)" $where (ternary (printf "last renewed %d s ago" $age) "never held" (ge $age 0))) }}
+{{- end }}
+{{- end }}
+{{- end -}}
+${a.def.kind} ${name} ordered in {{ .Release.Namespace }} (${API_VERSION}).
+{{- if $running }}
+
+The retrokube operator is running ({{ $running }}); it reconciles the
+${a.def.kind}, and its status says how it is doing:
+  kubectl -n {{ .Release.Namespace }} get ${a.def.singular} ${name}
+{{- else }}
+
+WARNING: no retrokube operator is running in this cluster (no operator Lease renewed in the
+last ${OPERATOR_FRESH_S} s{{ if $stale }}; found {{ join ", " $stale }}{{ end }}).
+The ${a.def.kind} was created, but nothing reconciles it: it has no status (kubectl shows its
+READY column empty) until an operator runs, which then takes it up as it stands (nothing to
+order again). An administrator installs the operator (the privileged platform package: its
+CRDs and its Deployment) with
+  cozypkg tap ${CATALOG.ociBase}/${CATALOG.platformRepository}:${PRODUCT_VERSION}
+  cozypkg add ${CATALOG.platformSource} --allow-privileged
+and then, to see it:
+  kubectl -n {{ .Release.Namespace }} get ${a.def.singular} ${name}
+{{- end }}
+`;
 }
 
 function applicationDefinition(a: App): Json {

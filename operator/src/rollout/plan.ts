@@ -9,22 +9,7 @@
 // blocking, retry, roll a failed host back and stop the walk, update part first (canary), update
 // the idle half and switch (blue/green), walk in an order derived from attributes.
 
-export const ROLLOUT_LIMITS = {
-  maxTargets: 100, // every target has a row in one status object; 100 rows stay far below etcd's object size
-  maxParallel: 50, // more at once is not a rollout any more
-  maxAttempts: 10, // a target that fails ten times will not succeed on the eleventh
-  maxDelaySeconds: 3600, // a retry later than an hour is a new rollout
-  maxWaitSeconds: 86_400, // deadlines and check windows: a day
-} as const;
-
-export const ROLLOUT_DEFAULTS = {
-  maxParallel: 1,
-  onFailure: 'abort',
-  stepDeadlineSeconds: 300, // a 20-node Oberon cluster converges in well under a minute; 5 min is generous
-  checkSeconds: 10, // how long a converged target must stay healthy before it counts
-  retryDelaySeconds: 5,
-  backoffFactor: 2,
-} as const;
+import { ROLLOUT_DEFAULTS, ROLLOUT_LIMITS } from '../api/rollout-limits.ts';
 
 export type StrategyType = 'rolling' | 'retry' | 'canary' | 'blueGreen' | 'ordered';
 export type TargetPhase =
@@ -434,6 +419,8 @@ export function decide(
       if (s.type === 'ordered' && !earlierStagesDone(spec, rows, byName, row)) break;
       const o = seen.get(row.name);
       if (!o || o.problem || o.current === undefined) {
+        // Its version now is what a rollback would restore: a target that cannot be read waits, and says why.
+        if (o?.problem) row.message = `waiting to start: ${o.problem}`;
         if (row.attempts === 0 && o?.current === undefined && !o?.problem) {
           row.phase = 'Failed';
           row.finishedAt = iso;

@@ -7,3 +7,22 @@ export function processAlive(pid: number): boolean {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
+
+/** A stop asked for by Ctrl-C, SIGTERM or code (`stop()`); `release()` stops listening for the signals. */
+export function stopOnSignal(): { stopped: Promise<void>; stop(): void; release(): void } {
+  let stop!: () => void;
+  const stopped = new Promise<void>((r) => {
+    stop = r;
+  });
+  const onSignal = (): void => stop();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return {
+    stopped,
+    stop,
+    release: () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+}

@@ -363,6 +363,7 @@ export class Cluster {
       restarts: p.restarts ?? undefined,
       exit_code: p.exit_code,
       message: p.message ?? undefined,
+      spec_hash: p.spec_hash ?? undefined,
     }));
     const report: Report = { node: nodeName, ip, pods: reported };
     const { value } = await this.store.transact(

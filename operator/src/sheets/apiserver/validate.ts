@@ -31,6 +31,7 @@ const ReportedPod = Type.Object({
   restarts: Type.Optional(Type.Union([Type.Integer({ minimum: 0 }), Type.Null()])),
   exit_code: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
   message: Type.Optional(Type.Union([Type.String({ maxLength: 4096 }), Type.Null()])),
+  spec_hash: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()])),
 });
 
 export const HeartbeatBody = Type.Object({

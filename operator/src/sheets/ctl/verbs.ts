@@ -2,8 +2,9 @@
 // (the same as `sheets ctl`, named after the reference tool).
 import { readFile } from 'node:fs/promises';
 import { type Command, Option } from 'commander';
-import { readSecretFile, resolveSecret } from '../../util/secret-option.ts';
+import { readSecretFile } from '../../util/secret-option.ts';
 import { DEFAULT_TOKEN } from '../default-token.ts';
+import { tokenAndKey } from '../secret-flags.ts';
 import { resolveConfig, SheetsClient } from './client.ts';
 import { KIND_ALIASES, renderTable } from './table.ts';
 
@@ -94,25 +95,7 @@ function registerServe(sheets: Command): void {
     )
     .action(async (o) => {
       const warn = (s: string) => process.stderr.write(s);
-      const token =
-        resolveSecret({
-          what: 'token',
-          flag: '--token',
-          env: 'TOKEN',
-          fromFlag: o.token,
-          file: o.tokenFile,
-          envValue: process.env.TOKEN,
-          warn,
-        }) ?? DEFAULT_TOKEN;
-      const key = resolveSecret({
-        what: 'signing key',
-        flag: '--key',
-        env: 'SIGNING_KEY',
-        fromFlag: o.key,
-        file: o.keyFile,
-        envValue: process.env.SIGNING_KEY,
-        warn,
-      });
+      const { token, key } = tokenAndKey(o, warn);
       // fastify, the store backends and exceljs load only when a server really starts
       const { serveUntilSignal } = await import('../apiserver/serve.ts');
       await serveUntilSignal({ ...o, token, key });

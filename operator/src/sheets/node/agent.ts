@@ -83,6 +83,8 @@ export interface PodStatus {
   restarts: number;
   exit_code: number | null;
   message: string | null;
+  /** The spec_hash of the order this pod runs (a trailing Pods column: which spec is running). */
+  spec_hash: string;
 }
 
 interface Entry {
@@ -292,6 +294,7 @@ export class NodeAgent {
       restarts: e.restarts,
       exit_code: e.exitCode,
       message: e.message,
+      spec_hash: e.order.spec_hash,
     }));
   }
 

@@ -5,7 +5,6 @@ import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { resolveSecret } from '../../util/secret-option.ts';
 import { SheetsClient } from '../ctl/client.ts';
 import { sheetsGroup } from '../ctl/verbs.ts';
 import { DEFAULT_TOKEN } from '../default-token.ts';
@@ -21,6 +20,7 @@ import {
   WASM_MEDIA_TYPE,
   wasmConfig,
 } from '../images/sicf.ts';
+import { tokenAndKey } from '../secret-flags.ts';
 import type { Row, Store } from '../store/types.ts';
 import type { RuntimeName } from './agent.ts';
 import { PROCESS_OPT_IN } from './runtimes/process.ts';
@@ -137,25 +137,7 @@ function registerNode(sheets: Command): void {
       if (!o.server)
         throw new Error('--server is required (or set WEBAPP_URL), e.g. --server http://127.0.0.1:8787');
       const warn = (s: string) => process.stderr.write(`[node] ${s}`);
-      const token =
-        resolveSecret({
-          what: 'token',
-          flag: '--token',
-          env: 'TOKEN',
-          fromFlag: o.token,
-          file: o.tokenFile,
-          envValue: process.env.TOKEN,
-          warn,
-        }) ?? DEFAULT_TOKEN;
-      const key = resolveSecret({
-        what: 'signing key',
-        flag: '--key',
-        env: 'SIGNING_KEY',
-        fromFlag: o.key,
-        file: o.keyFile,
-        envValue: process.env.SIGNING_KEY,
-        warn,
-      });
+      const { token, key } = tokenAndKey(o, warn);
       const list: RuntimeName[] = o.runtime;
       if (list.includes('process') && !o.allowProcess)
         throw new Error(`--runtime process: ${PROCESS_OPT_IN}`);

@@ -20,6 +20,7 @@ export interface ReportedPod {
   restarts?: number;
   exit_code?: number | null;
   message?: string;
+  spec_hash?: string;
 }
 
 export interface Report {
@@ -39,6 +40,7 @@ export interface PodRow {
   restarts: number | string;
   exit_code: number | string;
   message: string;
+  spec_hash: string;
 }
 
 /** A pod moving off a live node: its old copy keeps running until the new one reports Running. */
@@ -67,7 +69,15 @@ export function specHash(
   dep: Pick<DeploymentIn, 'image' | 'command' | 'env' | 'secretFiles'>,
   ports: AssignedPort[],
 ): string {
-  const body = pyJsonList([dep.image, dep.command, dep.env, dep.secretFiles, formatAssigned(ports)]);
+  return specHashOfText(dep, formatAssigned(ports));
+}
+
+/** specHash from a pod's ports as the Pods tab writes them (what a reader of the sheet has). */
+export function specHashOfText(
+  dep: Pick<DeploymentIn, 'image' | 'command' | 'env' | 'secretFiles'>,
+  portsText: string,
+): string {
+  const body = pyJsonList([dep.image, dep.command, dep.env, dep.secretFiles, portsText]);
   return createHash('sha256').update(body).digest('hex').slice(0, 12);
 }
 
@@ -96,6 +106,7 @@ export function podRows(
       restarts: '',
       exit_code: '',
       message: '',
+      spec_hash: '',
     };
     if (pl.node === '') {
       row.phase = 'Unschedulable';
@@ -109,6 +120,7 @@ export function podRows(
         row.endpoints = endpointsFromReport(report.ip, r.ports);
         row.restarts = typeof r.restarts === 'number' ? r.restarts : '';
         row.exit_code = typeof r.exit_code === 'number' ? r.exit_code : '';
+        row.spec_hash = text(r.spec_hash);
         row.message = text(
           r.message === undefined ? (row.phase === text(r.phase) ? '' : r.phase) : r.message,
         );
@@ -123,6 +135,7 @@ export function podRows(
       row.restarts = (old.restarts as number | string | undefined) ?? '';
       row.exit_code = (old.exit_code as number | string | undefined) ?? '';
       row.message = text(old.message);
+      row.spec_hash = text(old.spec_hash);
     }
     return row;
   });

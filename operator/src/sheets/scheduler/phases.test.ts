@@ -73,6 +73,34 @@ describe('restart policy', () => {
     expect(orders[0]).toMatchObject({ name: 'job-1', restart_policy: 'OnFailure' });
     expect('restart_policy' in orders[1]).toBe(false);
   });
+
+  it("the Pods tab keeps the spec_hash a pod's agent runs (blank from a reference kubelet)", () => {
+    const web = deploymentFromRow({ name: 'web', image: 'sicf:m:v1', replicas: 2 });
+    if (!web) throw new Error('row');
+    const placements: Placement[] = [
+      { name: 'web-1', deployment: 'web', node: 'a', ports: [] },
+      { name: 'web-2', deployment: 'web', node: 'a', ports: [] },
+    ];
+    const [order] = nodeOrders('a', placements, new Map([['web', web]]), [], new Map());
+    const hash = (order as { spec_hash: string }).spec_hash;
+    const report = {
+      node: 'a',
+      ip: '10.0.0.1',
+      pods: [
+        { name: 'web-1', phase: 'Running', spec_hash: hash },
+        { name: 'web-2', phase: 'Running' },
+      ],
+    };
+    const rows = podRows(placements, new Map(), report);
+    expect(rows.map((r) => r.spec_hash)).toEqual([hash, '']);
+    // another node's heartbeat keeps what this node reported
+    const kept = podRows(placements, new Map(rows.map((r) => [r.name, { ...r }])), {
+      node: 'b',
+      ip: '',
+      pods: [],
+    });
+    expect(kept[0].spec_hash).toBe(hash);
+  });
 });
 
 describe('tables for people', () => {

@@ -7,6 +7,8 @@
 //     reference's behaviour (restart on every exit, reference phases only).
 //   Pods.restarts, Pods.exit_code, Pods.message — what our node agent reports (spec §4 says the
 //     reference kubelet never reports crash states; ours does).
+//   Pods.spec_hash — the spec_hash of the order the pod's agent runs (blank from a reference
+//     kubelet), so a reader can tell from the sheet that a pod runs its Deployment's current spec.
 //   Metrics (whole tab) — the Sheetheus idea; the reference layout is unknown (spec §13.10).
 // Because every read and write goes by header NAME, a person may reorder columns or add their own;
 // nothing lands in the wrong place.
@@ -71,6 +73,7 @@ export const TABS = {
       'restarts',
       'exit_code',
       'message',
+      'spec_hash',
     ],
     key: ['name'],
   },

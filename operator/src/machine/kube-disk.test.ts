@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { findBaseImage } from '../machine/base-image.ts';
-import { OberonVolume } from '../machine/fs/volume.ts';
+import { findBaseImage } from './base-image.ts';
+import { OberonVolume } from './fs/volume.ts';
 import { KUBE_MODULES, kubeCacheKey, patchSystemMod, readKubeSources } from './kube-disk.ts';
 
 const baseSystem = async (): Promise<{ base: Buffer; text: string }> => {

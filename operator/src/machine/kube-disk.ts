@@ -4,7 +4,7 @@
 // the command string on its serial port at power-on (kube-on-oberon spec §6, §7).
 //
 //   const { path } = await buildKubeDisk();          // cached under ~/.cache/retrokube/
-//   retrokube disk build-kube --out kube.dsk
+//   retrokube disk build-kube --out kube.dsk        (the verb: cli/disk.ts)
 //
 // The result is cached by a hash of the sources, the base image and the builder version, so a
 // second build with nothing changed is a file copy.
@@ -12,12 +12,11 @@ import { createHash } from 'node:crypto';
 import { copyFile, mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Command } from 'commander';
-import { defaultCacheDir, findBaseImage } from '../machine/base-image.ts';
-import { buildDisk } from '../machine/builder/build.ts';
-import { parseObjectFile } from '../machine/builder/rsc.ts';
-import { OberonVolume } from '../machine/fs/volume.ts';
 import { logger } from '../util/log.ts';
+import { defaultCacheDir, findBaseImage } from './base-image.ts';
+import { buildDisk } from './builder/build.ts';
+import { parseObjectFile } from './builder/rsc.ts';
+import { OberonVolume } from './fs/volume.ts';
 
 const log = logger('kube-disk');
 
@@ -113,7 +112,7 @@ export interface BuildKubeResult {
   modules: string[];
 }
 
-const BUILDER_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../machine/builder');
+const BUILDER_DIR = resolve(dirname(fileURLToPath(import.meta.url)), 'builder');
 
 /** The disk builder (ORP in our RISC5 machine); its version is a hash of its own sources. */
 export async function diskBuilder(): Promise<KubeCompiler> {
@@ -202,38 +201,4 @@ async function exists(p: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-export function registerKubeDiskVerbs(program: Command): void {
-  const disk =
-    program.commands.find((c) => c.name() === 'disk') ??
-    program.command('disk').description('Oberon disk images');
-  disk
-    .command('build-kube')
-    .description(
-      'build the Kube disk: Kube, KubeNet, Pods, Ticker, Ticker2, Boot and a System that runs Boot',
-    )
-    .option('--out <file>', 'also copy the disk here')
-    .option('--base <file>', 'base image (default: found or downloaded, see "retrokube disk base")')
-    .option('--force', 'build again even if a cached disk matches')
-    .option('-o, --output <format>', 'json for machines')
-    .option('--json', 'same as -o json')
-    .addHelpText(
-      'after',
-      '\nThe disk is cached in $XDG_CACHE_HOME/retrokube (default ~/.cache/retrokube) by a hash of the sources,\n' +
-        'the base image and the builder, and reused while nothing changed.\n\nExample:\n  retrokube disk build-kube --out kube.dsk\n',
-    )
-    .action(async (o: { out?: string; base?: string; force?: boolean; output?: string; json?: boolean }) => {
-      if (o.output !== undefined && o.output !== 'json' && o.output !== 'table') {
-        throw new Error(`output format "${o.output}" is not known; use json or table`);
-      }
-      const r = await buildKubeDisk({ out: o.out, base: o.base, force: o.force });
-      if (o.json || o.output === 'json') {
-        process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
-        return;
-      }
-      process.stdout.write(
-        `${r.path}  (${r.cached ? 'cached' : 'built'}; ${r.modules.join(', ')}; key ${r.key.slice(0, LIMITS.cacheKeyChars)})\n`,
-      );
-    });
 }

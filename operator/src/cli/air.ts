@@ -1,13 +1,13 @@
 // `retrokube air ...`: the relay, the passive listener, the injector, and the relay's remote control.
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import { FORGERY_KINDS, type ForgeryKind, runInjector } from '../air/inject.ts';
+import { checkClusterName, keyFromHex } from '../air/kubenet.ts';
+import { startListener } from '../air/listen.ts';
+import { checkLoss, type RelayState, relaySummary, startRelay } from '../air/relay.ts';
+import { DEFAULT_CONTROL_PORT, relayControl } from '../air/relay-http.ts';
+import { parseRelayAddress } from '../air/station.ts';
+import { AIR_PORT, fromHex, LIMITS } from '../air/wire.ts';
 import { airControlUrl, readUpState, stateDir, type UpAir, upAir } from '../local/state.ts';
-import { FORGERY_KINDS, type ForgeryKind, runInjector } from './inject.ts';
-import { checkClusterName, keyFromHex } from './kubenet.ts';
-import { startListener } from './listen.ts';
-import { checkLoss, type RelayState, relaySummary, startRelay } from './relay.ts';
-import { DEFAULT_CONTROL_PORT, relayControl } from './relay-http.ts';
-import { parseRelayAddress } from './station.ts';
-import { AIR_PORT, fromHex, LIMITS } from './wire.ts';
 
 const CLI_LIMITS = {
   /** The relay prints a one-line summary this often (seconds) unless told otherwise. */

@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { assignDatagram, clusterTag, heartbeatDatagram, keyFromHex, specDatagram } from './kubenet.ts';
-import type { RelayState } from './relay.ts';
-import { startRelay } from './relay.ts';
-import { openStation } from './station.ts';
+import { assignDatagram, clusterTag, heartbeatDatagram, keyFromHex, specDatagram } from '../air/kubenet.ts';
+import type { RelayState } from '../air/relay.ts';
+import { startRelay } from '../air/relay.ts';
+import { openStation } from '../air/station.ts';
 
-const MAIN = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 const NODE = process.execPath;
 const KEY_HEX = '0123456789abcdef';
 const KEY = keyFromHex(KEY_HEX);

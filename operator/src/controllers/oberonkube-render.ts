@@ -1,0 +1,128 @@
+// What an OberonKube wants (pure): its settings with defaults, the generated key, and the desired
+// children — one OberonAir, N node OberonMachines, the plane OberonMachine once the nodes are
+// heard, and (pod runtime) the ConfigMap of live deployment lines. Used by oberonkube.ts.
+import { createHmac } from 'node:crypto';
+import {
+  type DeploymentItem,
+  ensureCommands,
+  KUBE_DEFAULTS,
+  kubeNodeName,
+  liveApplyLines,
+  type OberonKubeSpecT,
+  parseDeploymentList,
+} from '../api/oberonkube.ts';
+import { GROUP, VERSION } from '../api/schema.ts';
+import type { KubeObject } from '../runtime/client.ts';
+import { controllerRef, MANAGED_BY } from '../runtime/objects.ts';
+import { LIVE_KEY } from './oberonmachine-render.ts';
+
+export interface OberonKube extends KubeObject {
+  spec?: Partial<OberonKubeSpecT>;
+}
+
+export interface KubeSettings {
+  name: string;
+  namespace: string;
+  nodes: number;
+  cluster: string;
+  deployments: DeploymentItem[];
+  runtime: 'pod' | 'kubevirt';
+  memory: string;
+  storageClass?: string;
+  loss: number;
+  keySecretRef: { name: string; key: string };
+  generatedKey: boolean;
+}
+
+export const kubeAirName = (kube: string): string => `${kube}-air`;
+export const liveCommandsName = (kube: string): string => `rk-kube-${kube}-deployments`;
+export const keySecretName = (kube: string): string => `rk-kube-${kube}-key`;
+
+export function kubeSettings(k: OberonKube): KubeSettings {
+  const s = k.spec ?? {};
+  const name = k.metadata.name as string;
+  return {
+    name,
+    namespace: k.metadata.namespace as string,
+    nodes: s.nodes ?? KUBE_DEFAULTS.nodes,
+    cluster: s.cluster ?? KUBE_DEFAULTS.cluster,
+    deployments: parseDeploymentList(s.deployments),
+    runtime: s.runtime ?? KUBE_DEFAULTS.runtime,
+    memory: s.memory ?? KUBE_DEFAULTS.memory,
+    storageClass: s.storageClass,
+    loss: s.loss ?? KUBE_DEFAULTS.loss,
+    keySecretRef: s.keySecretRef
+      ? { name: s.keySecretRef.name, key: s.keySecretRef.key ?? 'key' }
+      : { name: keySecretName(name), key: 'key' },
+    generatedKey: !s.keySecretRef,
+  };
+}
+
+/** The generated key: 16 hex digits from HMAC(seed, uid) — random to everyone without the seed. */
+export function derivedKey(seed: string, uid: string): string {
+  return createHmac('sha256', seed).update(`oberonkube/${uid}`).digest('hex').slice(0, 16);
+}
+
+/** The desired children: the air, then the nodes, then (when `withPlane`) the plane. Pure. */
+export function renderKube(
+  k: OberonKube,
+  s: KubeSettings,
+  withPlane: boolean,
+): { air: KubeObject; machines: KubeObject[]; liveCommands?: KubeObject } {
+  const labels = {
+    'app.kubernetes.io/name': 'retrokube-kube',
+    'app.kubernetes.io/instance': s.name,
+    'app.kubernetes.io/managed-by': MANAGED_BY,
+  };
+  const meta = (name: string, component: string) => ({
+    name,
+    namespace: s.namespace,
+    labels: { ...labels, 'app.kubernetes.io/component': component },
+    ownerReferences: [controllerRef(k)],
+  });
+  const air = {
+    apiVersion: `${GROUP}/${VERSION}`,
+    kind: 'OberonAir',
+    metadata: meta(kubeAirName(s.name), 'air'),
+    spec: { loss: s.loss },
+  };
+  const common = {
+    air: kubeAirName(s.name),
+    cluster: s.cluster,
+    keySecretRef: s.keySecretRef,
+    runtime: s.runtime,
+    memory: s.memory,
+    ...(s.storageClass ? { disk: { storageClass: s.storageClass } } : {}),
+  };
+  const machine = (name: string, spec: Record<string, unknown>, component: string): KubeObject => ({
+    apiVersion: `${GROUP}/${VERSION}`,
+    kind: 'OberonMachine',
+    metadata: meta(name, component),
+    spec: { ...common, ...spec },
+  });
+  const machines = Array.from({ length: s.nodes }, (_, i) =>
+    machine(`${s.name}-${kubeNodeName(i)}`, { role: 'node', nodeName: kubeNodeName(i) }, 'node'),
+  );
+  if (s.runtime === 'pod') {
+    const liveCommands: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: meta(liveCommandsName(s.name), 'plane'),
+      data: { [LIVE_KEY]: liveApplyLines(s.deployments) },
+    };
+    if (withPlane)
+      machines.push(
+        machine(
+          `${s.name}-plane`,
+          { role: 'plane', liveCommandsConfigMap: liveCommandsName(s.name) },
+          'plane',
+        ),
+      );
+    return { air, machines, liveCommands };
+  }
+  if (withPlane) {
+    const commands = ensureCommands(s.deployments);
+    machines.push(machine(`${s.name}-plane`, { role: 'plane', ...(commands ? { commands } : {}) }, 'plane'));
+  }
+  return { air, machines };
+}

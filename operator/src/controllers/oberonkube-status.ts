@@ -1,0 +1,122 @@
+// The status of an OberonKube from what the operator hears on its air (pure): nodes and pods
+// heard, the node table, and the Ready, Converged and Degraded conditions.
+import type { ClusterView } from '../air/view.ts';
+import { kubeNodeName } from '../api/oberonkube.ts';
+import { type Condition, type ConditionInput, setConditions } from '../runtime/conditions.ts';
+import type { KubeSettings, OberonKube } from './oberonkube-render.ts';
+
+export function computeKubeStatus(
+  k: OberonKube,
+  s: KubeSettings,
+  o: {
+    view?: ClusterView;
+    keyProblem: string;
+    conflicts: string[];
+    withPlane: boolean;
+    forgedRecent: boolean;
+  },
+  now: Date = new Date(),
+): Record<string, unknown> {
+  const gen = k.metadata.generation;
+  const desiredPods = s.deployments.reduce((a, d) => a + d.replicas, 0);
+  const v = o.view;
+  const names = Array.from({ length: s.nodes }, (_, i) => kubeNodeName(i));
+  const heardNames = (v?.nodes ?? []).map((n) => n.name).filter((n) => !names.includes(n));
+  const table = [...names, ...heardNames.sort()].slice(0, 32).map((name) => {
+    const n = v?.nodes.find((x) => x.name === name);
+    const images = (n?.running ?? []).map((id) => v?.pods.find((p) => p.id === id)?.image ?? '?');
+    return {
+      name,
+      ready: !!n?.ready,
+      running: (n?.running ?? []).slice(0, 10),
+      assigned: (n?.assigned ?? []).slice(0, 10),
+      images: images.slice(0, 10),
+    };
+  });
+  const readyNodes = table.filter((r) => names.includes(r.name) && r.ready).length;
+  const running = v?.running ?? 0;
+  const converged = !!v && v.converged && running === desiredPods && readyNodes === s.nodes;
+  const forged = v?.counts.forged ?? 0;
+  const ready = !o.conflicts.length && !!v && readyNodes === s.nodes && v.plane.heard;
+  const conds: ConditionInput[] = [];
+  if (o.conflicts.length) {
+    const message = `${o.conflicts.join(' and ')} already exist and belong to someone else; rename this OberonKube`;
+    conds.push({ type: 'Ready', status: 'False', reason: 'NameConflict', message });
+  } else if (!v) {
+    conds.push({
+      type: 'Ready',
+      status: 'Unknown',
+      reason: 'AirNotJudged',
+      message: o.keyProblem || 'not listening yet',
+    });
+  } else {
+    conds.push(
+      ready
+        ? {
+            type: 'Ready',
+            status: 'True',
+            reason: 'NodesReady',
+            message: `${readyNodes}/${s.nodes} nodes heard Ready and the plane assigning`,
+          }
+        : {
+            type: 'Ready',
+            status: 'False',
+            reason: !o.withPlane ? 'WaitingForNodes' : !v.plane.heard ? 'PlaneNotHeard' : 'NodesNotReady',
+            message: `${readyNodes}/${s.nodes} nodes heard Ready${v.plane.heard ? '' : '; the plane is not heard yet'}`,
+          },
+    );
+  }
+  conds.push(
+    converged
+      ? {
+          type: 'Converged',
+          status: 'True',
+          reason: 'Converged',
+          message: `${running}/${desiredPods} pods running where assigned`,
+        }
+      : {
+          type: 'Converged',
+          status: v ? 'False' : 'Unknown',
+          reason: v ? 'Converging' : 'AirNotJudged',
+          message: `${running}/${desiredPods} pods running`,
+        },
+  );
+  const notReadyHeard = table
+    .filter((r) => !r.ready && v?.nodes.some((n) => n.name === r.name))
+    .map((r) => r.name);
+  conds.push(
+    o.forgedRecent
+      ? {
+          type: 'Degraded',
+          status: 'True',
+          reason: 'ForgedFrames',
+          message: `${forged} forged frame(s) heard: someone without the key transmits this cluster's tag`,
+        }
+      : notReadyHeard.length
+        ? {
+            type: 'Degraded',
+            status: 'True',
+            reason: 'NodesNotReady',
+            message: `NotReady: ${notReadyHeard.join(', ')}`,
+          }
+        : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' },
+  );
+  return {
+    observedGeneration: gen,
+    nodes: `${readyNodes}/${s.nodes}`,
+    pods: `${running}/${desiredPods}`,
+    readyNodes,
+    runningPods: running,
+    desiredPods,
+    converged,
+    planeHeard: !!v?.plane.heard,
+    forgedFrames: forged,
+    nodeTable: table,
+    conditions: setConditions(
+      (k.status as { conditions?: Condition[] } | undefined)?.conditions,
+      conds,
+      gen,
+      now,
+    ),
+  };
+}
