@@ -11,7 +11,7 @@ import { type Relay, startRelay } from '../air/relay.ts';
 import type { ClusterView } from '../air/view.ts';
 import { QemuRunner } from '../machine/qemu-runner.ts';
 import { type RfbServer, startRfbServer } from '../machine/rfb/server.ts';
-import { MachineRunner, MachineThread } from '../machine/runner.ts';
+import { hasBootImage, MachineRunner, MachineThread } from '../machine/runner.ts';
 import type { FrameSnapshot, MachineInput, MachineScreen, MouseButtons } from '../machine/screen-input.ts';
 import { logger } from '../util/log.ts';
 import { ensureCommands, type LocalKube, nodeCommands, planeCommands } from './spec.ts';
@@ -177,15 +177,24 @@ export class LocalCluster {
   async startAll(): Promise<void> {
     this.progress(`starting the plane and ${this.spec.nodes} nodes`);
     const key = this.o.key;
-    await this.power('plane', true, planeCommands(this.spec, key, false));
-    // The nodes' disks are copies of the plane's: once the plane's boot has reached its commands
-    // (a boot image, ~0.1 s), every node starts from there instead of booting on its own.
-    // (A plane in QEMU makes no boot image: the nodes then boot on their own.)
-    if (!this.qemus.has('plane'))
-      await this.runner('plane')
-        .waitForBootImage(LIMITS.bootImageWaitMs)
-        .catch(() => this.progress('the plane gave no boot image in time; the nodes boot on their own'));
-    await Promise.all(this.spec.nodeNames.map((n) => this.power(n, true)));
+    const plane = () => this.power('plane', true, planeCommands(this.spec, key, false));
+    const nodes = () => Promise.all(this.spec.nodeNames.map((n) => this.power(n, true)));
+    // The nodes' disks are copies of the plane's. With a boot image for it at hand already (an
+    // earlier run's, from the store), plane and nodes start together, each from the image: the
+    // nodes are then heard before the plane's first assignment rounds, not ~0.5 s later.
+    if (!this.o.qemu?.machines.includes('plane') && hasBootImage(this.diskOf('plane'))) {
+      await Promise.all([plane(), nodes()]);
+    } else {
+      await plane();
+      // Otherwise, once the plane's boot has reached its commands (a boot image, ~0.1 s), every
+      // node starts from there instead of booting on its own.
+      // (A plane in QEMU makes no boot image: the nodes then boot on their own.)
+      if (!this.qemus.has('plane'))
+        await this.runner('plane')
+          .waitForBootImage(LIMITS.bootImageWaitMs)
+          .catch(() => this.progress('the plane gave no boot image in time; the nodes boot on their own'));
+      await nodes();
+    }
     this.progress('machines booting; waiting for every node to be Ready at the plane');
     const ready = await this.waitFor(() => {
       const view = this.view(); // once per look, not once per node

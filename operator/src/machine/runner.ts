@@ -16,13 +16,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
-import type { BootImage } from './boot-image.ts';
+import { type BootImage, sameBlocks } from './boot-image.ts';
 import { bootImageDir, loadBootImages, saveBootImage } from './boot-image-store.ts';
 import type { ButtonName, ClockMode } from './machine.ts';
 import type { FromWorker, HostMessage, MachineState, ToWorker, WorkerInit } from './protocol.ts';
 import { imageId } from './protocol.ts';
 import { textToPs2 } from './ps2.ts';
 import type { FrameSnapshot, MachineInput, MachineScreen, MouseButtons } from './screen-input.ts';
+import { DiskImage } from './sd-card.ts';
 
 const WORKER_ENTRY = `
 const m = require('node:module');
@@ -145,6 +146,17 @@ export interface RunnerOptions {
   bootImages?: boolean;
   /** Run on this shared thread instead of a thread of its own. */
   thread?: MachineThread;
+}
+
+/**
+ * Whether this process holds a boot image (its own or the on-disk store's) for the blocks of this
+ * disk: a machine started on it (in the default configuration) restores instead of booting.
+ */
+export function hasBootImage(diskPath: string): boolean {
+  const images = processBootImages();
+  if (images.length === 0) return false;
+  const disk = new DiskImage(fs.readFileSync(diskPath));
+  return images.some((b) => sameBlocks(disk, b));
 }
 
 export class MachineRunner implements MachineScreen, MachineInput {
