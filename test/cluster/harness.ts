@@ -305,6 +305,43 @@ export async function portForward(
   });
 }
 
+/**
+ * `kubectl proxy` on a free loopback port: the API server's own proxy to Services and pods
+ * (`/api/v1/namespaces/NS/services/NAME:PORT/proxy/...`), which follows a Service's endpoints when
+ * its pods are replaced (a port-forward is bound to one pod). The caller closes it.
+ */
+export async function apiProxy(): Promise<{ url: string; close(): void }> {
+  const p: ChildProcess = spawn(
+    inject('clusterTools').kubectl,
+    ['--kubeconfig', kubeconfigPath(), 'proxy', '--address', '127.0.0.1', '--port', '0'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const close = (): void => {
+    p.kill('SIGTERM');
+  };
+  return await new Promise((ok, fail) => {
+    let out = '';
+    const timer = setTimeout(() => {
+      close();
+      fail(new Error(`kubectl proxy: no port after ${LIMITS.portForwardReadyMs} ms: ${out}`));
+    }, LIMITS.portForwardReadyMs);
+    const onData = (b: Buffer) => {
+      out += b;
+      const m = /Starting to serve on 127\.0\.0\.1:(\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        ok({ url: `http://127.0.0.1:${m[1]}`, close });
+      }
+    };
+    p.stdout?.on('data', onData);
+    p.stderr?.on('data', onData);
+    p.on('exit', (code) => {
+      clearTimeout(timer);
+      fail(new Error(`kubectl proxy exited ${code}: ${out}`));
+    });
+  });
+}
+
 // --- a machine's screen through a real VNC client ------------------------------------------------
 
 export interface Screen {

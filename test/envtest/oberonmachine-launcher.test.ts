@@ -3,9 +3,9 @@
 // what it reads — no Sidecar gate, the stock launcher, the RISC5 launcher patched in (spec §2.1
 // shape), a launcher component asking for consent, KubeVirt being deleted — and never writes any of them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KINDS_OWNED, OBERONMACHINE } from '../../operator/src/controllers/oberonmachine.ts';
 import { launcherPass } from '../../operator/src/controllers/launcher-component.ts';
 import { launcherPatch } from '../../operator/src/controllers/launcher-plan.ts';
+import { KINDS_OWNED, OBERONMACHINE } from '../../operator/src/controllers/oberonmachine.ts';
 import { checkLauncher, type LauncherState } from '../../operator/src/controllers/oberonmachine-launcher.ts';
 import { ApiError, KubeClient, type ResourceType, resourcePath } from '../../operator/src/runtime/client.ts';
 import { freshNamespace, kubeconfigPath } from './harness.ts';

@@ -3,7 +3,8 @@
 // and a SheetFederation of the two. The operator runs as the chart's ServiceAccount (impersonated,
 // exactly the chart's RBAC: no Secret read anywhere): it reaches the sheets with keys derived from
 // its seed, changes them through the signed contract and judges them from their Pods tabs.
-// Proves: a rolling image change Running in both sheets; a change that fails on the second
+// Proves: a rolling image change Running in both sheets, with the operator restarted mid-way (it
+// resumes from status; no target changed twice); a change that fails on the second
 // target rolls back both (exactly the previous replicas); blue/green switching the federation's
 // active member; bad input refused by the schema or shown in status with no sheet touched.
 import { mkdtempSync } from 'node:fs';
@@ -36,19 +37,22 @@ const rollout = (ns: string, name: string, spec: Record<string, unknown>) => ({
 });
 
 describe('Rollout over Sheeternetes targets (real apiservers and agents; the operator as the chart ServiceAccount)', () => {
-  it('rolling succeeds; a failure on the second target rolls both back; blue/green switches the active member; bad input touches nothing', async () => {
+  it('rolling succeeds across an operator restart; a failure on the second target rolls both back; blue/green switches the active member; bad input touches nothing', async () => {
     const ns = await freshNamespace('rollout-sheets');
     const k = testClient();
     const sa = await installChartRbac(k, ns);
     const asOperator = new KubeClient(serviceAccountKubeConfig(ns, sa));
     const urls = new Map<string, string>();
-    await startOperator({
-      namespace: ns,
-      kubeConfig: serviceAccountKubeConfig(ns, sa),
-      keySeed: 'envtest-rollout-sheets',
-      sheetsAddress: (_ns, name) => urls.get(name) ?? 'http://127.0.0.1:9',
-      sheetTiming: { pollMs: 1_000, startGraceMs: 1_000 },
-    });
+    // The same seed after a restart: the new operator derives the same keys (it never stored them).
+    const operator = () =>
+      startOperator({
+        namespace: ns,
+        kubeConfig: serviceAccountKubeConfig(ns, sa),
+        keySeed: 'envtest-rollout-sheets',
+        sheetsAddress: (_ns, name) => urls.get(name) ?? 'http://127.0.0.1:9',
+        sheetTiming: { pollMs: 1_000, startGraceMs: 1_000 },
+      });
+    let mgr = await operator();
     const pods: LocalProcess[] = [];
     onTestFinished(async () => {
       await Promise.all(pods.map((p) => p.stop('SIGKILL')));
@@ -197,6 +201,14 @@ describe('Rollout over Sheeternetes targets (real apiservers and agents; the ope
         check: { minRunning: 2 },
       }),
     );
+    // A new operator takes over mid-way from the status the old one left.
+    await waitFor(
+      'the first target done',
+      async () => (await k.get<Deep>(ROLLOUT, ns, 'to-ticker')).status?.targets?.[0]?.phase === 'Succeeded',
+      240_000,
+    );
+    await mgr.stop();
+    mgr = await operator();
     const ok = await finished('to-ticker');
     expect(ok.status.phase, ok.status.message).toBe('Succeeded');
     expect(ok.status.targets.map((t: Deep) => [t.name, t.phase, t.attempts, t.previous])).toEqual([
@@ -268,6 +280,11 @@ describe('Rollout over Sheeternetes targets (real apiservers and agents; the ope
         active: [{ service: 'web', member: 'blue' }],
       },
     });
+    // The federation controller (as the chart ServiceAccount, keys derived) serves web from blue.
+    const activeOfWeb = async () =>
+      (await k.get<Deep>(SHEETFEDERATION, ns, 'fed')).status?.services?.find((x: Deep) => x.name === 'web')
+        ?.active;
+    await waitFor('web served by blue', async () => (await activeOfWeb()) === 'blue', 60_000);
     await k.create(
       ROLLOUT,
       rollout(ns, 'switch', {
@@ -291,6 +308,7 @@ describe('Rollout over Sheeternetes targets (real apiservers and agents; the ope
     ]);
     const fed = await k.get<Deep>(SHEETFEDERATION, ns, 'fed');
     expect(fed.spec.active).toEqual([{ service: 'web', member: 'green' }]);
+    await waitFor('web served by green', async () => (await activeOfWeb()) === 'green', 60_000);
     expect(await web('sb')).toMatchObject({ replicas: 1 });
     expect(await web('sa')).toMatchObject({ replicas: 2, image: TICKER });
   }, 900_000);

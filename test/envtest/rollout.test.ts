@@ -194,7 +194,7 @@ describe('Rollout over OberonKubes (the test plays kubelet; judged from the air)
       expect(table).toMatch(/\[#{20}\] 3\/3 changed {2}Succeeded/);
       expect(table).toMatch(/^c2 +Succeeded +1 +\d+s ago +runs Ticker2 ×2$/m);
       expect(JSON.parse(cli('status', 'ticker2', '-o', 'json')).progress).toBe('3/3');
-      expect(cli('pause', 'nothing')).toBe(`rollout ${ns}/nothing: paused\n`);
+      expect(cli('pause', 'nothing')).toBe(`rollout nothing (namespace ${ns}): paused\n`);
       expect(((await k.get(ROLLOUT, ns, 'nothing')) as Deep).spec.paused).toBe(true);
       // The refused rollouts touched nothing (the change above is the only one).
       const reasons = ((await k.list(CORE.event, ns)).items as Deep[])

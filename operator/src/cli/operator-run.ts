@@ -72,8 +72,8 @@ export function createOperatorManager(opts: {
       timing: opts.sheetTiming,
     }),
   );
-  mgr.add(sheetFederationController({ sheetsAddress: opts.sheetsAddress }));
-  mgr.add(sheetMigrationController({ sheetsAddress: opts.sheetsAddress, ...opts.migration }));
+  mgr.add(sheetFederationController({ sheetsAddress: opts.sheetsAddress, keySeed }));
+  mgr.add(sheetMigrationController({ sheetsAddress: opts.sheetsAddress, keySeed, ...opts.migration }));
   mgr.add(rolloutController({ keySeed, sheetsAddress: opts.sheetsAddress }));
   // The air stations live as long as the manager.
   const stop = mgr.stop.bind(mgr);

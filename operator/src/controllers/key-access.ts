@@ -2,11 +2,30 @@
 // it. The operator holds no Secret read of its own (its ClusterRole may only create Secrets); a
 // user who names a Secret grants `get` on that one Secret with a Role in its namespace. On a 403
 // the API server names the operator's user, so the message can give the exact commands.
-import { ApiError } from '../runtime/client.ts';
+import { ApiError, CORE, type KubeClient, type KubeObject } from '../runtime/client.ts';
 
 export const KEY_ACCESS_LIMITS = {
   roleNameChars: 63, // RBAC object names are DNS subdomains; keep them short and readable
 } as const;
+
+/**
+ * The text of one entry of a Secret a spec names, trimmed ('' when the entry is missing). Throws
+ * the API error (a 403 or 404 is for secretReadProblem to explain).
+ */
+export async function secretText(
+  client: KubeClient,
+  namespace: string,
+  ref: { name: string; key: string },
+): Promise<string> {
+  const s = await client.get<KubeObject & { data?: Record<string, string> }>(
+    CORE.secret,
+    namespace,
+    ref.name,
+  );
+  return Buffer.from(s.data?.[ref.key] ?? '', 'base64')
+    .toString('utf8')
+    .trim();
+}
 
 /** The Role (and RoleBinding) name the fix suggests for Secret `secret`. */
 export function keyRoleName(secret: string): string {

@@ -5,8 +5,8 @@
 // Role, installed only when a person turns it on: the operator itself never patches KubeVirt.
 
 import { CORE, type KubeClient, type KubeObject, resourcePath } from '../runtime/client.ts';
-import { KUBEVIRT } from './oberonmachine-launcher.ts';
 import { type CustomizePatch, LAUNCHER_COMPONENT, type LauncherPlan, planLauncher } from './launcher-plan.ts';
+import { KUBEVIRT } from './oberonmachine-launcher.ts';
 
 export const LAUNCHER_LOOP_LIMITS = {
   intervalMs: 30_000, // the reference's INTERVAL: the launcher changes with KubeVirt upgrades, rarely

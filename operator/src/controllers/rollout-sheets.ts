@@ -20,10 +20,10 @@ import {
   specOwnership,
   switchActive,
 } from '../rollout/sheet-target.ts';
-import { CORE, type KubeObject } from '../runtime/client.ts';
+import type { KubeObject } from '../runtime/client.ts';
 import type { ReconcileContext } from '../runtime/controller.ts';
 import { SheetsClient } from '../sheets/ctl/client.ts';
-import { secretReadProblem } from './key-access.ts';
+import { secretReadProblem, secretText } from './key-access.ts';
 import { matches, type RolloutDriver, type RolloutWithSpec, watchedObject } from './rollout-driver.ts';
 import { SHEETCLUSTER } from './sheetcluster.ts';
 import {
@@ -75,14 +75,7 @@ export function sheetDrivers(o: SheetDriverOptions): { cluster: RolloutDriver; f
     if (known && Date.now() - known.atMs < LIMITS.secretRecheckMs) return known;
     let r: { value?: string; problem?: string };
     try {
-      const s = await ctx.client.get<KubeObject & { data?: Record<string, string> }>(
-        CORE.secret,
-        ns,
-        ref.name,
-      );
-      const value = Buffer.from(s.data?.[ref.key] ?? '', 'base64')
-        .toString('utf8')
-        .trim();
+      const value = await secretText(ctx.client, ns, ref);
       r = value ? { value } : { problem: `Secret ${ref.name} (${field}) has no entry "${ref.key}"` };
     } catch (err) {
       r = {

@@ -90,6 +90,7 @@ export function plannerSpec(spec: RolloutSpecT): RolloutSpec {
 }
 
 const IN_FLIGHT = new Set(['Updating', 'Checking']);
+const DONE = new Set(['Succeeded', 'Failed', 'RolledBack', 'Skipped']);
 
 async function reconcile(
   ctx: ReconcileContext,
@@ -107,8 +108,16 @@ async function reconcile(
   const known = new Set(targets.map((t) => t.name));
   for (const row of r.status?.targets ?? [])
     if (!known.has(row.name)) targets.push({ name: row.name, labels: driver.labelsOf(ctx, r, row.name) });
-  const judge = new Set((r.status?.targets ?? []).filter((t) => IN_FLIGHT.has(t.phase)).map((t) => t.name));
-  const seen = await driver.observe(ctx, r, targets, judge);
+  const rows = r.status?.targets ?? [];
+  const judge = new Set(rows.filter((t) => IN_FLIGHT.has(t.phase)).map((t) => t.name));
+  // A finished target is never looked at again by the planner: no reads of its cluster.
+  const done = new Set(rows.filter((t) => DONE.has(t.phase)).map((t) => t.name));
+  const seen = await driver.observe(
+    ctx,
+    r,
+    targets.filter((t) => !done.has(t.name)),
+    judge,
+  );
   const last = r.status?.phase ? (r.status as RolloutStatus) : undefined;
   const d = decide(spec, last, targets, seen, new Date());
 

@@ -1,7 +1,9 @@
 // Turns a federation member of a spec (URL + Secret references) into a bridge Member. Token and key
 // are read from Secrets at each reconcile and never written anywhere else. The operator holds no
 // Secret read of its own (its ClusterRole may only create Secrets): whoever names a Secret here
-// grants `get` on that one Secret with a Role, and a refusal says exactly how (key-access.ts).
+// grants `get` on that one Secret with a Role, and a refusal says exactly how (key-access.ts). A
+// member SheetCluster's generated token and key are derived from the operator's seed, as the
+// SheetCluster controller does: never read.
 import type { SheetMemberT } from '../api/sheetmember.ts';
 import { ApiError, CORE, type KubeObject } from '../runtime/client.ts';
 import type { ReconcileContext } from '../runtime/controller.ts';
@@ -9,7 +11,7 @@ import type { PolicyRule } from '../runtime/rbac.ts';
 import { Member } from '../sheets/bridge/client.ts';
 import { forbiddenUser, keyRoleName } from './key-access.ts';
 import { SHEETCLUSTER } from './sheetcluster.ts';
-import { type SheetClusterObject, sheetSettings } from './sheetcluster-render.ts';
+import { derivedSecret, type SheetClusterObject, sheetSettings } from './sheetcluster-render.ts';
 
 export const LIMITS = {
   memberTimeoutMs: 10_000, // one apiserver call; a reconcile must not hang on a dead member
@@ -65,6 +67,8 @@ export interface MemberEndpoint {
   url: string;
   token: { name: string; key: string };
   signingKey?: { name: string; key: string };
+  /** A SheetCluster's generated Secrets: derived from the operator's seed and its uid, never read. */
+  derive?: { uid: string; token: boolean; signingKey: boolean };
 }
 
 /**
@@ -90,6 +94,11 @@ export function sheetClusterEndpoint(
     url,
     token: m.tokenSecretRef ?? s.token,
     signingKey: m.signingKeySecretRef ?? s.signingKey,
+    derive: {
+      uid: sc.metadata.uid as string,
+      token: !m.tokenSecretRef && s.tokenGenerated,
+      signingKey: !m.signingKeySecretRef && s.signingKeyGenerated,
+    },
   };
 }
 
@@ -101,6 +110,8 @@ export async function resolveMember(
   namespace: string,
   m: SheetMemberT,
   address?: SheetsAddress,
+  /** The operator's key seed: a member SheetCluster's generated token and key are derived, not read. */
+  seed?: string,
 ): Promise<Member> {
   let ep: MemberEndpoint;
   if (m.sheetCluster) {
@@ -113,9 +124,14 @@ export async function resolveMember(
       throw new MemberConfigError(`member ${m.name}: give url and tokenSecretRef, or sheetCluster`);
     ep = { url: m.url, token: m.tokenSecretRef, signingKey: m.signingKeySecretRef };
   }
-  const token = await secretValue(ctx, namespace, m.name, ep.token, 'token');
-  const key = ep.signingKey
-    ? await secretValue(ctx, namespace, m.name, ep.signingKey, 'signing key')
-    : undefined;
+  const derive = seed ? ep.derive : undefined;
+  const token = derive?.token
+    ? derivedSecret(seed as string, 'token', derive.uid)
+    : await secretValue(ctx, namespace, m.name, ep.token, 'token');
+  const key = derive?.signingKey
+    ? derivedSecret(seed as string, 'signing', derive.uid)
+    : ep.signingKey
+      ? await secretValue(ctx, namespace, m.name, ep.signingKey, 'signing key')
+      : undefined;
   return new Member({ name: m.name, url: ep.url, token, key, timeoutMs: LIMITS.memberTimeoutMs });
 }

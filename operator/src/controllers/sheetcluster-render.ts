@@ -139,6 +139,36 @@ const envFromSecret = (name: string, ref: SecretRef) => ({
 });
 
 const tmpVolume = { name: 'tmp', emptyDir: { sizeLimit: LIMITS.tmpSizeLimit } };
+const tmpMount = { name: 'tmp', mountPath: '/tmp' };
+
+/**
+ * A pod template for the cluster's image, hardened like the machine pods: no ServiceAccount token,
+ * no service links, non-root with the PVC's group, and one container with a read-only root (it
+ * writes only to the volumes given: a `/tmp` emptyDir and its own).
+ */
+function hardenedPod(
+  s: SheetSettings,
+  podLabels: Record<string, string>,
+  container: Record<string, unknown>,
+  volumes: unknown[],
+) {
+  return {
+    metadata: { labels: podLabels },
+    spec: {
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      securityContext: restrictedPodSecurity({ user: LIMITS.uid, group: LIMITS.uid, fsGroup: LIMITS.uid }),
+      containers: [
+        {
+          ...container,
+          image: s.image,
+          securityContext: restrictedContainerSecurity({ readOnlyRoot: true }),
+        },
+      ],
+      volumes,
+    },
+  };
+}
 
 /** The generated Secrets (only for refs the spec leaves out). Values are derived, never read back. */
 export function renderSecrets(
@@ -265,32 +295,20 @@ export function renderSheetCluster(
       replicas: 1,
       strategy: { type: 'Recreate' },
       selector: { matchLabels: selector },
-      template: {
-        metadata: { labels: selector },
-        spec: {
-          automountServiceAccountToken: false,
-          enableServiceLinks: false,
-          securityContext: restrictedPodSecurity({
-            user: LIMITS.uid,
-            group: LIMITS.uid,
-            fsGroup: LIMITS.uid,
-          }),
-          containers: [
-            {
-              name: 'apiserver',
-              image: s.image,
-              args: apiserverArgs(s),
-              env: [envFromSecret('TOKEN', s.token), envFromSecret('SIGNING_KEY', s.signingKey)],
-              ports: [{ name: 'http', containerPort: SHEET_DEFAULTS.port, protocol: 'TCP' }],
-              readinessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 5 },
-              resources: s.resources,
-              securityContext: restrictedContainerSecurity({ readOnlyRoot: true }),
-              volumeMounts: [storeMount, { name: 'tmp', mountPath: '/tmp' }],
-            },
-          ],
-          volumes: [storeVolume, tmpVolume],
+      template: hardenedPod(
+        s,
+        selector,
+        {
+          name: 'apiserver',
+          args: apiserverArgs(s),
+          env: [envFromSecret('TOKEN', s.token), envFromSecret('SIGNING_KEY', s.signingKey)],
+          ports: [{ name: 'http', containerPort: SHEET_DEFAULTS.port, protocol: 'TCP' }],
+          readinessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 5 },
+          resources: s.resources,
+          volumeMounts: [storeMount, tmpMount],
         },
-      },
+        [storeVolume, tmpVolume],
+      ),
     },
   };
   const service: KubeObject = {
@@ -318,54 +336,42 @@ export function renderSheetCluster(
       // Nodes are peers: all start at once, and one that is replaced keeps its index (its name).
       podManagementPolicy: 'Parallel',
       selector: { matchLabels: agentSelector },
-      template: {
-        metadata: { labels: agentSelector },
-        spec: {
-          automountServiceAccountToken: false,
-          enableServiceLinks: false,
-          securityContext: restrictedPodSecurity({
-            user: LIMITS.uid,
-            group: LIMITS.uid,
-            fsGroup: LIMITS.uid,
-          }),
-          containers: [
+      template: hardenedPod(
+        s,
+        agentSelector,
+        {
+          name: 'agent',
+          args: agentArgs(s),
+          env: [
             {
-              name: 'agent',
-              image: s.image,
-              args: agentArgs(s),
-              env: [
-                {
-                  name: 'POD_INDEX',
-                  valueFrom: { fieldRef: { fieldPath: "metadata.labels['apps.kubernetes.io/pod-index']" } },
-                },
-                { name: 'NODE_NAME', value: 'node-$(POD_INDEX)' },
-                { name: 'NODE_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
-                { name: 'WEBAPP_URL', value: serviceUrl(s) },
-                envFromSecret('TOKEN', s.token),
-                envFromSecret('SIGNING_KEY', s.signingKey),
-                s.nodeCpu !== undefined
-                  ? { name: 'CPU_TOTAL', value: String(s.nodeCpu) }
-                  : { name: 'CPU_TOTAL', valueFrom: limitsRef('limits.cpu', '1m') },
-                s.nodeMemory !== undefined
-                  ? { name: 'MEM_TOTAL', value: String(s.nodeMemory) }
-                  : { name: 'MEM_TOTAL', valueFrom: limitsRef('limits.memory', '1Mi') },
-              ],
-              resources: s.nodeResources,
-              securityContext: restrictedContainerSecurity({ readOnlyRoot: true }),
-              volumeMounts: [
-                { name: 'work', mountPath: LIMITS.workDir },
-                { name: 'tmp', mountPath: '/tmp' },
-                ...(docker ? [{ name: 'docker', mountPath: '/var/run/docker.sock' }] : []),
-              ],
+              name: 'POD_INDEX',
+              valueFrom: { fieldRef: { fieldPath: "metadata.labels['apps.kubernetes.io/pod-index']" } },
             },
+            { name: 'NODE_NAME', value: 'node-$(POD_INDEX)' },
+            { name: 'NODE_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+            { name: 'WEBAPP_URL', value: serviceUrl(s) },
+            envFromSecret('TOKEN', s.token),
+            envFromSecret('SIGNING_KEY', s.signingKey),
+            s.nodeCpu !== undefined
+              ? { name: 'CPU_TOTAL', value: String(s.nodeCpu) }
+              : { name: 'CPU_TOTAL', valueFrom: limitsRef('limits.cpu', '1m') },
+            s.nodeMemory !== undefined
+              ? { name: 'MEM_TOTAL', value: String(s.nodeMemory) }
+              : { name: 'MEM_TOTAL', valueFrom: limitsRef('limits.memory', '1Mi') },
           ],
-          volumes: [
-            { name: 'work', emptyDir: { sizeLimit: LIMITS.workSizeLimit } },
-            tmpVolume,
-            ...(docker ? [{ name: 'docker', hostPath: { path: s.dockerSocket, type: 'Socket' } }] : []),
+          resources: s.nodeResources,
+          volumeMounts: [
+            { name: 'work', mountPath: LIMITS.workDir },
+            tmpMount,
+            ...(docker ? [{ name: 'docker', mountPath: '/var/run/docker.sock' }] : []),
           ],
         },
-      },
+        [
+          { name: 'work', emptyDir: { sizeLimit: LIMITS.workSizeLimit } },
+          tmpVolume,
+          ...(docker ? [{ name: 'docker', hostPath: { path: s.dockerSocket, type: 'Socket' } }] : []),
+        ],
+      ),
     },
   };
   return { secrets: renderSecrets(c, s, values), pvc, deployment, service, agents };

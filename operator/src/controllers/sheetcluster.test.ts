@@ -1,7 +1,16 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../runtime/client.ts';
 import { computeSheetStatus } from './sheetcluster.ts';
-import { deploymentsToApply, isWarning, type SheetRows, started, summarize } from './sheetcluster-observe.ts';
+import {
+  deploymentsToApply,
+  isWarning,
+  readSheet,
+  type SheetRows,
+  started,
+  summarize,
+} from './sheetcluster-observe.ts';
 import { agentArgs, derivedSecret, renderSheetCluster, sheetSettings } from './sheetcluster-render.ts';
 
 const obj = (spec: Record<string, unknown>): KubeObject => ({
@@ -157,5 +166,49 @@ describe('SheetCluster status', () => {
     });
     expect(bad.conditions?.find((c) => c.type === 'Degraded')?.message).toBe('no token; pvc pending; down');
     expect(bad.nodes).toBe('?/2');
+  });
+});
+
+describe('SheetCluster reads (node:http, the contract as SheetsClient reads it)', () => {
+  it('ask the Nodes tab first: an apiserver in trouble costs one request per read, a healthy one five', async () => {
+    let code = 503;
+    const asked: string[] = [];
+    const server = createServer((req, res) => {
+      asked.push(new URL(req.url ?? '/', 'http://x').searchParams.get('kind') ?? '');
+      res.writeHead(code, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(code === 200 ? { items: [{ name: 'node-0' }] } : { error: 'no' }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const bad = await readSheet(url, 't', 'Service rk-sheets-demo');
+      expect(bad).toMatchObject({ ok: false, unauthorized: false });
+      expect(!bad.ok && bad.problem).toMatch(/answered HTTP 503/);
+      expect(asked).toEqual(['nodes']);
+      code = 401;
+      expect(await readSheet(url, 't')).toMatchObject({ ok: false, unauthorized: true });
+      code = 200;
+      asked.length = 0;
+      const good = await readSheet(url.replace('127.0.0.1', 'localhost'), 't');
+      expect(good.ok && good.rows.nodes).toEqual([{ name: 'node-0' }]);
+      expect(asked.sort()).toEqual(['deployments', 'events', 'metrics', 'nodes', 'pods']);
+    } finally {
+      server.close();
+    }
+    const gone = await readSheet('http://127.0.0.1:1', 't', 'Service rk-sheets-demo (http://127.0.0.1:1)');
+    expect(gone).toMatchObject({ ok: false });
+    expect(!gone.ok && gone.problem).toMatch(
+      /does not answer at Service rk-sheets-demo \(http:\/\/127\.0\.0\.1:1\)/,
+    );
+  });
+
+  it('resolve Service names on the event loop: a name that does not resolve fails the read within its timeout', async () => {
+    const t0 = performance.now();
+    const r = await readSheet('http://rk-sheets-demo.nowhere.invalid:8787', 't');
+    expect(r).toMatchObject({ ok: false });
+    expect(!r.ok && r.problem).toMatch(
+      /does not answer at http:\/\/rk-sheets-demo\.nowhere\.invalid:8787 \((ENOTFOUND|ETIMEOUT|ESERVFAIL|ECONNREFUSED)\)/,
+    );
+    expect(performance.now() - t0).toBeLessThan(4_500);
   });
 });

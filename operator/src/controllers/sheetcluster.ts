@@ -21,7 +21,7 @@ import type {
 } from '../runtime/controller.ts';
 import { hashOf } from '../runtime/objects.ts';
 import { CHILD_VERBS, type PolicyRule } from '../runtime/rbac.ts';
-import { secretReadProblem } from './key-access.ts';
+import { secretReadProblem, secretText } from './key-access.ts';
 import { defaultImage } from './oberonair.ts';
 import { KINDS_OWNED } from './oberonmachine.ts';
 import { CORE_EVENT } from './oberonmachine-observe.ts';
@@ -47,7 +47,7 @@ import {
 } from './sheetcluster-render.ts';
 
 export const LIMITS = {
-  pollMs: 5_000, // the sheet is read this often per cluster (five GETs)
+  pollMs: 5_000, // the sheet is read this often per cluster (five GETs; one while it does not answer)
   minStatusIntervalMs: 5_000, // at most one status write per cluster this often
   startGraceMs: 90_000, // an apiserver that has never answered is Starting, not Degraded, this long
   claimGraceMs: 60_000, // a workbook PVC Pending longer than this is reported (it may never bind)
@@ -319,14 +319,7 @@ async function readUserSecret(
   const field = purpose === 'token' ? 'tokenSecretRef' : 'signingKeySecretRef';
   let r: { value?: string; problem?: string };
   try {
-    const sec = await ctx.client.get<KubeObject & { data?: Record<string, string> }>(
-      CORE.secret,
-      namespace,
-      ref.name,
-    );
-    const raw = Buffer.from(sec.data?.[ref.key] ?? '', 'base64')
-      .toString('utf8')
-      .trim();
+    const raw = await secretText(ctx.client, namespace, ref);
     r = raw
       ? { value: raw }
       : {

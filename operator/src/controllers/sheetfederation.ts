@@ -47,12 +47,14 @@ export interface SheetFederation extends KubeObject {
   status?: SheetFederationStatusT;
 }
 
-export function sheetFederationController(o: { sheetsAddress?: SheetsAddress } = {}): ControllerDefinition {
+export function sheetFederationController(
+  o: { sheetsAddress?: SheetsAddress; keySeed?: string } = {},
+): ControllerDefinition {
   return {
     name: 'sheetfederation',
     primary: SHEETFEDERATION,
     owns: [],
-    reconcile: (ctx, key) => reconcile(ctx, key, o.sheetsAddress),
+    reconcile: (ctx, key) => reconcile(ctx, key, o.sheetsAddress, o.keySeed),
   };
 }
 
@@ -62,6 +64,7 @@ async function reconcile(
   ctx: ReconcileContext,
   key: ObjectKeyRef,
   address: SheetsAddress | undefined,
+  seed: string | undefined,
 ): Promise<ReconcileResult | undefined> {
   const fed = ctx.cached<SheetFederation>(SHEETFEDERATION, key.namespace, key.name);
   if (!fed || fed.metadata.deletionTimestamp) return undefined;
@@ -69,7 +72,7 @@ async function reconcile(
   const reached: Reached[] = await Promise.all(
     fed.spec.members.map(async (m): Promise<Reached> => {
       try {
-        const member = await resolveMember(ctx, key.namespace, m, address);
+        const member = await resolveMember(ctx, key.namespace, m, address, seed);
         return { member, view: await member.observe() };
       } catch (e) {
         if (!(e instanceof BridgeError) && !(e instanceof MemberConfigError)) throw e;

@@ -51,6 +51,8 @@ export interface MigrationControllerOptions {
   afterWrites?: (key: ObjectKeyRef, next: MigrationStatus) => Promise<void>;
   /** Where SheetCluster members are reached (default their status.url). */
   sheetsAddress?: SheetsAddress;
+  /** The operator's key seed (a member SheetCluster's generated token and key are derived from it). */
+  keySeed?: string;
 }
 
 export function sheetMigrationController(o: MigrationControllerOptions = {}): ControllerDefinition {
@@ -82,8 +84,8 @@ async function reconcile(
   let obs: Awaited<ReturnType<typeof observeMigration>>;
   try {
     [src, dst] = await Promise.all([
-      resolveMember(ctx, key.namespace, mig.spec.from, o.sheetsAddress),
-      resolveMember(ctx, key.namespace, mig.spec.to, o.sheetsAddress),
+      resolveMember(ctx, key.namespace, mig.spec.from, o.sheetsAddress, o.keySeed),
+      resolveMember(ctx, key.namespace, mig.spec.to, o.sheetsAddress, o.keySeed),
     ]);
     obs = await observeMigration(src, dst, spec.deploy, current.phase === 'Pending');
   } catch (e) {

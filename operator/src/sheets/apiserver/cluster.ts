@@ -96,6 +96,8 @@ export class Cluster {
   deferred = 0;
   #eventCount: number | undefined;
   reconciles = 0;
+  /** Unix seconds when start() ran (0 before): the floor of a Ready node's last heartbeat. */
+  #startedAt = 0;
 
   constructor(o: ClusterOptions) {
     this.store = o.store;
@@ -120,6 +122,7 @@ export class Cluster {
   /** Create or upgrade the workbook, then start the failover timer. */
   async start(opts: { samples?: boolean } = {}): Promise<void> {
     await setupCluster(this.store, { samples: opts.samples ?? true });
+    this.#startedAt = this.#now();
     this.#timer = setInterval(() => void this.tick(), this.#tickMs);
     this.#timer.unref?.();
   }
@@ -157,10 +160,23 @@ export class Cluster {
 
   // ---- reads -----------------------------------------------------------------------------
 
+  /**
+   * A Nodes row as placement sees it. A node the workbook still holds as Ready counts as heard no
+   * earlier than this apiserver's start: the apiserver's own downtime (a restart, a new pod opening
+   * the same workbook) is not the node's silence, so each node gets one full TTL to report before it
+   * loses its pods. A node already NotReady in the workbook stays NotReady until it heartbeats.
+   */
+  #nodeIn(r: Row): NodeIn | null {
+    const n = nodeFromRow(r);
+    if (!n || n.lastHeartbeat <= 0 || n.lastHeartbeat >= this.#startedAt || text(r.status) === 'NotReady')
+      return n;
+    return { ...n, lastHeartbeat: this.#startedAt };
+  }
+
   #nodes(): NodeIn[] {
     const out: NodeIn[] = [];
     for (const r of this.store.rows('Nodes')) {
-      const n = nodeFromRow(r);
+      const n = this.#nodeIn(r);
       if (n) out.push(n);
     }
     return out;
@@ -207,7 +223,7 @@ export class Cluster {
     const nodeRows = tx.rows('Nodes');
     const nodes: NodeIn[] = [];
     for (const r of nodeRows) {
-      const n = nodeFromRow(r);
+      const n = this.#nodeIn(r);
       if (n) nodes.push(n);
     }
     const podRowsBefore = tx.rows('Pods');
@@ -564,7 +580,7 @@ export class Cluster {
     return this.#mutate((tx, now) => {
       const n = tx.get('Nodes', target);
       if (!n) return 'unknown node';
-      const node = nodeFromRow(n);
+      const node = this.#nodeIn(n);
       const fresh = node !== null && node.lastHeartbeat > 0 && now - node.lastHeartbeat < this.nodeTtlSec;
       if (!fresh || !truthyCell(n.schedulable)) return 'target not schedulable';
       const p = tx.get('Pods', pod);

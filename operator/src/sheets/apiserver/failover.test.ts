@@ -76,3 +76,42 @@ describe('timer-driven failover', () => {
     await cluster.stop();
   });
 });
+
+describe('an apiserver restarted on the same workbook', () => {
+  it("gives every node the workbook holds as Ready one TTL from its start: its own downtime is not the nodes' silence", async () => {
+    let t = 1_800_000_000; // unix seconds, moved by hand
+    const store = new MemoryStore();
+    const beat = (c: Cluster, node: string) =>
+      c.heartbeat({ node, cpu_total: 1000, mem_total: 1000, pods: [] });
+    const first = new Cluster({ store, nodeTtlSec: 30, now: () => t });
+    await first.start({ samples: false });
+    await first.apply({ deployments: [{ name: 'web', image: 'x', replicas: 2 }] });
+    await beat(first, 'a');
+    await beat(first, 'b');
+    await beat(first, 'gone');
+    t += 31;
+    await beat(first, 'a');
+    await beat(first, 'b');
+    await first.tick(); // 'gone' was silent past the TTL while the first apiserver ran
+    expect(store.rows('Nodes').find((n) => n.name === 'gone')?.status).toBe('NotReady');
+    const placed = store.rows('Pods').map((p) => `${p.name}@${p.node}`);
+    await first.stop();
+
+    t += 120; // the apiserver is down for four TTLs (its pod replaced, the volume moved)
+    const second = new Cluster({ store, nodeTtlSec: 30, now: () => t });
+    await second.start({ samples: false });
+    await second.tick();
+    const status = () => Object.fromEntries(store.rows('Nodes').map((n) => [n.name, n.status]));
+    expect(status()).toEqual({ a: 'Ready', b: 'Ready', gone: 'NotReady' });
+    expect(store.rows('Pods').map((p) => `${p.name}@${p.node}`)).toEqual(placed);
+    t += 29;
+    await beat(second, 'a'); // a reports within the TTL; b does not
+    await second.tick();
+    expect(status()).toEqual({ a: 'Ready', b: 'Ready', gone: 'NotReady' });
+    t += 1; // one TTL after the start: b is silent for good and loses its pods
+    await second.tick();
+    expect(status()).toEqual({ a: 'Ready', b: 'NotReady', gone: 'NotReady' });
+    expect(store.rows('Pods').every((p) => p.node === 'a')).toBe(true);
+    await second.stop();
+  });
+});
