@@ -21,7 +21,7 @@ export const LIMITS = {
   pollMs: 500, // how often `up` looks at the Pods tab while waiting
 } as const;
 
-const MAIN = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
 
 /** Healthy for a person looking at the table: running, or finished well (restart_policy OnFailure/Never). */
 const settled = (p: Record<string, unknown>): boolean => p.phase === 'Running' || p.phase === 'Succeeded';
