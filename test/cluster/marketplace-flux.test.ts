@@ -94,6 +94,7 @@ describe.skipIf(skip)('the catalog through Flux HelmRelease, as Cozystack instal
   let tenant: string;
   let operator: Chart | undefined;
 
+  const logsOf = (name: string) => readFileSync(join(tmp, `${name}.log`), 'utf8').slice(-3000);
   const startController = async (name: (typeof CONTROLLERS)[number], args: string[]) => {
     const health = await freePort();
     const log = openSync(join(tmp, `${name}.log`), 'a');
@@ -112,20 +113,17 @@ describe.skipIf(skip)('the catalog through Flux HelmRelease, as Cozystack instal
       },
     );
     procs.push(p);
-    await waitFor(
+    const state = await waitFor(
       `${name} ready`,
       async () => {
-        if (p.exitCode !== null)
-          throw new Error(
-            `${name} exited ${p.exitCode}: ${readFileSync(join(tmp, `${name}.log`), 'utf8').slice(-2000)}`,
-          );
+        if (p.exitCode !== null) return 'exited';
         const r = await fetch(`http://127.0.0.1:${health}/readyz`).catch(() => undefined);
-        return r?.ok;
+        return r?.ok && 'ready';
       },
       LIMITS.controllerStartMs,
     );
+    if (state === 'exited') throw new Error(`${name} exited ${p.exitCode}: ${logsOf(name)}`);
   };
-  const logsOf = (name: string) => readFileSync(join(tmp, `${name}.log`), 'utf8').slice(-3000);
 
   beforeAll(async () => {
     opNs = await freshNamespace('rk-platform');
@@ -140,6 +138,7 @@ describe.skipIf(skip)('the catalog through Flux HelmRelease, as Cozystack instal
       await helm(['package', join(REPO_ROOT, APPS_REPO, 'packages/apps', a.name), '-d', charts]);
     await helm(['repo', 'index', charts, '--url', repo.url]);
     const storage = await freePort();
+    mkdirSync(join(tmp, 'storage')); // source-controller refuses a storage path that does not exist
     await startController('source-controller', [
       `--storage-path=${join(tmp, 'storage')}`,
       `--storage-addr=127.0.0.1:${storage}`,
@@ -257,6 +256,9 @@ describe.skipIf(skip)('the catalog through Flux HelmRelease, as Cozystack instal
     expect(releases.map((r: Deep) => [r.name, r.status])).toEqual([
       [`${prefixOf(KUBE_APP)}flock`, 'deployed'],
     ]);
+    // The NOTES as Flux's Helm rendered them (its lookup ran with helm-controller's rights).
+    const notes = await helm(['get', 'notes', `${prefixOf(KUBE_APP)}flock`, '-n', tenant]);
+    expect(notes).toContain(`The retrokube operator is running (Lease ${opNs}/retrokube-operator held by`);
   });
 
   it('a HelmRelease with values outside the schema fails naming the field, and creates nothing', async () => {
