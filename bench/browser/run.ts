@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { serveLab } from '../../operator/src/console/lab.ts';
-import { launch } from '../../test/browser/chromium.ts';
+import { launch, waitConverged } from '../../test/browser/chromium.ts';
 
 const quick = process.argv.includes('--quick');
 const RUNS = quick ? 1 : 3;
@@ -40,14 +40,7 @@ try {
     const page = await browser.context.newPage();
     const t0 = performance.now();
     await page.goto(lab.url);
-    await page.waitForFunction(
-      () => document.querySelector('#summary')?.textContent?.includes('CONVERGED'),
-      null,
-      {
-        timeout: 300_000,
-        polling: 100,
-      },
-    );
+    await waitConverged(page, 300_000, 100);
     loads.push((performance.now() - t0) / 1000);
     await page.waitForTimeout(5000); // at rest, for the paced rate
     paced = await page.evaluate(() =>

@@ -2,7 +2,9 @@
 // in-process air), the figures of the reference's load check (kube-on-oberon spec §8.3): converge
 // time after `Kube.Apply web 3N Ticker`, failover time of the last node, frames per second on the
 // air at rest, false NotReady (heartbeat gaps longer than the 5-s timeout on nodes that were never
-// switched off), and host CPU of the whole cluster. Judged from the air only.
+// switched off), and host CPU of the whole cluster. Judged from the air only. Also the start:
+// from LocalCluster.start to every node Ready at the plane, wall and CPU-seconds (the host is
+// shared; the CPU figure does not depend on the neighbours), with the time to power every machine on.
 // Run: node_modules/.bin/node bench/kube/run.ts [--sizes 2,4] [--rest 10]
 // Writes bench/results/kube.json.
 import fs from 'node:fs';
@@ -18,13 +20,25 @@ const arg = (name: string): string | undefined => {
 };
 const SIZES = (arg('--sizes') ?? '2,4,8,16,20').split(',').map(Number);
 const REST_S = Number(arg('--rest') ?? 10);
+// `--compare-start N`: the start of an N-node cluster, nodes on shared threads (the default)
+// and on a thread each, interleaved, ROUNDS each; written to kube.json under startCompare.
+const COMPARE = arg('--compare-start');
+// ...with `--compare-full`, each run also converges, rests (--rest) and fails a node over.
+const COMPARE_FULL = process.argv.includes('--compare-full');
 const KEY = '0123456789abcdef';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Row {
   nodes: number;
   pods: number;
+  /** From LocalCluster.start (air, listener, disks) to every node Ready at the plane. */
+  upS: number;
+  /** Of which: powering the plane and every node on (workers started, boot images restored). */
+  machinesOnS: number;
+  /** From the plane's power-on to every node Ready (the part startAll() does). */
   joinS: number;
+  /** CPU of the whole process (all machines' threads) from LocalCluster.start to every node Ready. */
+  upCpuS: number;
   convergeS: number;
   failoverS: number;
   framesPerS: number;
@@ -33,7 +47,11 @@ interface Row {
   load1: number;
 }
 
-async function measure(n: number, disk: { path: string; key: string }): Promise<Row> {
+async function measure(
+  n: number,
+  disk: { path: string; key: string },
+  opts: { nodeThreads?: number; startOnly?: boolean } = {},
+): Promise<Row> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `retrokube-bench-kube-${n}-`));
   const nodeNames = Array.from({ length: n }, (_, i) => nodeName(i));
   const spec: LocalKube = {
@@ -46,14 +64,55 @@ async function measure(n: number, disk: { path: string; key: string }): Promise<
     loss: 0,
     runtime: 'pod',
   };
+  const up0 = Date.now();
+  const upCpu0 = process.cpuUsage();
+  let machinesOnAt = 0;
   const c = await LocalCluster.start(
-    { spec, key: KEY, kubeDisk: disk.path, kubeDiskKey: disk.key, dir, vncBase: null },
+    {
+      spec,
+      key: KEY,
+      kubeDisk: disk.path,
+      kubeDiskKey: disk.key,
+      dir,
+      vncBase: null,
+      progress: (line) => {
+        if (line.startsWith('machines booting')) machinesOnAt = Date.now();
+      },
+      nodeThreads: opts.nodeThreads,
+    },
     false,
   );
   try {
     const t0 = Date.now();
     await c.startAll(); // plane, nodes, and returns once every node is Ready at the plane
     const joinS = (Date.now() - t0) / 1000;
+    const upS = (Date.now() - up0) / 1000;
+    const upCpu = process.cpuUsage(upCpu0);
+    const upCpuS = (upCpu.user + upCpu.system) / 1e6;
+    const machinesOnS = (machinesOnAt - t0) / 1000;
+    const load1 = os.loadavg()[0];
+    const falseNotReady = () =>
+      c
+        .view()
+        .nodes.filter((x) => x.name !== nodeNames[n - 1])
+        .reduce((s, x) => s + x.flaps, 0);
+    if (opts.startOnly) {
+      const none = Number.NaN;
+      return {
+        nodes: n,
+        pods: 0,
+        upS,
+        machinesOnS,
+        joinS,
+        upCpuS,
+        convergeS: none,
+        failoverS: none,
+        framesPerS: none,
+        falseNotReady: falseNotReady(),
+        hostCores: none,
+        load1,
+      };
+    }
     const pods = 3 * n;
     const even = (): boolean => {
       const counts = c
@@ -76,7 +135,6 @@ async function measure(n: number, disk: { path: string; key: string }): Promise<
     const restMs = Date.now() - rest0;
     const framesPerS = (c.view().counts.frames - frames0) / (restMs / 1000);
     const hostCores = (cpu.user + cpu.system) / 1000 / restMs; // worker threads count in the process
-    const load1 = os.loadavg()[0];
 
     const last = nodeNames[n - 1];
     const off = Date.now();
@@ -88,11 +146,20 @@ async function measure(n: number, disk: { path: string; key: string }): Promise<
     }, 60_000);
     if (!moved) throw new Error(`${n} nodes: pods of ${last} not moved within 60 s`);
     const failoverS = (Date.now() - off) / 1000;
-    const falseNotReady = c
-      .view()
-      .nodes.filter((x) => x.name !== last)
-      .reduce((s, x) => s + x.flaps, 0);
-    return { nodes: n, pods, joinS, convergeS, failoverS, framesPerS, falseNotReady, hostCores, load1 };
+    return {
+      nodes: n,
+      pods,
+      upS,
+      machinesOnS,
+      joinS,
+      upCpuS,
+      convergeS,
+      failoverS,
+      framesPerS,
+      falseNotReady: falseNotReady(),
+      hostCores,
+      load1,
+    };
   } finally {
     await c.close();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -100,21 +167,50 @@ async function measure(n: number, disk: { path: string; key: string }): Promise<
 }
 
 const disk = await buildKubeDisk();
+if (COMPARE !== undefined) {
+  const n = Number(COMPARE);
+  const runs: Record<string, Row[]> = { shared: [], own: [] };
+  for (let r = 0; r < 3; r++) {
+    for (const [variant, nodeThreads] of [
+      ['shared', undefined],
+      ['own', 0],
+    ] as const) {
+      const row = await measure(n, disk, { nodeThreads, startOnly: !COMPARE_FULL });
+      runs[variant].push(row);
+      console.log(
+        `${n} nodes, ${variant === 'shared' ? 'nodes on shared threads' : 'a thread per node'}: up ${row.upS.toFixed(1)} s (machines on ${row.machinesOnS.toFixed(1)} s), ${row.upCpuS.toFixed(2)} CPU-s${COMPARE_FULL ? `, converge ${row.convergeS.toFixed(1)} s, failover ${row.failoverS.toFixed(1)} s, host ${row.hostCores.toFixed(2)} cores at rest` : ''}, false NotReady ${row.falseNotReady} (load ${row.load1.toFixed(1)})`,
+      );
+    }
+  }
+  const out = path.join(import.meta.dirname, '../results/kube.json');
+  const old = fs.existsSync(out) ? JSON.parse(fs.readFileSync(out, 'utf8')) : {};
+  fs.writeFileSync(
+    out,
+    `${JSON.stringify({ ...old, startCompare: { nodes: n, date: new Date().toISOString(), runs } }, null, 2)}\n`,
+  );
+  console.log(`written ${out}`);
+  process.exit(0);
+}
+/** The last --compare-start result, kept when the full run rewrites the file. */
+function previousCompare(): unknown {
+  const out = path.join(import.meta.dirname, '../results/kube.json');
+  return fs.existsSync(out) ? (JSON.parse(fs.readFileSync(out, 'utf8')).startCompare ?? null) : null;
+}
 const rows: Row[] = [];
 for (const n of SIZES) {
   const r = await measure(n, disk);
   rows.push(r);
   console.log(
-    `${n} nodes: join ${r.joinS.toFixed(1)} s, converge ${r.convergeS.toFixed(1)} s, failover ${r.failoverS.toFixed(1)} s, ` +
+    `${n} nodes: up ${r.upS.toFixed(1)} s (machines on ${r.machinesOnS.toFixed(1)} s, join ${r.joinS.toFixed(1)} s; ${r.upCpuS.toFixed(2)} CPU-s), converge ${r.convergeS.toFixed(1)} s, failover ${r.failoverS.toFixed(1)} s, ` +
       `${r.framesPerS.toFixed(1)} frames/s, false NotReady ${r.falseNotReady}, host ${r.hostCores.toFixed(2)} cores (load ${r.load1.toFixed(1)})`,
   );
 }
 const table = [
-  '| nodes | pods | converge | failover | frames per second on the air | false NotReady | host cores (whole cluster) | load average |',
-  '|---|---|---|---|---|---|---|---|',
+  '| nodes | pods | up (CPU-s) | converge | failover | frames per second on the air | false NotReady | host cores (whole cluster) | load average |',
+  '|---|---|---|---|---|---|---|---|---|',
   ...rows.map(
     (r) =>
-      `| ${r.nodes} | ${r.pods} | ${r.convergeS.toFixed(1)} s | ${r.failoverS.toFixed(1)} s | ${r.framesPerS.toFixed(1)} | ${r.falseNotReady} | ${r.hostCores.toFixed(2)} | ${r.load1.toFixed(1)} |`,
+      `| ${r.nodes} | ${r.pods} | ${r.upS.toFixed(1)} s (${r.upCpuS.toFixed(2)}) | ${r.convergeS.toFixed(1)} s | ${r.failoverS.toFixed(1)} s | ${r.framesPerS.toFixed(1)} | ${r.falseNotReady} | ${r.hostCores.toFixed(2)} | ${r.load1.toFixed(1)} |`,
   ),
 ].join('\n');
 console.log(`\n${table}`);
@@ -122,7 +218,7 @@ const out = path.join(import.meta.dirname, '../results/kube.json');
 fs.mkdirSync(path.dirname(out), { recursive: true });
 fs.writeFileSync(
   out,
-  `${JSON.stringify({ host: { cpus: os.cpus().length, node: process.version }, restS: REST_S, rows }, null, 2)}\n`,
+  `${JSON.stringify({ host: { cpus: os.cpus().length, node: process.version }, restS: REST_S, rows, startCompare: previousCompare() }, null, 2)}\n`,
 );
 console.log(`written ${out}`);
 process.exit(0);

@@ -1,9 +1,15 @@
-// Debian's chromium driven by playwright-core (which never downloads a browser): headless, no
-// sandbox (tests run as root in CI containers), nothing phoning home, a fresh profile each time.
-import { mkdtempSync, rmSync } from 'node:fs';
+// The one helper of the browser tests (and bench/browser): Debian's chromium driven by
+// playwright-core (which never downloads a browser) — headless, no sandbox (tests run as root in CI
+// containers), nothing phoning home, a fresh profile each time — and what every test does with a
+// page of ours: open it, wait for a converged cluster, run the six labs, poll the server, probe it
+// from another origin and another Host name, type into a machine's screen, save screenshots.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 
 export const CHROMIUM = process.env.RETROKUBE_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -25,6 +31,7 @@ export interface Browser {
 }
 
 export async function launch(): Promise<Browser> {
+  mkdirSync(ARTIFACTS, { recursive: true });
   const profile = mkdtempSync(join(tmpdir(), 'retrokube-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
@@ -39,6 +46,42 @@ export async function launch(): Promise<Browser> {
       rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+/** What a test opens a page on: `retrokube up`, `retrokube sheets up` (cli-process.ts) or `retrokube lab`. */
+export interface Served {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** The server, the browser and the first page of one test file; a test may replace `server` (a restart). */
+export interface PageSession<T extends Served> {
+  server: T;
+  browser: Browser;
+  page: Page;
+}
+
+/**
+ * The set-up every browser test file shares: before all, `start()` runs the server, chromium
+ * starts and a page opens on it (link up); after all, the browser closes, the server stops and
+ * `cleanup` runs. Call at the top level of a test file.
+ */
+export function pageSession<T extends Served>(
+  start: () => Promise<T>,
+  o: { startTimeoutMs?: number; linkTimeoutMs?: number; cleanup?: () => void } = {},
+): PageSession<T> {
+  const s = {} as PageSession<T>;
+  beforeAll(async () => {
+    s.server = await start();
+    s.browser = await launch();
+    s.page = await openPage(s.browser, s.server.url, o.linkTimeoutMs ?? 60_000);
+  }, o.startTimeoutMs ?? 180_000);
+  afterAll(async () => {
+    await s.browser?.close();
+    await s.server?.stop();
+    o.cleanup?.();
+  }, 60_000);
+  return s;
 }
 
 /** Screenshots go here (kept by CI as test artifacts). */
@@ -60,6 +103,139 @@ export function screenHasInk(machine: string): boolean {
 }
 
 export const labStatuses = (page: Page): Promise<string[]> => page.locator('#labs .status').allTextContents();
+
+/** A new page of `browser` at `url`, its script errors on our stderr, once its link to the cluster is up. */
+export async function openPage(browser: Browser, url: string, linkTimeoutMs = 60_000): Promise<Page> {
+  const page = await browser.context.newPage();
+  page.on('pageerror', (e) => process.stderr.write(`page error: ${e.message}\n`));
+  await page.goto(url);
+  await page.waitForSelector('#link.up', { timeout: linkTimeoutMs });
+  return page;
+}
+
+/** Until the page says the cluster it hears on the air is CONVERGED. */
+export async function waitConverged(page: Page, timeoutMs: number, pollingMs = 1000): Promise<void> {
+  await page.waitForFunction(
+    () => document.querySelector('#summary')?.textContent?.includes('CONVERGED'),
+    null,
+    { timeout: timeoutMs, polling: pollingMs },
+  );
+}
+
+/** Clicks "run all six" and waits for the verdicts (a screenshot either way); returns each lab's status. */
+export async function runAllLabs(page: Page, shotName: string): Promise<string[]> {
+  await page.click('#run-all');
+  try {
+    await page.waitForFunction(
+      () => document.querySelector('#labs-summary')?.textContent?.includes('passed'),
+      null,
+      { timeout: 900_000, polling: 1000 },
+    );
+  } finally {
+    await shot(page, shotName);
+  }
+  return labStatuses(page);
+}
+
+/** Reads until `done` holds or the time is up; returns the last reading (the caller asserts on it). */
+export async function pollUntil<T>(
+  read: () => Promise<T>,
+  done: (v: T) => boolean,
+  timeoutMs: number,
+  everyMs = 1000,
+): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let v = await read();
+  while (Date.now() < end && !done(v)) {
+    await new Promise((r) => setTimeout(r, everyMs));
+    v = await read();
+  }
+  return v;
+}
+
+/** GET a console's JSON read (api/view, api/state, api/sheets) as a script would. */
+export const readJson = async <T>(consoleUrl: string, path: string): Promise<T> =>
+  (await fetch(new URL(path, consoleUrl))).json() as Promise<T>;
+
+/**
+ * A page of another origin (another port of this machine) tries what an attacker's page would: open
+ * the console's event socket and POST an action with a "simple" content type (no preflight).
+ * Returns the page's own account, "fetch <status|blocked>, ws <open|refused>".
+ */
+export async function foreignOriginTries(
+  browser: Browser,
+  consoleUrl: string,
+  action: { path: string; body: unknown },
+): Promise<string> {
+  const evil = http.createServer((_, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(`<script>
+      const c = ${JSON.stringify(consoleUrl)};
+      const ws = new WebSocket(c.replace('http', 'ws') + 'api/events');
+      let wsResult = 'pending';
+      ws.onopen = () => { wsResult = 'open'; };
+      ws.onerror = () => { wsResult = 'refused'; };
+      fetch(c + ${JSON.stringify(action.path)}, { method: 'POST', body: ${JSON.stringify(JSON.stringify(action.body))}, headers: { 'content-type': 'text/plain' } })
+        .then((r) => 'status ' + r.status, () => 'blocked')
+        .then((f) => setTimeout(() => { document.title = 'fetch ' + f + ', ws ' + wsResult; }, 1000));
+    </script>`);
+  });
+  await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
+  const other = await browser.context.newPage();
+  try {
+    await other.goto(`http://127.0.0.1:${(evil.address() as AddressInfo).port}/`);
+    await other.waitForFunction(() => document.title.startsWith('fetch'), null, { timeout: 15_000 });
+    return await other.title();
+  } finally {
+    await other.close();
+    evil.close();
+  }
+}
+
+/** The status a request to the console's address under another Host name gets (DNS rebinding). */
+export function statusUnderForeignHost(consoleUrl: string, path: string): Promise<number> {
+  const u = new URL(consoleUrl);
+  return new Promise<number>((resolve) => {
+    http
+      .get({ host: u.hostname, port: u.port, path, headers: { host: 'evil.example' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+      .on('error', () => resolve(0));
+  });
+}
+
+/**
+ * Waits until the page's table of a sheet tab (`[data-tab=TAB]`) has at least `count` rows whose
+ * cells equal `where` (column → text): what a person sees, not what the server holds.
+ */
+export async function waitForRows(
+  page: Page,
+  tab: string,
+  where: Record<string, string>,
+  count = 1,
+  timeoutMs = 90_000,
+): Promise<void> {
+  await page.waitForFunction(
+    ([t, w, n]) => {
+      const table = document.querySelector(`table[data-tab="${t}"]`);
+      if (!table) return false;
+      const cols = [...table.querySelectorAll('thead th')].map((th) => th.textContent);
+      const rows = [...table.querySelectorAll('tbody tr')].filter((tr) =>
+        Object.entries(w).every(([c, v]) => tr.children[cols.indexOf(c)]?.textContent === v),
+      );
+      return rows.length >= n;
+    },
+    [tab, where, count] as [string, Record<string, string>, number],
+    { timeout: timeoutMs, polling: 500 },
+  );
+}
+
+/** Waits for the red banner a page shows when its server went away; returns its text. */
+export async function linkDownMessage(page: Page): Promise<string> {
+  await page.waitForSelector('#link.down', { timeout: 20_000 });
+  return (await page.locator('#link').textContent()) ?? '';
+}
 
 /**
  * Types a command into a machine's System.Tool through the page, as a person would: left click

@@ -1,32 +1,20 @@
 // The console of `retrokube up` with the sample clusters: besides the Oberon cluster, the
 // Sheeternetes cluster running alongside shows as its tabs (live tables), its events and a plot of
 // its Metrics tab, read from the real apiserver over a real workbook, in Debian's chromium.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ARTIFACTS, type Browser, launch, shot } from './chromium.ts';
-import { startUp, stopUp, type Up } from './up-process.ts';
+import { expect, it } from 'vitest';
+import { ARTIFACTS, pageSession, shot } from './chromium.ts';
+import { startUp } from './cli-process.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrokube-console-sheets-'));
-let up: Up;
-let browser: Browser;
-
-beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  up = await startUp(['--state', join(dir, 'state'), '--no-vnc'], 'Sheeternetes apiserver');
-  browser = await launch();
-}, 180_000);
-
-afterAll(async () => {
-  await browser?.close();
-  if (up) await stopUp(up);
-  rmSync(dir, { recursive: true, force: true });
-}, 60_000);
+const s = pageSession(() => startUp(['--state', join(dir, 'state'), '--no-vnc'], 'Sheeternetes apiserver'), {
+  cleanup: () => rmSync(dir, { recursive: true, force: true }),
+});
 
 it('shows the Sheeternetes tabs, events and a plot of the Metrics tab, live', async () => {
-  const page = await browser.context.newPage();
-  await page.goto(up.url);
+  const page = s.page;
   await page.waitForSelector('#sheets:not([hidden])', { timeout: 60_000 });
   // Pods scheduled by the sheet's scheduler onto the node agents show up in the pods table.
   await page.waitForFunction(

@@ -3,24 +3,26 @@
 // real UDP air; the page shows their screens over RFB, runs the six labs, types into a machine's
 // screen, refuses pages of other origins, and says so when the server goes away and comes back.
 // Every judgement is made from the air, by the page or by the console's own listener.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ClusterView } from '../../operator/src/air/view.ts';
 import {
-  ARTIFACTS,
-  type Browser,
-  labStatuses,
-  launch,
+  foreignOriginTries,
+  linkDownMessage,
+  openPage,
+  pageSession,
+  pollUntil,
+  readJson,
+  runAllLabs,
   screenHasInk,
   shot,
+  statusUnderForeignHost,
   typeIntoScreen,
+  waitConverged,
 } from './chromium.ts';
-import { startUp, stopUp, type Up } from './up-process.ts';
+import { type Cli, startUp } from './cli-process.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrokube-console-e2e-'));
 const FILE = join(dir, 'lab.yaml');
@@ -37,155 +39,80 @@ spec:
 `,
 );
 
-const startConsoleUp = (consolePort = 0): Promise<Up> =>
+const startConsoleUp = (consolePort = 0): Promise<Cli> =>
   startUp(
     [FILE, '--state', join(dir, 'state'), '--console-port', String(consolePort)],
     'deployments ensured',
   );
 
-let up: Up;
-let browser: Browser;
-let page: Page;
+const s = pageSession(() => startConsoleUp(), {
+  startTimeoutMs: 240_000,
+  linkTimeoutMs: 30_000,
+  cleanup: () => rmSync(dir, { recursive: true, force: true }),
+});
 
-const view = async (): Promise<ClusterView> =>
-  (await fetch(new URL('api/view', up.url))).json() as Promise<ClusterView>;
-
-beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  up = await startConsoleUp();
-  browser = await launch();
-  page = await browser.context.newPage();
-  await page.goto(up.url);
-}, 240_000);
-
-afterAll(async () => {
-  await browser?.close();
-  if (up) await stopUp(up);
-  rmSync(dir, { recursive: true, force: true });
-}, 60_000);
+const view = (): Promise<ClusterView> => readJson<ClusterView>(s.server.url, 'api/view');
 
 describe.sequential('the web console of retrokube up, in chromium', () => {
   it('shows every machine screen live over RFB and the cluster converged as heard on the air', async () => {
-    await page.waitForSelector('#link.up', { timeout: 30_000 });
-    await page.waitForFunction(
-      () => document.querySelector('#summary')?.textContent?.includes('CONVERGED'),
-      null,
-      {
-        timeout: 180_000,
-      },
-    );
+    await waitConverged(s.page, 180_000);
     for (const m of ['plane', 'node-a', 'node-b'])
-      await page.waitForFunction(screenHasInk, m, { timeout: 60_000, polling: 500 });
-    expect(await page.locator('#nodes tbody tr').count()).toBe(2);
+      await s.page.waitForFunction(screenHasInk, m, { timeout: 60_000, polling: 500 });
+    expect(await s.page.locator('#nodes tbody tr').count()).toBe(2);
     // The frame log fills from the event socket as frames are heard (a heartbeat a second per
     // machine); the view may say CONVERGED before the first frames reach the page.
-    await page.waitForFunction(() => document.querySelectorAll('#log div').length > 5, null, {
+    await s.page.waitForFunction(() => document.querySelectorAll('#log div').length > 5, null, {
       timeout: 30_000,
     });
-    await shot(page, 'console-start');
+    await shot(s.page, 'console-start');
   });
 
   it('refuses a page from another origin (Origin) and a request naming another host (Host)', async () => {
     // A page on another port of the same machine is another origin: it tries to switch the air off.
-    const evil = http.createServer((_, res) => {
-      res.writeHead(200, { 'content-type': 'text/html' });
-      res.end(`<script>
-        const c = ${JSON.stringify(up.url)};
-        const ws = new WebSocket(c.replace('http', 'ws') + 'api/events');
-        let wsResult = 'pending';
-        ws.onopen = () => { wsResult = 'open'; };
-        ws.onerror = () => { wsResult = 'refused'; };
-        fetch(c + 'api/air', { method: 'POST', body: '{"op":"off"}', headers: { 'content-type': 'text/plain' } })
-          .then((r) => 'status ' + r.status, () => 'blocked')
-          .then((f) => setTimeout(() => { document.title = 'fetch ' + f + ', ws ' + wsResult; }, 1000));
-      </script>`);
-    });
-    await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
-    const other = await browser.context.newPage();
-    await other.goto(`http://127.0.0.1:${(evil.address() as AddressInfo).port}/`);
-    await other.waitForFunction(() => document.title.startsWith('fetch'), null, { timeout: 15_000 });
-    const title = await other.title();
-    await other.close();
-    evil.close();
+    const title = await foreignOriginTries(s.browser, s.server.url, { path: 'api/air', body: { op: 'off' } });
     expect(title).toContain('ws refused');
-    const state = (await (await fetch(new URL('api/state', up.url))).json()) as { air: { on: boolean } };
+    const state = await readJson<{ air: { on: boolean } }>(s.server.url, 'api/state');
     expect(state.air.on).toBe(true); // whatever the browser let through, the console did nothing
     // DNS rebinding: the right address under another name.
-    const status = await new Promise<number>((resolve) => {
-      const u = new URL(up.url);
-      http
-        .get(
-          { host: u.hostname, port: u.port, path: '/api/state', headers: { host: 'evil.example' } },
-          (res) => {
-            res.resume();
-            resolve(res.statusCode ?? 0);
-          },
-        )
-        .on('error', () => resolve(0));
-    });
+    const status = await statusUnderForeignHost(s.server.url, '/api/state');
     expect(status).toBe(403);
   });
 
   it('passes the six labs, judged from the air', async () => {
-    await page.click('#run-all');
-    try {
-      await page.waitForFunction(
-        () => document.querySelector('#labs-summary')?.textContent?.includes('passed'),
-        null,
-        {
-          timeout: 900_000,
-          polling: 1000,
-        },
-      );
-    } finally {
-      await shot(page, 'console-labs');
-    }
-    const statuses = await labStatuses(page);
+    const statuses = await runAllLabs(s.page, 'console-labs');
     expect(statuses, statuses.join('\n')).toEqual(statuses.map(() => expect.stringMatching(/^PASS/)));
-    expect(await page.locator('#labs-summary').textContent()).toBe('6/6 labs passed');
+    expect(await s.page.locator('#labs-summary').textContent()).toBe('6/6 labs passed');
   });
 
   it('typing a command into the plane screen through the page changes what the air hears', async () => {
-    await typeIntoScreen(page, 'plane', 'Kube.Apply web 5 Ticker2');
-    const end = Date.now() + 90_000;
-    let v = await view();
+    await typeIntoScreen(s.page, 'plane', 'Kube.Apply web 5 Ticker2');
     // The labs left web at 4 × Ticker2: the typed line scales it to 5 (no rollout, so 5 is final).
     const done = (x: ClusterView) =>
       x.converged &&
       x.running === 5 &&
       x.pods.every((p) => p.runningOn.length === 0 || p.image === 'Ticker2');
-    while (Date.now() < end && !done(v)) {
-      await new Promise((r) => setTimeout(r, 1000));
-      v = await view();
-    }
-    await shot(page, 'console-typed');
+    const v = await pollUntil(view, done, 90_000);
+    await shot(s.page, 'console-typed');
     expect(done(v), JSON.stringify({ converged: v.converged, running: v.running })).toBe(true);
   });
 
   it('two pages steer one cluster: a rollout raced by a power cut ends converged, both pages see it', async () => {
-    const other = await browser.context.newPage();
-    await other.goto(up.url);
-    await other.waitForSelector('#link.up', { timeout: 30_000 });
+    const other = await openPage(s.browser, s.server.url, 30_000);
     // Page 1 starts a rolling update through the command box; page 2 pulls node-a's plug at once.
-    await page.fill('#command', 'Kube.Apply web 4 Ticker');
-    await page.click('#command-form button');
+    await s.page.fill('#command', 'Kube.Apply web 4 Ticker');
+    await s.page.click('#command-form button');
     await other.click('#machine-node-a button.power');
-    await page.waitForSelector('#machine-node-a.off', { timeout: 10_000 }); // page 1 sees page 2's action
-    expect(await page.locator('#notices').textContent()).toContain('node-a switched off');
+    await s.page.waitForSelector('#machine-node-a.off', { timeout: 10_000 }); // page 1 sees page 2's action
+    expect(await s.page.locator('#notices').textContent()).toContain('node-a switched off');
     await other.waitForTimeout(3000);
     await other.click('#machine-node-a button.power');
-    await page.waitForSelector('#machine-node-a:not(.off)', { timeout: 30_000 });
-    const end = Date.now() + 180_000;
+    await s.page.waitForSelector('#machine-node-a:not(.off)', { timeout: 30_000 });
     const done = (x: ClusterView) =>
       x.converged &&
       x.readyNodes === 2 &&
       x.running === 4 &&
       x.pods.every((p) => p.runningOn.length === 0 || p.image === 'Ticker');
-    let v = await view();
-    while (Date.now() < end && !done(v)) {
-      await new Promise((r) => setTimeout(r, 1000));
-      v = await view();
-    }
+    const v = await pollUntil(view, done, 180_000);
     await shot(other, 'console-second-page');
     await other.close();
     expect(done(v), JSON.stringify({ converged: v.converged, ready: v.readyNodes, running: v.running })).toBe(
@@ -194,21 +121,14 @@ describe.sequential('the web console of retrokube up, in chromium', () => {
   });
 
   it('says clearly when the server goes away, and recovers when it returns', async () => {
-    const port = Number(new URL(up.url).port);
-    await stopUp(up);
-    await page.waitForSelector('#link.down', { timeout: 20_000 });
-    expect(await page.locator('#link').textContent()).toMatch(/went away|does not answer/);
-    await shot(page, 'console-server-gone');
-    up = await startConsoleUp(port);
-    await page.waitForSelector('#link.up', { timeout: 60_000 });
-    await page.waitForFunction(
-      () => document.querySelector('#summary')?.textContent?.includes('CONVERGED'),
-      null,
-      {
-        timeout: 180_000,
-      },
-    );
-    await page.waitForFunction(screenHasInk, 'plane', { timeout: 60_000, polling: 500 });
-    await shot(page, 'console-server-back');
+    const port = Number(new URL(s.server.url).port);
+    await s.server.stop();
+    expect(await linkDownMessage(s.page)).toMatch(/the console server went away/);
+    await shot(s.page, 'console-server-gone');
+    s.server = await startConsoleUp(port);
+    await s.page.waitForSelector('#link.up', { timeout: 60_000 });
+    await waitConverged(s.page, 180_000);
+    await s.page.waitForFunction(screenHasInk, 'plane', { timeout: 60_000, polling: 500 });
+    await shot(s.page, 'console-server-back');
   });
 });

@@ -3,64 +3,33 @@
 // page. The machines run at real speed (the heartbeat the air hears is Oberon's 1-s period in wall
 // time: no time-scale trick), the six labs pass, typing into a screen changes what the air hears,
 // and the page keeps working with the server gone (nothing is fetched after the load).
-import { mkdirSync } from 'node:fs';
-import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { FrameRecord } from '../../operator/src/air/view.ts';
-import { type LabServer, serveLab } from '../../operator/src/console/lab.ts';
-import {
-  ARTIFACTS,
-  type Browser,
-  labStatuses,
-  launch,
-  screenHasInk,
-  shot,
-  typeIntoScreen,
-} from './chromium.ts';
+import { serveLab } from '../../operator/src/console/lab.ts';
+import { pageSession, runAllLabs, screenHasInk, shot, typeIntoScreen, waitConverged } from './chromium.ts';
 
-let lab: LabServer;
-let browser: Browser;
-let page: Page;
+const s = pageSession(async () => {
+  const lab = await serveLab();
+  return { ...lab, stop: lab.close };
+});
 
-const summary = async (): Promise<string> => (await page.locator('#summary').textContent()) ?? '';
-
-beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  lab = await serveLab();
-  browser = await launch();
-  page = await browser.context.newPage();
-  page.on('pageerror', (e) => process.stderr.write(`page error: ${e.message}\n`));
-  await page.goto(lab.url);
-}, 120_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await lab?.close();
-}, 60_000);
+const summary = async (): Promise<string> => (await s.page.locator('#summary').textContent()) ?? '';
 
 describe.sequential('the browser lab, in chromium', () => {
   it('boots a plane and two nodes in the page and forms the cluster on the in-page air', async () => {
-    await page.waitForSelector('#link.up', { timeout: 60_000 });
-    await page.waitForFunction(
-      () => document.querySelector('#summary')?.textContent?.includes('CONVERGED'),
-      null,
-      {
-        timeout: 300_000,
-        polling: 1000,
-      },
-    );
+    await waitConverged(s.page, 300_000);
     for (const m of ['plane', 'node-a', 'node-b'])
-      await page.waitForFunction(screenHasInk, m, { timeout: 60_000, polling: 500 });
+      await s.page.waitForFunction(screenHasInk, m, { timeout: 60_000, polling: 500 });
     expect(await summary()).toMatch(/nodes 2\/2 Ready · pods running 4/);
-    await shot(page, 'lab-start');
+    await shot(s.page, 'lab-start');
   });
 
   it('keeps going with the server gone: everything it needs came with the page', async () => {
-    await lab.close();
+    await s.server.stop();
     const frames = async () =>
-      Number(/frames (\d+)/.exec((await page.locator('#counts').textContent()) ?? '')?.[1]);
+      Number(/frames (\d+)/.exec((await s.page.locator('#counts').textContent()) ?? '')?.[1]);
     const before = await frames();
-    await page.waitForTimeout(5000);
+    await s.page.waitForTimeout(5000);
     expect(await frames()).toBeGreaterThan(before + 5);
     expect(await summary()).toContain('CONVERGED');
   });
@@ -69,13 +38,13 @@ describe.sequential('the browser lab, in chromium', () => {
     // Oberon's KubeNet sends a heartbeat every 1000 ms of its own timer; the page hears it on its
     // own clock. A time-scale trick (the reference's 2500 cycles per "ms") would show 100 ms.
     const beats = () =>
-      page.evaluate(() =>
+      s.page.evaluate(() =>
         (globalThis as unknown as { retrokubeRecords: () => FrameRecord[] })
           .retrokubeRecords()
           .filter((r) => r.kind === 'heartbeat' && r.node === 'node-a' && r.verdict === 'ok')
           .map((r) => r.t),
       );
-    while ((await beats()).length < 15) await page.waitForTimeout(1000);
+    while ((await beats()).length < 15) await s.page.waitForTimeout(1000);
     const times = await beats();
     const gaps = times.slice(1).map((t, i) => (t - times[i]) / 1000);
     expect(gaps.length).toBeGreaterThan(10);
@@ -86,30 +55,50 @@ describe.sequential('the browser lab, in chromium', () => {
   });
 
   it('passes the six labs, judged from the air in the page', async () => {
-    await page.click('#run-all');
-    try {
-      await page.waitForFunction(
-        () => document.querySelector('#labs-summary')?.textContent?.includes('passed'),
-        null,
-        {
-          timeout: 900_000,
-          polling: 1000,
-        },
-      );
-    } finally {
-      await shot(page, 'lab-labs');
-    }
-    const statuses = await labStatuses(page);
+    const statuses = await runAllLabs(s.page, 'lab-labs');
     expect(statuses, statuses.join('\n')).toEqual(statuses.map(() => expect.stringMatching(/^PASS/)));
   });
 
   it('typing a command into the plane screen changes what the air in the page hears', async () => {
-    await typeIntoScreen(page, 'plane', 'Kube.Apply web 5 Ticker2');
-    await page.waitForFunction(
+    await typeIntoScreen(s.page, 'plane', 'Kube.Apply web 5 Ticker2');
+    await s.page.waitForFunction(
       () => /pods running 5 · CONVERGED/.test(document.querySelector('#summary')?.textContent ?? ''),
       null,
       { timeout: 120_000, polling: 1000 },
     );
-    await shot(page, 'lab-typed');
+    await shot(s.page, 'lab-typed');
+  });
+
+  it('a rollout raced by a power cut ends converged on the new module, with a message for each', async () => {
+    // The typed line left web at 5 × Ticker2: roll back to 4 × Ticker and pull node-a's plug at once.
+    await s.page.fill('#command', 'Kube.Apply web 4 Ticker');
+    await s.page.click('#command-form button');
+    await s.page.click('#machine-node-a button.power');
+    await s.page.waitForSelector('#machine-node-a.off', { timeout: 10_000 });
+    const notices = (await s.page.locator('#notices').textContent()) ?? '';
+    expect(notices).toContain('node-a switched off');
+    expect(notices).toContain('typed into the plane: Kube.Apply web 4 Ticker');
+    // Off long enough that the plane marks it NotReady mid-rollout and moves its pods.
+    await s.page.waitForFunction(
+      () => /nodes 1\/2 Ready/.test(document.querySelector('#summary')?.textContent ?? ''),
+      null,
+      { timeout: 60_000, polling: 500 },
+    );
+    await s.page.click('#machine-node-a button.power');
+    await s.page.waitForSelector('#machine-node-a:not(.off)', { timeout: 10_000 });
+    await s.page.waitForFunction(
+      () => {
+        const summary = document.querySelector('#summary')?.textContent ?? '';
+        const images = [...document.querySelectorAll('#pods tbody tr')]
+          .filter((tr) => tr.children[3]?.textContent !== '-') // running somewhere
+          .map((tr) => tr.children[1]?.textContent);
+        return (
+          /nodes 2\/2 Ready · pods running 4 · CONVERGED/.test(summary) && images.every((i) => i === 'Ticker')
+        );
+      },
+      null,
+      { timeout: 300_000, polling: 1000 },
+    );
+    await shot(s.page, 'lab-raced');
   });
 });

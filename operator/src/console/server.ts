@@ -1,66 +1,37 @@
-// The web console of a running cluster: serves the page (bundled by esbuild, bundle.ts), pushes
-// what the air hears (frames with verdicts, the cluster view, the machines and the air) over a
-// WebSocket, takes the break verbs as small JSON POSTs, and carries each machine's RFB (VNC)
-// stream over a WebSocket to the page's canvas client. Loopback by default; every request must
-// come from a page this server served (util/http-guard.ts: Host, Origin, JSON bodies). One process may serve many tabs: every action
-// is answered with the state after it, and every tab sees every change.
+// The web console of a running cluster: serves the page (bundled by esbuild, bundle.ts), keeps one
+// event socket per open page, and routes actions (small JSON POSTs) and extra sockets to the parts
+// it shows: the Oberon cluster of `retrokube up` (kube-part.ts), a sheet cluster (sheets-part.ts),
+// or both. Loopback by default; every request must come from a page this server served
+// (util/http-guard.ts: Host, Origin, JSON bodies). Each page has a memory budget on the server;
+// every action is answered with what it did, and every page sees every change.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import net from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
-import { runInjector } from '../air/inject.ts';
-import { keyFromHex } from '../air/kubenet.ts';
-import { type Listener, startListener } from '../air/listen.ts';
-import { checkLoss, type Relay } from '../air/relay.ts';
-import type { FrameRecord } from '../air/view.ts';
-import { fromHex } from '../air/wire.ts';
 import { checkRequest, isLoopbackAddress } from '../util/http-guard.ts';
 import { BadRequest, readJsonObject } from '../util/json-body.ts';
 import { logger } from '../util/log.ts';
 import { type PageFiles, pageFiles } from './bundle.ts';
-import { ReplayBook } from './replay.ts';
-import type {
-  AirOp,
-  ConsoleEvent,
-  ConsoleState,
-  DeploymentInfo,
-  Done,
-  InjectReport,
-  IntruderKind,
-  MachineInfo,
-  SheetsTabs,
-} from './types.ts';
-import { INTRUDERS } from './types.ts';
+import { type KubeTarget, kubePart } from './kube-part.ts';
+import type { ConsolePart, PageSocket, Pages } from './part.ts';
+import { type SheetsTarget, sheetsPart } from './sheets-part.ts';
+import type { ConsoleEvent } from './types.ts';
+
+export { checkCommand, type KubeTarget } from './kube-part.ts';
+export type { SheetsTarget } from './sheets-part.ts';
 
 const log = logger('console');
 
 export const LIMITS = {
-  maxBodyBytes: 4096, // the largest request is one short command
+  maxBodyBytes: 8192, // the largest request is one command line (a sheet's `apply {json}` ≤ 3000 chars, escaped)
   maxClients: 32, // open pages (event sockets); a classroom of tabs, not an attack
-  maxScreensPerMachine: 8, // RFB streams per machine through the console
-  pushMs: 500, // the view and the state are pushed this often (half the heartbeat period)
-  keepRecords: 2000, // frames kept for pages that connect later (the reference page keeps 2000)
-  replayOnConnect: 300, // of which a new page gets the latest
-  maxBufferedBytes: 1 << 20, // a page that does not read gets no more frames until it catches up
-  maxRfbBufferedBytes: 4 << 20, // an RFB stream pauses its machine side above this
-  commandChars: 120, // Oberon's System.Tool line; longer is not a command a person types
-  intruderTimeoutMs: 30_000, // the reference injector's limit for hearing three assignments
-  intruderRounds: 3, // forgeries go out after each of the plane's next 3 assignments (reference)
+  maxBufferedBytes: 1 << 20, // a page that does not read gets no more events until it catches up
+  maxPayload: 64 * 1024, // what a page may send on a socket (RFB input is a few bytes a message)
 } as const;
 
-/** What the console drives: `retrokube up`'s cluster, seen through the narrow waist it needs. */
+/** What the console shows: an Oberon cluster, a sheet cluster, or both (one at least). */
 export interface ConsoleTarget {
-  name: string;
-  cluster: string;
-  /** The cluster key (hex): the console's own listener judges frames with it; never sent to pages. */
-  key: string;
-  deployment: DeploymentInfo;
-  relay: Pick<Relay, 'address' | 'state' | 'on' | 'off' | 'setLoss' | 'cut' | 'restore'>;
-  machines(): { name: string; role: 'plane' | 'node'; on: boolean; vnc: number | null }[];
-  power(name: string, on: boolean): Promise<void>;
-  type(name: string, command: string): Promise<void>;
-  /** The Sheeternetes cluster alongside, read for its tabs. */
-  sheets?: () => Promise<SheetsTabs>;
+  kube?: KubeTarget;
+  sheets?: SheetsTarget;
 }
 
 export interface ConsoleOptions {
@@ -74,202 +45,28 @@ export interface ConsoleServer {
   close(): Promise<void>;
 }
 
-const COMMAND = /^[A-Za-z][A-Za-z0-9]*\.[A-Za-z][A-Za-z0-9]*( [\x20-\x7e]*)?$/;
-
-/** A typed command must look like one Oberon command: Module.Command and printable parameters. */
-export function checkCommand(text: unknown): string {
-  if (typeof text !== 'string')
-    throw new BadRequest('"command" must be text like "Kube.Apply web 4 Ticker2"');
-  const c = text.trim();
-  if (c.length === 0 || c.length > LIMITS.commandChars || !COMMAND.test(c))
-    throw new BadRequest(
-      `"${c.slice(0, 40)}" is not one Oberon command: write Module.Command and its parameters in printable ASCII, at most ${LIMITS.commandChars} characters (e.g. "Kube.Apply web 4 Ticker2")`,
-    );
-  return c;
-}
-
 export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}): Promise<ConsoleServer> {
   const host = o.host ?? '127.0.0.1';
-  // Whoever reaches the console can switch machines off and forge frames: loopback only.
+  // Whoever reaches the console can switch machines off, stop node agents and forge frames.
   if (!isLoopbackAddress(host))
     throw new Error(
       `the console listens on loopback only (asked for ${host}); reach it through an SSH tunnel`,
     );
+  if (!target.kube && !target.sheets) throw new Error('the console needs a cluster to show');
   const files: PageFiles = await pageFiles();
-  const records: FrameRecord[] = [];
-  const replays = new ReplayBook();
-  const clients = new Set<WebSocket>();
-  const dropped = new Map<WebSocket, number>();
-  let pending: FrameRecord[] = [];
-
-  const listener: Listener = await startListener({
-    host: '127.0.0.1',
-    port: target.relay.address.port,
-    cluster: target.cluster,
-    key: keyFromHex(target.key),
-    output: 'none',
-    onRecord: (r) => {
-      records.push(r);
-      if (records.length > LIMITS.keepRecords) records.shift();
-      pending.push(r);
-      if (r.verdict === 'ok' && r.kind === 'assign' && r.node && r.ids)
-        replays.add(r.node, r.ids, fromHex(r.raw));
-    },
-  });
-
-  const state = (): ConsoleState => {
-    const air = target.relay.state();
-    return {
-      kind: 'console',
-      name: target.name,
-      cluster: target.cluster,
-      deployment: target.deployment,
-      machines: target
-        .machines()
-        .map((m): MachineInfo => ({ name: m.name, role: m.role, on: m.on, screen: m.vnc !== null })),
-      air: { on: air.on, loss: air.loss, cuts: air.cuts },
-      sheets: target.sheets !== undefined,
-    };
-  };
-
-  const send = (ws: WebSocket, e: ConsoleEvent): void => {
-    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(e));
-  };
-  const broadcast = (e: ConsoleEvent): void => {
-    for (const ws of clients) send(ws, e);
-  };
-
-  // Frames as they come (batched), the view and the state twice a second.
-  const pushTimer = setInterval(() => {
-    const batch = pending;
-    pending = [];
-    const view = listener.view();
-    const st = state();
-    for (const ws of clients) {
-      if (ws.bufferedAmount > LIMITS.maxBufferedBytes) {
-        dropped.set(ws, (dropped.get(ws) ?? 0) + batch.length);
-        continue;
-      }
-      if (batch.length > 0) send(ws, { t: 'records', records: batch, dropped: dropped.get(ws) ?? 0 });
-      send(ws, { t: 'view', view });
-      send(ws, { t: 'state', state: st });
-    }
-  }, LIMITS.pushMs);
-
-  let sheetsBusy = false;
-  const sheetsTimer = target.sheets
-    ? setInterval(() => {
-        if (sheetsBusy || clients.size === 0 || !target.sheets) return;
-        sheetsBusy = true;
-        target
-          .sheets()
-          .then((tabs) => broadcast({ t: 'sheets', tabs }))
-          .catch((e: Error) => broadcast({ t: 'sheets', tabs: { tabs: {}, events: [], error: e.message } }))
-          .finally(() => {
-            sheetsBusy = false;
-          });
-      }, 2000)
-    : undefined;
-
-  const machineName = (v: unknown): string => {
-    const names = target.machines().map((m) => m.name);
-    if (typeof v !== 'string' || !names.includes(v))
-      throw new BadRequest(`"name" must be one of the machines: ${names.join(', ')}`);
-    return v;
-  };
-
-  const busiest = (): { node: string; ids: number[] } => {
-    const v = listener.view();
-    const ready = v.nodes.filter((n) => n.ready);
-    if (ready.length === 0) throw new Error('no node is heard on the air: there is nobody to attack');
-    const n = ready.reduce((a, b) => (b.running.length > a.running.length ? b : a));
-    return { node: n.name, ids: [...n.running] };
-  };
-
-  const inject = async (kind: IntruderKind): Promise<InjectReport> => {
-    const { node, ids } = busiest();
-    const report: InjectReport = { kind, node, times: [], before: ids, forgedIds: [] };
-    let raw: Uint8Array[] | undefined;
-    if (kind === 'replay') {
-      // An old genuine assignment of this node whose ids differ from what it runs now: replayed,
-      // obeying it would show. Without one a replay proves nothing, and the button says so.
-      const old = replays.pick(node, ids);
-      if (!old)
-        throw new Error(
-          `no old assignment of ${node} with other pods was heard yet; roll out or switch a node off first, then replay`,
-        );
-      report.forgedIds = old.ids;
-      raw = [old.datagram];
-    }
-    const r = await runInjector({
-      host: '127.0.0.1',
-      port: target.relay.address.port,
-      node,
-      cluster: target.cluster,
-      key: keyFromHex(target.key),
-      forgeries: kind === 'replay' ? [] : [kind],
-      raw,
-      ids: [],
-      rounds: LIMITS.intruderRounds,
-      timeoutMs: LIMITS.intruderTimeoutMs,
-      onInject: () => report.times.push(Date.now()),
-    });
-    if (r.timedOut && report.times.length === 0)
-      throw new Error(`the plane sent no assignment to ${node} within ${LIMITS.intruderTimeoutMs / 1000} s`);
-    const note = r.injected.find((i) => i.note)?.note;
-    if (note) report.note = note;
-    broadcast({ t: 'notice', text: `intruder "${kind}" sent ${report.times.length} forgeries to ${node}` });
-    return report;
-  };
-
-  const airOp = (b: Record<string, unknown>): AirOp => {
-    switch (b.op) {
-      case 'on':
-      case 'off':
-        return { op: b.op };
-      case 'loss':
-        try {
-          return { op: 'loss', loss: checkLoss(Number(b.loss)) };
-        } catch (e) {
-          throw new BadRequest((e as Error).message);
-        }
-      case 'cut':
-      case 'restore':
-        return { op: b.op, target: machineName(b.target) };
-      default:
-        throw new BadRequest('"op" must be on, off, loss (with "loss" 0..1), cut or restore (with "target")');
-    }
-  };
-
-  const actions: Record<string, (b: Record<string, unknown>) => Promise<unknown>> = {
-    '/api/machine': async (b) => {
-      if (typeof b.on !== 'boolean') throw new BadRequest('"on" must be true or false');
-      const name = machineName(b.name);
-      await target.power(name, b.on);
-      broadcast({ t: 'notice', text: `${name} switched ${b.on ? 'on' : 'off'}` });
-      return { at: Date.now() } satisfies Done;
-    },
-    '/api/air': async (b) => {
-      const op = airOp(b);
-      if (op.op === 'on') target.relay.on();
-      else if (op.op === 'off') target.relay.off();
-      else if (op.op === 'loss') target.relay.setLoss(op.loss);
-      else if (op.op === 'cut') target.relay.cut(op.target);
-      else target.relay.restore(op.target);
-      broadcast({ t: 'state', state: state() });
-      return { at: Date.now() } satisfies Done;
-    },
-    '/api/inject': async (b) => {
-      if (typeof b.kind !== 'string' || !(INTRUDERS as readonly string[]).includes(b.kind))
-        throw new BadRequest(`"kind" must be one of ${INTRUDERS.join(', ')}`);
-      return inject(b.kind as IntruderKind);
-    },
-    '/api/command': async (b) => {
-      const command = checkCommand(b.command);
-      await target.type('plane', command);
-      return { at: Date.now(), text: command } satisfies Done;
+  const sockets = new Map<WebSocket, PageSocket>();
+  const pages: Pages = {
+    all: () => sockets.values(),
+    broadcast: (e) => {
+      for (const p of sockets.values()) if (!p.behind()) p.send(e);
     },
   };
+  const parts: ConsolePart[] = [];
+  if (target.kube) parts.push(await kubePart(target.kube, pages, target.sheets !== undefined));
+  if (target.sheets) parts.push(sheetsPart(target.sheets, pages, () => sockets.size > 0));
+  const actions = Object.assign({}, ...parts.map((p) => p.actions)) as ConsolePart['actions'];
+  const reads = Object.assign({}, ...parts.map((p) => p.reads)) as ConsolePart['reads'];
+  const upgrades = Object.assign({}, ...parts.map((p) => p.upgrades)) as ConsolePart['upgrades'];
 
   const server = http.createServer((req, res) => {
     const reply = (code: number, body: unknown): void => {
@@ -277,11 +74,18 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
       res.end(`${JSON.stringify(body)}\n`);
     };
     const g = checkRequest(req, { requireJson: true });
-    if (!g.ok) return reply(g.status, { error: g.error });
+    if (!g.ok) {
+      req.resume();
+      return reply(g.status, { error: g.error });
+    }
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (req.method === 'GET') {
-      if (path === '/api/state') return reply(200, state());
-      if (path === '/api/view') return reply(200, listener.view());
+      const read = reads[path];
+      if (read)
+        return void Promise.resolve()
+          .then(read)
+          .then((r) => reply(200, r))
+          .catch((e: Error) => reply(502, { error: e.message }));
       const file = files.get(path === '/' ? '/index.html' : path);
       if (!file) return reply(404, { error: `no ${path}` });
       res.writeHead(200, {
@@ -295,82 +99,46 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
       return;
     }
     const action = req.method === 'POST' ? actions[path] : undefined;
-    if (!action) return reply(404, { error: `no ${req.method} ${path}` });
+    if (!action) {
+      req.resume();
+      return reply(404, { error: `no ${req.method} ${path}` });
+    }
     readJsonObject(req, LIMITS.maxBodyBytes)
       .then(action)
       .then((r) => reply(200, r))
       .catch((e: Error) => reply(e instanceof BadRequest ? 400 : 409, { error: e.message }));
   });
 
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: LIMITS.maxPayload });
   server.on('upgrade', (req, socket, head) => {
     const g = checkRequest(req);
-    const url = new URL(req.url ?? '/', 'http://x');
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
     const refuse = (code: number, why: string): void => {
       socket.end(
         `HTTP/1.1 ${code} ${code === 403 ? 'Forbidden' : 'Refused'}\r\ncontent-type: text/plain\r\n\r\n${why}\n`,
       );
     };
     if (!g.ok) return refuse(403, g.error);
-    if (url.pathname === '/api/events') {
-      if (clients.size >= LIMITS.maxClients) return refuse(503, `at most ${LIMITS.maxClients} pages at once`);
+    if (path === '/api/events') {
+      if (sockets.size >= LIMITS.maxClients) return refuse(503, `at most ${LIMITS.maxClients} pages at once`);
       wss.handleUpgrade(req, socket, head, (ws) => {
-        clients.add(ws);
-        ws.on('close', () => {
-          clients.delete(ws);
-          dropped.delete(ws);
-        });
+        const page: PageSocket = {
+          behind: () => ws.bufferedAmount > LIMITS.maxBufferedBytes,
+          send: (e: ConsoleEvent) => {
+            if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(e));
+          },
+        };
+        sockets.set(ws, page);
+        ws.on('close', () => sockets.delete(ws));
         ws.on('message', () => undefined); // the page only listens here
-        send(ws, { t: 'state', state: state() });
-        send(ws, { t: 'records', records: records.slice(-LIMITS.replayOnConnect), dropped: 0 });
-        send(ws, { t: 'view', view: listener.view() });
+        for (const part of parts) for (const e of part.greet()) page.send(e);
       });
       return;
     }
-    if (url.pathname === '/api/rfb') {
-      const m = target.machines().find((x) => x.name === url.searchParams.get('name'));
-      if (!m || m.vnc === null) return refuse(404, 'no such machine screen');
-      const streams = rfbStreams.get(m.name) ?? 0;
-      if (streams >= LIMITS.maxScreensPerMachine)
-        return refuse(503, `at most ${LIMITS.maxScreensPerMachine} screens of one machine`);
-      const vnc = m.vnc;
-      wss.handleUpgrade(req, socket, head, (ws) => bridgeRfb(ws, m.name, vnc));
-      return;
-    }
+    const upgrade = upgrades[path];
+    if (upgrade) return upgrade(req, socket, head, wss, refuse);
     refuse(404, 'no such socket');
   });
-
-  // WebSocket ⇄ TCP to the machine's RFB server (what websockify does for noVNC).
-  const rfbStreams = new Map<string, number>();
-  const bridgeRfb = (ws: WebSocket, name: string, port: number): void => {
-    rfbStreams.set(name, (rfbStreams.get(name) ?? 0) + 1);
-    const tcp = net.connect(port, '127.0.0.1');
-    let closed = false;
-    const close = (): void => {
-      if (closed) return;
-      closed = true;
-      rfbStreams.set(name, (rfbStreams.get(name) ?? 1) - 1);
-      tcp.destroy();
-      ws.close();
-    };
-    tcp.on('data', (d) => {
-      ws.send(d);
-      if (ws.bufferedAmount > LIMITS.maxRfbBufferedBytes) {
-        tcp.pause();
-        const wait = setInterval(() => {
-          if (closed || ws.bufferedAmount < LIMITS.maxRfbBufferedBytes / 4) {
-            clearInterval(wait);
-            tcp.resume();
-          }
-        }, 50);
-      }
-    });
-    ws.on('message', (d: Buffer) => tcp.write(d));
-    tcp.on('error', close);
-    tcp.on('close', close);
-    ws.on('close', close);
-    ws.on('error', close);
-  };
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -382,14 +150,11 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
   return {
     url: `http://${shown}:${port}/`,
     close: async () => {
-      clearInterval(pushTimer);
-      if (sheetsTimer) clearInterval(sheetsTimer);
-      for (const ws of clients) ws.terminate();
       for (const ws of wss.clients) ws.terminate();
       wss.close();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
-      await listener.close();
+      for (const part of parts) await part.close();
     },
   };
 }

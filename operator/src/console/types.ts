@@ -1,7 +1,8 @@
 // The contract of the page: what it is told about a cluster and what it may ask of it. Two sides
-// implement it: the console server of `retrokube up` (server.ts, over HTTP and a WebSocket) and
-// the browser lab (page/lab-backend.ts, machines in Web Workers and the air in the page). Types
-// only, so both Node and the page bundle import it.
+// implement it: the console server (server.ts, over HTTP and a WebSocket; the Oberon cluster of
+// `retrokube up` in kube-part.ts, a sheet cluster in sheets-part.ts, or both) and the browser lab
+// (page/lab-backend.ts, machines in Web Workers and the air in the page). Types only, so both Node
+// and the page bundle import it.
 import type { ClusterView, FrameRecord } from '../air/view.ts';
 
 export type Role = 'plane' | 'node';
@@ -81,11 +82,24 @@ export type ConsoleEvent =
 
 /** The Sheeternetes tabs as rows, read by the server from the apiserver. */
 export interface SheetsTabs {
+  /** The sheet cluster's name (its workbook), shown as the page's title when it is alone. */
+  name?: string;
   /** Tab name → rows (objects with the tab's column names). */
   tabs: Record<string, Record<string, unknown>[]>;
   events: string[];
+  /** Node agents this console can stop and start (the ones `sheets up` runs), with whether they run. */
+  agents?: { name: string; on: boolean }[];
+  /** The console may steer this cluster (scale, cordon, agents, the command box). */
+  controls?: boolean;
   error?: string;
 }
+
+/** What a page may ask of a sheet cluster; the server turns each into a call of the signed contract. */
+export type SheetsAction =
+  | { op: 'scale'; deployment: string; replicas: number }
+  | { op: 'cordon' | 'uncordon' | 'drain'; node: string }
+  | { op: 'agent'; node: string; on: boolean }
+  | { op: 'command'; text: string };
 
 /** The reply of every action: when it took effect on the air's clock. */
 export interface Done {

@@ -3,14 +3,17 @@
 //   GET  /view?cluster=NAME              a cluster as heard on its air (default: the first)
 //   GET  /clusters                       each cluster's labels, desired deployments and air summary
 //   POST /machine {"name","on"}          power CLUSTER/MACHINE off or on
+//   GET  /screen?name=CLUSTER/MACHINE    the machine's screen as PNG
 //   GET  /rollouts                       every rollout: spec, status, newest events
 //   GET  /rollouts/NAME                  one rollout
 //   POST /rollouts/NAME {"promote"|"abort"|"paused": boolean}   what the CLI's verbs set
 //   POST /down                           stops everything
 import type http from 'node:http';
+import { snapshotToPng } from '../machine/png.ts';
 import { BadRequest, readJsonObject } from '../util/json-body.ts';
 import { listenControl, type UpControl } from './control.ts';
 import type { FleetKube } from './fleet-kube.ts';
+import type { FleetSheet } from './fleet-sheet.ts';
 import type { LocalRollouts, Steering } from './rollout-runner.ts';
 
 export const LIMITS = {
@@ -21,14 +24,32 @@ const STEERING = ['promote', 'abort', 'paused'] as const;
 
 export function startFleetControl(o: {
   kubes: FleetKube[];
+  sheets: FleetSheet[];
   rollouts: LocalRollouts;
   down: () => void;
   state: () => unknown;
 }): Promise<UpControl> {
   const kube = (name: string | null): FleetKube => {
     const k = name === null ? o.kubes[0] : o.kubes.find((x) => x.name === name);
-    if (!k) throw new BadRequest(`no cluster "${name}" (clusters: ${o.kubes.map((x) => x.name).join(', ')})`);
+    const sheet = o.sheets.find((x) => x.name === name);
+    if (sheet)
+      throw new BadRequest(
+        `${name} is a SheetCluster: read it with "retrokube skctl --server ${sheet.sheets.url} get pods"`,
+      );
+    if (!k)
+      throw new BadRequest(
+        `no Oberon cluster "${name ?? ''}" (Oberon clusters: ${o.kubes.map((x) => x.name).join(', ') || 'none'})`,
+      );
     return k;
+  };
+  /** "CLUSTER/MACHINE" → the cluster and the machine's name in it. */
+  const machine = (name: unknown): [FleetKube, string] => {
+    const [c, m] = typeof name === 'string' ? name.split('/') : [];
+    if (!c || !m) throw new BadRequest('"name" must be CLUSTER/MACHINE, e.g. "c1/node-a"');
+    const k = kube(c);
+    const names = k.cluster.machines().map((x) => x.name);
+    if (!names.includes(m)) throw new BadRequest(`no machine "${m}" in ${c} (machines: ${names.join(', ')})`);
+    return [k, m];
   };
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -44,12 +65,12 @@ export function startFleetControl(o: {
       case 'GET /view':
         return json(200, kube(url.searchParams.get('cluster')).cluster.view());
       case 'GET /clusters':
-        return json(
-          200,
-          o.kubes.map((k) => {
+        return json(200, [
+          ...o.kubes.map((k) => {
             const v = k.cluster.view();
             return {
               name: k.name,
+              kind: k.kind,
               labels: k.labels,
               deployments: k.deployments(),
               nodes: `${v.readyNodes}/${k.cluster.spec.nodes}`,
@@ -57,20 +78,18 @@ export function startFleetControl(o: {
               converged: v.converged,
             };
           }),
-        );
+          ...o.sheets.map((x) => ({ name: x.name, kind: x.kind, labels: x.labels, url: x.sheets.url })),
+        ]);
+      case 'GET /screen': {
+        const [k, m] = machine(url.searchParams.get('name'));
+        res.writeHead(200, { 'content-type': 'image/png' });
+        res.end(snapshotToPng(await k.cluster.screen(m)));
+        return;
+      }
       case 'POST /machine': {
         const b = await readJsonObject(req, LIMITS.maxBodyBytes);
         if (typeof b.on !== 'boolean') throw new BadRequest('"on" must be true or false');
-        const [c, m] = typeof b.name === 'string' ? b.name.split('/') : [];
-        if (!c || !m) throw new BadRequest('"name" must be CLUSTER/MACHINE, e.g. "blue-1/node-a"');
-        const k = kube(c);
-        if (!k.cluster.machines().some((x) => x.name === m))
-          throw new BadRequest(
-            `no machine "${m}" in ${c} (machines: ${k.cluster
-              .machines()
-              .map((x) => x.name)
-              .join(', ')})`,
-          );
+        const [k, m] = machine(b.name);
         await k.cluster.power(m, b.on);
         return json(200, o.state());
       }
@@ -103,7 +122,7 @@ export function startFleetControl(o: {
         return;
       default:
         return json(404, {
-          error: `no ${route}; use GET /state /view /clusters /rollouts /rollouts/NAME, POST /machine /rollouts/NAME /down`,
+          error: `no ${route}; use GET /state /view /clusters /screen /rollouts /rollouts/NAME, POST /machine /rollouts/NAME /down`,
         });
     }
   };

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseLiveCommands, watchLiveCommands } from '../machine/live-commands.ts';
-import type { Observation, Version } from '../rollout/plan.ts';
+import type { Change, Observation, Version } from '../rollout/plan.ts';
 import { logger } from '../util/log.ts';
 import type { LocalCluster } from './cluster.ts';
 import {
@@ -25,6 +25,7 @@ export const LIMITS = {
 } as const;
 
 export class FleetKube implements FleetTarget {
+  readonly kind = 'OberonKube' as const;
   readonly name: string;
   readonly labels: Record<string, string>;
   private desired: Deployment[];
@@ -59,12 +60,12 @@ export class FleetKube implements FleetTarget {
     });
   }
 
-  observe(deployment: string, minRunning: number): Observation {
+  observe(change: Change, minRunning: number): Observation {
     return observeLocalKube(
       this.cluster.view(),
       this.desired,
       this.cluster.spec.nodeNames,
-      deployment,
+      change.deployment,
       minRunning,
     );
   }

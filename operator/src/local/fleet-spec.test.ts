@@ -42,6 +42,39 @@ describe('fleet FILE', () => {
     });
   });
 
+  it('reads SheetClusters with their labels; a rollout picks them with selector.kind', () => {
+    const sheet = (name: string) => `apiVersion: retrokube.io/v1alpha1
+kind: SheetCluster
+metadata: {name: ${name}, labels: {fleet: sheets}}
+spec: {nodes: 1}
+---
+`;
+    const text = `${sheet('sa')}${sheet('sb')}${rollout('  strategy: {type: rolling}').replace('matchLabels: {fleet: demo}', 'kind: SheetCluster, matchLabels: {fleet: sheets}')}`;
+    expect(isFleetText(sheet('sa'))).toBe(false);
+    expect(isFleetText(sheet('sa') + sheet('sb'))).toBe(true);
+    const f = parseFleetFile(text, 'f.yaml');
+    expect(f.kubes).toEqual([]);
+    expect(f.sheets.map((x) => [x.sheets.cluster.metadata.name, x.labels])).toEqual([
+      ['sa', { fleet: 'sheets' }],
+      ['sb', { fleet: 'sheets' }],
+    ]);
+    expect(f.rollouts[0].spec.selector.kind).toBe('SheetCluster');
+    // An OberonKube selector does not match SheetClusters, and the API server's rules hold here too.
+    expect(() => parseFleetFile(text.replace('kind: SheetCluster, ', ''), 'f.yaml')).toThrow(
+      /matches no OberonKube in the FILE/,
+    );
+    expect(() =>
+      parseFleetFile(
+        text.replace('{type: rolling}', '{type: blueGreen, blueGreen: {groupLabel: c, activeGroup: x}}'),
+        'f.yaml',
+      ),
+    ).toThrow(/blue\/green over Sheeternetes switches a federation's active member/);
+    expect(() =>
+      parseFleetFile(text.replace('kind: SheetCluster, ', 'kind: SheetFederation, '), 'f.yaml'),
+    ).toThrow(/SheetFederation targets need the operator/);
+    expect(() => parseFleetFile(sheet('sa') + kube('sa'), 'f.yaml')).toThrow(/two clusters are named sa/);
+  });
+
   it('refuses what the API server would refuse, naming the field', () => {
     const two = kube('a') + kube('b');
     const cases: [string, RegExp][] = [
@@ -65,7 +98,7 @@ describe('fleet FILE', () => {
         two + rollout('  strategy: {type: rolling}').replace('fleet: demo}}', 'fleet: nowhere}}'),
         /matchLabels fleet=nowhere matches no OberonKube in the FILE/,
       ],
-      [kube('a') + kube('a'), /two OberonKubes are named a/],
+      [kube('a') + kube('a'), /two clusters are named a/],
       [
         two + rollout('  strategy: {type: rolling}') + rollout('  strategy: {type: rolling}'),
         /two Rollouts are named r/,

@@ -13,8 +13,10 @@ import { stopOnSignal } from '../util/process.ts';
 import { LocalCluster } from './cluster.ts';
 import { startFleetControl } from './fleet-control.ts';
 import { FleetKube } from './fleet-kube.ts';
+import { FleetSheet } from './fleet-sheet.ts';
 import { parseFleetFile } from './fleet-spec.ts';
 import { LocalRollouts, LIMITS as RUNNER_LIMITS } from './rollout-runner.ts';
+import { startLocalSheets } from './sheets.ts';
 import {
   readUpState,
   removeUpState,
@@ -52,14 +54,17 @@ export async function runFleetUp(o: UpOptions, text: string): Promise<void> {
     );
   }
   const t0 = Date.now();
-  const disk = await buildKubeDisk();
-  out(`Kube disk ${disk.cached ? 'cached' : 'built'} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  const disk = fleet.kubes.length > 0 ? await buildKubeDisk() : null;
+  if (disk)
+    out(`Kube disk ${disk.cached ? 'cached' : 'built'} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
   const { stopped, stop, release } = stopOnSignal();
 
   const kubes: FleetKube[] = [];
+  const sheets: FleetSheet[] = [];
   let vnc = o.vncBase;
   for (const spec of fleet.kubes) {
+    if (!disk) break;
     const dir = clusterDir(o.dir, spec.name);
     const cluster = await LocalCluster.start(
       {
@@ -76,46 +81,75 @@ export async function runFleetUp(o: UpOptions, text: string): Promise<void> {
     kubes.push(new FleetKube(cluster, dir));
     if (vnc) vnc += spec.nodes + 1; // the next cluster's machines after this one's
   }
+  try {
+    for (const f of fleet.sheets) {
+      const name = f.sheets.cluster.metadata.name as string;
+      const running = await startLocalSheets(f.sheets, {
+        dir: clusterDir(o.dir, name),
+        seed: stateKey(o.dir),
+        out: (line) => out(line),
+      });
+      sheets.push(new FleetSheet(name, f.labels, running));
+    }
+  } catch (e) {
+    await Promise.all([...sheets.map((x) => x.close()), ...kubes.map((k) => k.close())]);
+    release();
+    throw e;
+  }
   const rollouts = new LocalRollouts({
     dir: o.dir,
     rollouts: fleet.rollouts,
-    targets: kubes,
+    targets: [...kubes, ...sheets],
     say: (line) => out(line),
   });
-  const first = kubes[0].cluster;
+  const first = kubes[0]?.cluster;
   const state = (): UpState => ({
     pid: process.pid,
     control: control.url,
-    // The air verbs and `kube get` without --cluster act on the first cluster.
-    air: {
-      host: '127.0.0.1',
-      port: first.relay.address.port,
-      control: first.airControl,
-      keyFile: join(clusterDir(o.dir, first.spec.name), STATE_LIMITS.keyFile),
-    },
-    cluster: first.spec.cluster,
+    // The air verbs and `kube get` without --cluster act on the first Oberon cluster (none: no air).
+    air: first
+      ? {
+          host: '127.0.0.1',
+          port: first.relay.address.port,
+          control: first.airControl,
+          keyFile: join(clusterDir(o.dir, first.spec.name), STATE_LIMITS.keyFile),
+        }
+      : { port: 0, control: '' },
+    cluster: first?.spec.cluster ?? '',
     machines: kubes.flatMap((k) =>
-      k.cluster.machines().map(({ name, role, vnc: v, disk: d }) => ({
+      k.cluster.machines().map(({ name, role, vnc: v, disk: d, on }) => ({
         name: `${k.name}/${name}`,
         role,
         vnc: v,
         disk: d,
+        on,
       })),
     ),
+    ...(sheets[0] ? { sheets: { url: sheets[0].sheets.url } } : {}),
     fleet: {
-      clusters: kubes.map((k) => ({
-        name: k.name,
-        air: { port: k.cluster.relay.address.port, control: k.cluster.airControl },
-      })),
+      clusters: [
+        ...kubes.map((k) => ({
+          name: k.name,
+          kind: k.kind,
+          air: { port: k.cluster.relay.address.port, control: k.cluster.airControl },
+        })),
+        ...sheets.map((x) => ({ name: x.name, kind: x.kind, url: x.sheets.url })),
+      ],
       rollouts: rollouts.names(),
     },
     startedAt: new Date(t0).toISOString(),
   });
-  const control = await startFleetControl({ kubes, rollouts, down: () => stop(), state });
+  const control = await startFleetControl({ kubes, sheets, rollouts, down: () => stop(), state });
   writeUpState(o.dir, state());
   out(`up control ${control.url} (state in ${join(o.dir, 'up.json')})`);
   out(
-    `${kubes.length} clusters: ${kubes.map((k) => `${k.name} (${k.cluster.spec.nodes} node${k.cluster.spec.nodes > 1 ? 's' : ''}, air udp/${k.cluster.relay.address.port})`).join(', ')}`,
+    `${kubes.length + sheets.length} clusters: ${[
+      ...kubes.map(
+        (k) =>
+          `${k.name} (${k.cluster.spec.nodes} node${k.cluster.spec.nodes > 1 ? 's' : ''}, air udp/${k.cluster.relay.address.port})`,
+      ),
+      ...sheets.map((x) => `${x.name} (SheetCluster, ${x.sheets.url})`),
+    ].join(', ')}`,
   );
   if (fleet.rollouts.length > 0)
     out(`rollouts: ${rollouts.names().join(', ')} (retrokube rollout status NAME --watch)`);
@@ -172,7 +206,7 @@ export async function runFleetUp(o: UpOptions, text: string): Promise<void> {
     release();
     out('stopping the clusters ...');
     await control.close();
-    await Promise.all(kubes.map((k) => k.close()));
+    await Promise.all([...kubes.map((k) => k.close()), ...sheets.map((x) => x.close())]);
     removeUpState(o.dir);
     out(`stopped; disks and rollout status kept in ${o.dir}`);
   }

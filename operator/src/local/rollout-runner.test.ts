@@ -11,6 +11,7 @@ import type { Observation, Version } from '../rollout/plan.ts';
 import { type FleetTarget, LIMITS, LocalRollouts } from './rollout-runner.ts';
 
 class SimTarget implements FleetTarget {
+  readonly kind = 'OberonKube';
   applied: Version[] = [];
   running: Version;
   heard = true;
@@ -22,7 +23,7 @@ class SimTarget implements FleetTarget {
     this.labels = labels;
     this.running = { ...this.desired };
   }
-  observe(_d: string, _min: number): Observation {
+  observe(_c: unknown, _min: number): Observation {
     if (!this.heard) return { current: this.desired, converged: false, healthy: false, problem: 'not heard' };
     const converged =
       this.running.image === this.desired.image && this.running.replicas === this.desired.replicas;

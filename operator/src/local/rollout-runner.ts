@@ -11,6 +11,7 @@ import { plannerSpec, SERVING_LABEL } from '../controllers/rollout.ts';
 import { FINAL_PHASES, type RolloutLike } from '../rollout/format.ts';
 import {
   type Action,
+  type Change,
   decide,
   type Observation,
   type RolloutEvent,
@@ -32,11 +33,13 @@ export const LIMITS = {
 
 /** One cluster a rollout can target. */
 export interface FleetTarget {
+  /** What a Rollout's selector.kind picks it as. */
+  kind: 'OberonKube' | 'SheetCluster';
   name: string;
   /** metadata.labels, plus the serving label once blue/green switched (kept across restarts). */
   labels: Record<string, string>;
   /** What is heard (Oberon) or read (a sheet) now; a target that reads over the network may take a moment. */
-  observe(deployment: string, minRunning: number): Observation | Promise<Observation>;
+  observe(change: Change, minRunning: number): Observation | Promise<Observation>;
   /** Sets the deployment's desired fields (idempotent; throws or rejects with a reason it cannot). */
   apply(deployment: string, version: Version): void | Promise<void>;
 }
@@ -160,17 +163,18 @@ export class LocalRollouts {
     if (FINAL_PHASES.has(s.status?.phase ?? '')) return false;
     const spec = plannerSpec({ ...r.spec, ...s.steer });
     const want = Object.entries(r.spec.selector.matchLabels);
+    const kind = r.spec.selector.kind ?? 'OberonKube';
     const known = new Set((s.status?.targets ?? []).map((t) => t.name));
     // Targets chosen at the start stay targets (as the controller keeps them).
     const chosen = this.o.targets.filter(
-      (t) => known.has(t.name) || want.every(([l, v]) => t.labels[l] === v),
+      (t) => t.kind === kind && (known.has(t.name) || want.every(([l, v]) => t.labels[l] === v)),
     );
     const targets: Target[] = chosen.map((t) => ({ name: t.name, labels: { ...t.labels } }));
     const minRunning = r.spec.check?.minRunning ?? 0;
     const looks = await Promise.all(
       chosen.map((t) =>
         Promise.resolve()
-          .then(() => t.observe(r.spec.change.deployment, minRunning))
+          .then(() => t.observe(r.spec.change as Change, minRunning))
           .catch((e: Error): Observation => ({ converged: false, healthy: false, problem: e.message })),
       ),
     );

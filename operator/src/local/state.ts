@@ -25,10 +25,18 @@ export interface UpState {
    */
   air: { host?: string; port: number; control: string; keyFile?: string };
   cluster: string;
-  machines: { name: string; role: 'plane' | 'node'; vnc: number | null; disk: string }[];
+  machines: { name: string; role: 'plane' | 'node'; vnc: number | null; disk: string; on?: boolean }[];
   sheets?: { url: string };
   /** A fleet FILE: its clusters (machines above are named CLUSTER/MACHINE) and rollouts. */
-  fleet?: { clusters: { name: string; air: { port: number; control: string } }[]; rollouts: string[] };
+  fleet?: {
+    clusters: {
+      name: string;
+      kind: 'OberonKube' | 'SheetCluster';
+      air?: { port: number; control: string };
+      url?: string;
+    }[];
+    rollouts: string[];
+  };
   startedAt: string;
 }
 

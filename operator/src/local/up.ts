@@ -6,7 +6,6 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:f
 import { join } from 'node:path';
 import { formatView } from '../air/view.ts';
 import { type ConsoleServer, startConsole } from '../console/server.ts';
-import type { SheetsTabs } from '../console/types.ts';
 import { buildKubeDisk } from '../machine/kube-disk.ts';
 import { DEFAULT_TOKEN, SheetsClient } from '../sheets/ctl/client.ts';
 import { renderTable } from '../sheets/ctl/table.ts';
@@ -35,8 +34,6 @@ export const LIMITS = {
   sheetsPollMs: 3000, // the sheets tables are read this often (each read is an HTTP call)
   sheetsNodes: 3, // the sample Sheeternetes cluster's node agents
   summaryMs: 10_000, // without a terminal, one summary line this often
-  sheetsEvents: 50, // Sheeternetes events shown in the console
-  sheetsMetricRows: 2000, // Metrics rows plotted (the newest)
 } as const;
 
 import type { UpOptions } from './up-options.ts';
@@ -59,20 +56,6 @@ export function qemuMachines(
       `--qemu: ${q.binary} does not exist; build it with qemu/build.sh (or give --qemu-binary)`,
     );
   return { binary: q.binary, machines };
-}
-
-/** The Sheeternetes tabs the console shows (never Secrets), the latest events and metrics. */
-async function readSheets(c: SheetsClient): Promise<SheetsTabs> {
-  const kinds = ['nodes', 'pods', 'deployments', 'images', 'routes'];
-  const rows = await Promise.all(kinds.map((k) => c.get(k)));
-  const [events, metrics] = await Promise.all([c.get('events'), c.get('metrics')]);
-  return {
-    tabs: {
-      ...Object.fromEntries(kinds.map((k, i) => [k, rows[i]])),
-      metrics: metrics.slice(-LIMITS.sheetsMetricRows),
-    },
-    events: events.slice(-LIMITS.sheetsEvents).map((e) => `${e.ts} ${e.kind} ${e.object}: ${e.message}`),
-  };
 }
 
 export function loadSpec(file?: string): LocalKube {
@@ -102,6 +85,18 @@ export function loadFile(file?: string): { kube: LocalKube | null; sheets: Local
 /** A FILE with only a SheetCluster: its apiserver and agents, the tables until Ctrl-C. */
 async function runSheetsOnly(sheets: LocalSheets, o: UpOptions, out: (s: string) => void): Promise<void> {
   const running = await startLocalSheets(sheets, { dir: o.dir, seed: stateKey(o.dir), out });
+  let web: ConsoleServer | null = null;
+  if (o.consolePort !== null && o.consolePort !== undefined) {
+    try {
+      web = await startConsole(
+        { sheets: { name: String(sheets.cluster.metadata.name ?? 'SheetCluster'), client: running.client } },
+        { port: o.consolePort },
+      );
+      out(`web console ${web.url} (loopback only)`);
+    } catch (e) {
+      out(`the web console did not start (${(e as Error).message}); the cluster runs without it`);
+    }
+  }
   out(`retrokube skctl --server ${running.url} --token <token> get pods   (Ctrl-C stops the cluster)`);
   const show = async () => {
     const [n, p] = await Promise.all([running.client.get('nodes'), running.client.get('pods')]);
@@ -116,6 +111,7 @@ async function runSheetsOnly(sheets: LocalSheets, o: UpOptions, out: (s: string)
     process.once('SIGTERM', () => resolve());
   });
   clearInterval(timer);
+  await web?.close();
   out('stopping the SheetCluster ...');
   await running.stop();
   out(`stopped; the workbook stays in ${o.dir}`);
@@ -241,15 +237,17 @@ export async function runUp(o: UpOptions): Promise<void> {
     try {
       web = await startConsole(
         {
-          name: spec.name,
-          cluster: spec.cluster,
-          key,
-          deployment: { name: first.name, replicas: first.replicas, module: first.module },
-          relay: cluster.relay,
-          machines: () => cluster.machines(),
-          power: (n, on) => cluster.power(n, on),
-          type: (n, c) => cluster.type(n, c),
-          sheets: sheetsClient ? () => readSheets(sheetsClient as SheetsClient) : undefined,
+          kube: {
+            name: spec.name,
+            cluster: spec.cluster,
+            key,
+            deployment: { name: first.name, replicas: first.replicas, module: first.module },
+            relay: cluster.relay,
+            machines: () => cluster.machines(),
+            power: (n, on) => cluster.power(n, on),
+            type: (n, c) => cluster.type(n, c),
+          },
+          sheets: sheetsClient ? { name: sheetsUrl ?? 'Sheeternetes', client: sheetsClient } : undefined,
         },
         { port: o.consolePort },
       );

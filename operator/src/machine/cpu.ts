@@ -12,8 +12,10 @@ import {
   CELL,
   CodeSpace,
   complexOp,
+  type FixedReads,
   LIMITS as JIT_LIMITS,
   type JitImports,
+  knownBlockStarts,
   memoryLayout,
   translateShared,
 } from './jit.ts';
@@ -33,6 +35,8 @@ export interface IoBus {
   ioWrite(addr: number, value: number): void;
   /** Called when the CPU fetches outside RAM and ROM: the machine performs a (warm) reset. */
   voidFetch(pc: number): void;
+  /** Registers whose reads always give one value and have no effect (translated code inlines them). */
+  readonly fixedReads?: FixedReads;
 }
 
 export class Risc5 {
@@ -81,6 +85,9 @@ export class Risc5 {
   private blockBase = 0;
   /** Entries of a block start before it is translated (at most 65,535: the counters are 16-bit). */
   readonly hotBlock: number;
+  /** ...and of a start another CPU of this thread translated (jit.ts knownBlockStarts). */
+  private readonly knownHot: number;
+  private readonly known: Uint8Array;
   /** Blocks translated since power-on (a measure of code churn). */
   translations = 0;
 
@@ -97,6 +104,8 @@ export class Risc5 {
     this.jit = opts.jit ?? true;
     this.hotBlock = Math.min(Math.max(Math.floor(opts.hotBlock ?? JIT_LIMITS.hotBlock), 1), 0xffff);
     this.hits = new Uint16Array(this.jit ? this.memWords : 0);
+    this.knownHot = Math.min(this.hotBlock, JIT_LIMITS.knownBlock);
+    this.known = this.jit ? knownBlockStarts(memBytes) : new Uint8Array(0);
     // RAM and registers live in the translator's wasm memory (jit.ts layout), or in a plain buffer.
     const space = this.jit ? new CodeSpace(memBytes, this.translatedCodeImports()) : null;
     this.space = space;
@@ -169,10 +178,19 @@ export class Risc5 {
       return;
     }
     this.pageBlocks.delete(page);
-    for (const pc of starts) this.dropBlock(pc);
-    // Blocks of other pages may still cover words here; re-mark them.
-    for (const [pc, len] of this.blockLength) {
-      if (pc + len > page << JIT_LIMITS.pageShift && pc < (page + 1) << JIT_LIMITS.pageShift) {
+    const touched = new Set<number>();
+    for (const pc of starts) {
+      const len = this.blockLength.get(pc) ?? 1;
+      for (let p = pc >>> JIT_LIMITS.pageShift; p <= (pc + len - 1) >>> JIT_LIMITS.pageShift; p++)
+        touched.add(p);
+      this.dropBlock(pc);
+    }
+    // The dropped blocks' words were unmarked, on neighbouring pages too: blocks that remain
+    // there and share such words (blocks overlap) mark them again.
+    for (const p of touched) {
+      for (const pc of this.pageBlocks.get(p) ?? []) {
+        if (this.slotOf[pc] === 0) continue;
+        const len = this.blockLength.get(pc) ?? 0;
         for (let i = 0; i < len; i++) this.codeMark[pc + i] = 1;
       }
     }
@@ -195,11 +213,14 @@ export class Risc5 {
     const starts = [...this.waiting].filter((pc) => this.slotOf[pc] === 0);
     this.waiting.clear();
     if (starts.length === 0) return;
-    const blocks = starts.map((pc) => translateShared(this.mem, pc, space.layout, this.displayStart));
-    const slots = space.install(blocks.map((b) => b.body));
+    const blocks = starts.map((pc) =>
+      translateShared(this.mem, pc, space.layout, this.displayStart, this.bus.fixedReads),
+    );
+    const slots = space.install(blocks);
     starts.forEach((pc, i) => {
       const length = blocks[i].length;
       this.translations++;
+      this.known[pc] = 1;
       this.slotOf[pc] = slots[i];
       this.blockLength.set(pc, length);
       for (let w = 0; w < length; w++) this.codeMark[pc + w] = 1;
@@ -258,6 +279,8 @@ export class Risc5 {
     const end = start + n;
     const slotOf = this.slotOf;
     const hits = this.hits;
+    const known = this.known;
+    const knownHot = this.knownHot;
     while (this.instructions < end) {
       const pc = this.pc;
       if (pc < this.memWords) {
@@ -265,7 +288,8 @@ export class Risc5 {
         else {
           // Count entries here too: a block that falls through a not-taken branch lands on code
           // that no taken branch reaches, and that code must be able to become hot as well.
-          if (++hits[pc] >= this.hotBlock) this.markHot(pc);
+          const n = ++hits[pc];
+          if (n >= this.hotBlock || (n >= knownHot && known[pc] !== 0)) this.markHot(pc);
           this.interpret(end - this.instructions, true); // until a branch lands on hot code
         }
       } else {
@@ -313,6 +337,8 @@ export class Risc5 {
     const cm = this.codeMark;
     const jit = this.jit;
     const hot = this.hotBlock;
+    const known = this.known;
+    const knownHot = this.knownHot;
     const R = this.R;
     const memWords = this.memWords;
     const memBytes = this.memBytes;
@@ -525,7 +551,11 @@ export class Risc5 {
           }
           if ((ir & 0x20000000) === 0) pc = R[ir & 15] >>> 2;
           else pc = (pc + ((ir << 8) >> 8)) >>> 0;
-          if (toHot && pc < memWords && (slotOf[pc] !== 0 || ++hits[pc] >= hot)) break;
+          if (toHot && pc < memWords) {
+            if (slotOf[pc] !== 0) break;
+            const n = ++hits[pc];
+            if (n >= hot || (n >= knownHot && known[pc] !== 0)) break;
+          }
         }
       }
     }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Risc5 } from './cpu.ts';
-import { CodeSpace, translateBlock } from './jit.ts';
+import { CodeSpace, type Translation, translateBlock } from './jit.ts';
 
 // Random straight-line-and-forward-branch programs must leave the same registers, flags, H and
 // memory on the block translator as on the interpreter.
@@ -102,17 +102,62 @@ describe('translated code is always valid WebAssembly', () => {
     const next = rng(7);
     let words = 0;
     for (let batch = 0; batch < 200; batch++) {
-      const bodies: number[][] = [];
+      const blocks: Translation[] = [];
       for (let b = 0; b < 15; b++) {
         const at = (next() % 0x3000) & ~63;
         for (let i = 0; i < 64; i++) mem[at + i] = next() | 0;
-        const { body, length } = translateBlock(mem, at, space.layout, 0xf000);
-        words += length;
-        bodies.push(body);
+        const t = translateBlock(mem, at, space.layout, 0xf000);
+        words += t.length;
+        blocks.push(t);
       }
       // WebAssembly.Module validates: a malformed body throws here.
-      expect(() => space.install(bodies)).not.toThrow();
+      expect(() => space.install(blocks)).not.toThrow();
     }
     expect(words).toBeGreaterThan(3000);
+  });
+});
+
+describe('stores into translated code', () => {
+  // X runs words 250..259 (across the 256-word invalidation page boundary), Y runs 256..259: the
+  // two share words of page 1. A store into page 0 drops X; a later store into a shared word of
+  // page 1 must still drop Y.
+  const ADD_R1_1 = 0x41180001; // ADD R1, R1, 1
+  const ADD_R1_100H = 0x41180100; // ADD R1, R1, 100H
+  const HALT = 0xe7ffffff | 0; // B halt
+  const STORE = 0xa2300000 | 0; // STW R2, R3, 0
+  function run(jit: boolean): number[] {
+    const cpu = new Risc5(
+      0x10000,
+      0xf000,
+      { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} },
+      { jit, hotBlock: 2 },
+    );
+    for (let w = 250; w < 259; w++) cpu.mem[w] = ADD_R1_1;
+    cpu.mem[259] = HALT;
+    cpu.mem[0x100] = STORE;
+    cpu.mem[0x101] = HALT;
+    const seen: number[] = [];
+    const from = (pc: number, n: number) => {
+      cpu.pc = pc;
+      cpu.run(n);
+      seen.push(cpu.R[1]);
+    };
+    const store = (word: number, value: number) => {
+      cpu.R[2] = value;
+      cpu.R[3] = word * 4;
+      from(0x100, 2);
+    };
+    for (let k = 0; k < 3; k++) from(250, 10); // X hot and translated
+    for (let k = 0; k < 3; k++) from(256, 4); // Y too
+    store(250, ADD_R1_1); // page 0: X goes
+    store(257, ADD_R1_100H); // page 1, a word Y covers
+    from(256, 4);
+    from(250, 10);
+    return seen;
+  }
+  it('a store drops every translation covering the word, after neighbouring pages were dropped', () => {
+    const i = run(false);
+    expect(i.at(-2)).not.toBe((i.at(-3) as number) + 3); // the new word ran (not the old three ADD 1)
+    expect(run(true)).toEqual(i);
   });
 });

@@ -21,6 +21,7 @@ export const LIMITS = {
   maxBlock: 64, // instructions per translated block (bounds module size and run(n) overshoot)
   pageShift: 8, // invalidation granularity: 256 words (1 KiB) of code
   hotBlock: 1000, // translate a block on its 1,000th entry: lower thresholds translate code that never repays its ~0.06 ms (bench/machine)
+  knownBlock: 16, // ...or on its 16th where another CPU of the thread translated one: most likely the same code, already compiled
   batch: 16, // hot blocks compiled together in one wasm module (a module has a fixed cost of its own)
   batchDelay: 250_000, // ...or once the oldest has waited this many instructions (10 ms at 25 MHz), or at the end of run()
   sharedBlocks: 8192, // translations kept for every CPU of this thread (~1 KB each); the cache starts over when full
@@ -51,15 +52,18 @@ export function memoryLayout(memBytes: number): MemoryLayout {
 interface WasmTable {
   readonly length: number;
   grow(delta: number): number;
-  set(index: number, value: null): void;
+  set(index: number, value: unknown): void;
 }
+/** A compiled module of translated blocks; its instances' exports are the block functions. */
+type WasmModule = object;
+type WasmInstance = { exports: Record<string, unknown> };
 const WA = (
   globalThis as unknown as {
     WebAssembly: {
       Memory: new (d: { initial: number; maximum: number }) => { readonly buffer: ArrayBuffer };
       Table: new (d: { element: 'anyfunc'; initial: number }) => WasmTable;
-      Module: new (bytes: Uint8Array) => object;
-      Instance: new (module: object, imports: object) => { exports: Record<string, unknown> };
+      Module: new (bytes: Uint8Array) => WasmModule;
+      Instance: new (module: WasmModule, imports: object) => WasmInstance;
     };
   }
 ).WebAssembly;
@@ -74,6 +78,13 @@ export interface JitImports {
   /** FAD/FSB/FML/FDV and DIV by a non-positive divisor; H travels in its cell. */
   complexOp(ir: number, b: number, c: number): number;
 }
+
+/**
+ * Device registers whose reads always give the same value and change nothing (the SPI status:
+ * always ready). Translated code answers them inline instead of calling out to JavaScript: a
+ * disk transfer polls the status once per word, a third of all device accesses of a compile.
+ */
+export type FixedReads = ReadonlyArray<readonly [address: number, value: number]>;
 
 /** Runs translated blocks from pc until untranslated code, a stop, or the budget; returns the PC. */
 export type Dispatch = (pc: number, budget: number) => number;
@@ -90,6 +101,8 @@ export class CodeSpace {
   private readonly imports: { j: Record<string, unknown> };
   private readonly freeSlots: number[] = [];
   private nextSlot = 1; // slot 0 means "no block"
+  /** This CPU's instance of each shared module it took blocks from. */
+  private readonly instances = new Map<WasmModule, WasmInstance>();
 
   constructor(memBytes: number, helpers: JitImports) {
     this.layout = memoryLayout(memBytes);
@@ -102,11 +115,31 @@ export class CodeSpace {
     this.dispatch = dispatcher.exports.run as Dispatch;
   }
 
-  /** Compile translated bodies into one module; returns the table slot of each. */
-  install(bodies: number[][]): number[] {
-    const slots = bodies.map(() => this.allocSlot());
-    new WA.Instance(new WA.Module(blocksBytes(bodies, slots)), this.imports);
-    return slots;
+  /**
+   * Put translations into this CPU's table; returns the slot of each. Those not compiled yet are
+   * compiled together in one module. A compiled module is shared by every CPU of the thread
+   * (each instantiates it against its own memory), so V8's optimised code for a block, once it
+   * has tiered up, serves every machine running that code.
+   */
+  install(blocks: Translation[]): number[] {
+    const fresh = blocks.filter((t) => t.compiled === undefined);
+    if (fresh.length > 0) {
+      const module = new WA.Module(blocksBytes(fresh.map((t) => t.body)));
+      fresh.forEach((t, index) => {
+        t.compiled = { module, index };
+      });
+    }
+    return blocks.map((t) => {
+      const c = t.compiled as { module: WasmModule; index: number };
+      let instance = this.instances.get(c.module);
+      if (instance === undefined) {
+        instance = new WA.Instance(c.module, this.imports);
+        this.instances.set(c.module, instance);
+      }
+      const slot = this.allocSlot();
+      this.table.set(slot, instance.exports[String(c.index)]);
+      return slot;
+    });
   }
 
   free(slot: number): void {
@@ -143,6 +176,7 @@ const OP = {
   i32Store8: 0x3a,
   i32Const: 0x41,
   i32Eqz: 0x45,
+  i32Eq: 0x46,
   i32LtS: 0x48,
   i32LtU: 0x49,
   i32GtS: 0x4a,
@@ -230,8 +264,8 @@ const MAGIC = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
 const TABLE_IMPORT = [0x01, 0x70, 0x00, 0x00]; // a funcref table, no minimum of its own
 const MEMORY_IMPORT = [0x02, 0x00, 0x00]; // a memory, no minimum of its own
 
-/** A module of translated blocks: each function goes into its table slot (active segments). */
-function blocksBytes(bodies: number[][], slots: number[]): Uint8Array {
+/** A module of translated blocks: function i is exported as "i" (CodeSpace.install puts it in a table). */
+function blocksBytes(bodies: number[][]): Uint8Array {
   const out = [...MAGIC];
   // Types: 0 a block () → i32; 1 ioRead; 2 ioWrite; 3 invalidate; 4 complexOp.
   section(out, 1, [
@@ -242,27 +276,25 @@ function blocksBytes(bodies: number[][], slots: number[]): Uint8Array {
     ...funcType(1, false),
     ...funcType(3, true),
   ]);
-  const imports: number[] = [6];
+  const imports: number[] = [5];
   importEntry(imports, 'ioRead', [0x00, 1]);
   importEntry(imports, 'ioWrite', [0x00, 2]);
   importEntry(imports, 'invalidate', [0x00, 3]);
   importEntry(imports, 'complexOp', [0x00, 4]);
   importEntry(imports, 'm', MEMORY_IMPORT);
-  importEntry(imports, 't', TABLE_IMPORT);
   section(out, 2, imports);
   const fns: number[] = [];
   uleb(fns, bodies.length);
   for (let i = 0; i < bodies.length; i++) fns.push(0);
   section(out, 3, fns);
-  const elems: number[] = [];
-  uleb(elems, bodies.length);
+  const exports: number[] = [];
+  uleb(exports, bodies.length);
   bodies.forEach((_, i) => {
-    elems.push(0x00, OP.i32Const);
-    sleb(elems, slots[i]);
-    elems.push(OP.end, 1);
-    uleb(elems, FN.count + i);
+    name(exports, String(i));
+    exports.push(0x00);
+    uleb(exports, FN.count + i);
   });
-  section(out, 9, elems);
+  section(out, 7, exports);
   // The code section holds nearly all the bytes: written straight into the result (a body is
   // copied once, natively) instead of number by number through arrays.
   const head: number[] = [];
@@ -397,6 +429,8 @@ function blockWords(mem: Int32Array, pc0: number, memWords: number): number[] {
 export interface Translation {
   body: number[];
   length: number;
+  /** Its compiled function, once some CPU of the thread installed it (CodeSpace.install). */
+  compiled?: { module: WasmModule; index: number };
 }
 
 /**
@@ -406,18 +440,36 @@ export interface Translation {
  */
 const shared = new Map<string, Translation>();
 
+/**
+ * Per RAM size, the block starts some CPU of this thread has translated (1): the entry count
+ * that makes such a start hot drops to LIMITS.knownBlock, since a second machine running the
+ * same modules finds the translation, compiled, in the shared cache. Only a threshold: the
+ * cache still compares the block's words.
+ */
+const knownStarts = new Map<number, Uint8Array>();
+
+export function knownBlockStarts(memBytes: number): Uint8Array {
+  let known = knownStarts.get(memBytes);
+  if (known === undefined) {
+    known = new Uint8Array(memBytes >>> 2);
+    knownStarts.set(memBytes, known);
+  }
+  return known;
+}
+
 /** translateBlock through the thread's shared cache. */
 export function translateShared(
   mem: Int32Array,
   pc0: number,
   layout: MemoryLayout,
   displayStart: number,
+  fixedReads: FixedReads = [],
 ): Translation {
   const irs = blockWords(mem, pc0, layout.memBytes >>> 2);
-  const key = `${layout.memBytes},${displayStart},${pc0}:${irs.join(',')}`;
+  const key = `${layout.memBytes},${displayStart},${fixedReads.join(';')},${pc0}:${irs.join(',')}`;
   const hit = shared.get(key);
   if (hit !== undefined) return hit;
-  const t = translateWords(irs, pc0, layout, displayStart);
+  const t = translateWords(irs, pc0, layout, displayStart, fixedReads);
   if (shared.size >= LIMITS.sharedBlocks) shared.clear();
   shared.set(key, t);
   return t;
@@ -429,11 +481,18 @@ export function translateBlock(
   pc0: number,
   layout: MemoryLayout,
   displayStart: number,
+  fixedReads: FixedReads = [],
 ): Translation {
-  return translateWords(blockWords(mem, pc0, layout.memBytes >>> 2), pc0, layout, displayStart);
+  return translateWords(blockWords(mem, pc0, layout.memBytes >>> 2), pc0, layout, displayStart, fixedReads);
 }
 
-function translateWords(irs: number[], pc0: number, layout: MemoryLayout, displayStart: number): Translation {
+function translateWords(
+  irs: number[],
+  pc0: number,
+  layout: MemoryLayout,
+  displayStart: number,
+  fixedReads: FixedReads,
+): Translation {
   const memBytes = layout.memBytes;
   const n = irs.length;
   // C/V liveness: live at every exit; an ADD/SUB whose C/V are overwritten unread skips them.
@@ -872,9 +931,18 @@ function translateWords(irs: number[], pc0: number, layout: MemoryLayout, displa
         load(0);
       }
       b.push(OP.else);
+      for (const [address, value] of fixedReads) {
+        get(L.ad);
+        i32(address);
+        b.push(OP.i32Eq);
+        open(OP.i32);
+        i32(value);
+        b.push(OP.else);
+      }
       get(L.ad);
       i32(k + 1);
       b.push(OP.call, FN.ioRead);
+      for (let f = 0; f < fixedReads.length; f++) close();
       if (byte) {
         get(L.ad);
         i32(3);

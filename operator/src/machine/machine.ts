@@ -33,6 +33,7 @@
 import { type BootImage, blocksData, fnv64, LIMITS as IMAGE_LIMITS, sameBlocks } from './boot-image.ts';
 import { bootRom } from './boot-rom.ts';
 import { type IoBus, Risc5 } from './cpu.ts';
+import type { FixedReads } from './jit.ts';
 import { type AirPort, Nrf24 } from './nrf24.ts';
 import { findTaskRing, nextTaskDue, type TaskRing } from './oberon-tasks.ts';
 import { textToPs2 } from './ps2.ts';
@@ -137,6 +138,8 @@ export type ButtonName = 'left' | 'middle' | 'right';
 const BUTTON_BITS: Record<ButtonName, number> = { right: 1 << 24, middle: 1 << 25, left: 1 << 26 };
 
 export class Machine implements MachineScreen, MachineInput, IoBus {
+  /** The SPI status reads "ready" always and has no effect (see ioRead): translated code inlines it. */
+  readonly fixedReads: FixedReads = [[0xffffffd4 | 0, 1]];
   readonly cpu: Risc5;
   readonly disk: DiskImage;
   readonly sd: SdCard;

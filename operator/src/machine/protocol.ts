@@ -1,5 +1,6 @@
 // Messages between a MachineRunner (main thread) and its worker (worker.ts). Plain data only.
 
+import type { MessagePort } from 'node:worker_threads';
 import type { BootImage } from './boot-image.ts';
 import type { ButtonName, ClockMode } from './machine.ts';
 import type { FrameSnapshot, MouseButtons } from './screen-input.ts';
@@ -79,3 +80,18 @@ export type FromWorker =
   | { t: 'snapshot'; id: number; snap: FrameSnapshot }
   | { t: 'stopped'; id: number }
   | { t: 'error'; message: string };
+
+/**
+ * A machine for a shared thread (worker.ts): its init without boot images, the images the thread
+ * does not hold yet, and which of the thread's images it may start from (null: none, boot for real).
+ */
+export interface HostMessage {
+  t: 'host';
+  init: WorkerInit;
+  port: MessagePort;
+  images: BootImage[];
+  imageIds: string[] | null;
+}
+
+/** A boot image's identity: its configuration and the blocks it read (what decides a match). */
+export const imageId = (b: BootImage): string => `${b.key}:${b.readsHash}`;

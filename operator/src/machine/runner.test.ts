@@ -1,6 +1,8 @@
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { MachineRunner } from './runner.ts';
+import { MachineRunner, MachineThread } from './runner.ts';
 import { titleBars } from './screen-scan.ts';
 import { BASE_IMAGE, copyBaseImage, removeCopies } from './test-disk.ts';
 
@@ -53,5 +55,44 @@ describe('a machine in a worker thread', () => {
     running.push(m);
     expect(() => m.typeText('grüße')).toThrow(/cannot type/);
     expect(() => m.runCommand('A\nB')).toThrow(/one line/);
+  });
+});
+
+describe('machines sharing one thread', () => {
+  it('run side by side, each on its own disk, one failing to start without harming the others; the thread ends with the last', async () => {
+    const thread = new MachineThread();
+    const files = [copyBaseImage(), copyBaseImage(), copyBaseImage()];
+    const ms = await Promise.all(
+      files.map((disk) => MachineRunner.start({ disk, inPlace: true, thread, frames: false })),
+    );
+    running.push(...ms);
+    expect(thread.current).not.toBeNull();
+    await Promise.all(ms.map((m) => m.waitForBoot(30_000)));
+    // A disk that does not open (a folder): this machine's start fails, the thread and the others go on.
+    const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'retrokube-not-a-disk-'));
+    try {
+      await expect(MachineRunner.start({ disk: folder, inPlace: true, thread })).rejects.toThrow(/EISDIR/);
+    } finally {
+      fs.rmSync(folder, { recursive: true, force: true });
+    }
+    // A machine joining the thread later starts from the boot image the first ones gave the process
+    // (sent to the thread once, shared by its machines).
+    const late = await MachineRunner.start({ disk: copyBaseImage(), inPlace: true, thread, frames: false });
+    running.push(late);
+    await late.waitForBoot(30_000);
+    expect((await late.state()).restored).toBe(true);
+    await late.stop();
+    ms[0].runCommand('System.CopyFiles System.Tool => First.Tool ~');
+    ms[2].runCommand('System.CopyFiles System.Tool => Third.Tool ~');
+    await Promise.all([ms[0].waitForIdle(30_000), ms[2].waitForIdle(30_000)]);
+    await ms[0].waitFor(async () => (await ms[0].state()).diskWrites > 0, 10_000, 'disk writes');
+    await ms[2].waitFor(async () => (await ms[2].state()).diskWrites > 0, 10_000, 'disk writes');
+    await Promise.all(ms.map((m) => m.stop()));
+    running.length = 0;
+    const has = (f: string, name: string) => fs.readFileSync(f).includes(Buffer.from(`${name}\0`));
+    expect([has(files[0], 'First.Tool'), has(files[0], 'Third.Tool')]).toEqual([true, false]);
+    expect([has(files[2], 'Third.Tool'), has(files[2], 'First.Tool')]).toEqual([true, false]);
+    expect(has(files[1], 'First.Tool') || has(files[1], 'Third.Tool')).toBe(false);
+    expect(thread.current).toBeNull(); // the last machine's stop ended the thread
   });
 });

@@ -15,13 +15,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
-import type { BootImage } from './boot-image.ts';
+import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
+import { type BootImage, sameBlocks } from './boot-image.ts';
 import { bootImageDir, loadBootImages, saveBootImage } from './boot-image-store.ts';
 import type { ButtonName, ClockMode } from './machine.ts';
-import type { FromWorker, MachineState, ToWorker, WorkerInit } from './protocol.ts';
+import type { FromWorker, HostMessage, MachineState, ToWorker, WorkerInit } from './protocol.ts';
+import { imageId } from './protocol.ts';
 import { textToPs2 } from './ps2.ts';
 import type { FrameSnapshot, MachineInput, MachineScreen, MouseButtons } from './screen-input.ts';
+import { DiskImage } from './sd-card.ts';
 
 const WORKER_ENTRY = `
 const m = require('node:module');
@@ -62,6 +64,60 @@ function keepBootImage(image: BootImage): void {
   saveBootImage(bootImageDir(), image);
 }
 
+/**
+ * A worker thread shared by several machines (worker.ts, shared mode): a machine started on it
+ * costs a boot-image restore instead of a Node thread of its own (~50 ms of CPU, and seconds of
+ * wall time when 20 threads start at once on a loaded host), and the machines share translated
+ * code. The thread starts with its first machine and ends with its last.
+ */
+export class MachineThread {
+  private worker: Worker | null = null;
+  private machines = 0;
+  /** Boot images the running thread holds (imageId). */
+  private readonly imagesSent = new Set<string>();
+
+  /** Of these images, those the thread does not hold yet (noted as sent). */
+  unsent(images: readonly BootImage[]): BootImage[] {
+    const fresh = images.filter((b) => !this.imagesSent.has(imageId(b)));
+    for (const b of fresh) this.imagesSent.add(imageId(b));
+    return fresh;
+  }
+
+  /** The thread while it runs. */
+  get current(): Worker | null {
+    return this.worker;
+  }
+
+  /** Start the thread ahead of its first machine (its modules load meanwhile). */
+  prestart(): Worker {
+    if (this.worker === null) {
+      this.worker = new Worker(WORKER_ENTRY, { eval: true, workerData: { shared: true } });
+      this.imagesSent.clear();
+    }
+    return this.worker;
+  }
+
+  /** The thread, started if needed, counting one more machine on it. */
+  acquire(): Worker {
+    this.machines++;
+    return this.prestart();
+  }
+
+  /** End a thread that was started but has no machine (once machines ran, the last one ends it). */
+  async close(): Promise<void> {
+    if (this.machines > 0 || this.worker === null) return;
+    const w = this.worker;
+    this.worker = null;
+    await w.terminate();
+  }
+
+  /** One machine fewer; the last one ends the thread. */
+  async release(): Promise<void> {
+    this.machines--;
+    await this.close();
+  }
+}
+
 export interface RunnerOptions {
   /** The .dsk file. Copied to a temporary file first unless inPlace is true. */
   disk: string;
@@ -88,10 +144,25 @@ export interface RunnerOptions {
    * true; boot-image.ts). The timer then runs on machine time until the first outside event.
    */
   bootImages?: boolean;
+  /** Run on this shared thread instead of a thread of its own. */
+  thread?: MachineThread;
+}
+
+/**
+ * Whether this process holds a boot image (its own or the on-disk store's) for the blocks of this
+ * disk: a machine started on it (in the default configuration) restores instead of booting.
+ */
+export function hasBootImage(diskPath: string): boolean {
+  const images = processBootImages();
+  if (images.length === 0) return false;
+  const disk = new DiskImage(fs.readFileSync(diskPath));
+  return images.some((b) => sameBlocks(disk, b));
 }
 
 export class MachineRunner implements MachineScreen, MachineInput {
-  private readonly worker: Worker;
+  /** The machine's own thread, or its port on a shared thread. */
+  private readonly worker: Worker | MessagePort;
+  private readonly thread: MachineThread | null;
   readonly diskPath: string;
   private readonly tempDir: string | null;
   private serial: number[] = [];
@@ -111,13 +182,15 @@ export class MachineRunner implements MachineScreen, MachineInput {
   onFrame: ((snap: FrameSnapshot) => void) | null = null;
 
   private constructor(
-    worker: Worker,
+    worker: Worker | MessagePort,
+    thread: MachineThread | null,
     diskPath: string,
     tempDir: string | null,
     width: number,
     height: number,
   ) {
     this.worker = worker;
+    this.thread = thread;
     this.diskPath = diskPath;
     this.tempDir = tempDir;
     this.lastFrame = { width, height, words: new Uint32Array((width / 32) * height), version: -1 };
@@ -155,16 +228,56 @@ export class MachineRunner implements MachineScreen, MachineInput {
     // sources and V8's code come from the cache, so a worker starts without re-stripping its
     // modules (about 100 ms of CPU each start). The cache is an optimisation; without it (an
     // unwritable cache folder) the worker loads the same modules the slow way.
-    const worker = new Worker(WORKER_ENTRY, { eval: true, workerData: init });
-    const runner = new MachineRunner(worker, diskPath, tempDir, width, height);
-    await runner.attach();
+    let runner: MachineRunner;
+    if (opts.thread !== undefined) {
+      const { port1, port2 } = new MessageChannel();
+      // Boot images go to a shared thread once (each is ~1.4 MB: cloned for 20 nodes, four
+      // images each, they cost the main thread half a second); a machine names the ones it may use.
+      const images = init.bootImages;
+      const thread = opts.thread.acquire(); // first: a thread (re)started holds no images
+      const host: HostMessage = {
+        t: 'host',
+        init: { ...init, bootImages: undefined },
+        port: port2,
+        images: opts.thread.unsent(images ?? []),
+        imageIds: images === undefined ? null : images.map(imageId),
+      };
+      thread.postMessage(host, [port2]);
+      runner = new MachineRunner(port1, opts.thread, diskPath, tempDir, width, height);
+    } else {
+      const worker = new Worker(WORKER_ENTRY, { eval: true, workerData: init });
+      runner = new MachineRunner(worker, null, diskPath, tempDir, width, height);
+    }
+    try {
+      await runner.attach();
+    } catch (err) {
+      await runner.detach();
+      throw err;
+    }
     return runner;
   }
+
+  /** What the runner needs of its endpoint (a Worker or a MessagePort). */
+  private get endpoint(): {
+    on(event: string, fn: (arg: never) => void): void;
+    off(event: string, fn: (arg: never) => void): void;
+    postMessage(msg: unknown): void;
+  } {
+    return this.worker as unknown as {
+      on(event: string, fn: (arg: never) => void): void;
+      off(event: string, fn: (arg: never) => void): void;
+      postMessage(msg: unknown): void;
+    };
+  }
+
+  /** Listeners on a shared thread's worker, removed when this machine leaves it. */
+  private unhook: (() => void) | null = null;
+  private detached = false;
 
   private attach(): Promise<void> {
     return new Promise((resolve, reject) => {
       let ready = false;
-      this.worker.on('message', (msg: FromWorker) => {
+      this.endpoint.on('message', (msg: FromWorker) => {
         switch (msg.t) {
           case 'ready':
             ready = true;
@@ -208,22 +321,52 @@ export class MachineRunner implements MachineScreen, MachineInput {
           }
         }
       });
-      this.worker.on('error', (err) => {
+      const onError = (err: Error) => {
         this.error = err;
         if (!ready) reject(err);
-      });
-      this.worker.on('exit', () => {
+      };
+      const onGone = () => {
+        if (this.exited) return;
         this.exited = true;
         for (const cb of this.pending.values()) cb({ t: 'error', message: 'machine worker exited' });
         this.pending.clear();
         if (!ready) reject(this.error ?? new Error('machine worker exited during start'));
-      });
+      };
+      if (this.worker instanceof Worker) {
+        this.worker.on('error', onError);
+        this.worker.on('exit', onGone);
+        return;
+      }
+      // On a shared thread: the port closes when the machine stops; the thread may fail as a whole.
+      const threadWorker = (this.thread as MachineThread).current;
+      this.worker.on('close', onGone);
+      threadWorker?.on('error', onError);
+      threadWorker?.on('exit', onGone);
+      this.unhook = () => {
+        threadWorker?.off('error', onError);
+        threadWorker?.off('exit', onGone);
+      };
     });
+  }
+
+  /** Leave the thread: end the own thread, or close the port and release the shared one. */
+  private async detach(): Promise<void> {
+    if (this.detached) return;
+    this.detached = true;
+    if (this.worker instanceof Worker) {
+      await this.worker.terminate();
+      return;
+    }
+    this.unhook?.();
+    this.unhook = null;
+    this.exited = true;
+    this.worker.close();
+    await this.thread?.release();
   }
 
   private send(msg: ToWorker): void {
     if (this.exited) throw new Error('the machine is stopped');
-    this.worker.postMessage(msg);
+    this.endpoint.postMessage(msg);
   }
 
   private request(make: (id: number) => ToWorker): Promise<FromWorker> {
@@ -364,8 +507,8 @@ export class MachineRunner implements MachineScreen, MachineInput {
       });
       await Promise.race([this.request((id) => ({ t: 'stop', id })).catch(() => undefined), late]);
       clearTimeout(timer);
-      await this.worker.terminate();
-    }
+      await this.detach();
+    } else await this.detach(); // gone already (its port closed, or its thread ended): still leave
     if (this.tempDir !== null && !opts.keepDisk) fs.rmSync(this.tempDir, { recursive: true, force: true });
   }
 }

@@ -294,6 +294,50 @@ group('rollout strategies on a simulated fleet', () => {
     expect(last(r).phase).toBe('Succeeded');
   });
 
+  it('a target that cannot be read when its turn comes waits, says why, and is not started', () => {
+    const spec: RolloutSpec = { change: CHANGE, strategy: { type: 'rolling' } };
+    const targets = [
+      { name: 'a', labels: {} },
+      { name: 'b', labels: {} },
+    ];
+    const now = new Date('2026-12-01T00:00:00Z');
+    const ok: Observation = { current: OLD, converged: true, healthy: true };
+    const start = decide(
+      spec,
+      undefined,
+      targets,
+      new Map([
+        ['a', ok],
+        ['b', ok],
+      ]),
+      now,
+    );
+    const a = start.status.targets[0];
+    a.phase = 'Succeeded'; // a is done; b's turn, and b's plane is not heard
+    const unheard: Observation = {
+      current: OLD,
+      converged: false,
+      healthy: false,
+      problem: 'the plane is not heard',
+    };
+    const d = decide(
+      spec,
+      start.status,
+      targets,
+      new Map([
+        ['a', ok],
+        ['b', unheard],
+      ]),
+      now,
+    );
+    expect(d.actions).toEqual([]);
+    expect(d.status.targets[1]).toMatchObject({
+      phase: 'Pending',
+      attempts: 0,
+      message: 'waiting to start: the plane is not heard',
+    });
+  });
+
   it('resumes from its status alone: a fresh planner given the last status carries on the same way', () => {
     const strategy: Strategy = { type: 'rolling', maxParallel: 2 };
     const whole = simulate(

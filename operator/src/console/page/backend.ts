@@ -1,7 +1,16 @@
-// The page's one interface to a cluster: the console server of `retrokube up` (server-backend.ts)
-// or the browser lab's own machines and air (lab-backend.ts). Everything above it is shared.
+// The page's one interface to a cluster: the console server of `retrokube up` or `retrokube sheets
+// up` (server-backend.ts) or the browser lab's own machines and air (lab-backend.ts). Everything
+// above it is shared.
 import type { ClusterView, FrameRecord } from '../../air/view.ts';
-import type { AirOp, ConsoleState, Done, InjectReport, IntruderKind, SheetsTabs } from '../types.ts';
+import type {
+  AirOp,
+  ConsoleState,
+  Done,
+  InjectReport,
+  IntruderKind,
+  SheetsAction,
+  SheetsTabs,
+} from '../types.ts';
 
 export interface BackendEvents {
   state(s: ConsoleState): void;
@@ -32,4 +41,6 @@ export interface Backend {
   /** Types a command into the plane's System.Tool and middle-clicks it. */
   command(text: string): Promise<Done>;
   screen(name: string, canvas: HTMLCanvasElement, status: (text: string) => void): ScreenLink;
+  /** Steers the sheet cluster alongside or alone (absent in the lab, which has none). */
+  sheets?(a: SheetsAction): Promise<Done>;
 }

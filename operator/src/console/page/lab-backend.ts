@@ -203,6 +203,7 @@ export class LabBackend implements Backend {
     const s = this.station(name);
     s.on = on;
     this.post(s, { t: 'power', on });
+    this.ev?.notice(`${name} switched ${on ? 'on' : 'off'}`); // as the console server tells every page
     return this.done();
   }
 

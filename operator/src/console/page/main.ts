@@ -1,9 +1,16 @@
 // The page: machine screens, the cluster as heard on the air, the frame log with verdicts, the
-// break controls, a command box, the six labs, and (with `up`'s Sheeternetes) the sheet's tabs.
+// break controls, a command box, the six labs, and a sheet cluster's tabs and controls (beside
+// `up`'s Oberon cluster, or alone for `sheets up`).
 // One page for both worlds: it only talks to a Backend (the console server, or the in-page lab).
 import type { ClusterView, FrameRecord } from '../../air/view.ts';
 import { LABS, type LabWorld } from '../labs.ts';
-import { type ConsoleState, INTRUDER_LABELS, INTRUDERS, type SheetsTabs } from '../types.ts';
+import {
+  type ConsoleState,
+  INTRUDER_LABELS,
+  INTRUDERS,
+  type SheetsAction,
+  type SheetsTabs,
+} from '../types.ts';
 import type { Backend, ScreenLink } from './backend.ts';
 import { plotMetrics, renderRows } from './render.ts';
 import { wireInput } from './screen.ts';
@@ -164,7 +171,7 @@ function main(backend: Backend): void {
       'command',
       backend.command(text).then(() => {
         notice(`typed into the plane: ${text}`);
-        input.value = '';
+        if (input.value.trim() === text) input.value = ''; // not what a person typed meanwhile
       }),
     );
   };
@@ -302,15 +309,99 @@ function main(backend: Backend): void {
     $('labs-summary').textContent = `${passed}/${LABS.length} labs passed`;
   });
 
-  // --- Sheeternetes
+  // --- Sheeternetes: its tabs, events and Metrics plot; controls when the server may steer it
+  let sheets: SheetsTabs | null = null;
+  const deploymentSel = $('sheets-deployment') as HTMLSelectElement;
+  const replicasIn = $('sheets-replicas') as HTMLInputElement;
+  const nodeSel = $('sheets-node') as HTMLSelectElement;
+  const agentBtn = $('sheets-agent') as HTMLButtonElement;
+  const steer = backend.sheets?.bind(backend);
+  const sheetsAct = (what: string, a: SheetsAction): void => {
+    if (steer) act(what, steer(a));
+    else notice(`${what}: this page cannot steer a sheet cluster`, true);
+  };
+  /** Replaces a select's options when the set changed, keeping what a person picked. */
+  const fill = (sel: HTMLSelectElement, names: string[]): void => {
+    if (sel.dataset.names === names.join()) return;
+    const keep = sel.value;
+    sel.replaceChildren(...names.map((n) => el('option', { value: n }, n)));
+    sel.dataset.names = names.join();
+    if (names.includes(keep)) sel.value = keep;
+  };
+  const replicasOf = (name: string): string => {
+    const d = sheets?.tabs.deployments?.find((r) => r.name === name);
+    return d ? String(d.replicas ?? '') : '';
+  };
+  const drawAgentButton = (): void => {
+    const agent = sheets?.agents?.find((a) => a.name === nodeSel.value);
+    agentBtn.disabled = !agent;
+    agentBtn.dataset.on = String(agent?.on ?? false);
+    agentBtn.textContent = !agent
+      ? 'its agent is not run here'
+      : agent.on
+        ? `stop ${agent.name}'s agent`
+        : `start ${agent.name}'s agent`;
+  };
+  deploymentSel.onchange = () => {
+    replicasIn.value = replicasOf(deploymentSel.value);
+  };
+  nodeSel.onchange = drawAgentButton;
+  $('sheets-scale').onclick = () => {
+    const replicas = Number(replicasIn.value);
+    if (!deploymentSel.value || replicasIn.value === '' || !Number.isInteger(replicas) || replicas < 0)
+      return notice('scale: pick a deployment and a whole number of replicas', true);
+    sheetsAct(`scale ${deploymentSel.value}`, { op: 'scale', deployment: deploymentSel.value, replicas });
+  };
+  for (const b of document.querySelectorAll<HTMLButtonElement>('button.sheets-node-op'))
+    b.onclick = () => {
+      const op = b.dataset.op as 'cordon' | 'uncordon' | 'drain';
+      if (!nodeSel.value) return notice(`${op}: pick a node`, true);
+      sheetsAct(`${op} ${nodeSel.value}`, { op, node: nodeSel.value });
+    };
+  agentBtn.onclick = () => {
+    const on = agentBtn.dataset.on !== 'true';
+    sheetsAct(`${on ? 'start' : 'stop'} ${nodeSel.value}'s agent`, { op: 'agent', node: nodeSel.value, on });
+  };
+  ($('sheets-command-form') as HTMLFormElement).onsubmit = (e) => {
+    e.preventDefault();
+    const input = $('sheets-command') as HTMLInputElement;
+    const text = input.value.trim();
+    if (!text || !steer) return;
+    act(
+      'skctl',
+      steer({ op: 'command', text }).then(() => {
+        if (input.value.trim() === text) input.value = ''; // not what a person typed meanwhile
+      }),
+    );
+  };
   const drawSheets = (t: SheetsTabs): void => {
-    const box = $('sheets');
-    box.hidden = false;
+    sheets = t;
+    $('sheets').hidden = false;
+    if (!state && t.name) $('title').textContent = `Console: Sheeternetes "${t.name}"`;
+    $('sheets-error').textContent = t.error
+      ? `the sheet does not answer (${t.error}); the tables below are the last it showed`
+      : '';
+    $('sheets-controls').hidden = !(t.controls && steer);
+    const names = (rows: Record<string, unknown>[] | undefined): string[] =>
+      (rows ?? []).map((r) => String(r.name ?? '')).filter((n) => n !== '');
+    fill(deploymentSel, names(t.tabs.deployments));
+    const nodes = names(t.tabs.nodes);
+    for (const a of t.agents ?? []) if (!nodes.includes(a.name)) nodes.push(a.name);
+    fill(nodeSel, nodes);
+    if (document.activeElement !== replicasIn && replicasIn.value === '')
+      replicasIn.value = replicasOf(deploymentSel.value);
+    drawAgentButton();
     const parts: Node[] = [];
-    if (t.error) parts.push(el('p', { className: 'bad' }, `the sheet does not answer: ${t.error}`));
+    if (t.agents?.length)
+      parts.push(
+        el('h3', {}, 'node agents run by this console'),
+        renderRows(t.agents.map((a) => ({ agent: a.name, process: a.on ? 'running' : 'stopped' }))),
+      );
     for (const [tab, rows] of Object.entries(t.tabs)) {
       if (tab === 'metrics') continue;
-      parts.push(el('h3', {}, tab), renderRows(rows));
+      const table = renderRows(rows);
+      table.dataset.tab = tab;
+      parts.push(el('h3', {}, tab), table);
     }
     if (t.tabs.metrics) parts.push(el('h3', {}, 'metrics'), plotMetrics(t.tabs.metrics));
     parts.push(el('h3', {}, 'events'), el('pre', {}, t.events.join('\n') || '(none)'));
@@ -320,6 +411,7 @@ function main(backend: Backend): void {
   backend.connect({
     state: (s) => {
       state = s;
+      $('kube').hidden = false;
       $('title').textContent =
         `${s.kind === 'lab' ? 'Browser lab' : 'Console'}: Kube on Oberon "${s.name}" (cluster ${s.cluster})`;
       drawMachines();

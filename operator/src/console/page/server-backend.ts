@@ -1,6 +1,7 @@
-// The page against the console server of `retrokube up`: events over one WebSocket (reconnected
-// with back-off when the server goes away), actions as JSON POSTs, screens over RFB WebSockets.
-import type { AirOp, ConsoleEvent, Done, InjectReport, IntruderKind } from '../types.ts';
+// The page against the console server of `retrokube up` or `retrokube sheets up`: events over one
+// WebSocket (reconnected with back-off when the server goes away), actions as JSON POSTs, screens
+// over RFB WebSockets.
+import type { AirOp, ConsoleEvent, Done, InjectReport, IntruderKind, SheetsAction } from '../types.ts';
 import type { Backend, BackendEvents, ScreenLink } from './backend.ts';
 import { RfbClient } from './rfb-client.ts';
 
@@ -16,6 +17,8 @@ export class ServerBackend implements Backend {
   readonly kind = 'console' as const;
   private ev: BackendEvents | null = null;
   private retry: number = LIMITS.retryMinMs;
+  /** The link was up once: while the server is away, the page says it went away, not that it never came. */
+  private wasUp = false;
 
   connect(ev: BackendEvents): void {
     this.ev = ev;
@@ -29,6 +32,7 @@ export class ServerBackend implements Backend {
     let opened = false;
     ws.onopen = () => {
       opened = true;
+      this.wasUp = true;
       this.retry = LIMITS.retryMinMs;
       ev.link(true, 'connected');
     };
@@ -43,8 +47,8 @@ export class ServerBackend implements Backend {
     ws.onclose = () => {
       ev.link(
         false,
-        opened
-          ? 'the console server went away (is "retrokube up" still running?); reconnecting'
+        this.wasUp
+          ? `the console server went away (is "retrokube up" or "retrokube sheets up" still running?); ${opened ? 'reconnecting' : 'still trying'}`
           : 'the console server does not answer; retrying',
       );
       setTimeout(() => this.open(), this.retry);
@@ -79,6 +83,9 @@ export class ServerBackend implements Backend {
   }
   command(text: string): Promise<Done> {
     return this.post('/api/command', { command: text });
+  }
+  sheets(a: SheetsAction): Promise<Done> {
+    return this.post('/api/sheets', a);
   }
   screen(name: string, canvas: HTMLCanvasElement, status: (text: string) => void): ScreenLink {
     return new RfbClient(wsUrl(`/api/rfb?name=${encodeURIComponent(name)}`), canvas, status);

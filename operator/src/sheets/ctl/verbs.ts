@@ -126,11 +126,23 @@ function registerUp(sheets: Command): void {
       '--allow-process',
       'node agents offer the process runtime: commands of "process" deployments run on this host (the web sample needs it)',
     )
+    .option(
+      '--console-port <n>',
+      'port of the web console on 127.0.0.1 (default: any free port)',
+      positiveInt('--console-port'),
+    )
+    .option('--no-console', 'serve no web console')
+    .option(
+      '--key-file <file>',
+      'HMAC signing key (first line of FILE, or env SIGNING_KEY): every POST must be signed; the agents and the console sign theirs',
+    )
     .addHelpText(
       'after',
-      '\nExample:\n  retrokube sheets up --nodes 3 --workbook cluster.xlsx --allow-process\n  retrokube skctl --server http://127.0.0.1:8787 get pods\n',
+      '\nExample:\n  retrokube sheets up --nodes 3 --workbook cluster.xlsx --allow-process\n  retrokube skctl --server http://127.0.0.1:8787 get pods\n\nThe web console (its URL is printed; loopback only) shows the tabs live, the events, a plot of\nthe Metrics tab, and steers the cluster: scale, cordon, drain, stop and start node agents, skctl verbs.\n',
     )
     .action(async (o) => {
+      // The key only: this verb's token is --token (TOKEN, or the well-known default on loopback).
+      const signingKey = tokenAndKey({ keyFile: o.keyFile }, (l: string) => process.stderr.write(l)).key;
       const { runUp } = await import('../local/up.ts');
       await runUp({
         nodes: o.nodes,
@@ -140,6 +152,8 @@ function registerUp(sheets: Command): void {
         waitSec: o.wait,
         detach: Boolean(o.detach),
         allowProcess: Boolean(o.allowProcess),
+        signingKey,
+        consolePort: o.console ? (o.consolePort ?? 0) : null,
       });
     });
 }

@@ -1,18 +1,23 @@
 // `retrokube sheets up`: the embedded default. An apiserver over a local workbook, N node agents as
-// child processes (`retrokube sheets node`), the sample deployments, then the ctl tables.
+// child processes (`retrokube sheets node`, agents.ts), the sample deployments, the ctl tables, and
+// a web console on loopback (console/server.ts with its sheets part) until Ctrl-C.
 // Nodes are never faked: if the node agent cannot start, `up` says so and runs the apiserver alone.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
+import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ConsoleServer } from '../../console/server.ts';
 import { openWorkbook } from '../apiserver/open.ts';
 import { createApiServer } from '../apiserver/server.ts';
 import { SheetsClient } from '../ctl/client.ts';
 import { renderTable } from '../ctl/table.ts';
 import { SAMPLE_DEPLOYMENTS } from '../store/schema.ts';
 import { ensureSampleImages } from '../store/setup.ts';
+import { agentName, NodeAgents } from './agents.ts';
+
+export { nodeAgentArgs, nodeAgentEnv } from './agents.ts';
 
 export const LIMITS = {
   agentProbeMs: 20_000, // `sheets node --help` must answer within this to count as available
-  stopGraceMs: 5_000, // node agents get this long after SIGTERM before SIGKILL
   pollMs: 500, // how often `up` looks at the Pods tab while waiting
 } as const;
 
@@ -33,6 +38,10 @@ export interface UpOptions {
   out?: (s: string) => void;
   /** Where the node agents' output (their JSON log lines) goes: an open file or fd; default: their stderr only, to ours. */
   agentOutput?: number;
+  /** Every POST must be signed with this key (the agents and the console sign theirs). */
+  signingKey?: string;
+  /** Port of the web console on 127.0.0.1 (0 = any free port); null or absent = no console. */
+  consolePort?: number | null;
 }
 
 /** Whether this build has the node agent verb. */
@@ -42,24 +51,6 @@ export function nodeAgentAvailable(): boolean {
     encoding: 'utf8',
   });
   return r.status === 0;
-}
-
-/** The agent's command line: never the token, which every user could read in `ps` (see nodeAgentEnv). */
-export function nodeAgentArgs(url: string, name: string, allowProcess = false): string[] {
-  return [
-    MAIN,
-    'sheets',
-    'node',
-    '--server',
-    url,
-    '--name',
-    name,
-    ...(allowProcess ? ['--allow-process'] : []),
-  ];
-}
-
-export function nodeAgentEnv(token: string, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  return { ...base, TOKEN: token };
 }
 
 export interface UpResult {
@@ -76,10 +67,17 @@ export async function runUp(o: UpOptions): Promise<UpResult> {
   const t0 = Date.now();
   const out = o.out ?? ((s: string) => process.stdout.write(s));
   const store = await openWorkbook(o.workbook);
-  const server = await createApiServer({ store, token: o.token, samples: true });
+  const server = await createApiServer({
+    store,
+    token: o.token,
+    samples: true,
+    signingKey: o.signingKey,
+  });
   const addr = await server.listen(o.port, '127.0.0.1');
-  out(`apiserver listening on ${addr} · workbook ${o.workbook} (${store.backend})\n`);
-  const client = new SheetsClient({ url: addr, token: o.token });
+  out(
+    `apiserver listening on ${addr} · workbook ${o.workbook} (${store.backend})${o.signingKey ? ' · every POST must be signed' : ''}\n`,
+  );
+  const client = new SheetsClient({ url: addr, token: o.token, key: o.signingKey });
   // The samples exist in a brand-new workbook; in an existing one, add any that are missing.
   const have = new Set(store.rows('Deployments').map((d) => String(d.name)));
   const missing = SAMPLE_DEPLOYMENTS.filter((d) => !have.has(String(d.name)));
@@ -88,19 +86,18 @@ export async function runUp(o: UpOptions): Promise<UpResult> {
     await client.post({ action: 'apply', deployments: missing });
   }
 
-  const agents: ChildProcess[] = [];
+  const agents = new NodeAgents({
+    url: addr,
+    token: o.token,
+    signingKey: o.signingKey,
+    allowProcess: o.allowProcess,
+    output: o.agentOutput,
+  });
   if (o.nodes > 0) {
     if (nodeAgentAvailable()) {
-      for (let i = 0; i < o.nodes; i++) {
-        const name = `node-${String.fromCharCode(97 + (i % 26))}${i >= 26 ? i : ''}`;
-        const child = spawn(process.execPath, nodeAgentArgs(addr, name, o.allowProcess), {
-          stdio: ['ignore', o.agentOutput ?? 'ignore', o.agentOutput ?? 'inherit'],
-          env: nodeAgentEnv(o.token),
-        });
-        agents.push(child);
-      }
+      for (let i = 0; i < o.nodes; i++) agents.start(agentName(i));
       out(
-        `started ${agents.length} node agents (retrokube sheets node)${o.allowProcess ? ' with the process runtime: deployments with image "process" run their command on this host' : '; the process runtime is off (the web sample stays Pending; --allow-process runs it)'}\n`,
+        `started ${agents.size} node agents (retrokube sheets node)${o.allowProcess ? ' with the process runtime: deployments with image "process" run their command on this host' : '; the process runtime is off (the web sample stays Pending; --allow-process runs it)'}\n`,
       );
     } else {
       out(
@@ -109,21 +106,10 @@ export async function runUp(o: UpOptions): Promise<UpResult> {
     }
   }
 
+  let web: ConsoleServer | null = null;
   const stopAll = async () => {
-    await Promise.all(
-      agents.map(
-        (c) =>
-          new Promise<void>((resolve) => {
-            if (c.exitCode !== null || c.signalCode !== null) return resolve();
-            const kill = setTimeout(() => c.kill('SIGKILL'), LIMITS.stopGraceMs);
-            c.once('exit', () => {
-              clearTimeout(kill);
-              resolve();
-            });
-            c.kill('SIGTERM');
-          }),
-      ),
-    );
+    await web?.close();
+    await agents.stopAll();
     await server.close();
     await store.close();
   };
@@ -131,14 +117,14 @@ export async function runUp(o: UpOptions): Promise<UpResult> {
   // Wait for the pods to run (or the deadline), then show the cluster.
   const deadline = Date.now() + o.waitSec * 1000;
   let pods = await client.get('pods');
-  while (agents.length > 0 && Date.now() < deadline) {
+  while (agents.size > 0 && Date.now() < deadline) {
     if (pods.length > 0 && pods.every(settled)) break;
     await new Promise((r) => setTimeout(r, LIMITS.pollMs));
     pods = await client.get('pods');
   }
   out(`\n${renderTable('nodes', await client.get('nodes'))}\n${renderTable('pods', pods)}`);
   const result: UpResult = {
-    agents: agents.length,
+    agents: agents.size,
     running: pods.filter((p) => p.phase === 'Running').length,
     succeeded: pods.filter((p) => p.phase === 'Succeeded').length,
     settled: pods.length > 0 && pods.every(settled),
@@ -147,6 +133,20 @@ export async function runUp(o: UpOptions): Promise<UpResult> {
   if (o.detach) {
     await stopAll();
     return result;
+  }
+  if (o.consolePort !== null && o.consolePort !== undefined) {
+    try {
+      // esbuild, ws and the page load only when a console really starts
+      const { startConsole } = await import('../../console/server.ts');
+      web = await startConsole(
+        { sheets: { name: basename(o.workbook), client, agents } },
+        { port: o.consolePort },
+      );
+      out(`web console ${web.url} (loopback only)\n`);
+    } catch (e) {
+      // The cluster runs on without it: the console is a window, not a part.
+      out(`the web console did not start (${(e as Error).message}); the cluster runs without it\n`);
+    }
   }
   out(
     `\nrunning; try: retrokube skctl --server ${addr} --token <token> get pods   (Ctrl-C stops the cluster)\n`,

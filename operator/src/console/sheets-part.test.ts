@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { BadRequest } from '../util/json-body.ts';
+import { answered, checkSheetsAction, parseSheetsCommand } from './sheets-part.ts';
+
+describe("the sheet console's skctl box", () => {
+  it('turns each verb into the contract body skctl posts', () => {
+    expect(parseSheetsCommand(' scale web 3 ')).toEqual({ action: 'scale', name: 'web', replicas: 3 });
+    expect(parseSheetsCommand('skctl cordon node-a')).toEqual({ action: 'cordon', name: 'node-a' });
+    expect(parseSheetsCommand('drain node-b')).toEqual({ action: 'drain', name: 'node-b' });
+    expect(parseSheetsCommand('delete web')).toEqual({ action: 'delete', kind: 'deployment', name: 'web' });
+    expect(parseSheetsCommand('delete route api')).toEqual({ action: 'delete', kind: 'route', name: 'api' });
+    expect(parseSheetsCommand('migrate web-1 node-b')).toEqual({
+      action: 'migrate',
+      name: 'web-1',
+      node: 'node-b',
+    });
+    expect(parseSheetsCommand('label node-a disk=ssd')).toEqual({
+      action: 'label',
+      name: 'node-a',
+      spec: 'disk=ssd',
+    });
+    expect(parseSheetsCommand('apply {"deployments":[{"name":"web","image":"nginx","replicas":2}]}')).toEqual(
+      {
+        action: 'apply',
+        deployments: [{ name: 'web', image: 'nginx', replicas: 2 }],
+        gateways: [],
+        routes: [],
+      },
+    );
+  });
+
+  it('refuses what is not one verb, saying what would be', () => {
+    const cases: [unknown, RegExp][] = [
+      ['', /one line/],
+      ['scale web', /whole number/],
+      ['scale web -1', /whole number/],
+      ['scale web 3 4', /whole number/],
+      ['cordon', /usage: cordon NODE/],
+      ['cordon ../x', /not a name/],
+      ['rm -rf /', /not a verb here/],
+      ['apply {', /JSON object/],
+      ['apply []', /usage: apply/],
+      ['apply {"secrets":[{"name":"k"}]}', /Secrets never travel through a page/],
+      ['delete secret k', /Secrets are deleted with skctl/],
+      ['scale web 3\ncordon node-a', /one line/],
+      [42, /must be a line/],
+    ];
+    for (const [text, why] of cases) {
+      expect(() => parseSheetsCommand(text), String(text)).toThrow(BadRequest);
+      expect(() => parseSheetsCommand(text), String(text)).toThrow(why);
+    }
+  });
+});
+
+describe("the sheet console's actions", () => {
+  it('checks what a page asks', () => {
+    expect(checkSheetsAction({ op: 'scale', deployment: 'web', replicas: '2' })).toEqual({
+      op: 'scale',
+      deployment: 'web',
+      replicas: 2,
+    });
+    expect(checkSheetsAction({ op: 'agent', node: 'node-a', on: false })).toEqual({
+      op: 'agent',
+      node: 'node-a',
+      on: false,
+    });
+    expect(() => checkSheetsAction({ op: 'scale', deployment: 'web', replicas: 1.5 })).toThrow(
+      /whole number/,
+    );
+    expect(() => checkSheetsAction({ op: 'agent', node: 'node-a', on: 'yes' })).toThrow(/true or false/);
+    expect(() => checkSheetsAction({ op: 'reboot' })).toThrow(/"op" must be/);
+  });
+
+  it("reads the apiserver's answer, and makes 'not found' an error a person sees", () => {
+    expect(answered({ result: 'scaled' })).toBe('scaled');
+    expect(answered({ applied: ['web: created'], gateways: [], routes: ['api: updated'] })).toBe(
+      'web: created, api: updated',
+    );
+    expect(() => answered({ result: 'not found' })).toThrow(/not found/);
+  });
+});
