@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runUp } from '../../operator/src/sheets/local/up.ts';
+import { runUp } from '../../operator/src/local/sheets-up.ts';
 import { openXlsxStore } from '../../operator/src/sheets/store/xlsx.ts';
 
 describe('sheets up', () => {

@@ -324,11 +324,9 @@ export class ProbeEvents {
     this.k = k;
     this.ns = ns;
   }
-  /** The highest count written for the pod's events so far. */
-  countOf(pod: string): number {
-    let n = 0;
-    for (const [id, e] of this.written) if (id.startsWith(`${pod}\u0000`)) n = Math.max(n, e.count);
-    return n;
+  /** The count written so far for the pod's event with this probe output. */
+  countOf(pod: string, output: string): number {
+    return this.written.get(`${pod}\u0000Readiness probe failed: ${output}`)?.count ?? 0;
   }
   async failed(pod: string, container: string, output: string): Promise<void> {
     const message = `Readiness probe failed: ${output}`;

@@ -11,6 +11,7 @@ import { registerLauncherVerbs } from './launcher.ts';
 import { registerMachineVerbs } from './machine.ts';
 import { registerOperatorVerbs } from './operator.ts';
 import { registerRolloutVerbs } from './rollout.ts';
+import { registerSheetsUpVerb } from './sheets-up.ts';
 import { registerUpVerbs } from './up.ts';
 
 // Each area of the project adds its verbs here, one line each, so main.ts stays small.
@@ -24,6 +25,7 @@ export function registerVerbs(program: Command): void {
   registerOperatorVerbs(program);
   registerRolloutVerbs(program);
   registerSheetsControlPlaneVerbs(program);
+  registerSheetsUpVerb(program);
   registerSheetsNodeVerbs(program);
   registerSheetsBridgeVerbs(program);
   registerSheetsWireVerbs(program);

@@ -9,7 +9,6 @@ import { type ConsoleServer, startConsole } from '../console/server.ts';
 import { buildKubeDisk } from '../machine/kube-disk.ts';
 import { DEFAULT_TOKEN, SheetsClient } from '../sheets/ctl/client.ts';
 import { renderTable } from '../sheets/ctl/table.ts';
-import { runUp as runSheetsUp } from '../sheets/local/up.ts';
 import { sendLogsTo } from '../util/log.ts';
 import { stopOnSignal } from '../util/process.ts';
 import { LocalCluster } from './cluster.ts';
@@ -17,6 +16,7 @@ import { startUpControl } from './control.ts';
 import { runFleetUp } from './fleet.ts';
 import { isFleetText } from './fleet-spec.ts';
 import { type LocalSheets, parseSheetsFile, type RunningSheets, startLocalSheets } from './sheets.ts';
+import { runUp as runSheetsUp } from './sheets-up.ts';
 import { type LocalKube, parseLocalFile, SAMPLE_YAML } from './spec.ts';
 import {
   readUpState,

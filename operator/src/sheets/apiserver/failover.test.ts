@@ -21,32 +21,53 @@ const until = async (cond: () => boolean, ms: number) => {
 };
 
 describe('timer-driven failover', () => {
+  // Real timers and real HTTP in one process: a host too busy to run this process for a TTL makes
+  // every node look silent at once (the timer fires before the queued heartbeat is read), so b may
+  // lose a tick too. The test judges where the pods end up and the trail they left, with deadlines
+  // of many TTLs (a passing run takes about one TTL), not how fast each step came.
   it('with a 2 s TTL, pods leave a silent node and it turns NotReady with no further requests', async () => {
-    kit = await startKit({ nodeTtlSec: 2, tickMs: 100 });
+    const ttlMs = 2000;
+    kit = await startKit({ nodeTtlSec: ttlMs / 1000, tickMs: 100 });
     await kit.post({ action: 'apply', deployments: [{ name: 'web', image: 'x', replicas: 2 }] });
     const a = await kit.heartbeat('a');
     await kit.heartbeat('a', running(a));
     await kit.heartbeat('b'); // b gets nothing: both pods went to a first (sticky afterwards)
-    // Keep b alive, stop a. No request touches the apiserver except b's heartbeats... then none at all.
     const store = kit.store;
+    const trail = (pod: string) =>
+      store
+        .rows('Events')
+        .filter((e) => e.kind === 'Pod' && e.object === pod)
+        .map((e) => String(e.message));
+    // Keep b alive (ten beats per TTL), stop a. No request touches the apiserver except b's
+    // heartbeats... then none at all.
     const podsOn = (node: string) => store.rows('Pods').filter((p) => p.node === node).length;
-    expect(podsOn('a')).toBe(2);
-    const keepB = setInterval(() => void kit?.heartbeat('b').catch(() => {}), 500);
+    const keepB = setInterval(() => void kit?.heartbeat('b').catch(() => {}), ttlMs / 10);
     try {
-      await until(() => podsOn('b') === 2, 6000);
+      await until(() => podsOn('b') === 2, 15 * ttlMs);
     } finally {
       clearInterval(keepB);
     }
     expect(store.rows('Nodes').find((n) => n.name === 'a')?.status).toBe('NotReady');
     const events = store.rows('Events').map((e) => `${e.kind} ${e.object} ${e.message}`);
     expect(events).toContainEqual(expect.stringMatching(/^Node a NotReady/));
-    expect(events).toContainEqual('Pod web-1 moved a -> b');
+    // Each pod left a for b: straight ('moved a -> b'), or, when b too missed a tick on a starved
+    // host, through 'Unschedulable: left a' and back to b on b's next heartbeat.
+    for (const pod of ['web-1', 'web-2']) {
+      const t = trail(pod);
+      const onA = t.indexOf('scheduled to a');
+      expect(onA, `${pod}: ${t.join('; ')}`).toBeGreaterThanOrEqual(0);
+      const after = t.slice(onA + 1);
+      expect(after[0], `${pod}: ${t.join('; ')}`).toMatch(
+        /^(moved a -> b|Unschedulable: left a, no node fits)$/,
+      );
+      expect(after.at(-1), `${pod}: ${t.join('; ')}`).toMatch(/^(moved \S+ ->|scheduled to) b$/);
+    }
   });
 
   it('a one-node cluster whose node dies shows NotReady without any request (the reference never does)', async () => {
     kit = await startKit({ nodeTtlSec: 1, tickMs: 50 });
     await kit.heartbeat('solo');
-    await until(() => kit?.store.rows('Nodes')[0].status === 'NotReady', 4000);
+    await until(() => kit?.store.rows('Nodes')[0].status === 'NotReady', 30_000); // 30 TTLs: judged by outcome
   });
 
   it('at the real 30 s TTL (fake timers): fresh at 29 s, failed over at 30 s, with no request', async () => {

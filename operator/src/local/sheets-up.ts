@@ -5,16 +5,16 @@
 import { spawnSync } from 'node:child_process';
 import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ConsoleServer } from '../../console/server.ts';
-import { openWorkbook } from '../apiserver/open.ts';
-import { createApiServer } from '../apiserver/server.ts';
-import { SheetsClient } from '../ctl/client.ts';
-import { renderTable } from '../ctl/table.ts';
-import { SAMPLE_DEPLOYMENTS } from '../store/schema.ts';
-import { ensureSampleImages } from '../store/setup.ts';
-import { agentName, NodeAgents } from './agents.ts';
+import type { ConsoleServer } from '../console/server.ts';
+import { openWorkbook } from '../sheets/apiserver/open.ts';
+import { createApiServer } from '../sheets/apiserver/server.ts';
+import { SheetsClient } from '../sheets/ctl/client.ts';
+import { renderTable } from '../sheets/ctl/table.ts';
+import { agentName, NodeAgents } from '../sheets/local/agents.ts';
+import { SAMPLE_DEPLOYMENTS } from '../sheets/store/schema.ts';
+import { ensureSampleImages } from '../sheets/store/setup.ts';
 
-export { nodeAgentArgs, nodeAgentEnv } from './agents.ts';
+export { nodeAgentArgs, nodeAgentEnv } from '../sheets/local/agents.ts';
 
 export const LIMITS = {
   agentProbeMs: 20_000, // `sheets node --help` must answer within this to count as available
@@ -137,7 +137,7 @@ export async function runUp(o: UpOptions): Promise<UpResult> {
   if (o.consolePort !== null && o.consolePort !== undefined) {
     try {
       // esbuild, ws and the page load only when a console really starts
-      const { startConsole } = await import('../../console/server.ts');
+      const { startConsole } = await import('../console/server.ts');
       web = await startConsole(
         { sheets: { name: basename(o.workbook), client, agents } },
         { port: o.consolePort },
