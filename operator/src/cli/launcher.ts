@@ -2,8 +2,7 @@
 // chart's launcher Deployment (launcher.enabled) in the KubeVirt namespace.
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { LAUNCHER_LOOP_LIMITS, launcherPass, parseLauncherTable } from '../controllers/launcher-component.ts';
-import { KubeClient } from '../runtime/client.ts';
+import { LAUNCHER_LOOP_LIMITS } from '../controllers/launcher-plan.ts';
 import { logger } from '../util/log.ts';
 
 export function registerLauncherVerbs(program: Command): void {
@@ -38,6 +37,10 @@ export function registerLauncherVerbs(program: Command): void {
         const interval = Number(o.interval);
         if (!Number.isFinite(interval) || interval < 1)
           throw new Error('--interval must be a number of seconds ≥ 1');
+        // Loaded on use: the Kubernetes client would otherwise load with every verb (the air relay
+        // runs in a 64Mi pod).
+        const { launcherPass, parseLauncherTable } = await import('../controllers/launcher-component.ts');
+        const { KubeClient } = await import('../runtime/client.ts');
         const table = parseLauncherTable(readFileSync(o.table, 'utf8'));
         const client = KubeClient.fromDefault(o.kubeconfig);
         const log = logger('launcher', { namespace: o.namespace });

@@ -6,7 +6,6 @@ import { fileURLToPath } from 'node:url';
 import { type Command, InvalidArgumentError } from 'commander';
 import { formatView } from '../air/view.ts';
 import { requireUp, stateDir, upRequest } from '../local/state.ts';
-import { runUp } from '../local/up.ts';
 
 const out = (s: string): void => void process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
 
@@ -92,6 +91,9 @@ Examples:
       ) => {
         if (o.logFormat !== 'human' && o.logFormat !== 'json')
           throw new Error(`--log-format ${o.logFormat} is not known; use human or json`);
+        // Loaded on use: `up` reaches the rollout runner and with it the Kubernetes client, which
+        // every other verb (the air relay in a 64Mi pod) would otherwise load at start.
+        const { runUp } = await import('../local/up.ts');
         await runUp({
           qemu: o.qemu
             ? { machines: o.qemu.split(',').map((m) => m.trim()), binary: o.qemuBinary ?? builtQemu() }

@@ -5,14 +5,18 @@
 // Role, installed only when a person turns it on: the operator itself never patches KubeVirt.
 
 import { CORE, type KubeClient, type KubeObject, resourcePath } from '../runtime/client.ts';
-import { type CustomizePatch, LAUNCHER_COMPONENT, type LauncherPlan, planLauncher } from './launcher-plan.ts';
-import { KUBEVIRT } from './oberonmachine-launcher.ts';
+import {
+  type CustomizePatch,
+  LAUNCHER_COMPONENT,
+  LAUNCHER_LOOP_LIMITS,
+  type LauncherPlan,
+  planLauncher,
+} from './launcher-plan.ts';
 
-export const LAUNCHER_LOOP_LIMITS = {
-  intervalMs: 30_000, // the reference's INTERVAL: the launcher changes with KubeVirt upgrades, rarely
-  tableLines: 256, // KubeVirt versions in the table; far above the few a release supports
-  fieldManager: 'retrokube-launcher',
-} as const;
+// The limits live with the pure plan, so the CLI can show them without loading the Kubernetes client.
+export { LAUNCHER_LOOP_LIMITS };
+
+import { KUBEVIRT } from './oberonmachine-launcher.ts';
 
 /** The table file: `<KubeVirt version> <launcher image>` per line, `#` comments. */
 export function parseLauncherTable(text: string): Record<string, string> {

@@ -5,6 +5,12 @@
 // everyone else's entries in order. In any doubt it removes its entry: KubeVirt then runs its
 // stock launcher, which never breaks ordinary VMs.
 
+export const LAUNCHER_LOOP_LIMITS = {
+  intervalMs: 30_000, // the reference's INTERVAL: the launcher changes with KubeVirt upgrades, rarely
+  tableLines: 256, // KubeVirt versions in the table; far above the few a release supports
+  fieldManager: 'retrokube-launcher',
+} as const;
+
 export const LAUNCHER_COMPONENT = {
   statusConfigMap: 'kubevirt-paleo-launcher-status', // what OberonMachine's LauncherReady reads
   consentAnnotation: 'paleocomputing.io/allow-workload-update',
