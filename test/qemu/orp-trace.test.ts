@@ -5,13 +5,13 @@
 // records agree through boot, the compiler's loading and the compile itself. Then the Ticker.rsc
 // and Ticker.smb the two machines wrote are the same bytes, and the same as the disk build's.
 
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OberonVolume } from '../../operator/src/machine/fs/volume.ts';
 import { kubeDisk } from '../e2e/kube-harness.ts';
-import { LIMITS as H, requireQemu, startQemu, until } from './qemu-harness.ts';
+import { LIMITS as H, requireQemu, startQemu, traceWritten } from './qemu-harness.ts';
 import { stepAndCompare, traceMachine } from './trace-reference.ts';
 
 const LIMITS = {
@@ -44,17 +44,7 @@ suite('the ORP compile in QEMU and in the TS emulator, instruction by instructio
     });
     let stopped = false;
     try {
-      await until(
-        'QEMU to write its trace',
-        async () => {
-          try {
-            return statSync(trace).size >= n * 8;
-          } catch {
-            return false;
-          }
-        },
-        LIMITS.traceDeadlineMs,
-      );
+      await traceWritten(trace, n, LIMITS.traceDeadlineMs);
       // startQemu's copy of the disk, written in place; the compile ended long before the trace.
       const qemuVol = OberonVolume.fromBuffer(readFileSync(join(m.dir, 'oberon.dsk')));
       await m.stop();

@@ -3,7 +3,7 @@
 // under CI=true a missing binary is a failure, elsewhere the suite is skipped with the reason.
 
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createConnection, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -219,6 +219,18 @@ export async function until<T>(
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/** Waits until QEMU's instruction trace holds `records` records (8 bytes each). */
+export function traceWritten(trace: string, records: number, ms: number): Promise<true> {
+  const probe = async () => {
+    try {
+      return statSync(trace).size >= records * 8;
+    } catch {
+      return false; // QEMU has not created it yet
+    }
+  };
+  return until('QEMU to write its trace', probe, ms);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

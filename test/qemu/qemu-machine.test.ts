@@ -4,7 +4,7 @@
 // clicked through QEMU's own input (QMP), and the refusals of bad input.
 
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,6 +23,7 @@ import {
   runToFailure,
   snapshotOf,
   startQemu,
+  traceWritten,
   until,
   writeProm,
 } from './qemu-harness.ts';
@@ -165,17 +166,7 @@ suite('qemu-system-risc5: the RISC5 QEMU model agrees with our TypeScript emulat
       machine: ['clock=deterministic', `trace=${trace}`, `trace-limit=${n}`],
     });
     try {
-      await until(
-        'QEMU to write its trace',
-        async () => {
-          try {
-            return statSync(trace).size >= n * 8;
-          } catch {
-            return false;
-          }
-        },
-        LIMITS.bootDeadlineMs,
-      );
+      await traceWritten(trace, n, LIMITS.bootDeadlineMs);
       const mismatch = compareTrace(
         readFileSync(BASE_DISK),
         { memLim: H.baseMemLim, stackOrg: H.baseStackOrg },
