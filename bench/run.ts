@@ -1,10 +1,13 @@
 // `npm run bench`: the benchmarks under bench/, each a folder with a run.ts that prints its figures
-// and writes JSON to bench/results/. With no name, lists them (the first lines of each run.ts say
-// what it measures); with names, runs those one after another (the machine is shared: never in
-// parallel), passing any further flags on. `npm run bench -- all` runs every one.
-//   npm run bench                 # list
-//   npm run bench -- air disk     # run two
+// and writes JSON (bench/results.ts): to .cache/bench-results/ (git-ignored) by default, to
+// bench/results/ — the files the docs' figures come from — only with --save. With no name, lists
+// them (the first lines of each run.ts say what it measures); with names, runs those one after
+// another (the machine is shared: never in parallel), passing any further flags on.
+// `npm run bench -- all` runs every one.
+//   npm run bench                        # list
+//   npm run bench -- air disk            # run two; results in .cache/bench-results/
 //   npm run bench -- machine --quick
+//   npm run bench -- air --save          # write bench/results/air.json, then: npm run docs:figures
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -38,7 +41,8 @@ export function listBenchmarks(dir = BENCH): Benchmark[] {
 function main(argv: string[]): number {
   const all = listBenchmarks();
   const names = argv.filter((a) => !a.startsWith('-'));
-  const flags = argv.filter((a) => a.startsWith('-'));
+  const save = argv.includes('--save');
+  const flags = argv.filter((a) => a.startsWith('-') && a !== '--save');
   if (names.length === 0) {
     process.stdout.write('benchmarks (npm run bench -- NAME... [flags]; "all" runs every one):\n');
     for (const b of all) process.stdout.write(`  ${b.name.padEnd(13)} ${b.about}\n`);
@@ -54,7 +58,10 @@ function main(argv: string[]): number {
   }
   for (const b of chosen as Benchmark[]) {
     process.stdout.write(`\n== bench/${b.name}\n`);
-    const r = spawnSync(process.execPath, [b.file, ...flags], { stdio: 'inherit' });
+    const r = spawnSync(process.execPath, [b.file, ...flags], {
+      stdio: 'inherit',
+      env: { ...process.env, RETROKUBE_BENCH_SAVE: save ? '1' : '0' },
+    });
     if (r.status !== 0) {
       process.stderr.write(`bench/${b.name} failed (exit ${r.status ?? r.signal})\n`);
       return r.status ?? 1;

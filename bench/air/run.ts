@@ -1,11 +1,16 @@
 // Benchmark of the air relay: how many frames per second one relay thread forwards to 20
-// stations, and how much latency it adds over a direct UDP hop. Writes bench/results/air.json.
+// stations, and how much latency it adds over a direct UDP hop. Writes air.json (bench/results.ts).
+// The relay's air-wide delivery budget (RELAY_LIMITS.OUT_PER_SECOND) holds even with the per-peer
+// rate off: deliveries beyond it are dropped and counted, and only delivered frames count here.
 //
-//   node_modules/.bin/node bench/air/run.ts [--seconds 3]
+//   node_modules/.bin/node bench/air/run.ts [--seconds 3] [--save]
 import dgram from 'node:dgram';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
+import { RELAY_LIMITS } from '../../operator/src/air/relay.ts';
 import { encodeDatagram } from '../../operator/src/air/wire.ts';
+import { startRecording, writeResults } from '../results.ts';
+
+const record = startRecording();
 
 const BENCH = {
   /** Receiving stations: the issue asks for 20. */
@@ -20,7 +25,13 @@ const BENCH = {
 const secondsArg = process.argv.indexOf('--seconds');
 const SECONDS = secondsArg > 0 ? Number(process.argv[secondsArg + 1]) : 3;
 
-type Stats = { framesIn: number; framesOut: number; droppedLoss: number; peers: number };
+type Stats = {
+  framesIn: number;
+  framesOut: number;
+  droppedLoss: number;
+  droppedBudget: number;
+  peers: number;
+};
 type Answer = { stats: Stats; elu: { idle: number; active: number; utilization: number }; cpuUs: number };
 
 function sock(): Promise<dgram.Socket> {
@@ -136,18 +147,27 @@ const pct = (xs: number[], p: number) =>
 const viaRelay = await latency(port, true);
 const direct = await latency(receivers[0].address().port, false);
 
+const delivered = after.framesOut - before.framesOut;
+const droppedBudget = after.droppedBudget - before.droppedBudget;
 const result = {
   benchmark: 'air',
-  date: new Date().toISOString(),
-  node: process.versions.node,
-  cores: (await import('node:os')).availableParallelism(),
   receivers: BENCH.RECEIVERS,
   seconds: Number(elapsedS.toFixed(2)),
-  framesPerSecond: Math.round(framesPerS),
+  /** Frames the sender offered the relay per second. */
+  framesInPerSecond: Math.round(framesPerS),
+  /** Deliveries made per second (a frame to 20 stations is 20 deliveries). */
   deliveriesPerSecond: Math.round(deliveriesPerS),
-  /** Frames in per second of the relay thread's own CPU time: the rate one core sustains. */
-  framesPerCoreSecond: Math.round(framesPerCoreS),
-  deliveriesPerCoreSecond: Math.round((after.framesOut - before.framesOut) / relayCpuS),
+  /** Frames per second that reached every station: deliveries / receivers. */
+  framesDeliveredPerSecond: Math.round(deliveriesPerS / BENCH.RECEIVERS),
+  /** The relay's air-wide delivery budget (RELAY_LIMITS.OUT_PER_SECOND). */
+  budgetDeliveriesPerSecond: RELAY_LIMITS.OUT_PER_SECOND,
+  /** Deliveries the budget dropped during the run (the relay counts them). */
+  deliveriesDroppedByBudget: droppedBudget,
+  /** Delivered frames (to all 20) per second of the relay thread's own CPU time. */
+  framesDeliveredPerCoreSecond: Math.round(delivered / BENCH.RECEIVERS / relayCpuS),
+  deliveriesPerCoreSecond: Math.round(delivered / relayCpuS),
+  /** Frames in per relay CPU-second, dropped deliveries included (not a delivery rate). */
+  framesInPerCoreSecond: Math.round(framesPerCoreS),
   relayCpuSeconds: Number(relayCpuS.toFixed(2)),
   /** Share of the relay thread's time spent working during the run (1 = one core saturated). */
   relayThreadBusy: Number(relayBusy.toFixed(2)),
@@ -162,13 +182,12 @@ const result = {
   },
 };
 console.log(
-  `relay → ${BENCH.RECEIVERS} stations: ${result.framesPerSecond} frames/s in, ${result.deliveriesPerSecond} deliveries/s out (relay thread busy ${Math.round(relayBusy * 100)} %); per core-second of the relay thread: ${result.framesPerCoreSecond} frames, ${result.deliveriesPerCoreSecond} deliveries`,
+  `relay → ${BENCH.RECEIVERS} stations: ${result.framesInPerSecond} frames/s in, ${result.deliveriesPerSecond} deliveries/s out (${result.framesDeliveredPerSecond} frames/s to every station; budget ${RELAY_LIMITS.OUT_PER_SECOND} deliveries/s, ${droppedBudget} dropped by it; relay thread busy ${Math.round(relayBusy * 100)} %); per core-second of the relay thread: ${result.framesDeliveredPerCoreSecond} frames delivered, ${result.deliveriesPerCoreSecond} deliveries`,
 );
 console.log(
   `latency: via relay p50 ${result.latencyUs.relayP50} µs, p99 ${result.latencyUs.relayP99} µs; direct p50 ${result.latencyUs.directP50} µs; added p50 ${result.latencyUs.addedP50} µs`,
 );
-mkdirSync(new URL('../results/', import.meta.url), { recursive: true });
-writeFileSync(new URL('../results/air.json', import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
+writeResults('air', result, record);
 
 worker.postMessage({ type: 'close' });
 for (const s of [...receivers, sender]) s.close();

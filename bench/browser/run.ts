@@ -1,17 +1,10 @@
-// Benchmarks of the browser lab in headless Chromium (Debian's, driven by playwright-core):
-// - page weight: every file the page loads, raw and gzipped;
-// - page load → converged cluster: from navigation until the air in the page hears 2 Ready nodes
-//   running the deployment as assigned (three machines boot in Web Workers meanwhile);
-// - instructions per second per machine: each machine's worker runs our emulator flat out for a
-//   while (the reference lab's WebAssembly RTL: under 1 M per second), and the paced rate of a
-//   Ready cluster at rest (25 MHz machine time; Oberon idles most of it).
-// Writes bench/results/browser-lab.json. Run: node_modules/.bin/node bench/browser/run.ts [--quick]
-import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { serveLab } from '../../operator/src/console/lab.ts';
 import { launch, waitConverged } from '../../test/browser/chromium.ts';
+import { startRecording, writeResults } from '../results.ts';
+
+const record = startRecording();
 
 const quick = process.argv.includes('--quick');
 const RUNS = quick ? 1 : 3;
@@ -73,8 +66,7 @@ const results = {
     reference: 'under 1 M per machine (Wirth RTL compiled to WebAssembly), with machine time run 10× faster',
   },
 };
-const out = path.join(import.meta.dirname, '../results/browser-lab.json');
-fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+const out = writeResults('browser-lab', results, record);
 const M = (x: number) => `${(x / 1e6).toFixed(1)} M`;
 console.log(`page weight ${(total / 1024).toFixed(0)} KiB (${(totalGzip / 1024).toFixed(0)} KiB gzipped)`);
 console.log(`page load → converged: ${loads.map((s) => s.toFixed(1)).join(', ')} s`);

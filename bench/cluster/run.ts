@@ -8,20 +8,15 @@
 // Needs the node up and the image imported: npx vitest run --project cluster does both, or
 //   bash hack/node-up.sh && ctr -a /tmp/retrokube-node/containerd.sock -n k8s.io images import "$(bash hack/build-image.sh)"
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
 import { locateTestBins, REPO_ROOT } from '../../test/envtest/control-plane.ts';
+import { startRecording, writeResults } from '../results.ts';
+
+const record = startRecording();
 
 const LIMITS = {
   convergeMs: 900_000, // 10 machines booting on 2 shared cores: minutes, not hours
@@ -30,7 +25,11 @@ const LIMITS = {
 } as const;
 
 const { values: args } = parseArgs({
-  options: { nodes: { type: 'string', default: '3,10' }, 'steady-s': { type: 'string', default: '30' } },
+  options: {
+    nodes: { type: 'string', default: '3,10' },
+    'steady-s': { type: 'string', default: '30' },
+    save: { type: 'boolean', default: false },
+  },
 });
 const sizes = (args.nodes ?? '3,10').split(',').map(Number);
 const steadyS = Number(args['steady-s']);
@@ -238,6 +237,5 @@ try {
   kubectl(['delete', 'namespace', ns, '--wait=false']);
 }
 results.loadavgEnd = loadavg()[0];
-mkdirSync(join(REPO_ROOT, 'bench/results'), { recursive: true });
-writeFileSync(join(REPO_ROOT, 'bench/results/cluster.json'), `${JSON.stringify(results, null, 2)}\n`);
+writeResults('cluster', results, record);
 console.log(JSON.stringify(results, null, 2));

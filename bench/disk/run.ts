@@ -4,13 +4,16 @@
 // Writes bench/results/disk.json.
 //
 //   node_modules/.bin/node bench/disk/run.ts
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { findBaseImage } from '../../operator/src/machine/base-image.ts';
 import { buildDisk } from '../../operator/src/machine/builder/build.ts';
 import { OberonVolume } from '../../operator/src/machine/fs/volume.ts';
 import { Machine } from '../../operator/src/machine/machine.ts';
 import { OBERON_PALETTE, snapshotToPng } from '../../operator/src/machine/png.ts';
 import { DEFAULT_FORMAT, dirtyRects, pixelBytes, rawRect } from '../../operator/src/machine/rfb/pixels.ts';
+import { startRecording, writeResults } from '../results.ts';
+
+const record = startRecording();
 
 const BENCH = {
   FILES: 1000, // files written in the file-system run (forces many directory page splits)
@@ -81,8 +84,4 @@ const results = {
   rfbDiffFrameCpuMs: Number((diff.ms / BENCH.FRAME_RUNS).toFixed(2)),
 };
 for (const [k, v] of Object.entries(results)) process.stdout.write(`${k.padEnd(32)} ${v}\n`);
-mkdirSync('bench/results', { recursive: true });
-writeFileSync(
-  'bench/results/disk.json',
-  `${JSON.stringify({ date: new Date().toISOString(), ...results }, null, 2)}\n`,
-);
+writeResults('disk', results, record);

@@ -13,6 +13,9 @@ import path from 'node:path';
 import { LocalCluster } from '../../operator/src/local/cluster.ts';
 import { type LocalKube, nodeName } from '../../operator/src/local/spec.ts';
 import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
+import { startRecording, writeResults } from '../results.ts';
+
+const record = startRecording();
 
 const arg = (name: string): string | undefined => {
   const i = process.argv.indexOf(name);
@@ -182,19 +185,8 @@ if (COMPARE !== undefined) {
       );
     }
   }
-  const out = path.join(import.meta.dirname, '../results/kube.json');
-  const old = fs.existsSync(out) ? JSON.parse(fs.readFileSync(out, 'utf8')) : {};
-  fs.writeFileSync(
-    out,
-    `${JSON.stringify({ ...old, startCompare: { nodes: n, date: new Date().toISOString(), runs } }, null, 2)}\n`,
-  );
-  console.log(`written ${out}`);
+  writeResults('kube-start-compare', { nodes: n, runs }, record);
   process.exit(0);
-}
-/** The last --compare-start result, kept when the full run rewrites the file. */
-function previousCompare(): unknown {
-  const out = path.join(import.meta.dirname, '../results/kube.json');
-  return fs.existsSync(out) ? (JSON.parse(fs.readFileSync(out, 'utf8')).startCompare ?? null) : null;
 }
 const rows: Row[] = [];
 for (const n of SIZES) {
@@ -214,11 +206,5 @@ const table = [
   ),
 ].join('\n');
 console.log(`\n${table}`);
-const out = path.join(import.meta.dirname, '../results/kube.json');
-fs.mkdirSync(path.dirname(out), { recursive: true });
-fs.writeFileSync(
-  out,
-  `${JSON.stringify({ host: { cpus: os.cpus().length, node: process.version }, restS: REST_S, rows, startCompare: previousCompare() }, null, 2)}\n`,
-);
-console.log(`written ${out}`);
+writeResults('kube', { restS: REST_S, rows }, record);
 process.exit(0);

@@ -6,12 +6,14 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { assemble } from '../../operator/src/machine/asm.ts';
 import { Risc5 } from '../../operator/src/machine/cpu.ts';
 import { Machine } from '../../operator/src/machine/machine.ts';
 import { MachineRunner } from '../../operator/src/machine/runner.ts';
 import { BASE_IMAGE } from '../../operator/src/machine/test-disk.ts';
+import { startRecording, writeResults } from '../results.ts';
+
+const record = startRecording();
 
 const quick = process.argv.includes('--quick');
 // Boot images from earlier processes (boot-image-store.ts) would hide the real boot: this process
@@ -242,9 +244,5 @@ for (const n of quick ? [1, 4] : [1, 4, 8, 16]) {
   idle.push(r);
 }
 results.idle = idle;
-results.date = new Date().toISOString();
 results.loadAverage = os.loadavg();
-const out = path.resolve(import.meta.dirname, '../results/machine.json');
-fs.mkdirSync(path.dirname(out), { recursive: true });
-fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
-console.log(`wrote ${out}`);
+writeResults('machine', results, record);

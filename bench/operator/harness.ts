@@ -3,12 +3,13 @@
 // bench-specific check says every object is complete, then a quiet period in which the operator
 // should write nothing. Figures come from the operator's own /metrics and /proc.
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CORE, isStatus, KubeClient } from '../../operator/src/runtime/client.ts';
 import { freePort, REPO_ROOT, startControlPlane } from '../../test/envtest/control-plane.ts';
+import { startRecording, writeResults } from '../results.ts';
 
 const LIMITS = {
   pollMs: 250, // convergence polling cadence
@@ -74,6 +75,7 @@ function peakRssMiB(pid: number): number {
 }
 
 export async function runOperatorBench(b: OperatorBench): Promise<void> {
+  const record = startRecording();
   const { values: args } = parseArgs({
     options: {
       count: { type: 'string', default: String(b.defaultCount) },
@@ -202,10 +204,7 @@ export async function runOperatorBench(b: OperatorBench): Promise<void> {
       node: process.versions.node,
     };
     console.log(JSON.stringify(result, null, 2));
-    const out = join(REPO_ROOT, `bench/results/${b.name}.json`);
-    mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
-    console.log(`wrote ${out}`);
+    writeResults(b.name, result, record);
   } finally {
     if (op && op.exitCode === null) {
       op.kill('SIGTERM');

@@ -4,11 +4,13 @@
 // Writes bench/results/qemu.json. Run: node_modules/.bin/node bench/qemu/run.ts
 import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { MachineRunner } from '../../operator/src/machine/runner.ts';
 import type { FrameSnapshot } from '../../operator/src/machine/screen-input.ts';
 import { leftmostInk, lowestInkRow, titleBars } from '../../operator/src/machine/screen-scan.ts';
 import { BASE_DISK, qemuBinary, qemuInput, startQemu } from '../../test/qemu/qemu-harness.ts';
+import { startRecording, writeResults } from '../results.ts';
+
+const record = startRecording();
 
 const LIMITS = {
   idleWindowMs: 5000, // idle CPU is averaged over this long, after a 1 s settle
@@ -123,6 +125,4 @@ console.log(
   `idle machine, host CPU: QEMU ${qemu.idlePercent.toFixed(2)} % · TS ${ts.idlePercent.toFixed(2)} % of a core`,
 );
 console.log(`load average at start: ${load.toFixed(1)} on ${os.cpus().length} cores`);
-const out = path.join(import.meta.dirname, '../results/qemu.json');
-fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
-console.log(`wrote ${out}`);
+writeResults('qemu', results, record);

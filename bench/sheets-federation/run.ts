@@ -5,7 +5,7 @@
 // Reference: REF_BRIDGE=/path/to/bridge.py (sncfoundation/sheeternetes-onprem; never vendored here).
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, promises as fsp, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, promises as fsp } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -24,6 +24,9 @@ import {
   StoreTransport,
   type WireTransport,
 } from '../../operator/src/sheets/wire/transport.ts';
+import { startRecording, writeResults } from '../results.ts';
+
+const record = startRecording();
 
 const run = promisify(execFile);
 const MAIN = new URL('../../operator/src/cli/main.ts', import.meta.url).pathname;
@@ -239,10 +242,6 @@ const result = {
   migrate,
   sheetwire: wire,
 };
-mkdirSync(new URL('../results/', import.meta.url), { recursive: true });
-writeFileSync(
-  new URL('../results/sheets-federation.json', import.meta.url),
-  `${JSON.stringify(result, null, 2)}\n`,
-);
+writeResults('sheets-federation', result, record);
 console.log(JSON.stringify(result, null, 2));
 process.exit(0);

@@ -2,7 +2,7 @@
 // and the Google backend's write rate under load against the Sheets emulator's real quota.
 // Run: node_modules/.bin/node bench/sheets-store/run.ts   → bench/results/sheets-store.json
 
-import { promises as fsp, mkdirSync, writeFileSync } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { SheetsEmulator } from '../../operator/src/sheets/google-emulator/server.ts';
@@ -10,6 +10,9 @@ import { openGoogleStore } from '../../operator/src/sheets/store/google.ts';
 import { setupCluster } from '../../operator/src/sheets/store/setup.ts';
 import { testAuth } from '../../operator/src/sheets/store/testing.ts';
 import { openXlsxStore } from '../../operator/src/sheets/store/xlsx.ts';
+import { startRecording, writeResults } from '../results.ts';
+
+const record = startRecording();
 
 const NODES = 1000;
 const PODS = 10_000;
@@ -180,11 +183,7 @@ const googleRes = await benchGoogle();
 console.log('google (emulated)', googleRes);
 const out = {
   benchmark: 'sheets-store',
-  date: new Date().toISOString(),
-  node: process.versions.node,
-  cores: os.availableParallelism(),
   xlsx,
   google: googleRes,
 };
-mkdirSync(new URL('../results/', import.meta.url), { recursive: true });
-writeFileSync(new URL('../results/sheets-store.json', import.meta.url), `${JSON.stringify(out, null, 2)}\n`);
+writeResults('sheets-store', out, record);

@@ -6,7 +6,7 @@
 // Writes bench/results/sheets.json.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +22,9 @@ import {
 import { schedule } from '../../operator/src/sheets/scheduler/schedule.ts';
 import { openGoogleStore } from '../../operator/src/sheets/store/google.ts';
 import { testAuth } from '../../operator/src/sheets/store/testing.ts';
+import { startRecording, writeResults } from '../results.ts';
+
+const record = startRecording();
 
 const QUICK = process.argv.includes('--quick');
 const MAIN = fileURLToPath(new URL('../../operator/src/sheets/apiserver/main.ts', import.meta.url));
@@ -318,8 +321,4 @@ results.heartbeats_xlsx = hb;
 if (ONLY) process.exit(0); // a single-size probe (profiling); results are written only by full runs
 results.google = await googleBench();
 console.log('google', results.google);
-await writeFile(
-  fileURLToPath(new URL('../results/sheets.json', import.meta.url)),
-  `${JSON.stringify(results, null, 2)}\n`,
-);
-console.log('wrote bench/results/sheets.json');
+writeResults('sheets', results, record);

@@ -3,9 +3,9 @@
 // and with hostile values (refused by the schema, the field named); the ApplicationDefinitions
 // package and the staged platform package (the operator chart, CRDs included).
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { globSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import { APPS } from '../../operator/src/marketplace/apps.ts';
@@ -33,6 +33,26 @@ const docs = (text: string) =>
   parseAllDocuments(text)
     .map((d) => d.toJSON() as Record<string, unknown>)
     .filter((d) => d);
+
+/** Every chart of the catalog as committed: the tenant apps and the system packages. */
+function packages(): string[] {
+  return globSync('marketplace/**/Chart.yaml', { cwd: REPO_ROOT })
+    .map((f) => dirname(f))
+    .sort();
+}
+
+describe('every catalog package lints clean as shipped (issue #30 item 15)', () => {
+  it('finds the packages (tenant apps and system packages)', () => {
+    expect(packages().length).toBeGreaterThanOrEqual(APPS.length + 2);
+  });
+  for (const dir of packages()) {
+    it(`${dir}: helm lint --strict with its own values.yaml`, async () => {
+      const lint = await helm(['lint', '--strict', join(REPO_ROOT, dir)]);
+      expect(lint.code, lint.stdout + lint.stderr).toBe(0);
+      expect(lint.stdout).toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);
+    }, 60_000);
+  }
+});
 
 describe('marketplace charts under helm', () => {
   for (const a of APPS) {

@@ -35,11 +35,23 @@ function paramType(s: Json): string {
 /** values.yaml: defaults, with the @section/@param comments Cozystack's readme generator reads. */
 export function valuesYaml(a: App, schema: Json): string {
   const props = schema.properties as Json;
+  const required = new Set((schema.required as string[] | undefined) ?? []);
   const lines = [HEADER.trimEnd(), `## @section ${a.def.kind} (${API_VERSION})`, ''];
   for (const k of fieldOrder(schema)) {
     const p = props[k] as Json;
     const desc = String(p.description ?? '').replaceAll('\n', ' ');
-    if (p.default === undefined) {
+    if (p.default === undefined && required.has(k)) {
+      // A required field without a schema default: the chart as shipped must still lint and
+      // install (issue #30 item 15), so values.yaml holds the app's example, marked as one.
+      if (a.example[k] === undefined)
+        throw new Error(
+          `${a.name}: ${k} is required and has no default; give apps.ts's example a value for it`,
+        );
+      lines.push(
+        `## @param {${paramType(p)}} ${k} - ${desc} (required; the default is an example to replace)`,
+      );
+      lines.push(yaml({ [k]: a.example[k] }).trimEnd());
+    } else if (p.default === undefined) {
       lines.push(`## @param {${paramType(p)}} [${k}] - ${desc} (optional; no default)`);
       lines.push(`# ${k}:`);
     } else {

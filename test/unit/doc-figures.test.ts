@@ -1,0 +1,117 @@
+// Every measured figure in README.md and docs/*.md is generated from bench/results/ (issue #30,
+// "make drift impossible"): a marker's text must equal what its results file gives, each
+// paragraph or table row with figures names the results file with its date, CPU model and load,
+// and a measured-looking number outside a marker fails. The convention: docs/testing.md, "Figures".
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  check,
+  FIG,
+  figureDocs,
+  format,
+  lookup,
+  type Results,
+  regenerate,
+  resultsReader,
+} from '../../bench/doc-figures.ts';
+import { REPO } from '../../bench/results.ts';
+
+const results = resultsReader();
+const docs = figureDocs().map((doc) => ({ doc, text: readFileSync(join(REPO, doc), 'utf8') }));
+
+describe('doc figures', () => {
+  it.each(docs.map((d) => [d.doc, d.text]))(
+    '%s: every figure equals bench/results/, with its provenance',
+    (doc, text) => {
+      expect(check(doc, text, results)).toEqual([]);
+    },
+  );
+
+  it('the docs hold figures generated from results (the markers are in use)', () => {
+    const files = new Set(docs.flatMap((d) => [...d.text.matchAll(FIG)].map((m) => m[1])));
+    expect(files.size).toBeGreaterThanOrEqual(5);
+  });
+
+  it('changing any cited number in a results file makes the check fail until the doc is regenerated', () => {
+    for (const { doc, text } of docs) {
+      const markers = [...text.matchAll(FIG)];
+      for (const m of markers.slice(0, 3)) {
+        const [, file, path] = m;
+        const changed: Results = (f) => {
+          const json = structuredClone(results(f));
+          if (f !== file) return json;
+          // Scale every number under the cited path: any figure formatted from it changes.
+          const segs = path.split('.');
+          const parentPath = segs.slice(0, -1).join('.');
+          const last = segs[segs.length - 1];
+          const parent = (parentPath ? lookup(json, parentPath) : json) as Record<string, unknown>;
+          const key = /^[^[]+/.exec(last)?.[0] ?? last;
+          const scale = (v: unknown): unknown =>
+            typeof v === 'number' ? v * 10 + 7 : Array.isArray(v) ? v.map(scale) : v;
+          if (/\[/.test(last)) {
+            // rows[nodes=20]-style last segments: change the selected element's numbers.
+            const sel = lookup(json, path) as Record<string, unknown>;
+            for (const k of Object.keys(sel)) sel[k] = scale(sel[k]);
+          } else parent[key] = scale(parent[key]);
+          return json;
+        };
+        const problems = check(doc, text, changed);
+        expect(
+          problems.some((p) => p.what.includes('differ')),
+          `${doc}: ${m[0]}`,
+        ).toBe(true);
+        // ...and regenerating from the changed results makes it pass again.
+        expect(
+          check(doc, regenerate(text, changed), changed).filter((p) => p.what.includes('differ')),
+        ).toEqual([]);
+      }
+    }
+  });
+});
+
+describe('markers', () => {
+  const json = {
+    rows: [
+      { nodes: 2, s: 1.234 },
+      { nodes: 20, s: 2.193 },
+    ],
+    runs: [3.3, 2.8, 4.5],
+    big: 96295,
+  };
+  const r: Results = () => json;
+  it('paths select by index and by field', () => {
+    expect(lookup(json, 'rows[nodes=20].s')).toBe(2.193);
+    expect(lookup(json, 'rows[0].nodes')).toBe(2);
+    expect(() => lookup(json, 'rows[nodes=8].s')).toThrow(/nothing at/);
+  });
+  it('ops scale, reduce, round and group', () => {
+    expect(format(96295, [','], 'x')).toBe('96,295');
+    expect(format(2.193, ['d1'], 'x')).toBe('2.2');
+    expect(format([3.3, 2.8, 4.5], ['range', 'd1'], 'x')).toBe('2.8–4.5');
+    expect(format([3.3, 2.8, 4.5], ['median', 'd1'], 'x')).toBe('3.3');
+    expect(format(54776908, ['/1e6'], 'x')).toBe('55');
+    expect(() => format([1, 2], [], 'x')).toThrow(/reduce it/);
+    expect(() => format(1, ['k3'], 'x')).toThrow(/unknown op/);
+  });
+  it('a paragraph with a figure and no provenance fails; with it, passes', () => {
+    const withRec = {
+      ...json,
+      recorded: { date: '2026-12-01T00:00:00Z', cpuModel: 'CPU X', loadAverage1m: { start: 3, end: 4 } },
+    };
+    const rr: Results = () => withRec;
+    const bare = 'Joins in <!--fig k.json rows[nodes=20].s d1-->2.2<!--/fig--> s.';
+    expect(check('d', bare, rr).map((p) => p.what)).toEqual([
+      expect.stringMatching(/without <!--src k.json-->/),
+    ]);
+    const good = `${bare} (<!--src k.json-->\`k.json\`, 2026-12-01, CPU X, load 3.0–4.0<!--/src-->)`;
+    expect(check('d', good, rr)).toEqual([]);
+    expect(check('d', good.replace('2.2', '2.3'), rr)[0].what).toMatch(/differ/);
+    expect(() => regenerate('<!--src k.json-->x<!--/src-->', r)).toThrow(/no "recorded"/);
+  });
+  it('a measured-looking figure outside a marker fails; a setting does not', () => {
+    expect(check('d', 'The relay adds 0.2 ms (p50) on loopback.', r)[0].what).toMatch(/outside a marker/);
+    expect(check('d', 'A node heartbeats every 10 s; a frame is 32 bytes.', r)).toEqual([]);
+    expect(check('d', '```\nmeasured 5 s\n```', r)).toEqual([]);
+  });
+});
