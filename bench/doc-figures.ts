@@ -179,7 +179,7 @@ interface Block {
   text: string;
 }
 
-/** Paragraphs (blank-line separated) and, inside tables, single rows; fenced code is left out. */
+/** Paragraphs (blank-line separated), list items and table rows; fenced code is left out. */
 export function blocks(text: string): Block[] {
   const out: Block[] = [];
   let cur: Block | null = null;
@@ -191,6 +191,10 @@ export function blocks(text: string): Block[] {
       cur = null;
       if (!fenced && /^\s*\|/.test(l)) out.push({ line: i + 1, text: l });
       return;
+    }
+    if (cur && /^\s*(?:[-*]|\d+\.) /.test(l)) {
+      out.push(cur);
+      cur = null;
     }
     if (cur) cur.text += `\n${l}`;
     else cur = { line: i + 1, text: l };
