@@ -9,8 +9,9 @@
 # served by the module proxy (helm-controller's version list is refused; v1.4.0 is served).
 # Output: ${XDG_CACHE_HOME:-$HOME/.cache}/retrokube/fluxbins/<stamp>/  (printed on the last line).
 # Idempotent: a binary already in the folder is not rebuilt.
-# Not part of hack/setup.ts: a cold build costs more than the CI budget allows (see docs/operator.md, "Order it from Cozystack");
-# test/cluster/marketplace-flux.test.ts runs when the folder exists.
+# A step of hack/setup.ts (issue #30 item 3), after the other Go builds: Go's default module and
+# build caches are shared with them. test/cluster/marketplace-flux.test.ts needs the folder (under
+# CI=true its absence fails the test).
 # Usage: hack/build-flux-bins.sh [--print-dir]
 set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)

@@ -127,6 +127,17 @@ const STEPS: Step[] = [
     command: ['bash', join(REPO, 'hack/build-node-bins.sh')],
   },
   {
+    name: "Flux's helm-controller and source-controller",
+    why: 'cluster: the catalog installed through HelmRepository + HelmRelease as Cozystack does (hack/build-flux-bins.sh)',
+    coldEstimate:
+      'about 5-8 min on 2 idle cores after the steps above (their Go module and build caches are shared), much longer on a loaded machine',
+    ready: () => {
+      const dir = scriptPath('hack/build-flux-bins.sh', '--print-dir');
+      return dir !== '' && ['helm-controller', 'source-controller'].every((b) => existsSync(join(dir, b)));
+    },
+    command: ['bash', join(REPO, 'hack/build-flux-bins.sh')],
+  },
+  {
     name: 'Oberon base disk image',
     why: 'unit, e2e: Project Oberon 2013 base image, found or downloaded, sha256 checked',
     ready: () => baseImageReady(),

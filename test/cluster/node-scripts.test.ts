@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../envtest/control-plane.ts';
-import { kubectl, localNode, skipReason } from './harness.ts';
+import { kubectl, noLocalNode, skipReason } from './harness.ts';
 
 function script(name: string, env: Record<string, string>): { code: number | null; stderr: string } {
   const r = spawnSync('bash', [join(REPO_ROOT, 'hack', name)], {
@@ -18,51 +18,54 @@ function script(name: string, env: Record<string, string>): { code: number | nul
   return { code: r.status, stderr: r.stderr };
 }
 
-describe.skipIf(skipReason() || !localNode())('node-up / node-down refusals', () => {
-  it('a missing binary: one line naming it and the build to run; nothing created', async () => {
-    const parent = mkdtempSync(join(tmpdir(), 'rk-nodeup-'));
-    const dir = join(parent, 'node');
-    try {
-      const r = script('node-up.sh', {
-        RETROKUBE_NODE_DIR: dir,
-        RETROKUBE_NODEBINS_DIR: join(parent, 'no-bins'),
-      });
-      expect(r.code).toBe(1);
-      const lines = r.stderr.trim().split('\n');
-      expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(
-        /^node-up: .*no-bins\/[a-z-]+ is missing; build it with: bash hack\/build-testbins\.sh && bash hack\/build-node-bins\.sh$/,
-      );
-      expect(existsSync(dir)).toBe(false);
-    } finally {
-      rmSync(parent, { recursive: true, force: true });
-    }
-    expect(await kubectl(['get', 'nodes', '-o', 'name'])).toContain('node/');
-  });
+describe.skipIf(skipReason() || noLocalNode('node-up / node-down refusals'))(
+  'node-up / node-down refusals',
+  () => {
+    it('a missing binary: one line naming it and the build to run; nothing created', async () => {
+      const parent = mkdtempSync(join(tmpdir(), 'rk-nodeup-'));
+      const dir = join(parent, 'node');
+      try {
+        const r = script('node-up.sh', {
+          RETROKUBE_NODE_DIR: dir,
+          RETROKUBE_NODEBINS_DIR: join(parent, 'no-bins'),
+        });
+        expect(r.code).toBe(1);
+        const lines = r.stderr.trim().split('\n');
+        expect(lines).toHaveLength(1);
+        expect(lines[0]).toMatch(
+          /^node-up: .*no-bins\/[a-z-]+ is missing; build it with: bash hack\/build-testbins\.sh && bash hack\/build-node-bins\.sh$/,
+        );
+        expect(existsSync(dir)).toBe(false);
+      } finally {
+        rmSync(parent, { recursive: true, force: true });
+      }
+      expect(await kubectl(['get', 'nodes', '-o', 'name'])).toContain('node/');
+    });
 
-  it('a second node while one runs: one line naming the running one; the running node untouched', async () => {
-    const parent = mkdtempSync(join(tmpdir(), 'rk-nodeup-'));
-    try {
-      const up = script('node-up.sh', { RETROKUBE_NODE_DIR: join(parent, 'node') });
-      expect(up.code).toBe(1);
-      expect(up.stderr.trim().split('\n')).toEqual([
-        expect.stringMatching(
-          /^node-up: another node \(.+\) owns this machine's bridge and pod cgroups; stop it first: /,
-        ),
+    it('a second node while one runs: one line naming the running one; the running node untouched', async () => {
+      const parent = mkdtempSync(join(tmpdir(), 'rk-nodeup-'));
+      try {
+        const up = script('node-up.sh', { RETROKUBE_NODE_DIR: join(parent, 'node') });
+        expect(up.code).toBe(1);
+        expect(up.stderr.trim().split('\n')).toEqual([
+          expect.stringMatching(
+            /^node-up: another node \(.+\) owns this machine's bridge and pod cgroups; stop it first: /,
+          ),
+        ]);
+        // node-down for that folder refuses too: the bridge and the pod cgroups are the other node's.
+        const down = script('node-down.sh', { RETROKUBE_NODE_DIR: join(parent, 'node') });
+        expect(down.code).toBe(1);
+        expect(down.stderr.trim().split('\n')).toEqual([expect.stringContaining('belong to the node in')]);
+      } finally {
+        rmSync(parent, { recursive: true, force: true });
+      }
+      const ready = await kubectl([
+        'get',
+        'nodes',
+        '-o',
+        'jsonpath={.items[0].status.conditions[?(@.type=="Ready")].status}',
       ]);
-      // node-down for that folder refuses too: the bridge and the pod cgroups are the other node's.
-      const down = script('node-down.sh', { RETROKUBE_NODE_DIR: join(parent, 'node') });
-      expect(down.code).toBe(1);
-      expect(down.stderr.trim().split('\n')).toEqual([expect.stringContaining('belong to the node in')]);
-    } finally {
-      rmSync(parent, { recursive: true, force: true });
-    }
-    const ready = await kubectl([
-      'get',
-      'nodes',
-      '-o',
-      'jsonpath={.items[0].status.conditions[?(@.type=="Ready")].status}',
-    ]);
-    expect(ready).toBe('True');
-  });
-});
+      expect(ready).toBe('True');
+    });
+  },
+);

@@ -12,7 +12,7 @@ import {
   getJson,
   installChart,
   kubectl,
-  localNode,
+  noLocalNode,
   podReady,
   pods,
   skipReason,
@@ -214,7 +214,7 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
 
   // A hung machine stays silent: the cgroup freezer stops one (on this node; other clusters have no
   // such handle). NotReady after 5 s without a heartbeat, its pods move 2 s later.
-  it.skipIf(!localNode())(
+  it.skipIf(noLocalNode('freezing a node machine (cgroup freezer)'))(
     'a node machine frozen: NotReady heard, its pods move to the others; thawed, it rejoins',
     async () => {
       const o = await kube(ns);
