@@ -5,7 +5,7 @@
 // The docs cite CI figures only from a committed copy of such a file (bench/results/ci.json,
 // `cp .cache/ci/ci-run.json bench/results/ci.json`), through the markers of bench/doc-figures.ts.
 //
-//   node .ci/timings.ts --log LOG --vitest JSON --phase npm-ci=14 --phase npm-test=2224 --exit 0
+//   node .ci/timings.ts --log LOG --vitest JSON --phase npm-ci=14 --phase npm-test=2224 --exit 0 --load-start 1.2
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
@@ -57,6 +57,7 @@ function main(): void {
       vitest: { type: 'string' },
       phase: { type: 'string', multiple: true, default: [] },
       exit: { type: 'string', default: '' },
+      'load-start': { type: 'string', default: '' },
       out: { type: 'string', default: join(import.meta.dirname, '../.cache/ci/ci-run.json') },
     },
   });

@@ -164,13 +164,34 @@ export function renderFig(file: string, path: string, ops: string, results: Resu
   return format(lookup(results(file), path, where), ops.split(' ').filter(Boolean), where);
 }
 
+/** The text split into prose and fenced code blocks (markers in code are examples, never figures). */
+function segments(text: string): { code: boolean; text: string }[] {
+  return text
+    .split(/(^\s*```[^\n]*\n[\s\S]*?^\s*```[^\n]*$)/m)
+    .map((t, i) => ({ code: i % 2 === 1, text: t }));
+}
+
+/** The prose of a doc, fenced code blocks left out. */
+export function prose(text: string): string {
+  return segments(text)
+    .filter((s) => !s.code)
+    .map((s) => s.text)
+    .join('\n');
+}
+
 /** The doc with every marker's text regenerated. */
 export function regenerate(text: string, results: Results): string {
-  return text
-    .replace(FIG, (_m, file: string, path: string, ops: string) => {
-      return `<!--fig ${file} ${path}${ops}-->${renderFig(file, path, ops, results)}<!--/fig-->`;
-    })
-    .replace(SRC, (_m, file: string) => `<!--src ${file}-->${renderSrc(file, results)}<!--/src-->`);
+  return segments(text)
+    .map((seg) =>
+      seg.code
+        ? seg.text
+        : seg.text
+            .replace(FIG, (_m, file: string, path: string, ops: string) => {
+              return `<!--fig ${file} ${path}${ops}-->${renderFig(file, path, ops, results)}<!--/fig-->`;
+            })
+            .replace(SRC, (_m, file: string) => `<!--src ${file}-->${renderSrc(file, results)}<!--/src-->`),
+    )
+    .join('');
 }
 
 /** A paragraph or table row: what one `src` marker covers. */

@@ -11,6 +11,7 @@ import {
   figureDocs,
   format,
   lookup,
+  prose,
   type Results,
   regenerate,
   resultsReader,
@@ -19,6 +20,7 @@ import { REPO } from '../../bench/results.ts';
 
 const results = resultsReader();
 const docs = figureDocs().map((doc) => ({ doc, text: readFileSync(join(REPO, doc), 'utf8') }));
+const cited = (text: string): Set<string> => new Set([...prose(text).matchAll(FIG)].map((m) => m[1]));
 
 describe('doc figures', () => {
   it.each(docs.map((d) => [d.doc, d.text]))(
@@ -29,7 +31,7 @@ describe('doc figures', () => {
   );
 
   it('the docs hold figures generated from results (the markers are in use)', () => {
-    const files = new Set(docs.flatMap((d) => [...d.text.matchAll(FIG)].map((m) => m[1])));
+    const files = new Set(docs.flatMap((d) => [...cited(d.text)]));
     expect(files.size).toBeGreaterThanOrEqual(5);
   });
 
@@ -46,7 +48,7 @@ describe('doc figures', () => {
             : v;
     let files = 0;
     for (const { doc, text } of docs) {
-      for (const file of new Set([...text.matchAll(FIG)].map((m) => m[1]))) {
+      for (const file of cited(text)) {
         files++;
         const changed: Results = (f) => (f === file ? scale(results(f)) : results(f));
         const problems = check(doc, text, changed);
