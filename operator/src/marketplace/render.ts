@@ -301,6 +301,12 @@ export function marketplaceFiles(): Map<string, string> {
 retrokube: {}
 `,
   );
+  // The package's own templates folder: everything comes from the dependency, but `helm lint
+  // --strict` wants the folder (issue #30 item 15: every package lints clean as shipped).
+  files.set(
+    `${op}/templates/_helpers.tpl`,
+    `{{- /* ${HEADER.trim().replace(/^#\s*/, '')} The operator chart is the dependency \`retrokube\`; this package adds nothing of its own. */ -}}\n`,
+  );
   files.set(
     `${PLATFORM_REPO}/sources/${CATALOG.platformRepository}.yaml`,
     HEADER +
