@@ -2,6 +2,7 @@
 // "make drift impossible"): a marker's text must equal what its results file gives, each
 // paragraph or table row with figures names the results file with its date, CPU model and load,
 // and a measured-looking number outside a marker fails. The convention: docs/testing.md, "Figures".
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -16,7 +17,7 @@ import {
   regenerate,
   resultsReader,
 } from '../../bench/doc-figures.ts';
-import { REPO } from '../../bench/results.ts';
+import { REPO, resultsPath, saving } from '../../bench/results.ts';
 
 const results = resultsReader();
 const docs = figureDocs().map((doc) => ({ doc, text: readFileSync(join(REPO, doc), 'utf8') }));
@@ -109,5 +110,21 @@ describe('markers', () => {
     expect(check('d', 'The relay adds 0.2 ms (p50) on loopback.', r)[0].what).toMatch(/outside a marker/);
     expect(check('d', 'A node heartbeats every 10 s; a frame is 32 bytes.', r)).toEqual([]);
     expect(check('d', '```\nmeasured 5 s\n```', r)).toEqual([]);
+  });
+});
+
+describe('where a benchmark writes (bench/results.ts)', () => {
+  it('a run without --save writes to the git-ignored .cache/bench-results/, never to bench/results/', () => {
+    expect(saving(['node', 'run.ts'], {})).toBe(false);
+    expect(resultsPath('air', false)).toBe(join(REPO, '.cache/bench-results/air.json'));
+    const ignored = spawnSync('git', ['check-ignore', '-q', join(REPO, '.cache/bench-results/air.json')], {
+      cwd: REPO,
+    });
+    expect(ignored.status, '.cache/ is git-ignored').toBe(0);
+  });
+  it('--save (or npm run bench -- X --save, which sets RETROKUBE_BENCH_SAVE=1) writes bench/results/', () => {
+    expect(saving(['node', 'run.ts', '--save'], {})).toBe(true);
+    expect(saving(['node', 'run.ts'], { RETROKUBE_BENCH_SAVE: '1' })).toBe(true);
+    expect(resultsPath('air', true)).toBe(join(REPO, 'bench/results/air.json'));
   });
 });
