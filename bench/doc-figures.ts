@@ -229,7 +229,7 @@ export function blocks(text: string): Block[] {
  * sentence that has one of them must be a marker. Settings ("a heartbeat every 10 s") stay prose.
  */
 export const MEASURED =
-  /\b(measured|median|p50|p99|benchmark|bench\/|per CPU-second|CPU-s|% of a core|cores at rest|load average|load ≈|took|on a fresh clone|instructions per)\b/i;
+  /\b(measured|median|p50|p99|benchmark|bench\/|per CPU-second|CPU-s|% of a core|cores at rest|load average|load ≈|at load|took|on a fresh clone|instructions per|of tests)\b/i;
 /** A number with a unit of time, size or rate. */
 export const FIGURE =
   /(?<![\w.])\d[\d,]*(?:\.\d+)?(?:\s?[–-]\s?\d[\d,]*(?:\.\d+)?)?\s?(?:ms|µs|s|min|MiB|KiB|GiB|MB|KB|kB|M\/s|M|%|frames\/s|deliveries\/s|writes\/min|req\/s|\/s|CPU-s)(?![\w])/g;
