@@ -24,6 +24,12 @@ afterAll(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
+const target = () => ({
+  server: cp.server,
+  token: cp.adminToken,
+  ca: readFileSync(join(cp.dir, 'certs', 'apiserver.crt')),
+});
+
 function helm(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
@@ -38,11 +44,7 @@ function helm(args: string[]): Promise<{ code: number; stdout: string; stderr: s
 
 describe('the catalog on a cluster without the platform package (its own API server, no CRDs)', () => {
   it('the API server really has no retrokube.io kinds', async () => {
-    const r = await kubeRequest(
-      { server: cp.server, token: cp.adminToken, ca: readFileSync(join(cp.dir, 'certs', 'apiserver.crt')) },
-      'GET',
-      '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
-    );
+    const r = await kubeRequest(target(), 'GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions');
     expect(r.status).toBe(200);
     const names = (JSON.parse(r.body).items as { spec: { group: string } }[]).map((c) => c.spec.group);
     expect(names).not.toContain('retrokube.io');
@@ -60,10 +62,10 @@ describe('the catalog on a cluster without the platform package (its own API ser
       expect(r.code, r.stdout).not.toBe(0);
       expect(r.stderr).toContain(`no matches for kind "${a.def.kind}" in version "retrokube.io/v1alpha1"`);
       expect(r.stderr).toContain('ensure CRDs are installed first');
-      // Nothing recorded: no release (Helm's storage Secrets) in any namespace.
-      const list = await helm(['list', '--all-namespaces', '--all', '-q']);
-      expect(list.code, list.stderr).toBe(0);
-      expect(list.stdout.trim()).toBe('');
+      // Nothing recorded: no release in any state (Helm's storage Secrets, owner=helm) anywhere.
+      const secrets = await kubeRequest(target(), 'GET', '/api/v1/secrets?labelSelector=owner%3Dhelm');
+      expect(secrets.status).toBe(200);
+      expect(JSON.parse(secrets.body).items).toEqual([]);
     }, 130_000);
   }
 });
