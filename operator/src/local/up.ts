@@ -16,7 +16,7 @@ import { startUpControl } from './control.ts';
 import { runFleetUp } from './fleet.ts';
 import { isFleetText } from './fleet-spec.ts';
 import { type LocalSheets, parseSheetsFile, type RunningSheets, startLocalSheets } from './sheets.ts';
-import { runUp as runSheetsUp } from './sheets-up.ts';
+import { runUp as runSheetsUp, withPrivateCredentials } from './sheets-up.ts';
 import { type LocalKube, parseLocalFile, SAMPLE_YAML } from './spec.ts';
 import {
   readUpState,
@@ -206,26 +206,31 @@ export async function runUp(o: UpOptions): Promise<void> {
     const urlKnown = new Promise<string>((r) => {
       resolveUrl = r;
     });
-    sheetsDone = runSheetsUp({
-      nodes: LIMITS.sheetsNodes,
-      workbook: join(o.dir, 'sheets.xlsx'),
-      port: 0,
-      token: DEFAULT_TOKEN,
-      waitSec: 0,
-      detach: false,
-      agentOutput: agentLog,
-      allowProcess: o.allowProcess,
-      out: (s) => {
-        const m = /apiserver listening on (\S+)/.exec(s);
-        if (m) resolveUrl(m[1]);
+    // With --allow-process the sample gets a token and key of its own (0600 files in the state folder).
+    const sheetsOpts = withPrivateCredentials(
+      {
+        nodes: LIMITS.sheetsNodes,
+        workbook: join(o.dir, 'sheets.xlsx'),
+        port: 0,
+        token: DEFAULT_TOKEN,
+        waitSec: 0,
+        detach: false,
+        agentOutput: agentLog,
+        allowProcess: o.allowProcess,
+        out: (s) => {
+          const m = /apiserver listening on (\S+)/.exec(s);
+          if (m) resolveUrl(m[1]);
+        },
       },
-    }).catch((e: Error) => {
+      (s) => out(s.trimEnd()),
+    );
+    sheetsDone = runSheetsUp(sheetsOpts).catch((e: Error) => {
       sheetsTables = `Sheeternetes did not start: ${e.message}`;
     });
     const url = await Promise.race([urlKnown, new Promise<null>((r) => setTimeout(() => r(null), 30_000))]);
     if (url) {
       sheetsUrl = url;
-      sheetsClient = new SheetsClient({ url, token: DEFAULT_TOKEN });
+      sheetsClient = new SheetsClient({ url, token: sheetsOpts.token, key: sheetsOpts.signingKey });
       writeUpState(o.dir, state());
       out(`Sheeternetes apiserver on ${url} (retrokube skctl --server ${url} get pods)`);
     }
