@@ -10,6 +10,8 @@ export interface MemberConfig {
   token: string;
   key?: string; // HMAC signing key of THIS member (each member has its own)
   timeoutMs?: number;
+  /** The URL came from a resource's spec (the operator): see ClientConfig.untrusted. */
+  untrusted?: boolean;
 }
 
 export class BridgeError extends Error {
@@ -58,6 +60,7 @@ export class Member {
       token: cfg.token,
       key: cfg.key,
       timeoutMs: cfg.timeoutMs,
+      untrusted: cfg.untrusted,
     });
   }
 
