@@ -19,7 +19,7 @@ let url = '';
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'rk-up-token-'));
-  const env = { ...process.env, LOG_LEVEL: 'warn' };
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn' };
   delete env.TOKEN;
   delete env.SIGNING_KEY;
   up = spawn(
