@@ -2,7 +2,7 @@
 // Every POST is signed (spec §6) when a signing key is set.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { signRequest } from '../signing.ts';
+import { signRequest, withNonce } from '../signing.ts';
 
 export const LIMITS = {
   timeoutMs: 30_000, // the reference clients' curl/urllib timeout
@@ -66,7 +66,9 @@ export class SheetsClient {
 
   /** POST a JSON body (the token is added), signed when a key is set. */
   async post(body: Record<string, unknown>): Promise<unknown> {
-    const raw = JSON.stringify({ token: this.cfg.token, ...body });
+    // Signed bodies carry a nonce: two identical writes in one second are two requests, not a replay.
+    const full = { token: this.cfg.token, ...body };
+    const raw = JSON.stringify(this.cfg.key ? withNonce(full) : full);
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.cfg.key) Object.assign(headers, signRequest(this.cfg.key, raw));
     const r = await fetch(this.cfg.url, this.init({ method: 'POST', body: raw, headers }));

@@ -133,6 +133,8 @@ export class NodeAgent {
   private readonly workDir: string;
   lastHeartbeatOk = false;
   heartbeats = 0;
+  /** Heartbeats the apiserver refused or never answered. */
+  failedHeartbeats = 0;
   private readonly mHeartbeats: Counter<'result'>;
   private readonly mRestarts: Counter;
   private readonly mPods: Gauge<'phase'>;
@@ -321,6 +323,7 @@ export class NodeAgent {
       // The reference stops every pod here. We keep them: the apiserver being away says nothing
       // about whether they should run.
       this.lastHeartbeatOk = false;
+      this.failedHeartbeats++;
       this.mHeartbeats.inc({ result: 'failed' });
       this.log.warn({ err: String(e) }, 'heartbeat failed; pods keep running');
       return;
