@@ -17,6 +17,8 @@ export interface OperatorVerbOptions {
   kubevirt?: boolean;
   /** Hosts a federation/migration member `url` may name besides its namespace's Services (#28.7). */
   memberHosts?: string;
+  /** Host paths a SheetCluster's dockerSocket may name besides Docker's own (#28.10). */
+  dockerSockets?: string;
   logLevel?: string;
 }
 

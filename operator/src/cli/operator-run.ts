@@ -37,6 +37,8 @@ export function createOperatorManager(opts: {
   sheetTiming?: SheetControllerOptions['timing'];
   /** Hosts a member `url` may name besides its namespace's Services (sheet-members.ts memberUrlProblem). */
   memberHosts?: string[];
+  /** Host paths a SheetCluster dockerSocket may name (default DOCKER_SOCKETS). */
+  dockerSockets?: readonly string[];
   /** SheetMigration hooks (tests stop the operator between a step's writes and its status). */
   migration?: MigrationControllerOptions;
   resyncMs?: number;
@@ -71,6 +73,7 @@ export function createOperatorManager(opts: {
       image: opts.image,
       keySeed,
       sheetsAddress: opts.sheetsAddress,
+      dockerSockets: opts.dockerSockets,
       timing: opts.sheetTiming,
     }),
   );
@@ -117,6 +120,7 @@ export async function runOperator(o: OperatorVerbOptions): Promise<void> {
     image: o.airImage,
     kubevirt: o.kubevirt,
     memberHosts: memberHostList(o.memberHosts),
+    dockerSockets: o.dockerSockets ? o.dockerSockets.split(',').map((x) => x.trim()).filter(Boolean) : undefined,
     onLostLeadership: () => {
       exitCode = 1;
       process.kill(process.pid, 'SIGTERM');
