@@ -66,6 +66,17 @@ function ids(v: string): number[] {
   return list;
 }
 
+const isLoopbackHost = (h: string): boolean => /^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(h);
+
+/**
+ * #28.11: the control endpoint has no authentication, so beyond loopback it needs the explicit
+ * `--insecure-control` (and is warned about); undefined when BIND is fine.
+ */
+export function controlBindProblem(bind: string, insecure: boolean): string | undefined {
+  if (isLoopbackHost(bind) || insecure) return undefined;
+  return `--control-bind ${bind}: the relay's control endpoint has no authentication, and whoever reaches it can switch the air off. Keep it on 127.0.0.1 (reach it with kubectl port-forward or ssh -L), or add --insecure-control if you really mean it`;
+}
+
 const controlOption = (): Option =>
   new Option(
     '--control <url>',
@@ -175,6 +186,10 @@ export function registerAirVerbs(program: Command): void {
       '127.0.0.1',
     )
     .option('--no-control', 'serve no control endpoint')
+    .option(
+      '--insecure-control',
+      'allow --control-bind beyond loopback: the control endpoint has no authentication (warned)',
+    )
     .addOption(
       new Option('--summary <s>', 'seconds between summary lines (0 = none)')
         .argParser(intIn('summary', 0, 86400))
@@ -191,6 +206,14 @@ Examples:
   retrokube air loss 0 --control http://127.0.0.1:7525`,
     )
     .action(async (o) => {
+      if (o.control) {
+        const problem = controlBindProblem(o.controlBind, Boolean(o.insecureControl));
+        if (problem) throw new Error(problem);
+        if (!isLoopbackHost(o.controlBind))
+          out(
+            `WARNING: the relay's control endpoint on ${o.controlBind} has no authentication: anyone who reaches it can switch the air off or cut stations (--insecure-control)`,
+          );
+      }
       const relay = await startRelay({
         port: o.port,
         bind: o.bind,
