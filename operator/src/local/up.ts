@@ -16,7 +16,7 @@ import { startUpControl } from './control.ts';
 import { runFleetUp } from './fleet.ts';
 import { isFleetText } from './fleet-spec.ts';
 import { type LocalSheets, parseSheetsFile, type RunningSheets, startLocalSheets } from './sheets.ts';
-import { runUp as runSheetsUp, withPrivateCredentials } from './sheets-up.ts';
+import { consoleToken, runUp as runSheetsUp, withPrivateCredentials } from './sheets-up.ts';
 import { type LocalKube, parseLocalFile, SAMPLE_YAML } from './spec.ts';
 import {
   readUpState,
@@ -90,9 +90,9 @@ async function runSheetsOnly(sheets: LocalSheets, o: UpOptions, out: (s: string)
     try {
       web = await startConsole(
         { sheets: { name: String(sheets.cluster.metadata.name ?? 'SheetCluster'), client: running.client } },
-        { port: o.consolePort },
+        { port: o.consolePort, token: consoleToken(o.dir) },
       );
-      out(`web console ${web.url} (loopback only)`);
+      out(`web console ${web.openUrl} (loopback only; without its token it is read-only)`);
     } catch (e) {
       out(`the web console did not start (${(e as Error).message}); the cluster runs without it`);
     }
@@ -254,9 +254,9 @@ export async function runUp(o: UpOptions): Promise<void> {
           },
           sheets: sheetsClient ? { name: sheetsUrl ?? 'Sheeternetes', client: sheetsClient } : undefined,
         },
-        { port: o.consolePort },
+        { port: o.consolePort, token: consoleToken(o.dir) },
       );
-      out(`web console ${web.url} (loopback only)`);
+      out(`web console ${web.openUrl} (loopback only; without its token it is read-only)`);
     } catch (e) {
       // The cluster runs on without it: the console is a window, not a part.
       out(`the web console did not start (${(e as Error).message}); the cluster runs without it`);
@@ -283,7 +283,7 @@ export async function runUp(o: UpOptions): Promise<void> {
       const status = lastProgress ? `\n${lastProgress}` : '';
       const sheets = sheetsClient ? `\n\nSheeternetes (${sheetsUrl})\n${sheetsTables}` : '';
       process.stdout.write(
-        `\x1b[H\x1b[2J${head}${status}\n${machines}\n\n${formatView(v)}${sheets}\n\n${web ? `web console ${web.url} · ` : ''}Ctrl-C stops everything · retrokube machine off node-a · retrokube air loss 0.3 · retrokube kube apply web 6 Ticker2\n`,
+        `\x1b[H\x1b[2J${head}${status}\n${machines}\n\n${formatView(v)}${sheets}\n\n${web ? `web console ${web.openUrl} · ` : ''}Ctrl-C stops everything · retrokube machine off node-a · retrokube air loss 0.3 · retrokube kube apply web 6 Ticker2\n`,
       );
     } else if (Date.now() - lastSummary >= LIMITS.summaryMs) {
       lastSummary = Date.now();

@@ -36,7 +36,7 @@ export function asNobody(argv: string[], timeoutMs = 30_000): Promise<Ran> {
 
 /** curl as uid 65534: the HTTP status code of one request (0 when it could not connect). */
 export async function curlAsNobody(args: string[]): Promise<{ status: number; body: string }> {
-  const r = await asNobody(['curl', '-s', '-o', '/dev/stdout', '-w', '\n%{http_code}', ...args]);
+  const r = await asNobody(['curl', '-s', '-w', '\n%{http_code}', ...args]);
   const lines = r.stdout.split('\n');
   const status = Number(lines.pop() ?? '0');
   return { status, body: lines.join('\n') };
