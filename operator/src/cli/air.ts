@@ -8,6 +8,7 @@ import { DEFAULT_CONTROL_PORT, relayControl } from '../air/relay-http.ts';
 import { parseRelayAddress } from '../air/station.ts';
 import { AIR_PORT, fromHex, LIMITS } from '../air/wire.ts';
 import { airControlUrl, readUpState, stateDir, type UpAir, upAir } from '../local/state.ts';
+import { readSecretFile } from '../util/secret-option.ts';
 
 const CLI_LIMITS = {
   /** The relay prints a one-line summary this often (seconds) unless told otherwise. */
@@ -89,6 +90,28 @@ const stateOption = (): Option =>
   );
 
 const err = (s: string): void => void process.stderr.write(`${s}\n`);
+
+/**
+ * The cluster key of `air listen`/`air inject` (#28.5): --key-file, else --key (warned: argv is
+ * visible to every user in ps), else $RK_KEY; undefined when none (the running up's, or all zero).
+ */
+export function airKey(
+  o: { key?: Uint8Array; keyFile?: string },
+  env: NodeJS.ProcessEnv = process.env,
+  warn: (line: string) => void = err,
+): Uint8Array | undefined {
+  if (o.keyFile !== undefined) {
+    if (o.key !== undefined) throw new Error('give --key or --key-file, not both');
+    return key(readSecretFile(o.keyFile, 'cluster key'));
+  }
+  if (o.key !== undefined) {
+    warn(
+      'warning: --key on the command line is visible to every user of this host (ps); use RK_KEY=… or --key-file FILE',
+    );
+    return o.key;
+  }
+  return env.RK_KEY ? key(env.RK_KEY) : undefined;
+}
 
 /**
  * Where a station listens and with which key: the RELAY given, else the running `up`'s air (its
@@ -257,9 +280,10 @@ Examples:
     .addOption(
       new Option(
         '--key <hex>',
-        'cluster key, up to 16 hex digits (default: the running "up"\'s key, else the all-zero key)',
+        'cluster key, up to 16 hex digits (argv is visible in ps: prefer --key-file or RK_KEY; default: the running "up"\'s key, else the all-zero key)',
       ).argParser(key),
     )
+    .option('--key-file <file>', 'read the cluster key from the first line of FILE (or set RK_KEY)')
     .addOption(
       new Option(
         '--cluster <name>',
@@ -279,7 +303,7 @@ Examples:
       `
 Examples:
   retrokube air listen                                           # the air of the running "retrokube up"
-  retrokube air listen 127.0.0.1 --key 0123456789abcdef          # a line per frame
+  retrokube air listen 127.0.0.1 --key-file kube.key             # a line per frame (key: first line of the file)
   retrokube air listen relay:7524 --cluster lab --table          # the live cluster view
   retrokube air listen 127.0.0.1 --json --duration 30 > air.jsonl
 
@@ -288,6 +312,7 @@ kind, cluster, node, ids, id, image, counter, auth, fresh and verdict (ok, forge
 other-cluster, malformed, not-kube). On exit a last line {"view": ...} holds the cluster view.`,
     )
     .action(async (relayText: string | undefined, o) => {
+      o.key = airKey(o);
       const t = stationTarget(relayText, o);
       if (t.note) err(t.note);
       const { host, port } = t;
@@ -337,9 +362,10 @@ other-cluster, malformed, not-kube). On exit a last line {"view": ...} holds the
     .addOption(
       new Option(
         '--key <hex>',
-        'the real cluster key (default: the running "up"\'s key, else all zero)',
+        'the real cluster key (argv is visible in ps: prefer --key-file or RK_KEY; default: the running "up"\'s key, else all zero)',
       ).argParser(key),
     )
+    .option('--key-file <file>', 'read the real cluster key from the first line of FILE (or set RK_KEY)')
     .addOption(stateOption())
     .addOption(
       new Option('--forge <kind...>', 'forgeries to send after each assignment')
@@ -388,11 +414,12 @@ genuine assignment of the node with other ids), signed (real key, counter = hear
 
 Examples:
   retrokube air inject --node node-a --forge signed               # the air of the running "retrokube up"
-  retrokube air inject 127.0.0.1 --node node-a --key 0123456789abcdef --forge other-cluster --rounds 3
-  retrokube air inject 127.0.0.1 --node node-a --key 0123456789abcdef --forge replay --skip 5
+  retrokube air inject 127.0.0.1 --node node-a --key-file kube.key --forge other-cluster --rounds 3
+  RK_KEY=$(cat kube.key) retrokube air inject 127.0.0.1 --node node-a --forge replay --skip 5
   retrokube air inject 127.0.0.1 --node node-a --raw 0501ff2a61...`,
     )
     .action(async (relayText: string | undefined, o) => {
+      o.key = airKey(o);
       const t = stationTarget(relayText, o);
       if (t.note) err(t.note);
       const { host, port } = t;

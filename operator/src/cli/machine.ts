@@ -183,7 +183,11 @@ export function vncAccess(
     return { password: undefined, note: ' (no password)' };
   }
   const file = vncPasswordFile(env);
-  const password = privateSecret(file, () => randomBytes(6).toString('base64url'), (v) => /^[\x20-\x7e]{1,8}$/.test(v));
+  const password = privateSecret(
+    file,
+    () => randomBytes(6).toString('base64url'),
+    (v) => /^[\x20-\x7e]{1,8}$/.test(v),
+  );
   return { password, note: ` (password: first line of ${file}, mode 0600)` };
 }
 
@@ -229,7 +233,10 @@ export function registerMachineVerbs(program: Command): void {
       'require VNC Authentication with the password on the first line of FILE (or $RK_VNC_PASSWORD); default: a generated one in ~/.config/retrokube/vnc-password (0600)',
     )
     .option('--vnc-no-password', 'serve VNC without a password (warned; loopback only unless --insecure-vnc)')
-    .option('--insecure-vnc', 'allow --vnc-no-password on a non-loopback --vnc-host (anyone reaching it types into the machine)')
+    .option(
+      '--insecure-vnc',
+      'allow --vnc-no-password on a non-loopback --vnc-host (anyone reaching it types into the machine)',
+    )
     .option(
       '--screenshot <file.png>',
       'write a PNG of the screen once the machine idles after boot (and --exec); exits unless --vnc/--air/--for',

@@ -14,7 +14,7 @@ import { defaultIdentity } from '../runtime/leader.ts';
 import { Manager } from '../runtime/manager.ts';
 import { portOf } from '../runtime/server.ts';
 import { logger, rootLogger } from '../util/log.ts';
-import { LEVELS, type OperatorVerbOptions, parseBindAddress, memberHostList } from './operator-options.ts';
+import { LEVELS, memberHostList, type OperatorVerbOptions, parseBindAddress } from './operator-options.ts';
 
 export function createOperatorManager(opts: {
   client: KubeClient;
@@ -120,7 +120,12 @@ export async function runOperator(o: OperatorVerbOptions): Promise<void> {
     image: o.airImage,
     kubevirt: o.kubevirt,
     memberHosts: memberHostList(o.memberHosts),
-    dockerSockets: o.dockerSockets ? o.dockerSockets.split(',').map((x) => x.trim()).filter(Boolean) : undefined,
+    dockerSockets: o.dockerSockets
+      ? o.dockerSockets
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean)
+      : undefined,
     onLostLeadership: () => {
       exitCode = 1;
       process.kill(process.pid, 'SIGTERM');

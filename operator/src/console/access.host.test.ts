@@ -8,7 +8,7 @@ import { createApiServer } from '../sheets/apiserver/server.ts';
 import { SheetsClient } from '../sheets/ctl/client.ts';
 import { MemoryStore } from '../sheets/store/memory.ts';
 import { curlAsNobody } from '../util/other-user.testkit.ts';
-import { LIMITS, startConsole, type ConsoleServer } from './server.ts';
+import { type ConsoleServer, LIMITS, startConsole } from './server.ts';
 
 let web: ConsoleServer;
 let api: Awaited<ReturnType<typeof createApiServer>>;
@@ -28,7 +28,8 @@ afterAll(async () => {
 });
 
 const scale = (n: number) => JSON.stringify({ op: 'scale', deployment: 'ticker', replicas: n });
-const replicas = async () => String((await client.get('deployments')).find((d) => d.name === 'ticker')?.replicas);
+const replicas = async () =>
+  String((await client.get('deployments')).find((d) => d.name === 'ticker')?.replicas);
 
 describe('#28.13 the console steers only with its token', () => {
   it('another local user without the token reads, but cannot act; the token (cookie or bearer) can', async () => {
@@ -43,9 +44,17 @@ describe('#28.13 the console steers only with its token', () => {
     const page = await curlAsNobody(['-D', '-', '-o', '/dev/null', web.openUrl]);
     const cookie = /set-cookie: (rk_console=[0-9a-f]+); HttpOnly; SameSite=Strict/i.exec(page.body)?.[1];
     expect(cookie).toBeDefined();
-    expect((await curlAsNobody([...post, scale(3), '-H', `Cookie: ${cookie}`, `${web.url}api/sheets`])).status).toBe(200);
+    expect(
+      (await curlAsNobody([...post, scale(3), '-H', `Cookie: ${cookie}`, `${web.url}api/sheets`])).status,
+    ).toBe(200);
     expect(await replicas()).toBe('3');
-    const bearer = await curlAsNobody([...post, scale(2), '-H', `Authorization: Bearer ${token}`, `${web.url}api/sheets`]);
+    const bearer = await curlAsNobody([
+      ...post,
+      scale(2),
+      '-H',
+      `Authorization: Bearer ${token}`,
+      `${web.url}api/sheets`,
+    ]);
     expect(bearer.status).toBe(200);
     expect(await replicas()).toBe('2');
   });

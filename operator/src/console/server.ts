@@ -163,9 +163,10 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
       return;
     }
     const upgrade = upgrades[path];
-    if (upgrade && !hasToken(req, token)) return refuse(401, READ_ONLY);
-    if (upgrade) return upgrade(req, socket, head, wss, refuse);
-    refuse(404, 'no such socket');
+    if (!upgrade) return refuse(404, 'no such socket');
+    // input sockets (a machine's screen and keyboard) steer: the token only
+    if (!hasToken(req, token)) return refuse(401, READ_ONLY);
+    return upgrade(req, socket, head, wss, refuse);
   });
 
   await new Promise<void>((resolve, reject) => {

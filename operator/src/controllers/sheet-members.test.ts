@@ -86,8 +86,12 @@ describe('#28.7 the operator fetches member URLs carefully', () => {
   it('calls only Services of the namespace, or hosts the operator was started with', () => {
     expect(memberUrlProblem('http://east.team-a.svc:8787', 'team-a', [])).toBeUndefined();
     expect(memberUrlProblem('http://east.team-a.svc.cluster.local', 'team-a', [])).toBeUndefined();
-    expect(memberUrlProblem('http://east.team-b.svc:8787', 'team-a', [])).toMatch(/only Services of namespace team-a/);
-    expect(memberUrlProblem('http://169.254.169.254/latest/meta-data', 'team-a', [])).toMatch(/--member-hosts/);
+    expect(memberUrlProblem('http://east.team-b.svc:8787', 'team-a', [])).toMatch(
+      /only Services of namespace team-a/,
+    );
+    expect(memberUrlProblem('http://169.254.169.254/latest/meta-data', 'team-a', [])).toMatch(
+      /--member-hosts/,
+    );
     expect(memberUrlProblem('http://127.0.0.1:8787', 'team-a', [])).toMatch(/--member-hosts/);
     expect(memberUrlProblem('http://127.0.0.1:8787', 'team-a', ['127.0.0.1'])).toBeUndefined();
     expect(memberUrlProblem('https://sheets.example.org', 'team-a', ['sheets.example.org'])).toBeUndefined();

@@ -69,7 +69,11 @@ async function secretValue(
  * namespace (`http://NAME.NAMESPACE.svc[.cluster.local][:port]`), or a host the operator was started
  * with (`--member-hosts`, env RETROKUBE_MEMBER_HOSTS: exact host names or IP addresses).
  */
-export function memberUrlProblem(url: string, namespace: string, allowedHosts: readonly string[]): string | undefined {
+export function memberUrlProblem(
+  url: string,
+  namespace: string,
+  allowedHosts: readonly string[],
+): string | undefined {
   let u: URL;
   try {
     u = new URL(url);
@@ -79,7 +83,9 @@ export function memberUrlProblem(url: string, namespace: string, allowedHosts: r
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return `url ${url}: only http:// and https://`;
   if (u.username || u.password) return `url ${url}: no user or password in the URL (use tokenSecretRef)`;
   const host = u.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  const svc = new RegExp(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?\\.${namespace.replace(/[.]/g, '\\.')}\\.svc(\\.cluster\\.local)?$`);
+  const svc = new RegExp(
+    `^[a-z0-9]([-a-z0-9]*[a-z0-9])?\\.${namespace.replace(/[.]/g, '\\.')}\\.svc(\\.cluster\\.local)?$`,
+  );
   if (svc.test(host) || allowedHosts.map((h) => h.toLowerCase()).includes(host)) return undefined;
   return `url ${url}: the operator calls only Services of namespace ${namespace} (http://NAME.${namespace}.svc:PORT) or hosts it was started with (--member-hosts); use sheetCluster for a SheetCluster of this namespace`;
 }
@@ -159,5 +165,12 @@ export async function resolveMember(
     : ep.signingKey
       ? await secretValue(ctx, namespace, m.name, ep.signingKey, 'signing key')
       : undefined;
-  return new Member({ name: m.name, url: ep.url, token, key, timeoutMs: LIMITS.memberTimeoutMs, untrusted: true });
+  return new Member({
+    name: m.name,
+    url: ep.url,
+    token,
+    key,
+    timeoutMs: LIMITS.memberTimeoutMs,
+    untrusted: true,
+  });
 }

@@ -69,7 +69,18 @@ describe('#28.1 a command runtime never runs with the well-known token', () => {
     // The deployment was never written, so no node can ever run it.
     const pods = await run(
       process.execPath,
-      [MAIN, 'skctl', '--server', url, '--token-file', tokenFile, '--key-file', keyFile, 'get', 'deployments'],
+      [
+        MAIN,
+        'skctl',
+        '--server',
+        url,
+        '--token-file',
+        tokenFile,
+        '--key-file',
+        keyFile,
+        'get',
+        'deployments',
+      ],
       { timeout: 60_000 },
     );
     expect(pods.stdout).toContain('ticker');
@@ -78,10 +89,14 @@ describe('#28.1 a command runtime never runs with the well-known token', () => {
   });
 
   it('a node agent refuses to offer the process runtime with the well-known token', async () => {
-    const r = await run(process.execPath, [MAIN, 'sheets', 'node', '--server', url, '--name', 'x', '--allow-process'], {
-      env: { ...process.env, TOKEN: DEFAULT_TOKEN },
-      timeout: 60_000,
-    }).catch((e: { code: number; stderr: string }) => e);
+    const r = await run(
+      process.execPath,
+      [MAIN, 'sheets', 'node', '--server', url, '--name', 'x', '--allow-process'],
+      {
+        env: { ...process.env, TOKEN: DEFAULT_TOKEN },
+        timeout: 60_000,
+      },
+    ).catch((e: { code: number; stderr: string }) => e);
     expect(r).toMatchObject({ code: 1 });
     expect((r as { stderr: string }).stderr).toMatch(/well-known default token cannot be used/);
   });

@@ -66,7 +66,8 @@ export function withPrivateCredentials(o: UpOptions, out: (s: string) => void): 
  * pages act again; BASE is a folder (the `up` state folder) or a file prefix.
  */
 export function consoleToken(base: string): string {
-  const file = existsSync(base) && statSync(base).isDirectory() ? join(base, 'console-token') : `${base}-token`;
+  const file =
+    existsSync(base) && statSync(base).isDirectory() ? join(base, 'console-token') : `${base}-token`;
   return privateSecret(file, newConsoleToken);
 }
 

@@ -78,10 +78,13 @@ export class UdpAir implements AirPort {
     });
     await new Promise<void>((resolve, reject) => {
       sock.once('error', reject);
-      sock.bind({ port: this.opts.localPort ?? 0, address: this.opts.localAddress ?? this.loopback() }, () => {
-        sock.off('error', reject);
-        resolve();
-      });
+      sock.bind(
+        { port: this.opts.localPort ?? 0, address: this.opts.localAddress ?? this.loopback() },
+        () => {
+          sock.off('error', reject);
+          resolve();
+        },
+      );
     });
     this.hello();
     this.helloTimer = setInterval(() => this.hello(), LIMITS.helloMs);

@@ -32,7 +32,11 @@ export function readPrivate(file: string): string | null {
 
 /** Writes VALUE into a new FILE, 0600; an existing file or link there makes it fail (O_EXCL). */
 export function writePrivate(file: string, value: string): void {
-  const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  const fd = openSync(
+    file,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    0o600,
+  );
   try {
     writeSync(fd, `${value}\n`);
   } finally {
@@ -41,7 +45,11 @@ export function writePrivate(file: string, value: string): void {
 }
 
 /** FILE's secret if it holds an acceptable one, else a new one from GENERATE, written 0600. */
-export function privateSecret(file: string, generate: () => string, acceptable: (v: string) => boolean = () => true): string {
+export function privateSecret(
+  file: string,
+  generate: () => string,
+  acceptable: (v: string) => boolean = () => true,
+): string {
   const have = readPrivate(file);
   if (have && acceptable(have)) return have;
   const v = generate();

@@ -491,7 +491,9 @@ describe('#28.2 guessing and trickling', () => {
       expect((await viewer.handshake()).width).toBe(128);
       // ... and every trickler is gone once the absolute deadline passed, although it kept sending
       await expect
-        .poll(() => tricklers.filter((s) => !s.destroyed && s.readyState === 'open').length, { timeout: 10_000 })
+        .poll(() => tricklers.filter((s) => !s.destroyed && s.readyState === 'open').length, {
+          timeout: 10_000,
+        })
         .toBe(0);
       viewer.socket.destroy();
     } finally {

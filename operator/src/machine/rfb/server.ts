@@ -305,7 +305,10 @@ export async function startRfbServer(opts: RfbServerOptions): Promise<RfbServer>
           authFailures.inc();
           failures++;
           if (failures >= LIMITS.freeGuesses) {
-            const delay = Math.min(LIMITS.maxGuessDelayMs, LIMITS.guessDelayMs * 2 ** (failures - LIMITS.freeGuesses));
+            const delay = Math.min(
+              LIMITS.maxGuessDelayMs,
+              LIMITS.guessDelayMs * 2 ** (failures - LIMITS.freeGuesses),
+            );
             blockedUntil = Date.now() + delay;
             log.warn({ failures, blockedMs: delay }, 'wrong VNC passwords: further attempts wait');
           }

@@ -44,7 +44,6 @@ function explain(member: string, e: unknown): BridgeError {
   return new BridgeError(member, `cannot reach a cluster: ${reason} (member ${member})`);
 }
 
-
 export class Member {
   readonly name: string;
   readonly url: string;

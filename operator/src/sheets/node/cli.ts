@@ -8,7 +8,6 @@ import type { Command } from 'commander';
 import { SheetsClient } from '../ctl/client.ts';
 import { sheetsGroup } from '../ctl/verbs.ts';
 import { DEFAULT_TOKEN } from '../default-token.ts';
-import { WELL_KNOWN_WITH_COMMANDS } from '../local/credentials.ts';
 import {
   digestOf,
   FILE_MEDIA_TYPE,
@@ -21,6 +20,7 @@ import {
   WASM_MEDIA_TYPE,
   wasmConfig,
 } from '../images/sicf.ts';
+import { WELL_KNOWN_WITH_COMMANDS } from '../local/credentials.ts';
 import { tokenAndKey } from '../secret-flags.ts';
 import type { Row, Store } from '../store/types.ts';
 import type { RuntimeName } from './agent.ts';

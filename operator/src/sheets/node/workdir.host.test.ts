@@ -3,7 +3,16 @@
 // link where a pod log would go) before a root agent starts. Before the fix the agent used that
 // folder as it found it: the other user read the secret, and root appended through the link.
 import { randomBytes } from 'node:crypto';
-import { closeSync, lstatSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  lstatSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';

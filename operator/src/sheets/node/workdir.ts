@@ -18,8 +18,10 @@ export function privateProblem(dir: string): string | undefined {
   const st = lstatSync(dir);
   if (st.isSymbolicLink()) return `${dir} is a symbolic link`;
   if (!st.isDirectory()) return `${dir} is not a folder`;
-  if (uid() >= 0 && st.uid !== uid()) return `${dir} belongs to uid ${st.uid}, not to this user (uid ${uid()})`;
-  if ((st.mode & 0o077) !== 0) return `${dir} may be read or written by others (mode ${(st.mode & 0o777).toString(8)})`;
+  if (uid() >= 0 && st.uid !== uid())
+    return `${dir} belongs to uid ${st.uid}, not to this user (uid ${uid()})`;
+  if ((st.mode & 0o077) !== 0)
+    return `${dir} may be read or written by others (mode ${(st.mode & 0o777).toString(8)})`;
   return undefined;
 }
 
@@ -46,7 +48,9 @@ export function privateWorkDir(
   if (given) {
     const problem = ensurePrivate(path.resolve(given));
     if (problem)
-      throw new Error(`--work-dir: ${problem}; give a folder only this user can enter (chmod 700, owned by you)`);
+      throw new Error(
+        `--work-dir: ${problem}; give a folder only this user can enter (chmod 700, owned by you)`,
+      );
     dir = path.resolve(given);
   } else {
     const fixed = path.join(os.tmpdir(), `sk-node-${uid()}-${name}`);

@@ -4,9 +4,9 @@
 // Secret files are written to the host and named by SK_SECRET_<NAME>=<host file> (a process cannot
 // have a file mounted at the path a container would see).
 
-import { openLog } from '../workdir.ts';
 import { spawn } from 'node:child_process';
 import { closeSync } from 'node:fs';
+import { openLog } from '../workdir.ts';
 import type { Exit, PodSpec, RunningPod, Runtime } from './types.ts';
 
 /** Why the process runtime is off unless a person turns it on by name. */

@@ -6,9 +6,9 @@
 // sleeping module would make a stop hang for good), so clock-only polls are served here instead,
 // waiting on a shared word the agent sets when it stops the pod. Polls on files go to node's.
 
-import { openLog } from '../workdir.ts';
 import { closeSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
+import { openLog } from '../workdir.ts';
 
 interface Job {
   module: Uint8Array;
