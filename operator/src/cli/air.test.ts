@@ -260,18 +260,19 @@ describe('the air verbs find the running "retrokube up" (issue 17 items 12, 13)'
 });
 
 describe('#28.11 the relay control endpoint beyond loopback', () => {
+  const OPEN_RELAY = [
+    'air',
+    'relay',
+    '--port',
+    '0',
+    '--control-port',
+    '0',
+    '--control-bind',
+    '0.0.0.0',
+    '--no-metrics',
+  ];
   it('air relay --control-bind 0.0.0.0 is refused without --insecure-control, saying why and what to do', async () => {
-    const r = await cli([
-      'air',
-      'relay',
-      '--port',
-      '0',
-      '--control-port',
-      '0',
-      '--control-bind',
-      '0.0.0.0',
-      '--no-metrics',
-    ]);
+    const r = await cli(OPEN_RELAY);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(
       /--control-bind 0\.0\.0\.0: the relay's control endpoint has no authentication.*--insecure-control/,
@@ -279,21 +280,7 @@ describe('#28.11 the relay control endpoint beyond loopback', () => {
   });
 
   it('with --insecure-control it serves, with a warning', async () => {
-    const { out } = await start(
-      [
-        'air',
-        'relay',
-        '--port',
-        '0',
-        '--control-port',
-        '0',
-        '--control-bind',
-        '0.0.0.0',
-        '--insecure-control',
-        '--no-metrics',
-      ],
-      /control on/,
-    );
+    const { out } = await start([...OPEN_RELAY, '--insecure-control'], /control on/);
     expect(out()).toMatch(/WARNING: the relay's control endpoint on 0\.0\.0\.0 has no authentication/);
   });
 });
