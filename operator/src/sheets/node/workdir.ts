@@ -2,7 +2,7 @@
 // A root agent writing into a folder another user made could hand that user a secret (a file they
 // pre-created and may read) or write through a link they placed. So: the folder is 0700 and ours,
 // created fresh or verified; files are opened without following links, created 0600.
-import { constants, lstatSync, mkdirSync, mkdtempSync, openSync, unlinkSync } from 'node:fs';
+import { chmodSync, constants, lstatSync, mkdirSync, mkdtempSync, openSync, unlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -25,6 +25,12 @@ export function privateProblem(dir: string): string | undefined {
   return undefined;
 }
 
+/** A real folder (not a link) that belongs to this user. */
+function ownFolder(dir: string): boolean {
+  const st = lstatSync(dir);
+  return st.isDirectory() && (uid() < 0 || st.uid === uid());
+}
+
 function ensurePrivate(dir: string): string | undefined {
   try {
     mkdirSync(dir, { mode: LIMITS.dirMode });
@@ -35,9 +41,22 @@ function ensurePrivate(dir: string): string | undefined {
 }
 
 /**
- * The work folder: GIVEN (created 0700, or refused with the reason if it exists and is not ours and
- * private), or by default `<tmp>/sk-node-<uid>-<name>` — reused across restarts when it is ours and
- * private, else a fresh `mkdtemp` folder (someone else made the default one: never write into it).
+ * `PARENT/sk-node-<uid>-<name>`, reused across restarts when it is ours and private; else (someone
+ * else made it: never write into it) a fresh `mkdtemp` folder beside it, with a warning.
+ */
+function privateInside(parent: string, name: string, warn: (line: string) => void): string {
+  const fixed = path.join(parent, `sk-node-${uid()}-${name}`);
+  const problem = ensurePrivate(fixed);
+  if (!problem) return fixed;
+  const dir = mkdtempSync(path.join(parent, `sk-node-${name}-`));
+  warn(`${problem}: not using it; pod logs and secrets go to ${dir} instead`);
+  return dir;
+}
+
+/**
+ * The work folder (0700, ours): GIVEN when it is a folder of this user (tightened to 0700), else a
+ * private folder inside it (a shared folder, or a volume root owns in a pod); by default one in the
+ * temporary folder (privateInside).
  */
 export function privateWorkDir(
   given: string | undefined,
@@ -46,22 +65,18 @@ export function privateWorkDir(
 ): string {
   let dir: string;
   if (given) {
-    const problem = ensurePrivate(path.resolve(given));
-    if (problem)
-      throw new Error(
-        `--work-dir: ${problem}; give a folder only this user can enter (chmod 700, owned by you)`,
-      );
-    dir = path.resolve(given);
-  } else {
-    const fixed = path.join(os.tmpdir(), `sk-node-${uid()}-${name}`);
-    const problem = ensurePrivate(fixed);
-    if (problem) {
-      dir = mkdtempSync(path.join(os.tmpdir(), `sk-node-${name}-`));
-      warn(`${problem}: not using it; pod logs and secrets go to ${dir} instead`);
-    } else dir = fixed;
-  }
+    const g = path.resolve(given);
+    mkdirSync(g, { recursive: true, mode: LIMITS.dirMode });
+    if (ownFolder(g)) {
+      // a folder of ours that others may enter is tightened: ours to decide
+      if (privateProblem(g)) chmodSync(g, LIMITS.dirMode);
+      dir = g;
+    } else dir = privateInside(g, name, warn); // another user's (or root's volume): a folder of ours in it
+  } else dir = privateInside(os.tmpdir(), name, warn);
   for (const sub of ['logs', 'secrets', 'done']) {
-    const problem = ensurePrivate(path.join(dir, sub));
+    const d = path.join(dir, sub);
+    if (ensurePrivate(d) && ownFolder(d)) chmodSync(d, LIMITS.dirMode); // e.g. an older agent's folder
+    const problem = privateProblem(d);
     if (problem) throw new Error(`work folder ${dir}: ${problem}; remove it`);
   }
   return dir;
