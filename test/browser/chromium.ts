@@ -170,7 +170,7 @@ export async function foreignOriginTries(
   const evil = http.createServer((_, res) => {
     res.writeHead(200, { 'content-type': 'text/html' });
     res.end(`<script>
-      const c = ${JSON.stringify(consoleUrl)};
+      const c = ${JSON.stringify(new URL('/', consoleUrl).href)};
       const ws = new WebSocket(c.replace('http', 'ws') + 'api/events');
       let wsResult = 'pending';
       ws.onopen = () => { wsResult = 'open'; };

@@ -80,6 +80,7 @@ describe('OberonMachine on a real API server', () => {
       '127.0.0.1', // #17.4: loopback unless spec.vnc.expose; reached with kubectl port-forward
       '--status-file',
       '/run/retrokube/status',
+      '--vnc-no-password', // #28.2: no password Secret, so the screen stays on the pod's loopback
       '--commands',
       'KubeNet.Join node-a farm $$(RK_KEY)',
       '--air',

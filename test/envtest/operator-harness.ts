@@ -63,6 +63,7 @@ export async function startOperator(o: TestOperatorOptions): Promise<Manager> {
     airAddress: o.airAddress,
     keySeed: o.keySeed,
     sheetsAddress: o.sheetsAddress,
+    memberHosts: ['127.0.0.1'], // the tests' member apiservers run on loopback
     sheetTiming: o.sheetTiming,
     migration: o.migration,
     resyncMs: o.resyncMs ?? 0,

@@ -45,6 +45,16 @@ export const RELAY_LIMITS = {
    */
   OUT_PER_SECOND: 20_000,
   OUT_BURST: 40_000,
+  /**
+   * A station is proven once it is heard again at least this long after it was first heard (a real
+   * radio hellos every 5 s and sends frames for as long as it runs); a spoofed source spraying one
+   * datagram per address never is. Unproven stations are evicted first and receive little (#28.3).
+   */
+  PROOF_MS: 1000,
+  /** Unproven stations one IP address may hold (of its MAX_PEERS_PER_HOST). */
+  MAX_UNPROVEN_PER_HOST: 8,
+  /** Unproven stations one frame reaches at most: a fresh air of 9 is served whole, a spray is not amplified. */
+  MAX_UNPROVEN_RECEIVERS: 8,
   /** A bigger kernel receive buffer rides out bursts while the relay is busy fanning out. */
   RECV_BUFFER_BYTES: 4 * 1024 * 1024,
 } as const;
@@ -89,10 +99,11 @@ interface PeerEntry extends RelayPeer {
   tokens: number;
   refillAt: number;
   learnedAt: number;
+  proven: boolean;
 }
 
 const publicPeer = (p: PeerEntry): RelayPeer => {
-  const { tokens: _t, refillAt: _r, learnedAt: _l, ...rest } = p;
+  const { tokens: _t, refillAt: _r, learnedAt: _l, proven: _p, ...rest } = p;
   return { ...rest };
 };
 
@@ -130,19 +141,28 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     cuts.size > 0 && (cuts.has(p.address) || cuts.has(p.host) || (p.name !== undefined && cuts.has(p.name)));
 
   const perHost = new Map<string, number>();
+  const unprovenPerHost = new Map<string, number>();
+  const count = (m: Map<string, number>, host: string, d: number): void => {
+    const n = (m.get(host) ?? 0) + d;
+    if (n <= 0) m.delete(host);
+    else m.set(host, n);
+  };
   const forget = (p: PeerEntry): void => {
     peers.delete(p.address);
-    const n = (perHost.get(p.host) ?? 1) - 1;
-    if (n <= 0) perHost.delete(p.host);
-    else perHost.set(p.host, n);
+    count(perHost, p.host, -1);
+    if (!p.proven) count(unprovenPerHost, p.host, -1);
   };
   /**
-   * Makes room for a new station by forgetting the oldest one that never sent a frame (of `host`
-   * only, when given). Stations that sent frames are never evicted. False if there is none.
+   * Makes room for a new station by forgetting (of `host` only, when given) the oldest unproven
+   * station (silent ones before talkers), else the oldest proven one that never sent a frame. Proven stations that sent frames
+   * are never evicted. False if there is none.
    */
-  const evictSilent = (host?: string): boolean => {
-    for (const p of peers.values()) {
-      if (p.framesIn === 0 && (host === undefined || p.host === host)) {
+  const evict = (host?: string, unprovenOnly = false): boolean => {
+    // unproven silent, unproven talkers, then (unless unprovenOnly) proven silent
+    for (const pass of unprovenOnly ? [0, 1] : [0, 1, 2]) {
+      for (const p of peers.values()) {
+        if (host !== undefined && p.host !== host) continue;
+        if (pass < 2 ? p.proven || p.framesIn > 0 !== (pass === 1) : !p.proven || p.framesIn > 0) continue;
         forget(p);
         s.refusedPeers++;
         opts.onEvent?.({ type: 'gone', peer: publicPeer(p) });
@@ -168,13 +188,17 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     let p = peers.get(key);
     if (p) {
       p.lastSeenMs = now;
+      if (!p.proven && now - p.firstSeenMs >= RELAY_LIMITS.PROOF_MS) {
+        p.proven = true;
+        count(unprovenPerHost, host, -1);
+      }
       return p;
     }
-    if ((perHost.get(host) ?? 0) >= RELAY_LIMITS.MAX_PEERS_PER_HOST && !evictSilent(host)) {
-      s.refusedPeers++;
-      return undefined;
-    }
-    if (peers.size >= RELAY_LIMITS.MAX_PEERS && !evictSilent()) {
+    const full =
+      ((unprovenPerHost.get(host) ?? 0) >= RELAY_LIMITS.MAX_UNPROVEN_PER_HOST && !evict(host, true)) ||
+      ((perHost.get(host) ?? 0) >= RELAY_LIMITS.MAX_PEERS_PER_HOST && !evict(host)) ||
+      (peers.size >= RELAY_LIMITS.MAX_PEERS && !evict());
+    if (full) {
       s.refusedPeers++;
       return undefined;
     }
@@ -191,9 +215,11 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       tokens: rate?.burst ?? 0,
       refillAt: now,
       learnedAt: Number.NEGATIVE_INFINITY,
+      proven: false,
     };
     peers.set(key, p);
-    perHost.set(host, (perHost.get(host) ?? 0) + 1);
+    count(perHost, host, 1);
+    count(unprovenPerHost, host, 1);
     s.joined++;
     log.debug({ station: key }, 'station joined');
     opts.onEvent?.({ type: 'joined', peer: publicPeer(p) });
@@ -281,9 +307,16 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     refillOut(now);
     let receivers = 0;
     let silent = 0;
-    for (const talkers of [true, false]) {
+    let unproven = 0;
+    // proven talkers, proven listeners, then a few unproven stations (talkers first)
+    for (const pass of [0, 1, 2, 3]) {
+      const talkers = pass === 0 || pass === 2;
       for (const p of peers.values()) {
-        if (p === from || p.framesIn > 0 !== talkers) continue;
+        if (p === from || p.proven !== pass < 2 || p.framesIn > 0 !== talkers) continue;
+        if (pass >= 2 && unproven >= RELAY_LIMITS.MAX_UNPROVEN_RECEIVERS) {
+          s.droppedBudget++;
+          continue;
+        }
         if (isCut(p)) {
           s.droppedCut++;
           continue;
@@ -292,12 +325,13 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
           s.droppedLoss++;
           continue;
         }
-        if (outTokens < 1 || (!talkers && silent >= RELAY_LIMITS.MAX_SILENT_RECEIVERS)) {
+        if (outTokens < 1 || (pass === 1 && silent >= RELAY_LIMITS.MAX_SILENT_RECEIVERS)) {
           s.droppedBudget++;
           continue;
         }
         outTokens--;
-        if (!talkers) silent++;
+        if (pass === 1) silent++;
+        if (pass >= 2) unproven++;
         socket.send(msg, p.port, p.host);
         s.framesOut++;
         receivers++;
@@ -372,6 +406,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
         }
         peers.clear();
         perHost.clear();
+        unprovenPerHost.clear();
       }
       log.info({ forgetPeers: Boolean(o.forgetPeers) }, 'air off');
     },

@@ -186,6 +186,12 @@ export const OberonMachineSpec = Type.Object(
         message: 'role plane or node needs air (the OberonAir to join)',
       },
       {
+        // #28.11: a screen that accepts input is never served beyond the pod without a password.
+        rule: '!has(self.vnc) || !has(self.vnc.expose) || !self.vnc.expose || has(self.vnc.passwordSecretRef)',
+        message:
+          'vnc.expose needs vnc.passwordSecretRef: anyone who reaches the pod address could type into the machine',
+      },
+      {
         rule: "!has(self.memory) || (quantity(self.memory).compareTo(quantity('128Mi')) >= 0 && quantity(self.memory).compareTo(quantity('1Gi')) <= 0)",
         message: 'memory must be 128Mi to 1Gi',
       },

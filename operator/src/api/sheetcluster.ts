@@ -232,7 +232,8 @@ export const SheetClusterSpec = Type.Object(
         minLength: 2,
         maxLength: 256,
         pattern: '^/[^\\s]*$',
-        description: 'Host path of a Docker socket mounted into the agents (only with the docker runtime).',
+        description:
+          'Host path of a Docker socket mounted into the agents (only with the docker runtime). The operator mounts only /var/run/docker.sock or /run/docker.sock unless started with --docker-sockets.',
       }),
     ),
     nodeCpu: Type.Optional(

@@ -258,3 +258,78 @@ describe('the air verbs find the running "retrokube up" (issue 17 items 12, 13)'
     }
   }, 60_000);
 });
+
+describe('#28.11 the relay control endpoint beyond loopback', () => {
+  const OPEN_RELAY = [
+    'air',
+    'relay',
+    '--port',
+    '0',
+    '--control-port',
+    '0',
+    '--control-bind',
+    '0.0.0.0',
+    '--no-metrics',
+  ];
+  it('air relay --control-bind 0.0.0.0 is refused without --insecure-control, saying why and what to do', async () => {
+    const r = await cli(OPEN_RELAY);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(
+      /--control-bind 0\.0\.0\.0: the relay's control endpoint has no authentication.*--insecure-control/,
+    );
+  });
+
+  it('with --insecure-control it serves, with a warning', async () => {
+    const { out } = await start([...OPEN_RELAY, '--insecure-control'], /control on/);
+    expect(out()).toMatch(/WARNING: the relay's control endpoint on 0\.0\.0\.0 has no authentication/);
+  });
+});
+
+describe('#28.5 secrets off the command line', () => {
+  it('air listen/inject take --key-file or RK_KEY, and warn about --key', async () => {
+    const { airKey } = await import('./air.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'rk-key-'));
+    try {
+      writeFileSync(join(dir, 'k'), `${KEY_HEX}\n`, { mode: 0o600 });
+      expect(Buffer.from(airKey({ keyFile: join(dir, 'k') }, {})!)).toEqual(Buffer.from(KEY));
+      expect(Buffer.from(airKey({}, { RK_KEY: KEY_HEX })!)).toEqual(Buffer.from(KEY));
+      const warned: string[] = [];
+      airKey({ key: KEY }, {}, (l) => warned.push(l));
+      expect(warned.join('')).toMatch(/--key on the command line is visible .* RK_KEY=… or --key-file/);
+      expect(() => airKey({ key: KEY, keyFile: join(dir, 'k') }, {})).toThrow(/not both/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('bridge takes --*-token-file/--*-signing-key-file and warns about secrets on argv', async () => {
+    const { bridgeSecrets } = await import('../sheets/bridge/cli.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'rk-bridge-'));
+    try {
+      writeFileSync(join(dir, 't'), 'peer-secret\n', { mode: 0o600 });
+      const base = { local: 'http://a', peer: 'http://b', localToken: 'x', peerToken: 'y', output: 'text' };
+      const warned: string[] = [];
+      const o = bridgeSecrets(
+        { ...base, peerTokenFile: join(dir, 't') },
+        ['node', 'main', '--local-token', 'x'],
+        (l) => warned.push(l),
+      );
+      expect(o.peerToken).toBe('peer-secret');
+      expect(warned.join('')).toMatch(
+        /--local-token on the command line is visible .* LOCAL_TOKEN=… or --local-token-file/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('no help example shows a secret on the command line', async () => {
+    for (const verb of [['air', 'listen'], ['air', 'inject'], ['skctl'], ['sheets', 'bridge', 'migrate']]) {
+      const r = await cli([...verb, '--help']);
+      const examples = r.stdout.slice(r.stdout.indexOf('Example'));
+      expect(examples, verb.join(' ')).not.toMatch(
+        /--key [0-9a-f]|--token [^-\s]|--(peer|local)-(token|signing-key) [^-\s]/,
+      );
+    }
+  }, 120_000);
+});

@@ -8,6 +8,7 @@ import { DEFAULT_CONTROL_PORT, relayControl } from '../air/relay-http.ts';
 import { parseRelayAddress } from '../air/station.ts';
 import { AIR_PORT, fromHex, LIMITS } from '../air/wire.ts';
 import { airControlUrl, readUpState, stateDir, type UpAir, upAir } from '../local/state.ts';
+import { readSecretFile } from '../util/secret-option.ts';
 
 const CLI_LIMITS = {
   /** The relay prints a one-line summary this often (seconds) unless told otherwise. */
@@ -66,6 +67,17 @@ function ids(v: string): number[] {
   return list;
 }
 
+const isLoopbackHost = (h: string): boolean => /^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(h);
+
+/**
+ * #28.11: the control endpoint has no authentication, so beyond loopback it needs the explicit
+ * `--insecure-control` (and is warned about); undefined when BIND is fine.
+ */
+export function controlBindProblem(bind: string, insecure: boolean): string | undefined {
+  if (isLoopbackHost(bind) || insecure) return undefined;
+  return `--control-bind ${bind}: the relay's control endpoint has no authentication, and whoever reaches it can switch the air off. Keep it on 127.0.0.1 (reach it with kubectl port-forward or ssh -L), or add --insecure-control if you really mean it`;
+}
+
 const controlOption = (): Option =>
   new Option(
     '--control <url>',
@@ -78,6 +90,28 @@ const stateOption = (): Option =>
   );
 
 const err = (s: string): void => void process.stderr.write(`${s}\n`);
+
+/**
+ * The cluster key of `air listen`/`air inject` (#28.5): --key-file, else --key (warned: argv is
+ * visible to every user in ps), else $RK_KEY; undefined when none (the running up's, or all zero).
+ */
+export function airKey(
+  o: { key?: Uint8Array; keyFile?: string },
+  env: NodeJS.ProcessEnv = process.env,
+  warn: (line: string) => void = err,
+): Uint8Array | undefined {
+  if (o.keyFile !== undefined) {
+    if (o.key !== undefined) throw new Error('give --key or --key-file, not both');
+    return key(readSecretFile(o.keyFile, 'cluster key'));
+  }
+  if (o.key !== undefined) {
+    warn(
+      'warning: --key on the command line is visible to every user of this host (ps); use RK_KEY=… or --key-file FILE',
+    );
+    return o.key;
+  }
+  return env.RK_KEY ? key(env.RK_KEY) : undefined;
+}
 
 /**
  * Where a station listens and with which key: the RELAY given, else the running `up`'s air (its
@@ -175,6 +209,10 @@ export function registerAirVerbs(program: Command): void {
       '127.0.0.1',
     )
     .option('--no-control', 'serve no control endpoint')
+    .option(
+      '--insecure-control',
+      'allow --control-bind beyond loopback: the control endpoint has no authentication (warned)',
+    )
     .addOption(
       new Option('--summary <s>', 'seconds between summary lines (0 = none)')
         .argParser(intIn('summary', 0, 86400))
@@ -191,6 +229,14 @@ Examples:
   retrokube air loss 0 --control http://127.0.0.1:7525`,
     )
     .action(async (o) => {
+      if (o.control) {
+        const problem = controlBindProblem(o.controlBind, Boolean(o.insecureControl));
+        if (problem) throw new Error(problem);
+        if (!isLoopbackHost(o.controlBind))
+          out(
+            `WARNING: the relay's control endpoint on ${o.controlBind} has no authentication: anyone who reaches it can switch the air off or cut stations (--insecure-control)`,
+          );
+      }
       const relay = await startRelay({
         port: o.port,
         bind: o.bind,
@@ -234,9 +280,10 @@ Examples:
     .addOption(
       new Option(
         '--key <hex>',
-        'cluster key, up to 16 hex digits (default: the running "up"\'s key, else the all-zero key)',
+        'cluster key, up to 16 hex digits (argv is visible in ps: prefer --key-file or RK_KEY; default: the running "up"\'s key, else the all-zero key)',
       ).argParser(key),
     )
+    .option('--key-file <file>', 'read the cluster key from the first line of FILE (or set RK_KEY)')
     .addOption(
       new Option(
         '--cluster <name>',
@@ -256,7 +303,7 @@ Examples:
       `
 Examples:
   retrokube air listen                                           # the air of the running "retrokube up"
-  retrokube air listen 127.0.0.1 --key 0123456789abcdef          # a line per frame
+  retrokube air listen 127.0.0.1 --key-file kube.key             # a line per frame (key: first line of the file)
   retrokube air listen relay:7524 --cluster lab --table          # the live cluster view
   retrokube air listen 127.0.0.1 --json --duration 30 > air.jsonl
 
@@ -265,6 +312,7 @@ kind, cluster, node, ids, id, image, counter, auth, fresh and verdict (ok, forge
 other-cluster, malformed, not-kube). On exit a last line {"view": ...} holds the cluster view.`,
     )
     .action(async (relayText: string | undefined, o) => {
+      o.key = airKey(o);
       const t = stationTarget(relayText, o);
       if (t.note) err(t.note);
       const { host, port } = t;
@@ -314,9 +362,10 @@ other-cluster, malformed, not-kube). On exit a last line {"view": ...} holds the
     .addOption(
       new Option(
         '--key <hex>',
-        'the real cluster key (default: the running "up"\'s key, else all zero)',
+        'the real cluster key (argv is visible in ps: prefer --key-file or RK_KEY; default: the running "up"\'s key, else all zero)',
       ).argParser(key),
     )
+    .option('--key-file <file>', 'read the real cluster key from the first line of FILE (or set RK_KEY)')
     .addOption(stateOption())
     .addOption(
       new Option('--forge <kind...>', 'forgeries to send after each assignment')
@@ -365,11 +414,12 @@ genuine assignment of the node with other ids), signed (real key, counter = hear
 
 Examples:
   retrokube air inject --node node-a --forge signed               # the air of the running "retrokube up"
-  retrokube air inject 127.0.0.1 --node node-a --key 0123456789abcdef --forge other-cluster --rounds 3
-  retrokube air inject 127.0.0.1 --node node-a --key 0123456789abcdef --forge replay --skip 5
+  retrokube air inject 127.0.0.1 --node node-a --key-file kube.key --forge other-cluster --rounds 3
+  RK_KEY=$(cat kube.key) retrokube air inject 127.0.0.1 --node node-a --forge replay --skip 5
   retrokube air inject 127.0.0.1 --node node-a --raw 0501ff2a61...`,
     )
     .action(async (relayText: string | undefined, o) => {
+      o.key = airKey(o);
       const t = stationTarget(relayText, o);
       if (t.note) err(t.note);
       const { host, port } = t;

@@ -46,3 +46,33 @@ describe('#17.4 machine run --vnc-password-file / RK_VNC_PASSWORD', () => {
     expect(() => vncPassword({}, { RK_VNC_PASSWORD: 'a\nb' })).toThrow(/1-8 printable/);
   });
 });
+
+describe('#28.2/#28.11 machine run --vnc has a password by default', () => {
+  it('generates one (0600, reused), serves None only on request and only on loopback unless --insecure-vnc', async () => {
+    const { mkdtempSync, statSync, readFileSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { vncAccess } = await import('./machine.ts');
+    const home = mkdtempSync(join(tmpdir(), 'rk-vnc-'));
+    try {
+      const env = { XDG_CONFIG_HOME: home };
+      const a = vncAccess({ vncHost: '127.0.0.1' }, env);
+      const file = join(home, 'retrokube', 'vnc-password');
+      expect(a.password).toMatch(/^[\x20-\x7e]{8}$/);
+      expect(a.note).toContain(file);
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      expect(readFileSync(file, 'utf8').trim()).toBe(a.password);
+      expect(vncAccess({ vncHost: '127.0.0.1' }, env).password).toBe(a.password); // the same next time
+      const warned: string[] = [];
+      const none = vncAccess({ vncHost: '127.0.0.1', vncPassword: false }, env, (l) => warned.push(l));
+      expect(none.password).toBeUndefined();
+      expect(warned.join('')).toMatch(/WARNING: VNC without a password/);
+      expect(() => vncAccess({ vncHost: '0.0.0.0', vncPassword: false }, env)).toThrow(/--insecure-vnc/);
+      expect(
+        vncAccess({ vncHost: '0.0.0.0', vncPassword: false, insecureVnc: true }, env, () => {}).password,
+      ).toBeUndefined();
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+});

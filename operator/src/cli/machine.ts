@@ -1,6 +1,9 @@
 // `retrokube machine run DISK`: boot a RISC5 machine on a .dsk (a copy unless --in-place),
 // optionally on an air, with a VNC server, a screenshot, and commands typed or fed to RS232.
-import { writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { expandKeyReference } from '../machine/boot-key.ts';
 import { watchLiveCommands } from '../machine/live-commands.ts';
@@ -8,6 +11,7 @@ import { snapshotToPng } from '../machine/png.ts';
 import { type RfbServer, startRfbServer } from '../machine/rfb/server.ts';
 import { MachineRunner, type RunnerOptions } from '../machine/runner.ts';
 import { missingModules, StatusFileWriter } from '../machine/status-file.ts';
+import { privateSecret } from '../util/private-file.ts';
 import { readSecretFile } from '../util/secret-option.ts';
 
 interface RunOpts {
@@ -18,6 +22,9 @@ interface RunOpts {
   vnc?: string;
   vncHost: string;
   vncPasswordFile?: string;
+  /** Commander's negation of --vnc-no-password: false when given. */
+  vncPassword?: boolean;
+  insecureVnc?: boolean;
   screenshot?: string;
   memory?: string;
   deterministic?: boolean;
@@ -63,6 +70,7 @@ async function run(disk: string, o: RunOpts): Promise<void> {
     if (o.airPort !== undefined) opts.air.localPort = intOption('--air-port', o.airPort, 0, 65535);
   }
   const vncPort = o.vnc === undefined ? undefined : intOption('--vnc', o.vnc, 0, 65535);
+  const screen = vncPort === undefined ? undefined : vncAccess(o);
   const seconds = o.for === undefined ? undefined : Number(o.for);
   if (seconds !== undefined && !(seconds > 0))
     throw new Error(`--for must be a positive number of seconds, got "${o.for}"`);
@@ -112,9 +120,9 @@ async function run(disk: string, o: RunOpts): Promise<void> {
         port: vncPort,
         host: o.vncHost,
         name: `Oberon ${disk}`,
-        password: vncPassword(o),
+        password: screen?.password,
       });
-      process.stderr.write(`VNC on ${o.vncHost}:${vnc.port}\n`);
+      process.stderr.write(`VNC on ${o.vncHost}:${vnc.port}${screen?.note ?? ''}\n`);
     }
     if (m.airPort !== null) process.stderr.write(`radio on the air ${o.air} from UDP port ${m.airPort}\n`);
     const booted = await Promise.race([
@@ -141,6 +149,46 @@ async function run(disk: string, o: RunOpts): Promise<void> {
   } finally {
     await stop();
   }
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
+
+/** This user's generated VNC password: `$XDG_CONFIG_HOME/retrokube/vnc-password` (folder 0700, file 0600). */
+export function vncPasswordFile(env: NodeJS.ProcessEnv = process.env): string {
+  const dir = join(env.XDG_CONFIG_HOME || join(homedir(), '.config'), 'retrokube');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return join(dir, 'vnc-password');
+}
+
+/**
+ * Who may use the screen (#28.2, #28.11): a password by default — the given one, else this user's
+ * generated one (vncPasswordFile: 0600, reused; `cat` it to see it). `--vnc-no-password` serves None, on loopback only unless
+ * `--insecure-vnc` too (warned): anyone who reaches the port types into the machine.
+ */
+export function vncAccess(
+  o: { vncPasswordFile?: string; vncPassword?: boolean; insecureVnc?: boolean; vncHost: string },
+  env: NodeJS.ProcessEnv = process.env,
+  warn: (line: string) => void = (l) => process.stderr.write(l),
+): { password: string | undefined; note: string } {
+  const given = vncPassword(o, env);
+  if (given !== undefined) return { password: given, note: ' (VNC Authentication with the given password)' };
+  if (o.vncPassword === false) {
+    if (!LOOPBACK.test(o.vncHost) && !o.insecureVnc)
+      throw new Error(
+        `--vnc-host ${o.vncHost} with --vnc-no-password: anyone who reaches that address could type into the machine. Drop --vnc-no-password (a password is generated), or add --insecure-vnc if you really mean it`,
+      );
+    warn(
+      `WARNING: VNC without a password (--vnc-no-password): anyone who reaches ${o.vncHost} can watch and type into this machine\n`,
+    );
+    return { password: undefined, note: ' (no password)' };
+  }
+  const file = vncPasswordFile(env);
+  const password = privateSecret(
+    file,
+    () => randomBytes(6).toString('base64url'),
+    (v) => /^[\x20-\x7e]{1,8}$/.test(v),
+  );
+  return { password, note: ` (password: first line of ${file}, mode 0600)` };
 }
 
 /** The VNC password: --vnc-password-file, else $RK_VNC_PASSWORD (a pod gets it from a Secret), else none. */
@@ -182,7 +230,12 @@ export function registerMachineVerbs(program: Command): void {
     .option('--vnc-host <host>', 'address the VNC server listens on', '127.0.0.1')
     .option(
       '--vnc-password-file <file>',
-      'require VNC Authentication with the password on the first line of FILE (or $RK_VNC_PASSWORD)',
+      'require VNC Authentication with the password on the first line of FILE (or $RK_VNC_PASSWORD); default: a generated one in ~/.config/retrokube/vnc-password (0600)',
+    )
+    .option('--vnc-no-password', 'serve VNC without a password (warned; loopback only unless --insecure-vnc)')
+    .option(
+      '--insecure-vnc',
+      'allow --vnc-no-password on a non-loopback --vnc-host (anyone reaching it types into the machine)',
     )
     .option(
       '--screenshot <file.png>',

@@ -15,8 +15,19 @@ export interface OperatorVerbOptions {
   healthProbeBindAddress?: string;
   airImage?: string;
   kubevirt?: boolean;
+  /** Hosts a federation/migration member `url` may name besides its namespace's Services (#28.7). */
+  memberHosts?: string;
+  /** Host paths a SheetCluster's dockerSocket may name besides Docker's own (#28.10). */
+  dockerSockets?: string;
   logLevel?: string;
 }
+
+/** The member hosts allow-list: the flag, else RETROKUBE_MEMBER_HOSTS; comma-separated. */
+export const memberHostList = (v: string | undefined): string[] =>
+  (v ?? process.env.RETROKUBE_MEMBER_HOSTS ?? '')
+    .split(',')
+    .map((h) => h.trim())
+    .filter(Boolean);
 
 export const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'];
 

@@ -14,7 +14,7 @@ import { defaultIdentity } from '../runtime/leader.ts';
 import { Manager } from '../runtime/manager.ts';
 import { portOf } from '../runtime/server.ts';
 import { logger, rootLogger } from '../util/log.ts';
-import { LEVELS, type OperatorVerbOptions, parseBindAddress } from './operator-options.ts';
+import { LEVELS, memberHostList, type OperatorVerbOptions, parseBindAddress } from './operator-options.ts';
 
 export function createOperatorManager(opts: {
   client: KubeClient;
@@ -35,6 +35,10 @@ export function createOperatorManager(opts: {
   /** Where the operator reaches a SheetCluster's apiserver (tests: a local process); default its Service. */
   sheetsAddress?: SheetControllerOptions['sheetsAddress'];
   sheetTiming?: SheetControllerOptions['timing'];
+  /** Hosts a member `url` may name besides its namespace's Services (sheet-members.ts memberUrlProblem). */
+  memberHosts?: string[];
+  /** Host paths a SheetCluster dockerSocket may name (default DOCKER_SOCKETS). */
+  dockerSockets?: readonly string[];
   /** SheetMigration hooks (tests stop the operator between a step's writes and its status). */
   migration?: MigrationControllerOptions;
   resyncMs?: number;
@@ -69,11 +73,15 @@ export function createOperatorManager(opts: {
       image: opts.image,
       keySeed,
       sheetsAddress: opts.sheetsAddress,
+      dockerSockets: opts.dockerSockets,
       timing: opts.sheetTiming,
     }),
   );
-  mgr.add(sheetFederationController({ sheetsAddress: opts.sheetsAddress, keySeed }));
-  mgr.add(sheetMigrationController({ sheetsAddress: opts.sheetsAddress, keySeed, ...opts.migration }));
+  const memberHosts = opts.memberHosts ?? [];
+  mgr.add(sheetFederationController({ sheetsAddress: opts.sheetsAddress, keySeed, memberHosts }));
+  mgr.add(
+    sheetMigrationController({ sheetsAddress: opts.sheetsAddress, keySeed, memberHosts, ...opts.migration }),
+  );
   mgr.add(rolloutController({ keySeed, sheetsAddress: opts.sheetsAddress }));
   // The air stations live as long as the manager.
   const stop = mgr.stop.bind(mgr);
@@ -111,6 +119,13 @@ export async function runOperator(o: OperatorVerbOptions): Promise<void> {
     health,
     image: o.airImage,
     kubevirt: o.kubevirt,
+    memberHosts: memberHostList(o.memberHosts),
+    dockerSockets: o.dockerSockets
+      ? o.dockerSockets
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean)
+      : undefined,
     onLostLeadership: () => {
       exitCode = 1;
       process.kill(process.pid, 'SIGTERM');

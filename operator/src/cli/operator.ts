@@ -29,6 +29,14 @@ export function registerOperatorVerbs(program: Command): void {
       "image of the air relays when an OberonAir names none (default: $RETROKUBE_IMAGE or this version's image)",
     )
     .option('--kubevirt', 'also run OberonMachines of runtime kubevirt (needs the VirtualMachine CRD)', false)
+    .option(
+      '--member-hosts <hosts>',
+      'hosts (names or IPs, comma-separated) a SheetFederation/SheetMigration member url may name besides Services of its namespace (env RETROKUBE_MEMBER_HOSTS)',
+    )
+    .option(
+      '--docker-sockets <paths>',
+      'host paths (comma-separated) a SheetCluster dockerSocket may name; default only /var/run/docker.sock and /run/docker.sock. Each is mounted into agent pods: allow only sockets you would hand to every tenant',
+    )
     .option('--log-level <level>', `log level (${LEVELS.join(', ')})`)
     .addHelpText(
       'after',

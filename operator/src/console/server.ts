@@ -10,6 +10,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import { checkRequest, isLoopbackAddress } from '../util/http-guard.ts';
 import { BadRequest, readJsonObject } from '../util/json-body.ts';
 import { logger } from '../util/log.ts';
+import { grantCookie, hasToken, newConsoleToken, READ_ONLY } from './access.ts';
 import { type PageFiles, pageFiles } from './bundle.ts';
 import { type KubeTarget, kubePart } from './kube-part.ts';
 import type { ConsolePart, PageSocket, Pages } from './part.ts';
@@ -24,6 +25,8 @@ const log = logger('console');
 export const LIMITS = {
   maxBodyBytes: 8192, // the largest request is one command line (a sheet's `apply {json}` ≤ 3000 chars, escaped)
   maxClients: 32, // open pages (event sockets); a classroom of tabs, not an attack
+  maxReadOnlyClients: 16, // of those, sockets without the token: pages with it always find a slot (#28.12)
+  pingMs: 15_000, // event sockets are pinged this often; one that has not answered the last ping is closed
   maxBufferedBytes: 1 << 20, // a page that does not read gets no more events until it catches up
   maxPayload: 64 * 1024, // what a page may send on a socket (RFB input is a few bytes a message)
 } as const;
@@ -38,10 +41,17 @@ export interface ConsoleOptions {
   /** Address to listen on; default 127.0.0.1. Anything else must be asked for by name. */
   host?: string;
   port?: number;
+  /** The console's token (default: a new random one); callers keep one across restarts in a 0600 file. */
+  token?: string;
+  /** Default LIMITS.pingMs (tests shorten it). */
+  pingMs?: number;
 }
 
 export interface ConsoleServer {
+  /** The console's address, without its token. */
   url: string;
+  /** The URL to open: with `?token=`, which lets that browser act (print it to the person who started it). */
+  openUrl: string;
   close(): Promise<void>;
 }
 
@@ -54,7 +64,10 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
     );
   if (!target.kube && !target.sheets) throw new Error('the console needs a cluster to show');
   const files: PageFiles = await pageFiles();
+  const token = o.token ?? newConsoleToken();
   const sockets = new Map<WebSocket, PageSocket>();
+  const readOnly = new Set<WebSocket>();
+  const alive = new WeakSet<WebSocket>();
   const pages: Pages = {
     all: () => sockets.values(),
     broadcast: (e) => {
@@ -88,6 +101,7 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
           .catch((e: Error) => reply(502, { error: e.message }));
       const file = files.get(path === '/' ? '/index.html' : path);
       if (!file) return reply(404, { error: `no ${path}` });
+      if (path === '/') grantCookie(req, res, token);
       res.writeHead(200, {
         'content-type': file.type,
         'cache-control': 'no-cache',
@@ -102,6 +116,10 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
     if (!action) {
       req.resume();
       return reply(404, { error: `no ${req.method} ${path}` });
+    }
+    if (!hasToken(req, token)) {
+      req.resume();
+      return reply(401, { error: READ_ONLY });
     }
     readJsonObject(req, LIMITS.maxBodyBytes)
       .then(action)
@@ -120,8 +138,14 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
     };
     if (!g.ok) return refuse(403, g.error);
     if (path === '/api/events') {
+      const trusted = hasToken(req, token);
+      if (!trusted && readOnly.size >= LIMITS.maxReadOnlyClients)
+        return refuse(503, `at most ${LIMITS.maxReadOnlyClients} pages without the console's token at once`);
       if (sockets.size >= LIMITS.maxClients) return refuse(503, `at most ${LIMITS.maxClients} pages at once`);
       wss.handleUpgrade(req, socket, head, (ws) => {
+        alive.add(ws);
+        ws.on('pong', () => alive.add(ws));
+        if (!trusted) readOnly.add(ws);
         const page: PageSocket = {
           behind: () => ws.bufferedAmount > LIMITS.maxBufferedBytes,
           send: (e: ConsoleEvent) => {
@@ -129,15 +153,20 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
           },
         };
         sockets.set(ws, page);
-        ws.on('close', () => sockets.delete(ws));
+        ws.on('close', () => {
+          sockets.delete(ws);
+          readOnly.delete(ws);
+        });
         ws.on('message', () => undefined); // the page only listens here
         for (const part of parts) for (const e of part.greet()) page.send(e);
       });
       return;
     }
     const upgrade = upgrades[path];
-    if (upgrade) return upgrade(req, socket, head, wss, refuse);
-    refuse(404, 'no such socket');
+    if (!upgrade) return refuse(404, 'no such socket');
+    // input sockets (a machine's screen and keyboard) steer: the token only
+    if (!hasToken(req, token)) return refuse(401, READ_ONLY);
+    return upgrade(req, socket, head, wss, refuse);
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -147,9 +176,24 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
   const port = (server.address() as AddressInfo).port;
   const shown = host.includes(':') ? `[${host}]` : host;
   log.info({ url: `http://${shown}:${port}/` }, 'console listening');
+  // A page that does not read (or is gone without a FIN) does not answer pings: its slot is freed.
+  const pinger = setInterval(() => {
+    for (const ws of sockets.keys()) {
+      if (!alive.has(ws)) {
+        log.info('console event socket closed: it did not answer a ping');
+        ws.terminate();
+        continue;
+      }
+      alive.delete(ws);
+      ws.ping();
+    }
+  }, o.pingMs ?? LIMITS.pingMs);
+  pinger.unref();
   return {
     url: `http://${shown}:${port}/`,
+    openUrl: `http://${shown}:${port}/?token=${token}`,
     close: async () => {
+      clearInterval(pinger);
       for (const ws of wss.clients) ws.terminate();
       wss.close();
       server.closeAllConnections();

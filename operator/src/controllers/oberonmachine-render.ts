@@ -186,6 +186,8 @@ export function renderPod(
     '--status-file',
     STATUS_FILE,
   ];
+  // Without a password Secret the screen stays on the pod's loopback, behind `pods/portforward` RBAC.
+  if (!s.vncPasswordRef) args.push('--vnc-no-password');
   if (text) args.push('--commands', text);
   if (s.air) args.push('--air', `${relayHost(s.air)}:${RENDER_LIMITS.airPort}`);
   if (s.liveCommandsConfigMap) args.push('--live-commands', `${LIVE_DIR}/${LIVE_KEY}`);

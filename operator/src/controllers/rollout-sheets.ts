@@ -250,10 +250,18 @@ async function observeAll(
       const a = await reach(t.name);
       if ('problem' in a) return [t.name, { converged: false, healthy: false, problem: a.problem }];
       const client = new SheetsClient({ url: a.url, token: a.token, timeoutMs: LIMITS.requestTimeoutMs });
-      let rows: { deployments: Record<string, unknown>[]; pods: Record<string, unknown>[] };
+      let rows: {
+        deployments: Record<string, unknown>[];
+        pods: Record<string, unknown>[];
+        nodes?: Record<string, unknown>[];
+      };
       try {
-        const [deployments, pods] = await Promise.all([client.get('deployments'), client.get('pods')]);
-        rows = { deployments, pods };
+        const [deployments, pods, nodes] = await Promise.all([
+          client.get('deployments'),
+          client.get('pods'),
+          httpGet ? client.get('nodes') : Promise.resolve(undefined),
+        ]);
+        rows = { deployments, pods, nodes };
       } catch (e) {
         return [
           t.name,
@@ -262,7 +270,9 @@ async function observeAll(
       }
       const o = observeSheet(rows, r.spec.change.deployment, minRunning, a.ownedBySpec);
       if (httpGet && judge.has(t.name) && o.current && o.healthy)
-        o.healthy = await httpHealthy(httpCheckUrls(rows.pods, r.spec.change.deployment, httpGet));
+        o.healthy = await httpHealthy(
+          httpCheckUrls(rows.pods, r.spec.change.deployment, httpGet, rows.nodes ?? []),
+        );
       return [t.name, o];
     }),
   );

@@ -62,6 +62,34 @@ async function secretValue(
   return Buffer.from(b64, 'base64').toString('utf8').trim();
 }
 
+/**
+ * Why the operator will not call URL for a member of a resource in NAMESPACE, or undefined (#28.7).
+ * A member's `url` is written by whoever may create a SheetFederation/SheetMigration; the operator
+ * calls it from inside the cluster with its own network position. Allowed: a Service of the same
+ * namespace (`http://NAME.NAMESPACE.svc[.cluster.local][:port]`), or a host the operator was started
+ * with (`--member-hosts`, env RETROKUBE_MEMBER_HOSTS: exact host names or IP addresses).
+ */
+export function memberUrlProblem(
+  url: string,
+  namespace: string,
+  allowedHosts: readonly string[],
+): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return `url ${JSON.stringify(url)} is not a URL`;
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return `url ${url}: only http:// and https://`;
+  if (u.username || u.password) return `url ${url}: no user or password in the URL (use tokenSecretRef)`;
+  const host = u.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const svc = new RegExp(
+    `^[a-z0-9]([-a-z0-9]*[a-z0-9])?\\.${namespace.replace(/[.]/g, '\\.')}\\.svc(\\.cluster\\.local)?$`,
+  );
+  if (svc.test(host) || allowedHosts.map((h) => h.toLowerCase()).includes(host)) return undefined;
+  return `url ${url}: the operator calls only Services of namespace ${namespace} (http://NAME.${namespace}.svc:PORT) or hosts it was started with (--member-hosts); use sheetCluster for a SheetCluster of this namespace`;
+}
+
 /** Where a member lives and which Secrets hold its token and key (pure). */
 export interface MemberEndpoint {
   url: string;
@@ -112,6 +140,8 @@ export async function resolveMember(
   address?: SheetsAddress,
   /** The operator's key seed: a member SheetCluster's generated token and key are derived, not read. */
   seed?: string,
+  /** Hosts a member `url` may name besides this namespace's Services (memberUrlProblem). */
+  memberHosts: readonly string[] = [],
 ): Promise<Member> {
   let ep: MemberEndpoint;
   if (m.sheetCluster) {
@@ -122,6 +152,8 @@ export async function resolveMember(
   } else {
     if (!m.url || !m.tokenSecretRef)
       throw new MemberConfigError(`member ${m.name}: give url and tokenSecretRef, or sheetCluster`);
+    const problem = memberUrlProblem(m.url, namespace, memberHosts);
+    if (problem) throw new MemberConfigError(`member ${m.name}: ${problem}`);
     ep = { url: m.url, token: m.tokenSecretRef, signingKey: m.signingKeySecretRef };
   }
   const derive = seed ? ep.derive : undefined;
@@ -133,5 +165,12 @@ export async function resolveMember(
     : ep.signingKey
       ? await secretValue(ctx, namespace, m.name, ep.signingKey, 'signing key')
       : undefined;
-  return new Member({ name: m.name, url: ep.url, token, key, timeoutMs: LIMITS.memberTimeoutMs });
+  return new Member({
+    name: m.name,
+    url: ep.url,
+    token,
+    key,
+    timeoutMs: LIMITS.memberTimeoutMs,
+    untrusted: true,
+  });
 }

@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../runtime/client.ts';
-import { computeSheetStatus } from './sheetcluster.ts';
+import { allowedDockerSocket, computeSheetStatus, DOCKER_SOCKETS } from './sheetcluster.ts';
 import {
   deploymentsToApply,
   isWarning,
@@ -210,5 +210,52 @@ describe('SheetCluster reads (node:http, the contract as SheetsClient reads it)'
       /does not answer at http:\/\/rk-sheets-demo\.nowhere\.invalid:8787 \((ENOTFOUND|ETIMEOUT|ESERVFAIL|ECONNREFUSED)\)/,
     );
     expect(performance.now() - t0).toBeLessThan(4_500);
+  });
+});
+
+describe("#28.10 dockerSocket names only Docker's socket unless the operator allows more", () => {
+  const volumes = (r: ReturnType<typeof renderSheetCluster>) =>
+    JSON.stringify(
+      (r.agents as unknown as { spec: { template: { spec: { volumes?: unknown[] } } } }).spec.template.spec
+        .volumes ?? [],
+    );
+  it('the containerd socket is neither mounted nor run with; the status says why and how to allow it', () => {
+    const c = obj({ runtimes: ['wasm', 'docker'], dockerSocket: '/run/containerd/containerd.sock' });
+    const { s, refused } = allowedDockerSocket(sheetSettings(c, 'i'), DOCKER_SOCKETS);
+    expect(refused[0]).toMatch(
+      /dockerSocket \/run\/containerd\/containerd.sock is not allowed.*--docker-sockets/,
+    );
+    const r = renderSheetCluster(c, s, { token: 't', signingKey: 'k' });
+    expect(volumes(r)).not.toContain('containerd');
+    expect(agentArgs(s).join(' ')).not.toMatch(/docker/);
+    const st = computeSheetStatus(c, s, {
+      conflicts: [],
+      secretProblems: [],
+      notAllowed: refused,
+      podProblems: [],
+      applyProblem: '',
+      starting: false,
+      url: 'u',
+    });
+    expect(st.conditions?.find((x) => x.type === 'Ready')).toMatchObject({ reason: 'NotAllowed' });
+  });
+
+  it("Docker's own socket, or a path the operator was started with, is mounted", () => {
+    const ok = obj({ runtimes: ['docker'], dockerSocket: '/var/run/docker.sock' });
+    const a = allowedDockerSocket(sheetSettings(ok, 'i'), DOCKER_SOCKETS);
+    expect(a.refused).toEqual([]);
+    expect(volumes(renderSheetCluster(ok, a.s, { token: 't', signingKey: 'k' }))).toContain(
+      '/var/run/docker.sock',
+    );
+    const other = obj({ runtimes: ['docker'], dockerSocket: '/srv/docker.sock' });
+    expect(allowedDockerSocket(sheetSettings(other, 'i'), ['/srv/docker.sock']).refused).toEqual([]);
+  });
+
+  it('the tenant form (Cozystack catalog) has no dockerSocket field', async () => {
+    const { APPS, formSchema } = await import('../marketplace/apps.ts');
+    const app = APPS.find((a) => a.name === 'sheet-cluster');
+    expect(
+      Object.keys((formSchema(app!.def.spec, app!.operatorOnly).properties ?? {}) as object),
+    ).not.toContain('dockerSocket');
   });
 });

@@ -69,12 +69,21 @@ export const SHEETCLUSTER_RBAC: PolicyRule[] = [
   { apiGroups: [''], resources: ['events'], verbs: ['list', 'watch'] },
 ];
 
+/** Docker's socket, where Docker puts it: the only host paths `dockerSocket` may name by default. */
+export const DOCKER_SOCKETS: readonly string[] = ['/var/run/docker.sock', '/run/docker.sock'];
+
 export interface SheetControllerOptions {
   image?: string;
   /** Seed of generated tokens and signing keys (as for OberonKube keys); random per process if absent. */
   keySeed?: string;
   /** Where the operator reaches a cluster's apiserver: default its Service. Tests point it at a local process. */
   sheetsAddress?: (namespace: string, cluster: string) => string;
+  /**
+   * Host paths `spec.dockerSocket` may name (#28.10): default only Docker's own socket. Any host
+   * path becomes a hostPath mount in the agent pods (the containerd socket would hand them the node),
+   * so others need the operator's opt-in `--docker-sockets PATH,...`.
+   */
+  dockerSockets?: readonly string[];
   /** Shorter waits for tests (a PVC that never binds is reported after claimGraceMs). */
   timing?: { pollMs?: number; startGraceMs?: number; claimGraceMs?: number; secretRecheckMs?: number };
 }
@@ -145,6 +154,7 @@ export function sheetClusterController(opts: SheetControllerOptions = {}): Contr
         seed,
         memo,
         address: opts.sheetsAddress,
+        dockerSockets: opts.dockerSockets ?? DOCKER_SOCKETS,
         t: {
           pollMs: LIMITS.pollMs,
           startGraceMs: LIMITS.startGraceMs,
@@ -161,6 +171,7 @@ interface Deps {
   seed: string;
   memo: Map<string, Memo>;
   address?: (namespace: string, cluster: string) => string;
+  dockerSockets: readonly string[];
   t: { pollMs: number; startGraceMs: number; claimGraceMs: number; secretRecheckMs: number };
 }
 
@@ -188,12 +199,12 @@ async function reconcile(
     applyProblem: '',
   };
   d.memo.set(id, memo);
-  const s = sheetSettings(c, d.image);
+  const problems: string[] = [];
+  const { s, refused } = allowedDockerSocket(sheetSettings(c, d.image), d.dockerSockets);
   const uid = c.metadata.uid as string;
   const now = Date.now();
 
   // The token and the signing key: derived (generated Secrets), or read from the Secrets named.
-  const problems: string[] = [];
   const secretValue = async (ref: SecretRef, generated: boolean, purpose: 'token' | 'signing') => {
     if (generated) return derivedSecret(d.seed, purpose, uid);
     const r = await readUserSecret(ctx, memo, s.namespace, ref, purpose, now, d.t.secretRecheckMs);
@@ -285,6 +296,7 @@ async function reconcile(
     {
       conflicts,
       secretProblems: problems,
+      notAllowed: refused,
       summary,
       readProblem: memo.read && !memo.read.ok ? memo.read.problem : undefined,
       starting: !memo.everAnswered && age < d.t.startGraceMs,
@@ -464,11 +476,30 @@ function podProblems(ctx: ReconcileContext, s: SheetSettings, now: number): stri
   return [...out.values()].sort();
 }
 
+/**
+ * A dockerSocket the operator does not allow is not mounted, and the agents run without the docker
+ * runtime until it is (#28.10); `refused` says why and how to allow it (pure).
+ */
+export function allowedDockerSocket(
+  s: SheetSettings,
+  allowed: readonly string[],
+): { s: SheetSettings; refused: string[] } {
+  if (s.dockerSocket === undefined || allowed.includes(s.dockerSocket)) return { s, refused: [] };
+  return {
+    s: { ...s, dockerSocket: undefined, runtimes: s.runtimes.filter((r) => r !== 'docker') },
+    refused: [
+      `dockerSocket ${s.dockerSocket} is not allowed: the operator mounts only ${allowed.join(', ')} (a cluster admin may allow more with retrokube operator --docker-sockets PATH,...)`,
+    ],
+  };
+}
+
 // --- status (pure) ---------------------------------------------------------------------------------
 
 export interface SheetObservation {
   conflicts: string[];
   secretProblems: string[];
+  /** Settings the operator refuses to apply (a dockerSocket it does not allow). */
+  notAllowed?: string[];
   summary?: SheetSummary;
   readProblem?: string;
   starting: boolean;
@@ -497,6 +528,7 @@ export function computeSheetStatus(
           ] as [string, string],
         ]
       : []),
+    ...(o.notAllowed ?? []).map((p) => ['NotAllowed', p] as [string, string]),
     ...o.secretProblems.map((p) => ['SecretUnreadable', p] as [string, string]),
     ...(o.claimPending ? [['WorkbookClaimPending', o.claimPending] as [string, string]] : []),
     ...o.podProblems.map((p) => ['PodCannotStart', p] as [string, string]),

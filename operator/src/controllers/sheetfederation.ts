@@ -48,13 +48,13 @@ export interface SheetFederation extends KubeObject {
 }
 
 export function sheetFederationController(
-  o: { sheetsAddress?: SheetsAddress; keySeed?: string } = {},
+  o: { sheetsAddress?: SheetsAddress; keySeed?: string; memberHosts?: readonly string[] } = {},
 ): ControllerDefinition {
   return {
     name: 'sheetfederation',
     primary: SHEETFEDERATION,
     owns: [],
-    reconcile: (ctx, key) => reconcile(ctx, key, o.sheetsAddress, o.keySeed),
+    reconcile: (ctx, key) => reconcile(ctx, key, o.sheetsAddress, o.keySeed, o.memberHosts ?? []),
   };
 }
 
@@ -65,6 +65,7 @@ async function reconcile(
   key: ObjectKeyRef,
   address: SheetsAddress | undefined,
   seed: string | undefined,
+  memberHosts: readonly string[],
 ): Promise<ReconcileResult | undefined> {
   const fed = ctx.cached<SheetFederation>(SHEETFEDERATION, key.namespace, key.name);
   if (!fed || fed.metadata.deletionTimestamp) return undefined;
@@ -72,7 +73,7 @@ async function reconcile(
   const reached: Reached[] = await Promise.all(
     fed.spec.members.map(async (m): Promise<Reached> => {
       try {
-        const member = await resolveMember(ctx, key.namespace, m, address, seed);
+        const member = await resolveMember(ctx, key.namespace, m, address, seed, memberHosts);
         return { member, view: await member.observe() };
       } catch (e) {
         if (!(e instanceof BridgeError) && !(e instanceof MemberConfigError)) throw e;

@@ -53,6 +53,8 @@ export interface MigrationControllerOptions {
   sheetsAddress?: SheetsAddress;
   /** The operator's key seed (a member SheetCluster's generated token and key are derived from it). */
   keySeed?: string;
+  /** Hosts a member `url` may name besides its namespace's Services (memberUrlProblem). */
+  memberHosts?: readonly string[];
 }
 
 export function sheetMigrationController(o: MigrationControllerOptions = {}): ControllerDefinition {
@@ -84,8 +86,8 @@ async function reconcile(
   let obs: Awaited<ReturnType<typeof observeMigration>>;
   try {
     [src, dst] = await Promise.all([
-      resolveMember(ctx, key.namespace, mig.spec.from, o.sheetsAddress, o.keySeed),
-      resolveMember(ctx, key.namespace, mig.spec.to, o.sheetsAddress, o.keySeed),
+      resolveMember(ctx, key.namespace, mig.spec.from, o.sheetsAddress, o.keySeed, o.memberHosts),
+      resolveMember(ctx, key.namespace, mig.spec.to, o.sheetsAddress, o.keySeed, o.memberHosts),
     ]);
     obs = await observeMigration(src, dst, spec.deploy, current.phase === 'Pending');
   } catch (e) {

@@ -3,16 +3,20 @@
 // a web console on loopback (console/server.ts with its sheets part) until Ctrl-C.
 // Nodes are never faked: if the node agent cannot start, `up` says so and runs the apiserver alone.
 import { spawnSync } from 'node:child_process';
-import { basename } from 'node:path';
+import { existsSync, statSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { newConsoleToken } from '../console/access.ts';
 import type { ConsoleServer } from '../console/server.ts';
 import { openWorkbook } from '../sheets/apiserver/open.ts';
 import { createApiServer } from '../sheets/apiserver/server.ts';
-import { SheetsClient } from '../sheets/ctl/client.ts';
+import { DEFAULT_TOKEN, SheetsClient } from '../sheets/ctl/client.ts';
 import { renderTable } from '../sheets/ctl/table.ts';
 import { agentName, NodeAgents } from '../sheets/local/agents.ts';
+import { localCredentials } from '../sheets/local/credentials.ts';
 import { SAMPLE_DEPLOYMENTS } from '../sheets/store/schema.ts';
 import { ensureSampleImages } from '../sheets/store/setup.ts';
+import { privateSecret } from '../util/private-file.ts';
 
 export { nodeAgentArgs, nodeAgentEnv } from '../sheets/local/agents.ts';
 
@@ -44,6 +48,29 @@ export interface UpOptions {
   consolePort?: number | null;
 }
 
+/**
+ * With the process runtime on, the well-known token would let every user of this host run commands:
+ * a token and signing key of this workbook's own (0600 files beside it) replace it.
+ */
+export function withPrivateCredentials(o: UpOptions, out: (s: string) => void): UpOptions {
+  if (!o.allowProcess || o.token !== DEFAULT_TOKEN) return o;
+  const c = localCredentials(resolve(o.workbook));
+  out(
+    `the process runtime is on: this cluster's token is in ${c.tokenFile} and its signing key in ${c.keyFile} (0600; skctl --token-file ${c.tokenFile} --key-file ${c.keyFile})\n`,
+  );
+  return { ...o, token: c.token, signingKey: o.signingKey ?? c.key };
+}
+
+/**
+ * The console's token (#28.13), kept in `<base>-token` (0600) so a restarted console lets the open
+ * pages act again; BASE is a folder (the `up` state folder) or a file prefix.
+ */
+export function consoleToken(base: string): string {
+  const file =
+    existsSync(base) && statSync(base).isDirectory() ? join(base, 'console-token') : `${base}-token`;
+  return privateSecret(file, newConsoleToken);
+}
+
 /** Whether this build has the node agent verb. */
 export function nodeAgentAvailable(): boolean {
   const r = spawnSync(process.execPath, [MAIN, 'sheets', 'node', '--help'], {
@@ -63,9 +90,10 @@ export interface UpResult {
   seconds: number;
 }
 
-export async function runUp(o: UpOptions): Promise<UpResult> {
+export async function runUp(given: UpOptions): Promise<UpResult> {
   const t0 = Date.now();
-  const out = o.out ?? ((s: string) => process.stdout.write(s));
+  const out = given.out ?? ((s: string) => process.stdout.write(s));
+  const o = withPrivateCredentials(given, out);
   const store = await openWorkbook(o.workbook);
   const server = await createApiServer({
     store,
@@ -140,16 +168,16 @@ export async function runUp(o: UpOptions): Promise<UpResult> {
       const { startConsole } = await import('../console/server.ts');
       web = await startConsole(
         { sheets: { name: basename(o.workbook), client, agents } },
-        { port: o.consolePort },
+        { port: o.consolePort, token: consoleToken(`${resolve(o.workbook)}.console`) },
       );
-      out(`web console ${web.url} (loopback only)\n`);
+      out(`web console ${web.openUrl} (loopback only; without its token it is read-only)\n`);
     } catch (e) {
       // The cluster runs on without it: the console is a window, not a part.
       out(`the web console did not start (${(e as Error).message}); the cluster runs without it\n`);
     }
   }
   out(
-    `\nrunning; try: retrokube skctl --server ${addr} --token <token> get pods   (Ctrl-C stops the cluster)\n`,
+    `\nrunning; try: retrokube skctl --server ${addr} --token-file <file> get pods   (Ctrl-C stops the cluster)\n`,
   );
   await new Promise<void>((resolve) => {
     process.once('SIGINT', () => resolve());

@@ -153,7 +153,7 @@ export async function startLocalSheets(
     const agent = container(pods.agents);
     for (let i = 0; i < s.nodes; i++) {
       const work = join(home, sheetNodeName(i));
-      mkdirSync(work, { recursive: true });
+      mkdirSync(work, { recursive: true, mode: 0o700 });
       const env = await resolveEnv(agent, {
         secret,
         fields: { "metadata.labels['apps.kubernetes.io/pod-index']": String(i), 'status.podIP': '127.0.0.1' },

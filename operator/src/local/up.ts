@@ -16,7 +16,7 @@ import { startUpControl } from './control.ts';
 import { runFleetUp } from './fleet.ts';
 import { isFleetText } from './fleet-spec.ts';
 import { type LocalSheets, parseSheetsFile, type RunningSheets, startLocalSheets } from './sheets.ts';
-import { runUp as runSheetsUp } from './sheets-up.ts';
+import { consoleToken, runUp as runSheetsUp, withPrivateCredentials } from './sheets-up.ts';
 import { type LocalKube, parseLocalFile, SAMPLE_YAML } from './spec.ts';
 import {
   readUpState,
@@ -90,9 +90,9 @@ async function runSheetsOnly(sheets: LocalSheets, o: UpOptions, out: (s: string)
     try {
       web = await startConsole(
         { sheets: { name: String(sheets.cluster.metadata.name ?? 'SheetCluster'), client: running.client } },
-        { port: o.consolePort },
+        { port: o.consolePort, token: consoleToken(o.dir) },
       );
-      out(`web console ${web.url} (loopback only)`);
+      out(`web console ${web.openUrl} (loopback only; without its token it is read-only)`);
     } catch (e) {
       out(`the web console did not start (${(e as Error).message}); the cluster runs without it`);
     }
@@ -206,26 +206,31 @@ export async function runUp(o: UpOptions): Promise<void> {
     const urlKnown = new Promise<string>((r) => {
       resolveUrl = r;
     });
-    sheetsDone = runSheetsUp({
-      nodes: LIMITS.sheetsNodes,
-      workbook: join(o.dir, 'sheets.xlsx'),
-      port: 0,
-      token: DEFAULT_TOKEN,
-      waitSec: 0,
-      detach: false,
-      agentOutput: agentLog,
-      allowProcess: o.allowProcess,
-      out: (s) => {
-        const m = /apiserver listening on (\S+)/.exec(s);
-        if (m) resolveUrl(m[1]);
+    // With --allow-process the sample gets a token and key of its own (0600 files in the state folder).
+    const sheetsOpts = withPrivateCredentials(
+      {
+        nodes: LIMITS.sheetsNodes,
+        workbook: join(o.dir, 'sheets.xlsx'),
+        port: 0,
+        token: DEFAULT_TOKEN,
+        waitSec: 0,
+        detach: false,
+        agentOutput: agentLog,
+        allowProcess: o.allowProcess,
+        out: (s) => {
+          const m = /apiserver listening on (\S+)/.exec(s);
+          if (m) resolveUrl(m[1]);
+        },
       },
-    }).catch((e: Error) => {
+      (s) => out(s.trimEnd()),
+    );
+    sheetsDone = runSheetsUp(sheetsOpts).catch((e: Error) => {
       sheetsTables = `Sheeternetes did not start: ${e.message}`;
     });
     const url = await Promise.race([urlKnown, new Promise<null>((r) => setTimeout(() => r(null), 30_000))]);
     if (url) {
       sheetsUrl = url;
-      sheetsClient = new SheetsClient({ url, token: DEFAULT_TOKEN });
+      sheetsClient = new SheetsClient({ url, token: sheetsOpts.token, key: sheetsOpts.signingKey });
       writeUpState(o.dir, state());
       out(`Sheeternetes apiserver on ${url} (retrokube skctl --server ${url} get pods)`);
     }
@@ -249,9 +254,9 @@ export async function runUp(o: UpOptions): Promise<void> {
           },
           sheets: sheetsClient ? { name: sheetsUrl ?? 'Sheeternetes', client: sheetsClient } : undefined,
         },
-        { port: o.consolePort },
+        { port: o.consolePort, token: consoleToken(o.dir) },
       );
-      out(`web console ${web.url} (loopback only)`);
+      out(`web console ${web.openUrl} (loopback only; without its token it is read-only)`);
     } catch (e) {
       // The cluster runs on without it: the console is a window, not a part.
       out(`the web console did not start (${(e as Error).message}); the cluster runs without it`);
@@ -278,7 +283,7 @@ export async function runUp(o: UpOptions): Promise<void> {
       const status = lastProgress ? `\n${lastProgress}` : '';
       const sheets = sheetsClient ? `\n\nSheeternetes (${sheetsUrl})\n${sheetsTables}` : '';
       process.stdout.write(
-        `\x1b[H\x1b[2J${head}${status}\n${machines}\n\n${formatView(v)}${sheets}\n\n${web ? `web console ${web.url} · ` : ''}Ctrl-C stops everything · retrokube machine off node-a · retrokube air loss 0.3 · retrokube kube apply web 6 Ticker2\n`,
+        `\x1b[H\x1b[2J${head}${status}\n${machines}\n\n${formatView(v)}${sheets}\n\n${web ? `web console ${web.openUrl} · ` : ''}Ctrl-C stops everything · retrokube machine off node-a · retrokube air loss 0.3 · retrokube kube apply web 6 Ticker2\n`,
       );
     } else if (Date.now() - lastSummary >= LIMITS.summaryMs) {
       lastSummary = Date.now();

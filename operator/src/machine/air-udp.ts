@@ -6,6 +6,9 @@
 // socket keeps reading after errors (an ICMP "port unreachable" never deafens the machine).
 // A name that does not resolve at start is not fatal either: the machine runs without an air,
 // tries again with every hello, and says since when the name is unresolvable (unresolvedSince).
+// Only the relay is heard (#28.9): datagrams from any other address or port are ignored (counted
+// in stats.foreign), so nobody bypasses the relay's cut, off and rate limits by writing to the
+// radio's port; and a radio whose relay is on loopback binds loopback.
 
 import dgram from 'node:dgram';
 import dns from 'node:dns/promises';
@@ -28,7 +31,7 @@ export interface UdpAirOptions {
   port: number;
   /** Local port to bind (0 = any). */
   localPort?: number;
-  /** Local address to bind (default: all addresses of the relay's family). */
+  /** Local address to bind (default: loopback when the relay is on loopback, else all addresses of its family). */
   localAddress?: string;
   /** Called with each 33-byte frame heard. */
   onFrame: (channel: number, payload: Uint8Array) => void;
@@ -44,7 +47,7 @@ export class UdpAir implements AirPort {
   private helloTimer: NodeJS.Timeout | null = null;
   private lastResolve = 0;
   private resolving = false;
-  stats = { sent: 0, received: 0, sendErrors: 0, ignored: 0, resolves: 0 };
+  stats = { sent: 0, received: 0, sendErrors: 0, ignored: 0, foreign: 0, resolves: 0 };
   /** Since when (ms since the epoch) the relay's name has not resolved, and why; null once it does. */
   unresolvedSince: number | null = null;
   resolveError: string | null = null;
@@ -61,7 +64,11 @@ export class UdpAir implements AirPort {
       // Keep the socket: a failed read or write must not deafen the machine.
       log.debug({ err: err.message }, 'air socket error');
     });
-    sock.on('message', (msg) => {
+    sock.on('message', (msg, rinfo) => {
+      if (rinfo.address !== this.address || rinfo.port !== this.opts.port) {
+        this.stats.foreign++;
+        return;
+      }
       if (msg.length !== LIMITS.datagramBytes) {
         this.stats.ignored++;
         return;
@@ -71,14 +78,25 @@ export class UdpAir implements AirPort {
     });
     await new Promise<void>((resolve, reject) => {
       sock.once('error', reject);
-      sock.bind({ port: this.opts.localPort ?? 0, address: this.opts.localAddress }, () => {
-        sock.off('error', reject);
-        resolve();
-      });
+      sock.bind(
+        { port: this.opts.localPort ?? 0, address: this.opts.localAddress ?? this.loopback() },
+        () => {
+          sock.off('error', reject);
+          resolve();
+        },
+      );
     });
     this.hello();
     this.helloTimer = setInterval(() => this.hello(), LIMITS.helloMs);
     this.helloTimer.unref();
+  }
+
+  /** Loopback when the relay is given as a loopback address (a name may move elsewhere: then all addresses). */
+  private loopback(): string | undefined {
+    const h = this.opts.host;
+    if (net.isIPv4(h) && h.startsWith('127.')) return '127.0.0.1';
+    if (h === '::1') return '::1';
+    return undefined;
   }
 
   /** The local UDP port (after start). */

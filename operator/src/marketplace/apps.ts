@@ -37,6 +37,8 @@ export interface App {
   example: Record<string, unknown>;
   /** Values the schema must refuse, with the field the refusal names. */
   hostile: { values: Record<string, unknown>; field: string }[];
+  /** Spec fields kept out of the tenant form: what only a cluster operator may set (#28.10). */
+  operatorOnly?: readonly string[];
 }
 
 export const APPS: readonly App[] = [
@@ -89,6 +91,8 @@ export const APPS: readonly App[] = [
     tags: ['sheeternetes', 'spreadsheet'],
     example: { nodes: 1 },
     hostile: [{ values: { nodes: 1000 }, field: 'nodes' }],
+    // a host path mounted into the agent pods: never a tenant's choice
+    operatorOnly: ['dockerSocket'],
   },
   {
     name: 'sheet-federation',
@@ -126,7 +130,7 @@ type Json = Record<string, unknown>;
  * nested objects closed; the root left open, because cozystack-engine adds `_cluster` and
  * `_namespace` to every app's values and a closed root makes Helm refuse them.
  */
-export function formSchema(spec: TSchema): Json {
+export function formSchema(spec: TSchema, omit: readonly string[] = []): Json {
   const plain = JSON.parse(JSON.stringify(spec)) as Json; // drops TypeBox's symbol keys
   const walk = (s: Json, root: boolean): Json => {
     const out: Json = {};
@@ -143,6 +147,7 @@ export function formSchema(spec: TSchema): Json {
       out.additionalProperties = false;
     if (root) {
       delete out.additionalProperties;
+      for (const k of omit) delete (out.properties as Json | undefined)?.[k];
       return {
         $schema: 'http://json-schema.org/draft-07/schema#',
         title: String(out.description ?? ''),

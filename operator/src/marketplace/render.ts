@@ -66,7 +66,7 @@ export function valuesYaml(a: App, schema: Json): string {
 
 function chartFiles(a: App): Map<string, string> {
   const dir = `${APPS_REPO}/packages/apps/${a.name}`;
-  const schema = formSchema(a.def.spec);
+  const schema = formSchema(a.def.spec, a.operatorOnly);
   const fields = fieldOrder(schema);
   const files = new Map<string, string>();
   files.set(
@@ -158,7 +158,7 @@ and then, to see it:
 }
 
 function applicationDefinition(a: App): Json {
-  const schema = formSchema(a.def.spec);
+  const schema = formSchema(a.def.spec, a.operatorOnly);
   const kind = a.appKind;
   return {
     apiVersion: 'cozystack.io/v1alpha1',
@@ -234,7 +234,7 @@ export function marketplaceFiles(): Map<string, string> {
       `${APPS_REPO}/packages/system/${RD_PACKAGE}/cozyrds/${a.name}.yaml`,
       HEADER + yaml(applicationDefinition(a)),
     );
-    files.set(`${ROOT}/forms/${a.name}.txt`, renderForm(a.appKind, formSchema(a.def.spec)));
+    files.set(`${ROOT}/forms/${a.name}.txt`, renderForm(a.appKind, formSchema(a.def.spec, a.operatorOnly)));
   }
   const rd = `${APPS_REPO}/packages/system/${RD_PACKAGE}`;
   files.set(

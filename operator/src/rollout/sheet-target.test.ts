@@ -170,6 +170,20 @@ describe('httpCheckUrls', () => {
   });
 });
 
+describe("#28.14 the HTTP check goes only to the address the apiserver recorded for the pod's node", () => {
+  it('an endpoints cell naming another host (edited in the sheet) is not fetched, and the check fails', () => {
+    const v = web('i', 2);
+    const nodes = [{ name: 'node-0', ip: '10.0.0.1' }];
+    const edited = { ...pod(v, 2, 'Running'), endpoints: '169.254.169.254:80->8080/tcp' };
+    expect(httpCheckUrls([pod(v, 1, 'Running'), edited], 'web', { path: '/' }, nodes)).toEqual({
+      urls: ['http://10.0.0.1:30001/'],
+      missing: ["web-2 (endpoint 169.254.169.254 is not its node's address 10.0.0.1)"],
+    });
+    // a node with no recorded address: nothing is fetched for its pods
+    expect(httpCheckUrls([pod(v, 1, 'Running')], 'web', { path: '/' }, []).urls).toEqual([]);
+  });
+});
+
 describe('blue/green over a federation', () => {
   const members = [
     { member: 'east', group: 'blue' },

@@ -128,14 +128,20 @@ export function specOwnership(
  * Where the HTTP check goes: the endpoint (node ip:host port, from the Pods tab's `endpoints`) of
  * each Running pod of the deployment, for the container port asked (or the pod's first TCP one).
  * A Running pod without such an endpoint is named in `missing`: the check fails for it.
+ * With `nodes` (the Nodes tab), an endpoint must be on the address the apiserver recorded for the
+ * pod's node from its heartbeats (#28.14): an `endpoints` cell naming any other host (a sheet
+ * editor's metadata address, say) is not fetched, and the pod is named in `missing` with why.
  */
 export function httpCheckUrls(
   pods: readonly Row[],
   deployment: string,
   check: HttpGetCheck,
+  nodes?: readonly Row[],
 ): { urls: string[]; missing: string[] } {
   const urls: string[] = [];
   const missing: string[] = [];
+  const nodeIp = (p: Row): string | undefined =>
+    nodes ? text(byName(nodes, text(p.node).trim())?.ip).trim() || undefined : undefined;
   const path = check.path.startsWith('/') ? check.path : `/${check.path}`;
   for (const p of pods) {
     if (text(p.deployment) !== deployment || !running(p)) continue;
@@ -145,6 +151,10 @@ export function httpCheckUrls(
       .map((e) => /^(.+):(\d+)->(\d+)\/tcp$/i.exec(e.trim()))
       .find((m) => m && (check.port === undefined || Number(m[3]) === check.port));
     if (!ep) missing.push(text(p.name));
+    else if (nodes && ep[1] !== nodeIp(p))
+      missing.push(
+        `${text(p.name)} (endpoint ${ep[1]} is not its node's address ${nodeIp(p) ?? '(none recorded)'})`,
+      );
     else urls.push(`http://${ep[1].includes(':') ? `[${ep[1]}]` : ep[1]}:${ep[2]}${path}`);
   }
   return { urls, missing };

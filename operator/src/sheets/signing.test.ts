@@ -76,3 +76,28 @@ describe('HMAC signing (spec §6)', () => {
     expect(c.size).toBe(1);
   });
 });
+
+describe('#28.4 / #30.9 replays and look-alikes', () => {
+  it('refuses a timestamp more than a small skew in the future, so a forward-dated capture cannot outlive a restart', () => {
+    const v = new RequestVerifier(KEY, undefined, undefined, NOW);
+    const ahead = signRequest(KEY, 'b', NOW + 200);
+    expect(v.verify(ahead[TIMESTAMP_HEADER], ahead[SIGNATURE_HEADER], 'b', NOW)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/in the future/),
+    });
+    const slightly = signRequest(KEY, 'b', NOW + 5); // clock skew between hosts passes
+    expect(v.verify(slightly[TIMESTAMP_HEADER], slightly[SIGNATURE_HEADER], 'b', NOW).ok).toBe(true);
+  });
+
+  it('two identical writes in one second are two requests: each signed body carries its own nonce', async () => {
+    const { withNonce } = await import('./signing.ts');
+    const v = new RequestVerifier(KEY);
+    for (let i = 0; i < 5; i++) {
+      const raw = JSON.stringify(withNonce({ token: 't', action: 'cordon', name: 'a' }));
+      const h = signRequest(KEY, raw, NOW);
+      expect(v.verify(h[TIMESTAMP_HEADER], h[SIGNATURE_HEADER], raw, NOW)).toEqual({ ok: true });
+      // and the very same bytes again are still a replay
+      expect(v.verify(h[TIMESTAMP_HEADER], h[SIGNATURE_HEADER], raw, NOW)).toMatchObject({ ok: false });
+    }
+  });
+});

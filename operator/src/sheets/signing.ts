@@ -1,10 +1,16 @@
 // HMAC request signing (spec §6): HMAC-SHA256, lowercase hex, over "<ts>.<raw body>", headers
 // X-SNCF-Timestamp / X-SNCF-Signature, a ±300 s window — plus what the reference lacks: a replay
 // cache, so a captured request cannot be sent again inside the window. The cache lives in memory,
-// so a restarted apiserver also refuses every request signed before the second it started in:
-// what was captured before the restart cannot be replayed after it (clients sign each request
-// afresh; only one signed in the very second of the restart could pass twice).
-import { createHmac, timingSafeEqual } from 'node:crypto';
+// so a restarted apiserver also refuses every request signed before the second it started in, and
+// timestamps more than futureSkewSec ahead are refused at all times: a request captured before a
+// restart cannot be replayed after it (#28.4; at most one forward-dated by up to that skew and
+// captured in the seconds just before the restart could be).
+// Two identical writes in one second are not a replay (#30.9): our clients put a random `nonce`
+// field into every signed body, so each request signs differently. The body stays JSON the
+// reference apiserver accepts (it ignores fields it does not know) and the signed string stays
+// "<ts>.<body>"; a reference client's identical repeat within one second is still refused, since
+// nothing tells it from a replay.
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const TIMESTAMP_HEADER = 'X-SNCF-Timestamp';
 export const SIGNATURE_HEADER = 'X-SNCF-Signature';
@@ -12,7 +18,14 @@ export const SIGNATURE_HEADER = 'X-SNCF-Signature';
 export const LIMITS = {
   defaultTtlSec: 300, // reference SIGN_TTL: largest allowed |now - ts|
   replayCacheMax: 200_000, // signatures remembered at most (~20 MB); beyond it new requests are refused, never old ones forgotten early
+  futureSkewSec: 10, // a timestamp this far ahead of the apiserver's clock at most (clock skew between hosts)
+  nonceBytes: 8, // random bytes (hex) in every signed body of ours: identical writes sign differently
 } as const;
+
+/** The body a client of ours signs: BODY plus a fresh random `nonce` (ignored by every apiserver). */
+export function withNonce<T extends Record<string, unknown>>(body: T): T & { nonce: string } {
+  return { ...body, nonce: randomBytes(LIMITS.nonceBytes).toString('hex') };
+}
 
 export function sign(key: string, timestamp: string, body: string | Uint8Array): string {
   const h = createHmac('sha256', Buffer.from(key, 'utf8'));
@@ -116,7 +129,13 @@ export class RequestVerifier {
   ): VerifyResult {
     const r = verifySignature(this.#key, timestamp, signature, body, nowSec, this.#ttl);
     if (!r.ok) return r;
-    if (this.#startedAt !== undefined && Number((timestamp as string).trim()) < this.#startedAt)
+    const ts = Number((timestamp as string).trim());
+    if (ts > nowSec + LIMITS.futureSkewSec)
+      return {
+        ok: false,
+        reason: `timestamp more than ${LIMITS.futureSkewSec} s in the future: check this client's clock`,
+      };
+    if (this.#startedAt !== undefined && ts < this.#startedAt)
       return { ok: false, reason: 'signed before the apiserver started (a possible replay); sign it again' };
     if (!this.#cache.admit(signature as string, Number((timestamp as string).trim()), nowSec, this.#ttl)) {
       return { ok: false, reason: 'replayed request' };

@@ -441,3 +441,64 @@ describe('#17.4 VNC Authentication (a password from a Secret)', () => {
     await new Promise((r) => c.socket.once('close', r));
   });
 });
+
+describe('#28.2 guessing and trickling', () => {
+  it('rate-limits wrong passwords: 40 fast guesses get at most a few checked, then a wait with a reason', async () => {
+    const m = new FakeMachine();
+    const server = await startRfbServer({ screen: m, input: m, pollMs: 5, password: 'right' });
+    servers.push(server);
+    const replies: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const c = await RawClient.open(server.port);
+      await c.read(12);
+      c.write(Buffer.from('RFB 003.008\n'));
+      await c.read(2);
+      c.write([2]);
+      const challenge = await c.read(16);
+      c.write(vncAuthResponse(`guess${i}`, challenge));
+      expect((await c.read(4)).readUInt32BE(0)).toBe(1);
+      replies.push((await c.read((await c.read(4)).readUInt32BE(0))).toString());
+      c.socket.destroy();
+    }
+    const checked = await server.metrics.getSingleMetric('retrokube_rfb_auth_failures_total')?.get();
+    expect(checked?.values[0]?.value).toBeLessThanOrEqual(5); // 1,012 guesses/s were possible before
+    expect(replies.at(-1)).toMatch(/too many wrong passwords: try again in \d+ s/);
+  });
+
+  it('16 clients trickling one byte at a time neither hold the slots nor outlast the absolute handshake deadline', async () => {
+    const m = new FakeMachine();
+    const server = await startRfbServer({ screen: m, input: m, pollMs: 5, handshakeTimeoutMs: 1_500 });
+    servers.push(server);
+    const tricklers: Socket[] = [];
+    const timers: NodeJS.Timeout[] = [];
+    for (let i = 0; i < 16; i++) {
+      const s = connect(server.port, '127.0.0.1');
+      s.on('error', () => {});
+      await new Promise((r) => s.once('connect', r));
+      const version = Buffer.from('RFB 003.008\n');
+      let k = 0;
+      // one byte every 300 ms: before, each byte reset a per-byte timeout and the slot was held for good
+      timers.push(
+        setInterval(() => {
+          if (k < version.length - 1 && !s.destroyed) s.write(version.subarray(k, ++k));
+        }, 300),
+      );
+      tricklers.push(s);
+    }
+    try {
+      // a real viewer gets in at once (a trickler gives way), ...
+      const viewer = await RawClient.open(server.port);
+      expect((await viewer.handshake()).width).toBe(128);
+      // ... and every trickler is gone once the absolute deadline passed, although it kept sending
+      await expect
+        .poll(() => tricklers.filter((s) => !s.destroyed && s.readyState === 'open').length, {
+          timeout: 10_000,
+        })
+        .toBe(0);
+      viewer.socket.destroy();
+    } finally {
+      for (const t of timers) clearInterval(t);
+      for (const s of tricklers) s.destroy();
+    }
+  });
+});

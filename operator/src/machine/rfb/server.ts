@@ -28,7 +28,13 @@ export const LIMITS = {
   pollMs: 25, // how often a waiting incremental request looks for screen changes (40 per second)
   maxCutText: 1 << 20, // ClientCutText bytes accepted; Oberon's clipboard is small
   maxEncodings: 1024, // SetEncodings entries; real clients send a few dozen
-  handshakeTimeoutMs: 10_000, // a client that does not finish the handshake is dropped
+  handshakeTimeoutMs: 10_000, // a client that has not finished the handshake this long after connecting is dropped (absolute: bytes do not extend it)
+  maxHandshaking: 4, // connections still in the handshake; a newer one evicts the oldest (a real client takes milliseconds)
+  // Wrong VNC passwords: after freeGuesses failures, each further attempt waits guessDelayMs, doubling per failure up to
+  // maxGuessDelayMs; a success resets it. Attempts while blocked are refused unchecked. Per server (every local user shares 127.0.0.1).
+  freeGuesses: 3,
+  guessDelayMs: 1_000,
+  maxGuessDelayMs: 5 * 60_000,
   // Backpressure: a full 1024x768 frame at 32 bits is 3 MiB. Updates wait while more than this is
   // queued for the socket, so one client holds at most this plus one frame, however it behaves.
   maxQueuedBytes: 4 << 20,
@@ -58,7 +64,8 @@ export interface RfbServerOptions {
    * challenge-response on the password's first 8 characters. Without, None (1).
    */
   password?: string;
-  /** Overrides of the backpressure limits (tests use short ones). */
+  /** Overrides of the limits (tests use short ones). */
+  handshakeTimeoutMs?: number;
   maxQueuedBytes?: number;
   behindMs?: number;
   idleMs?: number;
@@ -85,6 +92,7 @@ class Client {
   keys = new KeyTranslator();
   mouse = { x: -1, y: -1, mask: -1 };
   behindSince = 0; // when the socket's queue went over the bound (0 = it is not)
+  handshake: NodeJS.Timeout | undefined; // the absolute handshake deadline
   challenge: Buffer | undefined; // VNC Authentication: what this client must encrypt
   readonly socket: Socket;
   readonly palette: Palette;
@@ -134,6 +142,10 @@ export async function startRfbServer(opts: RfbServerOptions): Promise<RfbServer>
   });
   const password = opts.password;
   const securityType = password === undefined ? 1 : 2;
+  const handshakeMs = opts.handshakeTimeoutMs ?? LIMITS.handshakeTimeoutMs;
+  let failures = 0; // wrong passwords since the last right one
+  let blockedUntil = 0; // no password is checked before this time
+  const guessBlocked = (): number => Math.max(0, blockedUntil - Date.now());
   /** VNC Authentication: send a fresh 16-byte challenge and wait for its response. */
   const challenge = (c: Client): void => {
     c.challenge = randomBytes(16);
@@ -278,14 +290,32 @@ export async function startRfbServer(opts: RfbServerOptions): Promise<RfbServer>
       } else if (c.phase === 'auth') {
         const r = c.take(16);
         if (!r) return;
+        const wait = guessBlocked();
+        if (wait > 0) {
+          // too many wrong guesses: this attempt is not even checked
+          const reason = Buffer.from(`too many wrong passwords: try again in ${Math.ceil(wait / 1000)} s`);
+          send(c, c.minor === 8 ? Buffer.concat([u32(1), u32(reason.length), reason]) : u32(1));
+          drop(c, 'VNC password guess while blocked');
+          return;
+        }
         const expected = vncAuthResponse(password ?? '', c.challenge ?? Buffer.alloc(16));
         if (!timingSafeEqual(r, expected)) {
           const reason = Buffer.from('authentication failed');
           send(c, c.minor === 8 ? Buffer.concat([u32(1), u32(reason.length), reason]) : u32(1));
           authFailures.inc();
+          failures++;
+          if (failures >= LIMITS.freeGuesses) {
+            const delay = Math.min(
+              LIMITS.maxGuessDelayMs,
+              LIMITS.guessDelayMs * 2 ** (failures - LIMITS.freeGuesses),
+            );
+            blockedUntil = Date.now() + delay;
+            log.warn({ failures, blockedMs: delay }, 'wrong VNC passwords: further attempts wait');
+          }
           drop(c, 'wrong VNC password');
           return;
         }
+        failures = 0;
         send(c, u32(0)); // SecurityResult OK (3.3, 3.7 and 3.8 all send it after VNC auth)
         c.phase = 'init';
       } else if (c.phase === 'init') {
@@ -295,6 +325,8 @@ export async function startRfbServer(opts: RfbServerOptions): Promise<RfbServer>
         head.writeUInt16BE(snap.width, 0);
         head.writeUInt16BE(snap.height, 2);
         send(c, Buffer.concat([head, encodePixelFormat(DEFAULT_FORMAT), u32(name.length), name]));
+        clearTimeout(c.handshake);
+        c.handshake = undefined;
         c.socket.setTimeout(idleMs, () => drop(c, `idle for ${idleMs} ms`));
         c.phase = 'normal';
       } else if (c.phase === 'normal') {
@@ -402,7 +434,10 @@ export async function startRfbServer(opts: RfbServerOptions): Promise<RfbServer>
   };
 
   const server: Server = createServer((socket) => {
-    if (clients.size >= LIMITS.maxClients) {
+    // Connections still in the handshake hold no slot for long: the oldest gives way to a new one.
+    const handshaking = [...clients].filter((x) => x.phase !== 'normal' && x.phase !== 'closed');
+    if (handshaking.length >= LIMITS.maxHandshaking) drop(handshaking[0], 'evicted by a newer handshake');
+    if ([...clients].filter((x) => x.phase !== 'closed').length >= LIMITS.maxClients) {
       socket.end(Buffer.from('RFB 003.008\n'));
       socket.destroy();
       log.warn({ max: LIMITS.maxClients }, 'rfb client refused: too many clients');
@@ -412,7 +447,7 @@ export async function startRfbServer(opts: RfbServerOptions): Promise<RfbServer>
     clients.add(c);
     connections.set(clients.size);
     socket.setNoDelay(true);
-    socket.setTimeout(LIMITS.handshakeTimeoutMs, () => drop(c, 'handshake timeout'));
+    c.handshake = setTimeout(() => drop(c, 'handshake not finished in time'), handshakeMs);
     socket.on('data', (chunk: Buffer) => {
       c.buf = c.buf.length === 0 ? chunk : Buffer.concat([c.buf, chunk]);
       try {
@@ -424,6 +459,7 @@ export async function startRfbServer(opts: RfbServerOptions): Promise<RfbServer>
     });
     socket.on('error', (err) => log.debug({ err: err.message }, 'rfb socket error'));
     socket.on('close', () => {
+      clearTimeout(c.handshake);
       c.phase = 'closed';
       clients.delete(c);
       connections.set(clients.size);

@@ -1,7 +1,9 @@
 // `retrokube sheets bridge status|sync|stretch|migrate` — the reference bridge.py's verbs, flags
 // and messages (spec §7), plus -o json, progress while waiting, and a non-zero exit on failure
 // (the reference always exits 0).
+
 import { type Command, Option } from 'commander';
+import { readSecretFile } from '../../util/secret-option.ts';
 import { sheetsGroup } from '../ctl/verbs.ts';
 import { DEFAULT_TOKEN } from '../default-token.ts';
 import { BridgeError, Member } from './client.ts';
@@ -16,7 +18,43 @@ interface EndpointFlags {
   peerToken: string;
   localSigningKey?: string;
   peerSigningKey?: string;
+  localTokenFile?: string;
+  peerTokenFile?: string;
+  localSigningKeyFile?: string;
+  peerSigningKeyFile?: string;
   output: string;
+}
+
+/** The secret flags of the bridge, each with its `-file` twin and its environment variable (#28.5). */
+const SECRET_FLAGS = [
+  ['--local-token', 'localToken', 'LOCAL_TOKEN'],
+  ['--peer-token', 'peerToken', 'PEER_TOKEN'],
+  ['--local-signing-key', 'localSigningKey', 'LOCAL_SIGNING_KEY'],
+  ['--peer-signing-key', 'peerSigningKey', 'PEER_SIGNING_KEY'],
+] as const;
+
+/**
+ * Secrets from `--x-file` (first line) win; a secret given on the command line is warned about
+ * (every user of the host reads argv in ps). The environment needs nothing: it is the default.
+ */
+export function bridgeSecrets(
+  o: EndpointFlags,
+  argv: readonly string[] = process.argv,
+  warn: (line: string) => void = (l) => process.stderr.write(l),
+): EndpointFlags {
+  const out = { ...o };
+  for (const [flag, field, env] of SECRET_FLAGS) {
+    const file = o[`${field}File`];
+    const onArgv = argv.some((a) => a === flag || a.startsWith(`${flag}=`));
+    if (file !== undefined) {
+      if (onArgv) throw new Error(`give ${flag} or ${flag}-file, not both`);
+      out[field] = readSecretFile(file, flag.slice(2).replaceAll('-', ' '));
+    } else if (onArgv)
+      warn(
+        `warning: ${flag} on the command line is visible to every user of this host (ps); use ${env}=… or ${flag}-file FILE\n`,
+      );
+  }
+  return out;
 }
 
 function wholeNumber(flag: string, min = 0, max = 86_400) {
@@ -42,16 +80,16 @@ function endpoints(cmd: Command): Command {
     .requiredOption('--local <url>', 'the local apiserver', url('--local'))
     .requiredOption('--peer <url>', 'the peer apiserver', url('--peer'))
     .addOption(
-      new Option('--local-token <t>', 'local token (env LOCAL_TOKEN)').default(
-        process.env.LOCAL_TOKEN ?? DEFAULT_TOKEN,
-        'CHANGE_ME_super_secret',
-      ),
+      new Option(
+        '--local-token <t>',
+        'local token (env LOCAL_TOKEN, or --local-token-file; argv is visible in ps)',
+      ).default(process.env.LOCAL_TOKEN ?? DEFAULT_TOKEN, 'CHANGE_ME_super_secret'),
     )
     .addOption(
-      new Option('--peer-token <t>', 'peer token (env PEER_TOKEN)').default(
-        process.env.PEER_TOKEN ?? DEFAULT_TOKEN,
-        'CHANGE_ME_super_secret',
-      ),
+      new Option(
+        '--peer-token <t>',
+        'peer token (env PEER_TOKEN, or --peer-token-file; argv is visible in ps)',
+      ).default(process.env.PEER_TOKEN ?? DEFAULT_TOKEN, 'CHANGE_ME_super_secret'),
     )
     .addOption(
       new Option(
@@ -65,6 +103,10 @@ function endpoints(cmd: Command): Command {
         'none',
       ),
     )
+    .option('--local-token-file <file>', 'read the local token from the first line of FILE')
+    .option('--peer-token-file <file>', 'read the peer token from the first line of FILE')
+    .option('--local-signing-key-file <file>', 'read the local HMAC key from the first line of FILE')
+    .option('--peer-signing-key-file <file>', 'read the peer HMAC key from the first line of FILE')
     .addOption(
       new Option('-o, --output <fmt>', 'text (the reference lines) or json')
         .choices(['text', 'json'])
@@ -72,7 +114,8 @@ function endpoints(cmd: Command): Command {
     );
 }
 
-function membersOf(o: EndpointFlags): { local: Member; peer: Member } {
+function membersOf(given: EndpointFlags): { local: Member; peer: Member } {
+  const o = bridgeSecrets(given);
   return {
     local: new Member({ name: 'local', url: o.local, token: o.localToken, key: o.localSigningKey }),
     peer: new Member({ name: 'peer', url: o.peer, token: o.peerToken, key: o.peerSigningKey }),
@@ -253,7 +296,7 @@ export function registerSheetsBridgeVerbs(program: Command): void {
     .option('--no-capacity-check', "don't refuse a target whose free CPU cannot hold the replicas")
     .addHelpText(
       'after',
-      '\nExample:\n  retrokube sheets bridge migrate web --from local --to peer --rollback-window 30 \\\n    --local http://127.0.0.1:8801 --peer http://127.0.0.1:8802 --peer-signing-key "$KEY"\n',
+      '\nExample:\n  retrokube sheets bridge migrate web --from local --to peer --rollback-window 30 \\\n    --local http://127.0.0.1:8801 --peer http://127.0.0.1:8802 --peer-signing-key-file peer.key\n',
     )
     .action(
       async (

@@ -2,10 +2,12 @@
 // Every POST is signed (spec §6) when a signing key is set.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { signRequest } from '../signing.ts';
+import { signRequest, withNonce } from '../signing.ts';
 
 export const LIMITS = {
   timeoutMs: 30_000, // the reference clients' curl/urllib timeout
+  bodyBytes: 256 * 1024 * 1024, // an answer bigger than this is not an apiserver's (100,000 pods are ~40 MiB)
+  untrustedBodyBytes: 32 * 1024 * 1024, // an operator reading a member: a reconcile must stay small
 } as const;
 
 import { DEFAULT_TOKEN } from '../default-token.ts';
@@ -17,14 +19,21 @@ export interface ClientConfig {
   token: string;
   key?: string;
   timeoutMs?: number;
+  /**
+   * The URL came from data another party controls (a federation member's `url` the operator reads):
+   * no redirects followed, answers bounded to LIMITS.untrustedBodyBytes, and no answer text in
+   * errors (they end up in a resource's status, which others read).
+   */
+  untrusted?: boolean;
 }
 
 export class HttpStatusError extends Error {
   readonly status: number;
   readonly body: unknown;
-  constructor(status: number, body: unknown) {
-    const detail =
-      body && typeof body === 'object' && 'error' in body
+  constructor(status: number, body: unknown, quiet = false) {
+    const detail = quiet
+      ? 'the answer is not shown (an untrusted endpoint)'
+      : body && typeof body === 'object' && 'error' in body
         ? String((body as { error: unknown }).error)
         : String(body).slice(0, 200);
     const hint = status === 401 ? ' (check --token, and --key if the apiserver requires signing)' : '';
@@ -44,41 +53,70 @@ export class SheetsClient {
   async get(kind: string): Promise<Record<string, unknown>[]> {
     const q = new URLSearchParams({ token: this.cfg.token, kind });
     const sep = this.cfg.url.includes('?') ? '&' : '?';
-    const r = await fetch(`${this.cfg.url}${sep}${q}`, {
-      signal: AbortSignal.timeout(this.cfg.timeoutMs ?? LIMITS.timeoutMs),
-    });
-    const body = await readJson(r);
-    if (!r.ok) throw new HttpStatusError(r.status, body);
+    const r = await fetch(`${this.cfg.url}${sep}${q}`, this.init({}));
+    const body = await this.readJson(r);
+    if (!r.ok) throw new HttpStatusError(r.status, body, this.cfg.untrusted);
     const items = (body as { items?: unknown }).items;
     if (!Array.isArray(items))
-      throw new Error(`the apiserver answered without an items list: ${JSON.stringify(body).slice(0, 200)}`);
+      throw new Error(
+        `the apiserver answered without an items list${this.cfg.untrusted ? '' : `: ${JSON.stringify(body).slice(0, 200)}`}`,
+      );
     return items as Record<string, unknown>[];
   }
 
   /** POST a JSON body (the token is added), signed when a key is set. */
   async post(body: Record<string, unknown>): Promise<unknown> {
-    const raw = JSON.stringify({ token: this.cfg.token, ...body });
+    // Signed bodies carry a nonce: two identical writes in one second are two requests, not a replay.
+    const full = { token: this.cfg.token, ...body };
+    const raw = JSON.stringify(this.cfg.key ? withNonce(full) : full);
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.cfg.key) Object.assign(headers, signRequest(this.cfg.key, raw));
-    const r = await fetch(this.cfg.url, {
-      method: 'POST',
-      body: raw,
-      headers,
-      signal: AbortSignal.timeout(this.cfg.timeoutMs ?? LIMITS.timeoutMs),
-    });
-    const reply = await readJson(r);
-    if (!r.ok) throw new HttpStatusError(r.status, reply);
+    const r = await fetch(this.cfg.url, this.init({ method: 'POST', body: raw, headers }));
+    const reply = await this.readJson(r);
+    if (!r.ok) throw new HttpStatusError(r.status, reply, this.cfg.untrusted);
     return reply;
+  }
+
+  /** The timeout covers the whole exchange, body included; an untrusted URL's redirects are refused. */
+  private init(i: RequestInit): RequestInit {
+    return {
+      ...i,
+      redirect: this.cfg.untrusted ? 'manual' : 'follow',
+      signal: AbortSignal.timeout(this.cfg.timeoutMs ?? LIMITS.timeoutMs),
+    };
+  }
+
+  private async readJson(r: Response): Promise<unknown> {
+    if (r.status >= 300 && r.status < 400) {
+      await r.body?.cancel();
+      throw new HttpStatusError(r.status, 'a redirect, not followed: give the final URL');
+    }
+    const text = await readBounded(r, this.cfg.untrusted ? LIMITS.untrustedBodyBytes : LIMITS.bodyBytes);
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
   }
 }
 
-async function readJson(r: Response): Promise<unknown> {
-  const text = await r.text();
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
+/** The body as text, refused (and the download stopped) past `max` bytes. */
+async function readBounded(r: Response, max: number): Promise<string> {
+  if (!r.body) return '';
+  const chunks: Uint8Array[] = [];
+  let n = 0;
+  const reader = r.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    n += value.byteLength;
+    if (n > max) {
+      await reader.cancel();
+      throw new Error(`the answer is larger than ${max} bytes: not read further (is this an apiserver?)`);
+    }
+    chunks.push(value);
   }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** Reads `.skctl.env` (KEY=value lines, # comments, optional quotes) if the file exists. */

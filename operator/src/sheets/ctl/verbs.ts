@@ -119,12 +119,21 @@ function addCtlVerbs(ctl: Command): void {
     .option('-o, --output <fmt>', 'table (default) or json', 'table')
     .addHelpText(
       'after',
-      '\nExamples:\n  retrokube skctl -s http://127.0.0.1:8787 --token s3cret get pods\n  retrokube skctl scale web 4\n  retrokube skctl get nodes -o json\n',
+      '\nExamples:\n  retrokube skctl -s http://127.0.0.1:8787 --token-file token.txt get pods\n  retrokube skctl scale web 4\n  retrokube skctl get nodes -o json\n',
     );
 
   const flags = (): CtlFlags => {
     const o = ctl.opts() as CtlFlags;
     if (o.output !== 'table' && o.output !== 'json') throw new Error(`-o ${o.output}: use table or json`);
+    // #28.5: a secret on the command line works (the reference takes one) but every user reads argv in ps
+    for (const [flag, given] of [
+      ['--token', o.token],
+      ['--key', o.key],
+    ] as const)
+      if (given !== undefined)
+        process.stderr.write(
+          `warning: ${flag} on the command line is visible to every user of this host (ps); use ${flag === '--token' ? 'TOKEN' : 'SIGNING_KEY'}=… or ${flag}-file FILE\n`,
+        );
     if (o.tokenFile) o.token = readSecretFile(o.tokenFile, 'token');
     if (o.keyFile) o.key = readSecretFile(o.keyFile, 'signing key');
     return o;

@@ -14,7 +14,7 @@
 //     last exit code, restarts and a reason (the reference always says Running);
 //   - images from the sheet are digest-verified before anything runs.
 
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Counter, Gauge, Registry } from 'prom-client';
@@ -35,6 +35,7 @@ import { DockerRuntime, dockerAvailable } from './runtimes/docker.ts';
 import { PROCESS_OPT_IN, ProcessRuntime } from './runtimes/process.ts';
 import type { PodSpec, RunningPod, Runtime } from './runtimes/types.ts';
 import { WasmRuntime } from './runtimes/wasm.ts';
+import { openFresh, privateWorkDir } from './workdir.ts';
 
 export const LIMITS = {
   intervalMs: 10_000, // reference INTERVAL (10 s); the apiserver's node TTL is 30 s
@@ -132,6 +133,8 @@ export class NodeAgent {
   private readonly workDir: string;
   lastHeartbeatOk = false;
   heartbeats = 0;
+  /** Heartbeats the apiserver refused or never answered. */
+  failedHeartbeats = 0;
   private readonly mHeartbeats: Counter<'result'>;
   private readonly mRestarts: Counter;
   private readonly mPods: Gauge<'phase'>;
@@ -147,10 +150,7 @@ export class NodeAgent {
       timeoutMs: Math.min(30_000, Math.max(2_000, interval)),
     });
     if (opts.runtimes.includes('process') && !opts.allowProcess) throw new Error(PROCESS_OPT_IN);
-    this.workDir = opts.workDir ?? path.join(os.tmpdir(), `sk-node-${opts.name}`);
-    mkdirSync(path.join(this.workDir, 'logs'), { recursive: true });
-    mkdirSync(path.join(this.workDir, 'secrets'), { recursive: true, mode: 0o700 });
-    mkdirSync(path.join(this.workDir, 'done'), { recursive: true });
+    this.workDir = privateWorkDir(opts.workDir, opts.name, (l) => this.log.warn(l));
     for (const r of opts.runtimes) {
       const impl = opts.runtimeImpls?.[r] ?? this.makeRuntime(r);
       if (impl) this.runtimes.set(r, impl);
@@ -323,6 +323,7 @@ export class NodeAgent {
       // The reference stops every pod here. We keep them: the apiserver being away says nothing
       // about whether they should run.
       this.lastHeartbeatOk = false;
+      this.failedHeartbeats++;
       this.mHeartbeats.inc({ result: 'failed' });
       this.log.warn({ err: String(e) }, 'heartbeat failed; pods keep running');
       return;
@@ -612,7 +613,12 @@ export class NodeAgent {
         continue;
       }
       const file = pathInside(path.join(this.workDir, 'secrets'), `${o.name}.${name}`);
-      writeFileSync(file, Buffer.from(data, 'base64'), { mode: 0o600 });
+      const fd = openFresh(file);
+      try {
+        writeSync(fd, Buffer.from(data, 'base64'));
+      } finally {
+        closeSync(fd);
+      }
       out.push({ file, path: target });
     }
     return out;

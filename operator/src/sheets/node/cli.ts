@@ -20,6 +20,7 @@ import {
   WASM_MEDIA_TYPE,
   wasmConfig,
 } from '../images/sicf.ts';
+import { WELL_KNOWN_WITH_COMMANDS } from '../local/credentials.ts';
 import { tokenAndKey } from '../secret-flags.ts';
 import type { Row, Store } from '../store/types.ts';
 import type { RuntimeName } from './agent.ts';
@@ -142,6 +143,7 @@ function registerNode(sheets: Command): void {
       if (list.includes('process') && !o.allowProcess)
         throw new Error(`--runtime process: ${PROCESS_OPT_IN}`);
       if (o.allowProcess && !list.includes('process')) list.push('process');
+      if (list.includes('process') && token === DEFAULT_TOKEN) throw new Error(WELL_KNOWN_WITH_COMMANDS);
       if (!/^https?:\/\//.test(o.server))
         throw new Error(`--server ${o.server}: must be an http:// or https:// URL`);
       if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(o.name))

@@ -19,6 +19,14 @@ export const LIMITS = {
   maxFramesPerFlush: 60, // ≈ 1.8 MB of base64 per append, under Google's recommended 2 MB payload
   listenBacklog: 64, // as the reference
   maxConnections: 256, // open connections per endpoint; more are refused (bounded memory)
+  // Inbound (tab → local socket): bytes written to a local client that does not read them wait in
+  // memory. Past this bound the tab is not read (backpressure: the rows wait in the sheet) ...
+  maxInboundBytesPerConn: 4 * 1024 * 1024,
+  // ... for at most this long; a client still that far behind is dropped (with a log line), so one
+  // client that never reads cannot stall the other connections for good.
+  inboundStallMs: 30_000,
+  // One poll may bring what the peer flushed since the last: a connection this far behind is dropped at once.
+  hardInboundBytesPerConn: 16 * 1024 * 1024,
 } as const;
 
 export interface WireStats {
@@ -28,6 +36,10 @@ export interface WireStats {
   bytesIn: number;
   flushes: number;
   retries: number;
+  /** Connections dropped because their local client did not read what the peer sent. */
+  dropped: number;
+  /** The most bytes ever waiting for one local client (bounded by hardInboundBytesPerConn). */
+  maxInboundWaiting: number;
 }
 
 interface Conn {
@@ -36,18 +48,22 @@ interface Conn {
   queued: number; // bytes of this connection waiting in the outbound queue
   sentClose: boolean;
   gotClose: boolean;
+  fullSince?: number; // when its inbound bytes first passed the bound (unset while under it)
 }
 
 export interface EndpointOptions {
   transport: WireTransport;
   service: string;
   tickMs?: number;
+  /** Default LIMITS.inboundStallMs (tests shorten it). */
+  inboundStallMs?: number;
 }
 
 abstract class Endpoint {
   protected readonly t: WireTransport;
   protected readonly service: string;
   protected readonly tickMs: number;
+  private readonly stallMs: number;
   protected abstract readonly outbound: Dir;
   protected readonly conns = new Map<string, Conn>();
   protected readonly log = logger('sheetwire');
@@ -56,12 +72,22 @@ abstract class Endpoint {
   private running = false;
   private holdUntil = 0;
   private loop: Promise<void> | undefined;
-  readonly stats: WireStats = { framesOut: 0, framesIn: 0, bytesOut: 0, bytesIn: 0, flushes: 0, retries: 0 };
+  readonly stats: WireStats = {
+    framesOut: 0,
+    framesIn: 0,
+    bytesOut: 0,
+    bytesIn: 0,
+    flushes: 0,
+    retries: 0,
+    dropped: 0,
+    maxInboundWaiting: 0,
+  };
 
   constructor(o: EndpointOptions) {
     this.t = o.transport;
     this.service = o.service;
     this.tickMs = o.tickMs ?? LIMITS.defaultTickMs;
+    this.stallMs = o.inboundStallMs ?? LIMITS.inboundStallMs;
   }
 
   protected enqueue(frames: Frame[], conn?: Conn): void {
@@ -109,11 +135,44 @@ abstract class Endpoint {
       const bytes = payloadBytes(f);
       this.stats.bytesIn += bytes.length;
       c.socket.write(bytes);
+      const waiting = c.socket.writableLength;
+      this.stats.maxInboundWaiting = Math.max(this.stats.maxInboundWaiting, waiting);
+      if (waiting > LIMITS.hardInboundBytesPerConn) this.drop(c, waiting);
     } else if (f.kind === 'close') {
       c.gotClose = true;
       c.socket.end(); // half-close: the peer finished writing
       if (c.sentClose) this.forget(c);
     }
+  }
+
+  /** A local client that reads nothing: its connection ends here and at the peer. */
+  private drop(c: Conn, waiting: number): void {
+    this.stats.dropped++;
+    this.log.warn(
+      { conn: c.id, service: this.service, waitingBytes: waiting },
+      `a local client of ${this.service} does not read: ${waiting} bytes wait for it; dropping its connection`,
+    );
+    this.sendClose(c);
+    this.forget(c);
+  }
+
+  /**
+   * Whether the tab may be read this tick: not while a local client has more than the bound waiting
+   * (the rows stay in the sheet), except that one behind for longer than the stall bound is dropped.
+   */
+  private mayRead(now: number): boolean {
+    let ok = true;
+    for (const c of [...this.conns.values()]) {
+      const waiting = c.socket.writableLength;
+      if (waiting <= LIMITS.maxInboundBytesPerConn) {
+        c.fullSince = undefined;
+        continue;
+      }
+      c.fullSince ??= now;
+      if (now - c.fullSince >= this.stallMs) this.drop(c, waiting);
+      else ok = false;
+    }
+    return ok;
   }
 
   protected abstract handleOpen(f: Frame): void;
@@ -137,6 +196,7 @@ abstract class Endpoint {
   async tick(): Promise<void> {
     if (Date.now() < this.holdUntil) return;
     try {
+      if (!this.mayRead(Date.now())) return await this.flush();
       const frames = await this.t.poll();
       for (const f of frames) {
         this.stats.framesIn++;

@@ -5,7 +5,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -15,7 +15,7 @@ import { SheetsEmulator } from '../google-emulator/server.ts';
 import { MemoryStore } from '../store/memory.ts';
 import { testAuth } from '../store/testing.ts';
 import { dataFrames, LIMITS as FRAME_LIMITS, fromRow, toRow, WIRE_HEADERS } from './frames.ts';
-import { WireExpose, WireServe } from './relay.ts';
+import { LIMITS, WireExpose, WireServe } from './relay.ts';
 import { GoogleTransport, StoreTransport } from './transport.ts';
 
 const runFile = promisify(execFile);
@@ -34,6 +34,17 @@ beforeAll(async () => {
     if (req.url === '/big') {
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': BIG.length });
       res.end(BIG);
+      return;
+    }
+    if (req.url === '/endless') {
+      // as fast as the wire takes it, for as long as the connection lives
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      const chunk = randomBytes(64 * 1024);
+      const pump = (): void => {
+        while (!res.destroyed && res.write(chunk));
+        if (!res.destroyed) res.once('drain', pump);
+      };
+      pump();
       return;
     }
     if (req.method === 'POST') {
@@ -112,6 +123,42 @@ describe('Sheetwire over a store', () => {
     // the Wire tab holds exactly the contract's columns
     expect(store.headers('Wire')).toEqual([...WIRE_HEADERS]);
   });
+
+  it('#28.8 a local client that never reads: bounded memory, the tab paused, then dropped with a log line', async () => {
+    const store = new MemoryStore();
+    const serve = new WireServe({
+      transport: new StoreTransport(store, 'b2a'),
+      service: 'web',
+      tickMs: 100,
+      target: { host: '127.0.0.1', port: originPort },
+    });
+    await serve.start();
+    const expose = new WireExpose({
+      transport: new StoreTransport(store, 'a2b'),
+      service: 'web',
+      tickMs: 100,
+      inboundStallMs: 3_000,
+      listen: { host: '127.0.0.1', port: 0 },
+    });
+    const addr = await expose.listenAndStart();
+    const client = net.connect(addr.port, '127.0.0.1');
+    cleanups.push(
+      async () => client.destroy(),
+      () => expose.stop(),
+      () => serve.stop(),
+    );
+    await new Promise((r) => client.once('connect', r));
+    client.write('GET /endless HTTP/1.1\r\nHost: x\r\n\r\n');
+    client.pause(); // and never reads
+    const closed = new Promise((r) => client.once('close', r));
+    await expect.poll(() => expose.stats.dropped, { timeout: 120_000, interval: 200 }).toBe(1);
+    client.resume(); // reading now, it sees the connection end
+    await closed;
+    expect(expose.stats.bytesIn).toBeGreaterThan(LIMITS.maxInboundBytesPerConn); // it was really flooded
+    expect(expose.stats.maxInboundWaiting).toBeLessThanOrEqual(LIMITS.hardInboundBytesPerConn);
+    // other clients are served again once the non-reader is gone
+    expect((await getBytes(addr.port, '/after')).toString()).toBe('hello through the sheet /after\n');
+  }, 180_000);
 
   it('curl → expose → one xlsx workbook → serve → HTTP server, two separate processes, 1 MiB both ways', async () => {
     const wb = path.join(tmp, 'wire.xlsx');

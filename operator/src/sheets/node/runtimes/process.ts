@@ -5,7 +5,8 @@
 // have a file mounted at the path a container would see).
 
 import { spawn } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync } from 'node:fs';
+import { openLog } from '../workdir.ts';
 import type { Exit, PodSpec, RunningPod, Runtime } from './types.ts';
 
 /** Why the process runtime is off unless a person turns it on by name. */
@@ -32,7 +33,7 @@ export class ProcessRuntime implements Runtime {
 
   async start(spec: PodSpec): Promise<RunningPod> {
     if (spec.command.trim() === '') throw new Error(`pod ${spec.pod}: a process pod needs a command`);
-    const fd = openSync(spec.logFile, 'a');
+    const fd = openLog(spec.logFile);
     let child: ReturnType<typeof spawn>;
     try {
       child = spawn('/bin/sh', ['-c', spec.command], {

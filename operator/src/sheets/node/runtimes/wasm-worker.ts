@@ -6,8 +6,9 @@
 // sleeping module would make a stop hang for good), so clock-only polls are served here instead,
 // waiting on a shared word the agent sets when it stops the pod. Polls on files go to node's.
 
-import { closeSync, openSync } from 'node:fs';
+import { closeSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
+import { openLog } from '../workdir.ts';
 
 interface Job {
   module: Uint8Array;
@@ -71,7 +72,7 @@ process.removeAllListeners('warning');
 const { WASI } = await import('node:wasi');
 
 const job = workerData as Job;
-const fd = openSync(job.logFile, 'a');
+const fd = openLog(job.logFile);
 try {
   const wasi = new WASI({
     version: 'preview1',
