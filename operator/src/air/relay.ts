@@ -51,10 +51,15 @@ export const RELAY_LIMITS = {
    * datagram per address never is. Unproven stations are evicted first and receive little (#28.3).
    */
   PROOF_MS: 1000,
-  /** Unproven stations one IP address may hold (of its MAX_PEERS_PER_HOST). */
-  MAX_UNPROVEN_PER_HOST: 8,
-  /** Unproven stations one frame reaches at most: a fresh air of 9 is served whole, a spray is not amplified. */
-  MAX_UNPROVEN_RECEIVERS: 8,
+  /**
+   * Unproven stations one IP address may hold (of its MAX_PEERS_PER_HOST). A local cluster starts
+   * all its machines from one address at once: the largest we run (20 nodes, the plane, a listener
+   * or two) must fit, or each newcomer evicts the station nearest to its proof and the start churns.
+   * 33 spraying addresses then hold at most 792 of the 1,024 entries.
+   */
+  MAX_UNPROVEN_PER_HOST: 24,
+  /** Unproven stations one frame reaches at most: that fresh air is served whole; a spray is amplified ×24 at most, not ×64. */
+  MAX_UNPROVEN_RECEIVERS: 24,
   /** A bigger kernel receive buffer rides out bursts while the relay is busy fanning out. */
   RECV_BUFFER_BYTES: 4 * 1024 * 1024,
 } as const;
