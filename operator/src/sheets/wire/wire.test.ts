@@ -26,7 +26,9 @@ class Recording implements WireTransport {
   endpoint: { queuedFrames(): number } | undefined;
   readonly appends: { sent: number; queued: number }[] = [];
   polls = 0;
-  constructor(private readonly inner: WireTransport) {
+  private readonly inner: WireTransport;
+  constructor(inner: WireTransport) {
+    this.inner = inner;
     this.name = inner.name;
   }
   ensure(): Promise<void> {
