@@ -248,10 +248,20 @@ export function describeKubeDr(title: string, qemu?: ClusterOptions['qemu']): vo
         if (allNew && !doneAt) doneAt = Date.now();
         if (c.converged(6, NODES) && allNew && Date.now() - stableSince > 10_000) break;
       }
-      const sizes = c
-        .rounds(start)
-        .filter((r) => NODES.every((n) => r.has(n)))
-        .map((r) => new Set([...r.values()].flat()).size);
+      // Every round the plane sent (kube-harness rounds(): by counter, not by timing), logged so a
+      // failure shows which round broke the bound and what the rounds before and after carried.
+      const rounds = c.rounds(start);
+      console.log(
+        `kube DR: 8 rounds heard (ms after Apply, first counter, ids per node):\n${rounds
+          .map(
+            (r) =>
+              `  ${r.t - start} #${r.counter} ${[...r.ids].map(([n, ids]) => `${n} [${ids.join(' ')}]`).join(' ')}`,
+          )
+          .join('\n')}`,
+      );
+      const sizes = rounds
+        .filter((r) => NODES.every((n) => r.ids.has(n)))
+        .map((r) => new Set([...r.ids.values()].flat()).size);
       const running = [...c.view().running.values()].flat();
       figure(
         `8 rollout: ${((doneAt - start) / 1000).toFixed(1)} s, assigned per round min ${Math.min(...sizes)} max ${Math.max(...sizes)} over ${sizes.length} rounds`,
