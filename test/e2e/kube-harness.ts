@@ -175,6 +175,17 @@ export class KubeCluster {
     m.serialFeed(`${commands};`);
   }
 
+  /**
+   * Frames each emulated machine's radio dropped so far (its 3-frame FIFO full, or a frame that
+   * waited too long for the machine to listen): a starved machine loses frames this way on top of
+   * the air's loss. QEMU machines are not counted (their model does not report it).
+   */
+  async radioDrops(): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (const [name, m] of this.machines) out.set(name, (await m.state()).radio.dropped);
+    return out;
+  }
+
   /** A file from a machine's disk (the machine should be off so that everything is written). */
   readFile(name: string, file: string): string {
     const vol = OberonVolume.fromBuffer(readFileSync(this.diskOf(name)));
