@@ -126,29 +126,30 @@ suite(`QEMU radio: the relay goes away and comes back, at the same address and a
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('the relay closed for 8 s and opened again at the same address: both machines hear the air again', async () => {
+  /** The relay away for GONE_MS and back at `address`; the node then runs `pods` pods. */
+  const comesBack = async (address: string, pods: number, what: string) => {
     await away();
+    point(address);
     await sleep(GONE_MS);
     const back = Date.now();
-    await open('127.0.0.1');
-    const ms = await applied(3, 'after the relay came back at 127.0.0.1');
+    await open(address);
+    const ms = await applied(pods, `after the relay came back at ${address}`);
     console.log(
-      `air move: same address, node-a runs 3 pods ${(ms / 1000).toFixed(1)} s after the relay returned`,
-    );
-    expect(heard(back, 'assign', 'node-a').length).toBeGreaterThan(0);
-  }, 120_000);
-
-  it('the relay gone and back at a new address (the name now resolves there): both machines move to it', async () => {
-    await away();
-    point('127.0.0.2');
-    await sleep(GONE_MS);
-    const back = Date.now();
-    await open('127.0.0.2');
-    const ms = await applied(4, 'after the relay came back at 127.0.0.2');
-    console.log(
-      `air move: new address, node-a runs 4 pods ${(ms / 1000).toFixed(1)} s after the relay returned`,
+      `air move: ${what}, node-a runs ${pods} pods ${(ms / 1000).toFixed(1)} s after the relay returned`,
     );
     expect(heard(back, 'heartbeat', 'node-a').length).toBeGreaterThan(0);
     expect(heard(back, 'assign', 'node-a').length).toBeGreaterThan(0);
-  }, 120_000);
+  };
+
+  it(
+    'the relay closed for 8 s and opened again at the same address: both machines hear the air again',
+    () => comesBack('127.0.0.1', 3, 'same address'),
+    120_000,
+  );
+
+  it(
+    'the relay gone and back at a new address (the name now resolves there): both machines move to it',
+    () => comesBack('127.0.0.2', 4, 'new address'),
+    120_000,
+  );
 });
