@@ -142,10 +142,12 @@ export function describeKubeDr(title: string, qemu?: ClusterOptions['qemu']): vo
 
     it('6: 30 % of deliveries lost for 60 s: no pod moves, converged once the air is clean', async () => {
       const start = Date.now();
+      const drops0 = await c.radioDrops();
       c.relay.setLoss(0.3);
       await sleep(60_000);
       c.relay.setLoss(0);
       const clean = Date.now();
+      const drops = [...(await c.radioDrops())].map(([n, d]) => `${n} ${d - (drops0.get(n) ?? 0)}`);
       const ms = await c.wait(() => c.converged(6, NODES), 30_000, 'converged(6) after the loss ended');
       // Reported, as the reference does: heartbeat gaps longer than the node timeout, and moves.
       let gaps = 0;
@@ -153,10 +155,29 @@ export function describeKubeDr(title: string, qemu?: ClusterOptions['qemu']): vo
         const beats = c.air(start).filter((r) => r.kind === 'heartbeat' && r.node === n && r.t <= clean);
         for (let i = 1; i < beats.length; i++) if (beats[i].t - beats[i - 1].t > 5000) gaps++;
       }
-      const moves = changedSince(start, placement).filter((r) => r.t <= clean).length;
+      const changed = changedSince(start, placement).filter((r) => r.t <= clean);
+      const moves = changed.length;
       figure(
-        `6 loss 30 % for 60 s: heartbeat gaps > 5 s ${gaps}, changed assignments ${moves}, converged ${(ms / 1000).toFixed(1)} s after`,
+        `6 loss 30 % for 60 s: heartbeat gaps > 5 s ${gaps}, changed assignments ${moves}, converged ${(ms / 1000).toFixed(1)} s after; frames the machines' radios dropped: ${drops.join(', ')}`,
       );
+      if (moves > 0) {
+        // What the plane did: its rounds (by counter) during the loss, which nodes each covered, and
+        // the heartbeats heard, so a move shows whether the plane stopped hearing a node.
+        const lines = c
+          .rounds(start)
+          .filter((r) => r.t <= clean)
+          .map(
+            (r) =>
+              `  round ${r.t - start} #${r.counter} ${[...r.ids].map(([n, ids]) => `${n} ${sorted(ids)}`).join(' ')}`,
+          );
+        for (const n of NODES) {
+          const beats = c.air(start).filter((r) => r.kind === 'heartbeat' && r.node === n && r.t <= clean);
+          lines.push(`  ${n} heartbeats heard at ${beats.map((b) => b.t - start).join(' ')}`);
+        }
+        console.log(
+          `kube DR: 6 first change at ${changed[0].t - start} ms (${changed[0].node} ${sorted(changed[0].ids)})\n${lines.join('\n')}`,
+        );
+      }
       expect(moves).toBe(0);
     });
 
@@ -248,10 +269,20 @@ export function describeKubeDr(title: string, qemu?: ClusterOptions['qemu']): vo
         if (allNew && !doneAt) doneAt = Date.now();
         if (c.converged(6, NODES) && allNew && Date.now() - stableSince > 10_000) break;
       }
-      const sizes = c
-        .rounds(start)
-        .filter((r) => NODES.every((n) => r.has(n)))
-        .map((r) => new Set([...r.values()].flat()).size);
+      // Every round the plane sent (kube-harness rounds(): by counter, not by timing), logged so a
+      // failure shows which round broke the bound and what the rounds before and after carried.
+      const rounds = c.rounds(start);
+      console.log(
+        `kube DR: 8 rounds heard (ms after Apply, first counter, ids per node):\n${rounds
+          .map(
+            (r) =>
+              `  ${r.t - start} #${r.counter} ${[...r.ids].map(([n, ids]) => `${n} [${ids.join(' ')}]`).join(' ')}`,
+          )
+          .join('\n')}`,
+      );
+      const sizes = rounds
+        .filter((r) => NODES.every((n) => r.ids.has(n)))
+        .map((r) => new Set([...r.ids.values()].flat()).size);
       const running = [...c.view().running.values()].flat();
       figure(
         `8 rollout: ${((doneAt - start) / 1000).toFixed(1)} s, assigned per round min ${Math.min(...sizes)} max ${Math.max(...sizes)} over ${sizes.length} rounds`,

@@ -19,7 +19,6 @@ export const HARNESS = {
   beatMs: 1000, // heartbeat and assignment period
   ttlMs: 5000, // a node unheard this long is NotReady
   pollMs: 500, // wait() re-checks this often, as the reference harness does
-  roundGapMs: 300, // assignments closer than this belong to one round
 } as const;
 
 /** The Kube disk for tests: RETROKUBE_KUBE_DISK if set, else built (and cached) from images/oberon. */
@@ -56,6 +55,13 @@ export interface ClusterOptions {
   disk?: string;
   /** Machines (plane or node names) that run as qemu-system-risc5 instead of the TS emulator. */
   qemu?: { binary: string; machines: string[] };
+}
+
+/** One assignment round of the plane: when it was heard, its first counter, ids per node. */
+export interface PlaneRound {
+  t: number;
+  counter: number;
+  ids: Map<string, number[]>;
 }
 
 export interface WindowView {
@@ -169,6 +175,17 @@ export class KubeCluster {
     m.serialFeed(`${commands};`);
   }
 
+  /**
+   * Frames each emulated machine's radio dropped so far (its 3-frame FIFO full, or a frame that
+   * waited too long for the machine to listen): a starved machine loses frames this way on top of
+   * the air's loss. QEMU machines are not counted (their model does not report it).
+   */
+  async radioDrops(): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (const [name, m] of this.machines) out.set(name, (await m.state()).radio.dropped);
+    return out;
+  }
+
   /** A file from a machine's disk (the machine should be off so that everything is written). */
   readFile(name: string, file: string): string {
     const vol = OberonVolume.fromBuffer(readFileSync(this.diskOf(name)));
@@ -206,20 +223,24 @@ export class KubeCluster {
   }
 
   /**
-   * Assignment rounds since a time: ids per node of each round. A round is frames < 300 ms apart
-   * (the spec's grouping) holding each node once: the plane sends one assignment to every Ready
-   * node per round, so a node heard again starts the next round even when a busy plane sent the
-   * two rounds close together (else one "round" would mix two states of the plane).
+   * Assignment rounds since a time, exactly as the plane sent them: one round is the assignments
+   * the plane sends back to back in one tick, one to every Ready node (KubeNet's PlaneTick), so
+   * their counters follow one another (+1 each, mod 2^16) and no node comes twice; anything the
+   * plane sends between two rounds (specs) breaks the run of counters. No timing is involved, so
+   * a busy machine or listener cannot merge two rounds or split one (the reference groups by a
+   * 0.3-s gap, which a late listener can get wrong). A lost frame ends its round early, and a
+   * round without every node is then left out by the caller.
    */
-  rounds(sinceMs: number): Map<string, number[]>[] {
-    const out: Map<string, number[]>[] = [];
-    let last = -Infinity;
+  rounds(sinceMs: number): PlaneRound[] {
+    const out: PlaneRound[] = [];
+    let prev = -1;
     for (const r of this.air(sinceMs)) {
-      if (r.kind !== 'assign' || !r.node) continue;
-      const current = out[out.length - 1];
-      if (!current || r.t - last > HARNESS.roundGapMs || current.has(r.node)) out.push(new Map());
-      out[out.length - 1].set(r.node, r.ids ?? []);
-      last = r.t;
+      if (r.kind !== 'assign' || !r.node || r.counter === undefined) continue;
+      const current = out.at(-1);
+      if (!current || r.counter !== (prev + 1) % 0x10000 || current.ids.has(r.node))
+        out.push({ t: r.t, counter: r.counter, ids: new Map() });
+      out[out.length - 1].ids.set(r.node, r.ids ?? []);
+      prev = r.counter;
     }
     return out;
   }

@@ -27,28 +27,22 @@ describe.sequential('Kube on Oberon: load check', () => {
           30_000,
           'every kubelet heard and Ready at the plane',
         );
-        let attempts = 0;
-        let applied = 0;
-        for (;;) {
-          attempts++;
-          applied = Date.now();
-          c.run('plane', `Kube.Apply web ${replicas} Ticker`);
-          const some = await c
-            .wait(
-              () => c.air(applied).some((r) => r.kind === 'assign' && (r.ids ?? []).length > 0),
-              15_000,
-              'assigned',
-            )
-            .then(() => true)
-            .catch(() => false);
-          if (some || attempts === 3) break;
-        }
+        // Typed once. The reference's harness types Kube.Apply up to three times (its keystrokes
+        // into a viewer could be lost); here the command goes over the serial port to Boot's task,
+        // which loses nothing, so a command that is not acted on is a failure, not a retry.
+        const applied = Date.now();
+        c.run('plane', `Kube.Apply web ${replicas} Ticker`);
+        const assignedMs = await c.wait(
+          () => c.air(applied).some((r) => r.kind === 'assign' && (r.ids ?? []).length > 0),
+          60_000,
+          'the first assignment with pods after Kube.Apply (typed once)',
+        );
         const even = () => {
           const counts = nodes.map((x) => (c.view().running.get(x) ?? []).length);
           return Math.max(...counts) - Math.min(...counts) <= 1;
         };
         await c.wait(() => c.converged(replicas, nodes) && even(), 60_000, `converged(${replicas})`);
-        const converge = Date.now() - applied; // from the (last) apply to converged, as heard
+        const converge = Date.now() - applied; // from the apply to converged, as heard
 
         const cpu0 = process.cpuUsage();
         const rest0 = Date.now();
@@ -77,7 +71,7 @@ describe.sequential('Kube on Oberon: load check', () => {
           const beats = c.air(t0).filter((r) => r.kind === 'heartbeat' && r.node === x);
           for (let i = 1; i < beats.length; i++) if (beats[i].t - beats[i - 1].t > 5000) flaps++;
         }
-        const row = `| ${n} | ${replicas} | ${(converge / 1000).toFixed(1)} s | ${failover.toFixed(1)} s | ${fps.toFixed(1)} | ${flaps} | hb/s ${Math.min(...hb).toFixed(2)}–${Math.max(...hb).toFixed(2)}, assign/s ${Math.min(...as).toFixed(2)}–${Math.max(...as).toFixed(2)} | ${cores.toFixed(2)} | ${attempts} |`;
+        const row = `| ${n} | ${replicas} | ${(converge / 1000).toFixed(1)} s | ${failover.toFixed(1)} s | ${fps.toFixed(1)} | ${flaps} | hb/s ${Math.min(...hb).toFixed(2)}–${Math.max(...hb).toFixed(2)}, assign/s ${Math.min(...as).toFixed(2)}–${Math.max(...as).toFixed(2)} | ${cores.toFixed(2)} | ${(assignedMs / 1000).toFixed(1)} s |`;
         rows.push(row);
         console.log(`kube load: ${row}`);
         expect(flaps).toBe(0);
@@ -92,7 +86,7 @@ describe.sequential('Kube on Oberon: load check', () => {
   it('prints the table', () => {
     console.log(
       [
-        '| nodes | pods | converge | failover | frames/s on the air | flaps | per node at rest | host cores | apply attempts |',
+        '| nodes | pods | converge | failover | frames/s on the air | flaps | per node at rest | host cores | first assignment after apply |',
         '|---|---|---|---|---|---|---|---|---|',
         ...rows,
       ].join('\n'),

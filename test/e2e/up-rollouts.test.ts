@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterView } from '../../operator/src/air/view.ts';
 import type { LocalRolloutView } from '../../operator/src/local/rollout-runner.ts';
 import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
-import { sleep, UpProcess } from './fleet-harness.ts';
+import { UpProcess } from './fleet-harness.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrokube-rollouts-e2e-'));
 const state = join(dir, 'state');
@@ -210,8 +210,18 @@ describe.sequential('fleet rollouts over two local Oberon clusters run by retrok
     let r = await status('canary');
     expect(phases(r)).toEqual({ c1: 'Succeeded', c2: 'Pending' });
     expect(await heard('c1')).toEqual(['Ticker', 'Ticker', 'Ticker']);
-    await sleep(5000); // nothing moves while it waits
-    expect(phases(await status('canary'))).toEqual({ c1: 'Succeeded', c2: 'Pending' });
+    // Nothing moves while it waits: the runner looks at it three more times (its step counter)
+    // and does nothing — no event, no phase change, c2 untouched on its air.
+    const events = r.events.length;
+    const looked = await until(
+      () => status('canary'),
+      (x) => x.steps >= r.steps + 3,
+      60_000,
+      'the runner looks at the waiting canary three more times',
+    );
+    expect(looked.events.slice(events)).toEqual([]);
+    expect(looked.status.phase).toBe('WaitingForPromotion');
+    expect(phases(looked)).toEqual({ c1: 'Succeeded', c2: 'Pending' });
     expect(await heard('c2')).toEqual(['Ticker2', 'Ticker2']);
     const p = await cli('rollout', 'promote', 'canary');
     expect(p.code, p.stderr).toBe(0);

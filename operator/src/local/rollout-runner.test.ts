@@ -68,8 +68,10 @@ describe('rollouts carried out by a local up', () => {
     const clock = { t: Date.parse('2026-12-01T06:00:00Z') };
     const ts = fleet();
     const r = runner(dir, ts, spec({ type: 'rolling' }), clock);
+    expect(r.view('r')?.steps).toBe(0);
     await steps(r, clock, 20);
     const v = r.view('r');
+    expect(v?.steps).toBe(20); // every tick is one step, including those that change nothing
     expect(v?.status.phase).toBe('Succeeded');
     expect(v?.status.progress).toBe('3/3');
     for (const t of ts) expect(t.applied).toEqual([{ image: 'Ticker2', replicas: 2 }]);

@@ -63,6 +63,9 @@ export interface LocalRolloutView extends RolloutLike {
   spec: RolloutSpecT;
   status: RolloutStatusT;
   events: string[];
+  /** Steps the runner has finished on this rollout since `up` started (one that changes nothing
+   * counts too): a test can tell that it looked at a state and chose to do nothing. */
+  steps: number;
 }
 
 export interface RunnerOptions {
@@ -78,6 +81,7 @@ export interface RunnerOptions {
 export class LocalRollouts {
   private readonly saved = new Map<string, Saved>();
   private readonly events = new Map<string, string[]>();
+  private readonly steps = new Map<string, number>();
   private readonly file: string;
   private readonly startedMs: number;
   private ticking: Promise<void> | null = null;
@@ -134,6 +138,7 @@ export class LocalRollouts {
       spec: { ...r.spec, ...s.steer },
       status: s.status ?? { phase: 'Pending', message: 'waiting for the clusters to start' },
       events: [...(this.events.get(name) ?? [])],
+      steps: this.steps.get(name) ?? 0,
     };
   }
 
@@ -150,7 +155,10 @@ export class LocalRollouts {
   tick(): Promise<void> {
     this.ticking ??= (async () => {
       let changed = false;
-      for (const r of this.o.rollouts) changed = (await this.step(r)) || changed;
+      for (const r of this.o.rollouts) {
+        changed = (await this.step(r)) || changed;
+        this.steps.set(r.name, (this.steps.get(r.name) ?? 0) + 1); // counted once the step is done
+      }
       if (changed) this.save();
     })().finally(() => {
       this.ticking = null;
