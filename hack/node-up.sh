@@ -13,9 +13,12 @@
 # A start over the leftovers of a crashed one cleans them first (hack/node-down.sh). A start that
 # fails prints one line saying what failed and how to fix it, then cleans up (logs are kept in
 # $RETROKUBE_NODE_DIR/logs). Stop with hack/node-down.sh.
-# Usage: hack/node-up.sh
+# Usage: hack/node-up.sh              one node (this file)
+#        hack/node-up.sh --nodes N    a control plane and N worker nodes (hack/nodes-up.sh)
 set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
+if [ "${1:-}" = --nodes ]; then exec bash "$HACK/nodes-up.sh" "${2:-}"; fi
+[ $# = 0 ] || { echo "node-up: unknown argument '$1'; usage: hack/node-up.sh [--nodes N]" >&2; exit 2; }
 # shellcheck source=hack/lib-node.sh
 source "$HACK/lib-node.sh"
 # shellcheck source=hack/lib-oci.sh
