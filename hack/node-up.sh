@@ -45,17 +45,6 @@ on_error() {
   echo "node-up: failed while $step: $fix (logs: $R/logs, $R/podlogs)" >&2
   exit "$rc"
 }
-# Every process node-up started still runs; else names the first that exited, with its last log line.
-all_alive() {
-  local f name
-  for f in "$R"/pids/*.pid; do
-    name=$(basename "$f" .pid)
-    if [ "$(readlink "/proc/$(cat "$f")/exe" 2>/dev/null)" != "$(cat "$R/pids/$name.exe")" ]; then
-      fix="$name exited: $(grep -v '^[[:space:]]*$' "$R/logs/$name.log" | tail -1 | cut -c1-300)"
-      return 1
-    fi
-  done
-}
 
 # --- prerequisites ----------------------------------------------------------------------------------
 [ "$(id -u)" = 0 ] || { echo "node-up: needs root (containers, mounts, a bridge); run it with sudo" >&2; exit 1; }

@@ -60,16 +60,6 @@ on_error() {
   echo "nodes-up: failed while $step: $fix (logs: $R/logs)" >&2
   exit "$rc"
 }
-all_alive() {
-  local f name
-  for f in "$R"/pids/*.pid; do
-    name=$(basename "$f" .pid)
-    if [ "$(readlink "/proc/$(cat "$f")/exe" 2>/dev/null)" != "$(cat "$R/pids/$name.exe")" ]; then
-      fix="$name exited: $(grep -v '^[[:space:]]*$' "$R/logs/$name.log" | tail -1 | cut -c1-300)"
-      return 1
-    fi
-  done
-}
 
 [ "$(id -u)" = 0 ] || { echo "nodes-up: needs root (containers, mounts, namespaces); run it with sudo" >&2; exit 1; }
 missing=$(node_missing_prereqs)
