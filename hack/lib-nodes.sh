@@ -90,7 +90,8 @@ worker_power_off() {
 }
 
 # worker_start I TB NB: containerd, kubelet and kube-proxy of worker I in its namespace (made if
-# missing), over whatever state an earlier life left. Does not wait for Ready.
+# missing), over whatever state an earlier life left. Does not wait for Ready. Fails (status 1) on
+# a step that failed: callers run it as a condition, where errexit does not reach inside.
 worker_start() {
   local i=$1 tb=$2 nb=$3 ns wd ip d
   ns=$(worker_ns "$i")
@@ -99,26 +100,26 @@ worker_start() {
   mkdir -p "$wd"/{cd/root,cd/state,runc,cni,ipam,kubelet,manifests,podlogs}
   # A dead worker's containers left mounts and pod network namespaces behind: a power cut does not
   # unmount. Its containerd cleans up what it knows on start; the rest is unmounted here.
-  findmnt -rn -o TARGET | grep -F "$wd/" | sort -r | while IFS= read -r m; do umount -l "$m" 2>/dev/null; done
+  { findmnt -rn -o TARGET | grep -F "$wd/" | sort -r | while IFS= read -r m; do umount -l "$m" 2>/dev/null; done; } || true
   if [ ! -e "/run/netns/$ns" ]; then
-    ip netns add "$ns"
-    ip link add "$ns" type veth peer name eth0 netns "$ns"
-    ip link set "$ns" master "$LAN" up
-    ip -n "$ns" addr add "$ip/24" dev eth0
-    ip -n "$ns" link set eth0 up
-    ip -n "$ns" link set lo up
-    ip -n "$ns" route add default via "$CP_IP"
-    ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
+    { ip netns add "$ns" &&
+      ip link add "$ns" type veth peer name eth0 netns "$ns" &&
+      ip link set "$ns" master "$LAN" up &&
+      ip -n "$ns" addr add "$ip/24" dev eth0 &&
+      ip -n "$ns" link set eth0 up &&
+      ip -n "$ns" link set lo up &&
+      ip -n "$ns" route add default via "$CP_IP" &&
+      ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1; } || return 1
   fi
   # Routes to the other workers' pods: straight over the LAN, no overlay; the control plane's
   # namespace gets one per worker (the API server's Service proxy reaches pods that way).
   for d in $(seq 1 "$(cat "$R/saved/nodes")"); do
     [ "$d" = "$i" ] && continue
-    ip -n "$ns" route replace "$(worker_pod_cidr "$d")" via "$(worker_ip "$d")"
+    ip -n "$ns" route replace "$(worker_pod_cidr "$d")" via "$(worker_ip "$d")" || return 1
   done
-  ip route replace "$(worker_pod_cidr "$i")" via "$ip"
+  ip route replace "$(worker_pod_cidr "$i")" via "$ip" || return 1
   for d in $(cgroup_dirs); do
-    mkdir -p "$d/$(worker_cgroup "$i")"
+    mkdir -p "$d/$(worker_cgroup "$i")" || return 1
     if [ -f "$d/cpuset.cpus" ] && [ -z "$(cat "$d/$(worker_cgroup "$i")/cpuset.cpus")" ]; then
       cat "$d/cpuset.cpus" >"$d/$(worker_cgroup "$i")/cpuset.cpus"
       cat "$d/cpuset.mems" >"$d/$(worker_cgroup "$i")/cpuset.mems"
@@ -194,7 +195,7 @@ Y
 # takes it in the name of its kube-apiserver (released by nodes-down); held by anyone else alive,
 # the caller refuses.
 NODE_LOCK=/tmp/retrokube-node.lock
-lock_holder() { tr -d ' \n' <"$NODE_LOCK" 2>/dev/null; }
+lock_holder() { { tr -d ' \n' <"$NODE_LOCK"; } 2>/dev/null || true; }
 is_ancestor() {
   local p=$$ want=$1
   while [ -n "$p" ] && [ "$p" -gt 1 ]; do

@@ -188,7 +188,8 @@ fi
 step="starting the worker nodes"
 fix="see logs/wI-containerd.log, logs/wI-kubelet.log, logs/wI-kube-proxy.log"
 for i in $(seq 1 "$n"); do
-  worker_start "$i" "$TB" "$NB"
+  # Called as a condition (errexit is off inside it): worker_start checks its own steps.
+  worker_start "$i" "$TB" "$NB" || { fix="worker $i did not start; see logs/w$i-*.log"; false; }
   say "worker $(worker_name "$i") started at $(worker_ip "$i") (pods $(worker_pod_cidr "$i"))"
 done
 sleep 1

@@ -28,7 +28,8 @@ if [ -e "$R/pids/w$i-kubelet.pid" ] && [ "$(readlink "/proc/$(cat "$R/pids/w$i-k
   echo "nodes-worker: $(worker_name "$i") is already on" >&2
   exit 1
 fi
-worker_start "$i" "$(cat "$R/saved/testbins")" "$(cat "$R/saved/nodebins")"
+worker_start "$i" "$(cat "$R/saved/testbins")" "$(cat "$R/saved/nodebins")" ||
+  { echo "nodes-worker: $(worker_name "$i") did not start (see $R/logs/w$i-*.log)" >&2; exit 1; }
 wait_until 180 "$(cat "$R/saved/testbins")/kubectl" --kubeconfig "$R/admin.kubeconfig" \
   wait --for=condition=Ready "node/$(worker_name "$i")" --timeout=5s ||
   { echo "nodes-worker: $(worker_name "$i") did not become Ready in 180 s (see $R/logs/w$i-kubelet.log)" >&2; exit 1; }
