@@ -253,6 +253,7 @@ describe.skipIf(skipReason() || !localNode())('several real nodes (hack/nodes-up
           target,
           '--ignore-daemonsets',
           '--delete-emptydir-data',
+          '--force', // the bare test pods of the first test
           '--timeout=480s',
         ],
         { timeoutMs: 500_000, allowFail: true },
