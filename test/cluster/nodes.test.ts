@@ -136,14 +136,22 @@ describe.skipIf(skipReason() || !localNode())('several real nodes (hack/nodes-up
     expect(web.status.podIP).toMatch(/^10\.251\.1\./); // worker 1's pod network
     const client = await getJson(['pod', '-n', ns, 'client']);
     expect(client.status.podIP).toMatch(/^10\.251\.2\./);
-    const fetch = (url: string) =>
-      kubectl(['exec', '-n', ns, 'client', '--', 'busybox', 'wget', '-qO-', '-T', '5', url]).catch(() => '');
+    // busybox's own HTTP client (nc: Debian's static busybox wget crashed in these pods).
+    const get = (host: string, port: number) =>
+      kubectl([
+        'exec',
+        '-n',
+        ns,
+        'client',
+        '--',
+        'sh',
+        '-c',
+        `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | busybox nc -w 5 ${host} ${port} | tail -1`,
+      ]).catch(() => '');
     // Pod to pod across nodes: worker 2's namespace routes 10.251.1.0/24 to worker 1's node IP.
-    expect(await waitFor('pod to pod', () => fetch(`http://${web.status.podIP}:8080/`), 60_000)).toBe(
-      'served by web\n',
-    );
+    expect(await waitFor('pod to pod', () => get(web.status.podIP, 8080), 60_000)).toBe('served by web\n');
     // Cluster DNS (CoreDNS on whichever node) and the Service's ClusterIP (kube-proxy of worker 2).
-    expect(await waitFor('by Service name', () => fetch(`http://web.${ns}.svc.cluster.local/`), 60_000)).toBe(
+    expect(await waitFor('by Service name', () => get(`web.${ns}.svc.cluster.local`, 80), 60_000)).toBe(
       'served by web\n',
     );
   });
