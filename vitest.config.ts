@@ -68,6 +68,9 @@ export default defineConfig({
           name: 'cluster',
           sequence: { groupOrder: 6 },
           include: ['test/cluster/**/*.test.ts'],
+          // Several nodes (hack/nodes-up.sh) is opt-in until it has passed whole on this machine:
+          // written and its cluster started by hand, never yet run end to end (docs/testing.md).
+          exclude: process.env.RETROKUBE_MULTINODE === '1' ? [] : ['test/cluster/nodes.test.ts'],
           globalSetup: ['test/cluster/global-setup.ts'],
           testTimeout: 600_000,
           hookTimeout: 600_000, // the global setup may build the image and start the node

@@ -71,6 +71,19 @@ stop_proc() {
   rm -f "$R/pids/$name.pid" "$R/pids/$name.exe"
 }
 
+# all_alive: every process start_proc started still runs; else sets $fix to the first that exited,
+# with its last log line, and fails.
+all_alive() {
+  local f name
+  for f in "$R"/pids/*.pid; do
+    name=$(basename "$f" .pid)
+    if [ "$(readlink "/proc/$(cat "$f")/exe" 2>/dev/null)" != "$(cat "$R/pids/$name.exe")" ]; then
+      fix="$name exited: $(grep -v '^[[:space:]]*$' "$R/logs/$name.log" | tail -1 | cut -c1-300)"
+      return 1
+    fi
+  done
+}
+
 # wait_until SECONDS CMD...: runs CMD every 0.5 s until it succeeds; fails after SECONDS.
 wait_until() {
   local limit=$1 end

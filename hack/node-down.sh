@@ -6,8 +6,10 @@
 #   cgroups, /run/containerd when the node created it, and the node folder; restores ip_forward.
 # Safe to run twice, and after a crash (it is what node-up runs over leftovers).
 # NODE_DOWN_KEEP_LOGS=1 keeps $RETROKUBE_NODE_DIR/logs and podlogs (node-up uses it when a start fails).
+# hack/node-down.sh --nodes stops the multi-node cluster instead (hack/nodes-down.sh).
 set -uo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
+if [ "${1:-}" = --nodes ]; then exec bash "$HACK/nodes-down.sh"; fi
 # shellcheck source=hack/lib-node.sh
 source "$HACK/lib-node.sh"
 say() { echo "[node-down $(date +%H:%M:%S)] $*" >&2; }

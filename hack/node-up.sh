@@ -13,9 +13,12 @@
 # A start over the leftovers of a crashed one cleans them first (hack/node-down.sh). A start that
 # fails prints one line saying what failed and how to fix it, then cleans up (logs are kept in
 # $RETROKUBE_NODE_DIR/logs). Stop with hack/node-down.sh.
-# Usage: hack/node-up.sh
+# Usage: hack/node-up.sh              one node (this file)
+#        hack/node-up.sh --nodes N    a control plane and N worker nodes (hack/nodes-up.sh)
 set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
+if [ "${1:-}" = --nodes ]; then exec bash "$HACK/nodes-up.sh" "${2:-}"; fi
+[ $# = 0 ] || { echo "node-up: unknown argument '$1'; usage: hack/node-up.sh [--nodes N]" >&2; exit 2; }
 # shellcheck source=hack/lib-node.sh
 source "$HACK/lib-node.sh"
 # shellcheck source=hack/lib-oci.sh
@@ -41,17 +44,6 @@ on_error() {
   NODE_DOWN_KEEP_LOGS=1 bash "$HACK/node-down.sh" >/dev/null 2>&1
   echo "node-up: failed while $step: $fix (logs: $R/logs, $R/podlogs)" >&2
   exit "$rc"
-}
-# Every process node-up started still runs; else names the first that exited, with its last log line.
-all_alive() {
-  local f name
-  for f in "$R"/pids/*.pid; do
-    name=$(basename "$f" .pid)
-    if [ "$(readlink "/proc/$(cat "$f")/exe" 2>/dev/null)" != "$(cat "$R/pids/$name.exe")" ]; then
-      fix="$name exited: $(grep -v '^[[:space:]]*$' "$R/logs/$name.log" | tail -1 | cut -c1-300)"
-      return 1
-    fi
-  done
 }
 
 # --- prerequisites ----------------------------------------------------------------------------------

@@ -22,8 +22,16 @@ const LIMITS = {
 export function skipReason(): string {
   return inject('clusterSkip');
 }
+let otherCluster: string | undefined;
+/**
+ * Points every helper of this file (in this test file's worker) at another cluster: the
+ * multi-node cluster a file starts for itself (nodes.test.ts); undefined goes back to the node.
+ */
+export function useKubeconfig(path: string | undefined): void {
+  otherCluster = path;
+}
 export function kubeconfigPath(): string {
-  return inject('clusterKubeconfig');
+  return otherCluster ?? inject('clusterKubeconfig');
 }
 /** The product image as the cluster knows it (imported, never pulled). */
 export function productImage(): { repository: string; tag: string; ref: string } {

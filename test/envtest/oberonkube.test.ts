@@ -14,6 +14,7 @@ import { openStation } from '../../operator/src/air/station.ts';
 import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
 import { derivedKey } from '../../operator/src/controllers/oberonkube-render.ts';
 import { KINDS_OWNED, OBERONMACHINE } from '../../operator/src/controllers/oberonmachine.ts';
+import { PDB } from '../../operator/src/controllers/placement.ts';
 import { resourcePath } from '../../operator/src/runtime/client.ts';
 import { freshNamespace } from './harness.ts';
 import {
@@ -120,6 +121,19 @@ describe('OberonKube on a real API server', () => {
     expect(live.metadata.ownerReferences).toEqual([owner]);
     expect(live.data).toEqual({ deployments: 'Kube.Apply web 3 Ticker\n' });
 
+    // The node machines' disruption budget (docs/operator.md § Placement): owned, one at a time,
+    // selecting the node machines by air and role; rewritten by no later reconcile.
+    const pdb: Deep = await waitFor('the PodDisruptionBudget', () =>
+      k.getOrUndefined(PDB, ns, 'rk-kube-farm-nodes'),
+    );
+    expect(pdb.metadata.ownerReferences).toEqual([owner]);
+    expect(pdb.spec).toMatchObject({
+      maxUnavailable: 1,
+      selector: { matchLabels: { 'retrokube.io/air': 'farm-air', 'retrokube.io/role': 'node' } },
+      unhealthyPodEvictionPolicy: 'AlwaysAllow',
+    });
+    expect(planeSts.spec.template.metadata.labels['retrokube.io/role']).toBe('plane');
+
     // Scaling adds and removes node machines; changed deployments reach the running plane through
     // its ConfigMap: the plane's StatefulSet (and so its pod) is not touched.
     const planeGeneration = planeSts.metadata.generation;
@@ -146,6 +160,10 @@ describe('OberonKube on a real API server', () => {
       async () =>
         !(await k.getOrUndefined(OBERONMACHINE, ns, 'farm-node-b')) &&
         !(await k.getOrUndefined(OBERONMACHINE, ns, 'farm-node-c')),
+    );
+
+    expect(((await k.get(PDB, ns, 'rk-kube-farm-nodes')) as Deep).metadata.resourceVersion).toBe(
+      pdb.metadata.resourceVersion,
     );
 
     // The key is in no status, no child spec and no Event.

@@ -90,12 +90,16 @@ describe('OberonMachine on a real API server', () => {
       { name: 'RK_KEY', valueFrom: { secretKeyRef: { name: 'farm-key', key: 'key' } } },
     ]);
     expect(pod.initContainers[0].name).toBe('seed');
-    expect(
-      pod.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm,
-    ).toEqual({
-      labelSelector: { matchLabels: { 'retrokube.io/air': 'lab' } },
-      topologyKey: 'kubernetes.io/hostname',
-    });
+    // Placement (docs/operator.md): node machines of one air spread softly over the hosts.
+    expect(pod.topologySpreadConstraints).toEqual([
+      {
+        maxSkew: 1,
+        topologyKey: 'kubernetes.io/hostname',
+        whenUnsatisfiable: 'ScheduleAnyway',
+        labelSelector: { matchLabels: { 'retrokube.io/air': 'lab', 'retrokube.io/role': 'node' } },
+      },
+    ]);
+    expect(sts.spec.template.metadata.labels['retrokube.io/role']).toBe('node');
     expect(svc.spec.ports).toEqual([{ name: 'vnc', port: 5900, targetPort: 'vnc', protocol: 'TCP' }]);
     const st: Deep = await waitFor('status Starting', async () => {
       const o: Deep = await k.get(OBERONMACHINE, ns, 'n1');

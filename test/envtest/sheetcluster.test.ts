@@ -4,6 +4,7 @@
 // Secrets (derived, never in status), and the node agents' StatefulSet with hardened pods that take
 // their token and key from Secrets by env, never argv.
 import { describe, expect, it } from 'vitest';
+import { PDB } from '../../operator/src/controllers/placement.ts';
 import { SHEETCLUSTER } from '../../operator/src/controllers/sheetcluster.ts';
 import { derivedSecret } from '../../operator/src/controllers/sheetcluster-render.ts';
 import { ApiError, type KubeObject } from '../../operator/src/runtime/client.ts';
@@ -228,6 +229,7 @@ describe('SheetCluster object graph', () => {
           k.get<Deep>(STS, ns, 'rk-sheets-alpha-node'),
           k.get<Deep>(PVC, ns, 'rk-sheets-alpha-workbook'),
           k.get<Deep>(CORE.service, ns, 'rk-sheets-alpha'),
+          k.get<Deep>(PDB, ns, 'rk-sheets-alpha-node'),
         ]).then((l) => l.map((o) => o.metadata.resourceVersion)),
       );
     const before = await versions();

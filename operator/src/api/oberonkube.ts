@@ -3,6 +3,7 @@
 // The boot-command helpers here are pure and shared by the controller and `retrokube up`.
 import { type Static, Type } from '@sinclair/typebox';
 import { CLUSTER_PATTERN, KeySecretRef, MACHINE_LIMITS } from './oberonmachine.ts';
+import { Placement } from './placement.ts';
 import { CommonStatus, type KindDefinition } from './schema.ts';
 
 export const KUBE_LIMITS = {
@@ -70,6 +71,7 @@ export const OberonKubeSpec = Type.Object(
         description: 'Frame loss of the air (0–1).',
       }),
     ),
+    placement: Type.Optional(Placement),
   },
   {
     description: 'Desired state of the cluster.',

@@ -3,6 +3,7 @@
 // running our emulator (`retrokube machine run`). Its boot commands come from its role
 // (plane/node) and the extra `commands` (kube-on-oberon spec §6).
 import { type Static, Type } from '@sinclair/typebox';
+import { Placement } from './placement.ts';
 import { CommonStatus, type KindDefinition } from './schema.ts';
 
 export const MACHINE_LIMITS = {
@@ -173,6 +174,7 @@ export const OberonMachineSpec = Type.Object(
     running: Type.Optional(
       Type.Boolean({ default: true, description: 'false halts the machine, keeping its disk.' }),
     ),
+    placement: Type.Optional(Placement),
   },
   {
     description: 'Desired state of the machine.',

@@ -4,6 +4,7 @@
 // from the sheet (GET kind=nodes|pods|deployments|events|metrics), never from the pods.
 // The types are exported for SheetFederation (which builds on SheetClusters).
 import { type Static, Type } from '@sinclair/typebox';
+import { Placement } from './placement.ts';
 import { CommonStatus, Conditions, type KindDefinition, Quantity, Resources } from './schema.ts';
 
 export const SHEET_LIMITS = {
@@ -302,6 +303,7 @@ export const SheetClusterSpec = Type.Object(
         limits: { ...SHEET_DEFAULTS.nodeResources.limits },
       }),
     ),
+    placement: Type.Optional(Placement),
   },
   {
     description: 'Desired state of the Sheeternetes cluster.',

@@ -11,10 +11,12 @@ import {
   type OberonKubeSpecT,
   parseDeploymentList,
 } from '../api/oberonkube.ts';
+import { type PlacementSettings, placementSettings } from '../api/placement.ts';
 import { GROUP, VERSION } from '../api/schema.ts';
 import type { KubeObject } from '../runtime/client.ts';
 import { controllerRef, MANAGED_BY } from '../runtime/objects.ts';
-import { LIVE_KEY } from './oberonmachine-render.ts';
+import { AIR_LABEL, LIVE_KEY } from './oberonmachine-render.ts';
+import { disruptionBudget, ROLE_LABEL } from './placement.ts';
 
 export interface OberonKube extends KubeObject {
   spec?: Partial<OberonKubeSpecT>;
@@ -32,11 +34,13 @@ export interface KubeSettings {
   loss: number;
   keySecretRef: { name: string; key: string };
   generatedKey: boolean;
+  placement: PlacementSettings;
 }
 
 export const kubeAirName = (kube: string): string => `${kube}-air`;
 export const liveCommandsName = (kube: string): string => `rk-kube-${kube}-deployments`;
 export const keySecretName = (kube: string): string => `rk-kube-${kube}-key`;
+export const nodesBudgetName = (kube: string): string => `rk-kube-${kube}-nodes`;
 
 export function kubeSettings(k: OberonKube): KubeSettings {
   const s = k.spec ?? {};
@@ -55,6 +59,7 @@ export function kubeSettings(k: OberonKube): KubeSettings {
       ? { name: s.keySecretRef.name, key: s.keySecretRef.key ?? 'key' }
       : { name: keySecretName(name), key: 'key' },
     generatedKey: !s.keySecretRef,
+    placement: placementSettings(s.placement),
   };
 }
 
@@ -63,12 +68,15 @@ export function derivedKey(seed: string, uid: string): string {
   return createHmac('sha256', seed).update(`oberonkube/${uid}`).digest('hex').slice(0, 16);
 }
 
-/** The desired children: the air, then the nodes, then (when `withPlane`) the plane. Pure. */
+/**
+ * The desired children: the air, then the nodes, then (when `withPlane`) the plane, and the
+ * disruption budget of the node machines (placement.ts). Pure.
+ */
 export function renderKube(
   k: OberonKube,
   s: KubeSettings,
   withPlane: boolean,
-): { air: KubeObject; machines: KubeObject[]; liveCommands?: KubeObject } {
+): { air: KubeObject; machines: KubeObject[]; budget: KubeObject; liveCommands?: KubeObject } {
   const labels = {
     'app.kubernetes.io/name': 'retrokube-kube',
     'app.kubernetes.io/instance': s.name,
@@ -92,6 +100,7 @@ export function renderKube(
     keySecretRef: s.keySecretRef,
     runtime: s.runtime,
     memory: s.memory,
+    placement: s.placement,
     ...(s.storageClass ? { disk: { storageClass: s.storageClass } } : {}),
   };
   const machine = (name: string, spec: Record<string, unknown>, component: string): KubeObject => ({
@@ -103,6 +112,11 @@ export function renderKube(
   const machines = Array.from({ length: s.nodes }, (_, i) =>
     machine(`${s.name}-${kubeNodeName(i)}`, { role: 'node', nodeName: kubeNodeName(i) }, 'node'),
   );
+  // The machines' pods carry the air and role labels (oberonmachine-render.ts).
+  const budget = disruptionBudget(meta(nodesBudgetName(s.name), 'node'), {
+    [AIR_LABEL]: kubeAirName(s.name),
+    [ROLE_LABEL]: 'node',
+  });
   if (s.runtime === 'pod') {
     const liveCommands: KubeObject = {
       apiVersion: 'v1',
@@ -118,11 +132,11 @@ export function renderKube(
           'plane',
         ),
       );
-    return { air, machines, liveCommands };
+    return { air, machines, budget, liveCommands };
   }
   if (withPlane) {
     const commands = ensureCommands(s.deployments);
     machines.push(machine(`${s.name}-plane`, { role: 'plane', ...(commands ? { commands } : {}) }, 'plane'));
   }
-  return { air, machines };
+  return { air, machines, budget };
 }

@@ -36,6 +36,7 @@ import { derivedKey, kubeAirName, kubeSettings, type OberonKube, renderKube } fr
 import { computeKubeStatus } from './oberonkube-status.ts';
 import { OBERONMACHINE } from './oberonmachine.ts';
 import { applyOwned, ourKind, primaryRules } from './owned.ts';
+import { PDB } from './placement.ts';
 
 export const LIMITS = {
   pollMs: 2_000, // how often the heard view is turned into status (reads only; writes are rate-limited)
@@ -66,6 +67,12 @@ export const OBERONKUBE_RBAC: PolicyRule[] = [
     verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'],
   },
   { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+  // The node machines' disruption budget; it goes with the cluster through the garbage collector.
+  {
+    apiGroups: ['policy'],
+    resources: ['poddisruptionbudgets'],
+    verbs: ['get', 'list', 'watch', 'create', 'patch', 'update'],
+  },
   // The plane's live deployments; they go with the cluster through the garbage collector.
   {
     apiGroups: [''],
@@ -94,7 +101,7 @@ export function oberonKubeController(
   return {
     name: 'oberonkube',
     primary: OBERONKUBE,
-    owns: [OBERONAIR, OBERONMACHINE, CORE.configMap],
+    owns: [OBERONAIR, OBERONMACHINE, CORE.configMap, PDB],
     ears,
     reconcile: (ctx, key) => reconcile(ctx, key, { ears, seed, memo }),
   };
@@ -226,6 +233,7 @@ async function reconcile(
     [OBERONAIR, desired.air] as const,
     ...(desired.liveCommands ? [[CORE.configMap, desired.liveCommands] as const] : []),
     ...desired.machines.map((m) => [OBERONMACHINE, m] as const),
+    [PDB, desired.budget] as const,
   ]) {
     const r = await applyOwned(ctx, k, type, obj); // never takes over someone else's object
     if ('conflict' in r) conflicts.push(r.conflict);

@@ -10,9 +10,11 @@
 import { readFileSync } from 'node:fs';
 import { joinCommands, nodeRoleCommands, planeRoleCommands } from '../api/oberonkube.ts';
 import { MACHINE_DEFAULTS, type OberonMachineSpecT } from '../api/oberonmachine.ts';
+import { type PlacementSettings, placementSettings } from '../api/placement.ts';
 import { KEY_REFERENCE } from '../machine/boot-key.ts';
 import type { KubeObject } from '../runtime/client.ts';
 import { controllerRef, hashOf, MANAGED_BY } from '../runtime/objects.ts';
+import { machinePlacement, type PodPlacement, ROLE_LABEL } from './placement.ts';
 import { restrictedContainerSecurity, restrictedPodSecurity } from './pod-security.ts';
 
 export const RENDER_LIMITS = {
@@ -74,6 +76,7 @@ export interface MachineSettings {
   vncExposed: boolean;
   /** The Secret entry with the VNC password (the kubelet hands it to the machine as RK_VNC_PASSWORD). */
   vncPasswordRef?: { name: string; key: string };
+  placement: PlacementSettings;
 }
 
 export interface OberonMachine extends KubeObject {
@@ -104,6 +107,7 @@ export function machineSettings(m: OberonMachine): MachineSettings {
     vncPasswordRef: s.vnc?.passwordSecretRef
       ? { name: s.vnc.passwordSecretRef.name, key: s.vnc.passwordSecretRef.key ?? 'password' }
       : undefined,
+    placement: placementSettings(s.placement),
   };
 }
 
@@ -144,23 +148,11 @@ function meta(owner: KubeObject, s: MachineSettings, name: string, component: st
   };
 }
 
-/** Machines of one air prefer different hosts (each keeps a core busy); they share one otherwise. */
-function antiAffinity(s: MachineSettings): Record<string, unknown> | undefined {
-  if (!s.air) return undefined;
-  return {
-    podAntiAffinity: {
-      preferredDuringSchedulingIgnoredDuringExecution: [
-        {
-          weight: 100,
-          podAffinityTerm: {
-            labelSelector: { matchLabels: { [AIR_LABEL]: s.air } },
-            topologyKey: 'kubernetes.io/hostname',
-          },
-        },
-      ],
-    },
-  };
+/** Where the machine's pod goes among its air's machines (placement.ts); the labels it is found by. */
+function placement(s: MachineSettings): PodPlacement {
+  return machinePlacement(s.air, s.role, AIR_LABEL, s.placement);
 }
+const placementLabels = (s: MachineSettings) => (s.air ? { [AIR_LABEL]: s.air, [ROLE_LABEL]: s.role } : {});
 
 // --- runtime pod ----------------------------------------------------------------------------------
 
@@ -234,7 +226,7 @@ export function renderPod(
           labels: {
             ...selectorLabels(s),
             'app.kubernetes.io/component': 'machine',
-            ...(s.air ? { [AIR_LABEL]: s.air } : {}),
+            ...placementLabels(s),
           },
         },
         spec: {
@@ -246,7 +238,7 @@ export function renderPod(
             group: RENDER_LIMITS.uid,
             fsGroup: RENDER_LIMITS.uid,
           }),
-          ...(antiAffinity(s) ? { affinity: antiAffinity(s) } : {}),
+          ...placement(s),
           volumes: [
             { name: 'status', emptyDir: { medium: 'Memory', sizeLimit: RENDER_LIMITS.statusVolume } },
             // optional: the machine boots before the ConfigMap exists, and takes it when it comes
@@ -454,7 +446,7 @@ export function renderKubeVirt(
     ...selectorLabels(s),
     'app.kubernetes.io/component': 'machine',
     'app.kubernetes.io/managed-by': MANAGED_BY,
-    ...(s.air ? { [AIR_LABEL]: s.air } : {}),
+    ...placementLabels(s),
   };
   const vm: KubeObject = {
     apiVersion: 'kubevirt.io/v1',
@@ -481,7 +473,7 @@ export function renderKubeVirt(
         spec: {
           evictionStrategy: 'None', // a foreign machine cannot migrate; LiveMigrate would block drains
           terminationGracePeriodSeconds: 0,
-          ...(antiAffinity(s) ? { affinity: antiAffinity(s) } : {}),
+          ...placement(s),
           domain: {
             resources: { requests: { memory: s.memory } },
             devices: { autoattachPodInterface: false },

@@ -3,8 +3,9 @@
 // reads a Secret), and the children — the workbook PVC (xlsx), the apiserver Deployment (one
 // replica, Recreate: one writer per workbook) and its Service, and the node agents' StatefulSet
 // (pods register as node-0, node-1, ... by their StatefulSet index, so a replaced pod rejoins
-// under its old name).
+// under its old name), spread over the Kubernetes nodes with a disruption budget (placement.ts).
 import { createHmac } from 'node:crypto';
+import { type PlacementSettings, placementSettings } from '../api/placement.ts';
 import {
   SHEET_DEFAULTS,
   type SheetClusterSpecT,
@@ -13,6 +14,7 @@ import {
 } from '../api/sheetcluster.ts';
 import type { KubeObject } from '../runtime/client.ts';
 import { controllerRef, MANAGED_BY } from '../runtime/objects.ts';
+import { apart, disruptionBudget, type PodPlacement, spread } from './placement.ts';
 import { restrictedContainerSecurity, restrictedPodSecurity } from './pod-security.ts';
 
 export const LIMITS = {
@@ -51,6 +53,7 @@ export interface SheetSettings {
   image: string;
   resources: Record<string, unknown>;
   nodeResources: Record<string, unknown>;
+  placement: PlacementSettings;
 }
 
 export interface SheetClusterObject extends KubeObject {
@@ -109,6 +112,7 @@ export function sheetSettings(c: SheetClusterObject, defaultImage: string): Shee
     resources: (s.resources as Record<string, unknown>) ?? structuredClone(SHEET_DEFAULTS.apiserverResources),
     nodeResources:
       (s.nodeResources as Record<string, unknown>) ?? structuredClone(SHEET_DEFAULTS.nodeResources),
+    placement: placementSettings(s.placement),
   };
 }
 
@@ -151,10 +155,12 @@ function hardenedPod(
   podLabels: Record<string, string>,
   container: Record<string, unknown>,
   volumes: unknown[],
+  where: PodPlacement,
 ) {
   return {
     metadata: { labels: podLabels },
     spec: {
+      ...where,
       automountServiceAccountToken: false,
       enableServiceLinks: false,
       securityContext: restrictedPodSecurity({ user: LIMITS.uid, group: LIMITS.uid, fsGroup: LIMITS.uid }),
@@ -242,6 +248,8 @@ export interface SheetChildren {
   deployment: KubeObject;
   service: KubeObject;
   agents: KubeObject;
+  /** At most one agent evicted at a time (placement.ts). */
+  budget: KubeObject;
 }
 
 /** Every child of a SheetCluster, desired. Pure. */
@@ -308,6 +316,7 @@ export function renderSheetCluster(
           volumeMounts: [storeMount, tmpMount],
         },
         [storeVolume, tmpVolume],
+        apart(labels(s, 'node'), s.placement), // the apiserver off the agents' nodes, where it can
       ),
     },
   };
@@ -371,8 +380,10 @@ export function renderSheetCluster(
           tmpVolume,
           ...(docker ? [{ name: 'docker', hostPath: { path: s.dockerSocket, type: 'Socket' } }] : []),
         ],
+        spread(agentSelector, s.placement),
       ),
     },
   };
-  return { secrets: renderSecrets(c, s, values), pvc, deployment, service, agents };
+  const budget = disruptionBudget(meta(agentsName(s.name), 'node'), agentSelector);
+  return { secrets: renderSecrets(c, s, values), pvc, deployment, service, agents, budget };
 }

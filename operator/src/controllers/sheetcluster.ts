@@ -26,6 +26,7 @@ import { defaultImage } from './oberonair.ts';
 import { KINDS_OWNED } from './oberonmachine.ts';
 import { CORE_EVENT } from './oberonmachine-observe.ts';
 import { applyOwned, ourKind, primaryRules } from './owned.ts';
+import { PDB } from './placement.ts';
 import {
   applyDeployments,
   deploymentsToApply,
@@ -65,6 +66,7 @@ export const SHEETCLUSTER_RBAC: PolicyRule[] = [
   ...primaryRules('sheetclusters'),
   { apiGroups: ['apps'], resources: ['deployments', 'statefulsets'], verbs: CHILD_VERBS },
   { apiGroups: [''], resources: ['services', 'persistentvolumeclaims'], verbs: CHILD_VERBS },
+  { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: CHILD_VERBS },
   { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
   { apiGroups: [''], resources: ['events'], verbs: ['list', 'watch'] },
 ];
@@ -131,7 +133,7 @@ export function sheetClusterController(opts: SheetControllerOptions = {}): Contr
   return {
     name: 'sheetcluster',
     primary: SHEETCLUSTER,
-    owns: [CORE.deployment, CORE.service, KINDS_OWNED.statefulSet, KINDS_OWNED.pvc],
+    owns: [CORE.deployment, CORE.service, KINDS_OWNED.statefulSet, KINDS_OWNED.pvc, PDB],
     watches: [
       {
         type: CORE_EVENT,
@@ -241,6 +243,7 @@ async function reconcile(
     [CORE.service, desired.service],
     [CORE.deployment, desired.deployment],
     [KINDS_OWNED.statefulSet, desired.agents],
+    [PDB, desired.budget],
   ];
   let pvc: KubeObject | undefined;
   for (const [type, obj] of children) {

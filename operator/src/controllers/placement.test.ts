@@ -1,0 +1,219 @@
+// Placement as rendered: an OberonKube's node machines spread over the Kubernetes nodes, its plane
+// kept apart from them, a budget that evicts one node machine at a time; a SheetCluster's agents
+// likewise. Checked through the real renders, down to the labels the selectors must find.
+import { describe, expect, it } from 'vitest';
+import type { KubeObject } from '../runtime/client.ts';
+import { kubeSettings, type OberonKube, renderKube } from './oberonkube-render.ts';
+import { machineSettings, type OberonMachine, renderKubeVirt, renderPod } from './oberonmachine-render.ts';
+import {
+  apart,
+  disruptionBudget,
+  machinePlacement,
+  PLACEMENT_LIMITS,
+  ROLE_LABEL,
+  spread,
+} from './placement.ts';
+import { renderSheetCluster, sheetSettings } from './sheetcluster-render.ts';
+
+const kube = (spec: Record<string, unknown> = {}): OberonKube => ({
+  apiVersion: 'retrokube.io/v1alpha1',
+  kind: 'OberonKube',
+  metadata: { name: 'lab', namespace: 'ns', uid: 'k-1', creationTimestamp: '2026-01-01T00:00:00Z' },
+  spec: { nodes: 3, ...spec },
+});
+
+type Pod = {
+  metadata: { labels: Record<string, string> };
+  spec: {
+    affinity?: { podAntiAffinity?: { preferredDuringSchedulingIgnoredDuringExecution: unknown[] } };
+    topologySpreadConstraints?: Array<Record<string, unknown>>;
+  };
+};
+const podOf = (sts: KubeObject): Pod => (sts as unknown as { spec: { template: Pod } }).spec.template;
+
+/** The machines of a rendered OberonKube, each rendered to its pod template. */
+function machinePods(k: OberonKube) {
+  const out = renderKube(k, kubeSettings(k), true);
+  const pods = out.machines.map((m) => {
+    const mo = { ...m, metadata: { ...m.metadata, uid: `m-${m.metadata.name}` } } as OberonMachine;
+    return {
+      name: m.metadata.name as string,
+      pod: podOf(renderPod(mo, machineSettings(mo), 'img:1').statefulSet),
+    };
+  });
+  return { out, pods };
+}
+
+const selects = (sel: Record<string, string>, labels: Record<string, string>) =>
+  Object.entries(sel).every(([k, v]) => labels[k] === v);
+
+describe('placement of an OberonKube', () => {
+  it('spreads node machines softly by hostname and keeps the plane apart, by default', () => {
+    const { pods } = machinePods(kube());
+    const nodes = pods.filter((p) => p.name !== 'lab-plane');
+    expect(nodes).toHaveLength(3);
+    for (const { pod } of nodes) {
+      expect(pod.metadata.labels[ROLE_LABEL]).toBe('node');
+      const [c] = pod.spec.topologySpreadConstraints ?? [];
+      expect(c).toEqual({
+        maxSkew: 1,
+        topologyKey: 'kubernetes.io/hostname',
+        whenUnsatisfiable: 'ScheduleAnyway',
+        labelSelector: { matchLabels: { 'retrokube.io/air': 'lab-air', [ROLE_LABEL]: 'node' } },
+      });
+      // the constraint counts exactly the node machines of this cluster
+      for (const other of pods)
+        expect(
+          selects(
+            (c.labelSelector as { matchLabels: Record<string, string> }).matchLabels,
+            other.pod.metadata.labels,
+          ),
+        ).toBe(other.name !== 'lab-plane');
+    }
+    const plane = pods.find((p) => p.name === 'lab-plane')?.pod as Pod;
+    expect(plane.metadata.labels[ROLE_LABEL]).toBe('plane');
+    expect(plane.spec.topologySpreadConstraints).toBeUndefined();
+    expect(plane.spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution).toEqual([
+      {
+        weight: PLACEMENT_LIMITS.planeApartWeight,
+        podAffinityTerm: {
+          labelSelector: { matchLabels: { 'retrokube.io/air': 'lab-air', [ROLE_LABEL]: 'node' } },
+          topologyKey: 'kubernetes.io/hostname',
+        },
+      },
+    ]);
+  });
+
+  it('renders a budget that covers the node machines only, one unavailable at a time', () => {
+    const { out, pods } = machinePods(kube());
+    const b = out.budget as KubeObject & { spec: { selector: { matchLabels: Record<string, string> } } };
+    expect(b.kind).toBe('PodDisruptionBudget');
+    expect(b.metadata.name).toBe('rk-kube-lab-nodes');
+    expect(b.metadata.ownerReferences?.[0]?.uid).toBe('k-1');
+    expect(b.spec).toMatchObject({ maxUnavailable: 1, unhealthyPodEvictionPolicy: 'AlwaysAllow' });
+    const covered = pods
+      .filter((p) => selects(b.spec.selector.matchLabels, p.pod.metadata.labels))
+      .map((p) => p.name);
+    expect(covered.sort()).toEqual(['lab-node-a', 'lab-node-b', 'lab-node-c']);
+  });
+
+  it('takes spread and topologyKey from the spec down to every machine', () => {
+    const { out, pods } = machinePods(
+      kube({ placement: { spread: 'required', topologyKey: 'topology.kubernetes.io/zone' } }),
+    );
+    for (const m of out.machines)
+      expect((m as unknown as { spec: { placement: unknown } }).spec.placement).toEqual({
+        spread: 'required',
+        topologyKey: 'topology.kubernetes.io/zone',
+      });
+    const node = pods.find((p) => p.name === 'lab-node-a')?.pod as Pod;
+    expect(node.spec.topologySpreadConstraints?.[0]).toMatchObject({
+      whenUnsatisfiable: 'DoNotSchedule',
+      topologyKey: 'topology.kubernetes.io/zone',
+    });
+    // the plane stays a preference even then: a one-node cluster must still get its plane
+    const plane = pods.find((p) => p.name === 'lab-plane')?.pod as Pod;
+    expect(
+      plane.spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution,
+    ).toHaveLength(1);
+  });
+
+  it('spread none leaves the scheduler alone (no affinity, no constraints), the budget stays', () => {
+    const { out, pods } = machinePods(kube({ placement: { spread: 'none' } }));
+    for (const { pod } of pods) {
+      expect(pod.spec.affinity).toBeUndefined();
+      expect(pod.spec.topologySpreadConstraints).toBeUndefined();
+    }
+    expect(out.budget.kind).toBe('PodDisruptionBudget');
+  });
+
+  it('is pure: the same input renders the same objects', () => {
+    const k = kube({ placement: { spread: 'soft' } });
+    expect(renderKube(k, kubeSettings(k), true)).toEqual(renderKube(k, kubeSettings(k), true));
+  });
+});
+
+describe('placement of a machine', () => {
+  const machine = (spec: Record<string, unknown>): OberonMachine => ({
+    apiVersion: 'retrokube.io/v1alpha1',
+    kind: 'OberonMachine',
+    metadata: { name: 'm', namespace: 'ns', uid: 'm-1' },
+    spec,
+  });
+
+  it('a machine without an air has no placement rule and no role label', () => {
+    const m = machine({});
+    const pod = podOf(renderPod(m, machineSettings(m), 'img:1').statefulSet);
+    expect(pod.spec.affinity).toBeUndefined();
+    expect(pod.spec.topologySpreadConstraints).toBeUndefined();
+    expect(pod.metadata.labels[ROLE_LABEL]).toBeUndefined();
+  });
+
+  it('standalone machines on one air spread among themselves', () => {
+    expect(machinePlacement('a', 'standalone', 'air', { spread: 'soft', topologyKey: 'h' })).toEqual(
+      spread({ air: 'a', [ROLE_LABEL]: 'standalone' }, { spread: 'soft', topologyKey: 'h' }),
+    );
+  });
+
+  it('the kubevirt runtime carries the same labels and rules on the VM template', () => {
+    const m = machine({ air: 'lab-air', role: 'node', nodeName: 'node-a', runtime: 'kubevirt' });
+    const vm = renderKubeVirt(m, machineSettings(m), { seeded: true }).vm as unknown as {
+      spec: { template: Pod };
+    };
+    expect(vm.spec.template.metadata.labels[ROLE_LABEL]).toBe('node');
+    expect(vm.spec.template.spec.topologySpreadConstraints?.[0]).toMatchObject({
+      whenUnsatisfiable: 'ScheduleAnyway',
+      labelSelector: { matchLabels: { 'retrokube.io/air': 'lab-air', [ROLE_LABEL]: 'node' } },
+    });
+  });
+
+  it('apart and spread render nothing for spread none', () => {
+    const none = { spread: 'none', topologyKey: 'h' } as const;
+    expect(apart({ a: 'b' }, none)).toEqual({});
+    expect(spread({ a: 'b' }, none)).toEqual({});
+    expect(disruptionBudget({ name: 'x', namespace: 'y' }, { a: 'b' }).spec).toEqual({
+      maxUnavailable: 1,
+      selector: { matchLabels: { a: 'b' } },
+      unhealthyPodEvictionPolicy: 'AlwaysAllow',
+    });
+  });
+});
+
+describe('placement of a SheetCluster', () => {
+  const sheet = (spec: Record<string, unknown>): KubeObject => ({
+    apiVersion: 'retrokube.io/v1alpha1',
+    kind: 'SheetCluster',
+    metadata: { name: 'demo', namespace: 'ns', uid: 's-1' },
+    spec,
+  });
+  const values = { token: 't', signingKey: 'k' };
+
+  it('spreads the agents, keeps the apiserver apart from them and budgets one agent at a time', () => {
+    const c = sheet({ nodes: 3 });
+    const r = renderSheetCluster(c, sheetSettings(c, 'img:1'), values);
+    const agents = podOf(r.agents);
+    const api = podOf(r.deployment);
+    const [tsc] = agents.spec.topologySpreadConstraints ?? [];
+    const agentSel = (tsc.labelSelector as { matchLabels: Record<string, string> }).matchLabels;
+    expect(tsc).toMatchObject({
+      maxSkew: 1,
+      whenUnsatisfiable: 'ScheduleAnyway',
+      topologyKey: 'kubernetes.io/hostname',
+    });
+    expect(selects(agentSel, agents.metadata.labels)).toBe(true);
+    expect(selects(agentSel, api.metadata.labels)).toBe(false);
+    const term = api.spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution[0] as {
+      podAffinityTerm: { labelSelector: { matchLabels: Record<string, string> } };
+    };
+    expect(term.podAffinityTerm.labelSelector.matchLabels).toEqual(agentSel);
+    const b = r.budget as KubeObject & { spec: { selector: { matchLabels: Record<string, string> } } };
+    expect(b.metadata.name).toBe('rk-sheets-demo-node');
+    expect(b.spec.selector.matchLabels).toEqual(agentSel);
+  });
+
+  it('required spread refuses a second agent on a node', () => {
+    const c = sheet({ placement: { spread: 'required' } });
+    const r = renderSheetCluster(c, sheetSettings(c, 'img:1'), values);
+    expect(podOf(r.agents).spec.topologySpreadConstraints?.[0]?.whenUnsatisfiable).toBe('DoNotSchedule');
+  });
+});
