@@ -34,7 +34,7 @@ import {
 } from '../scheduler/phases.ts';
 import { primaryIp, sourceAddressFor } from './address.ts';
 import { FinishedPods, finishedDir } from './finished.ts';
-import { PodPlanner, type RuntimeName, portsText } from './pod-plan.ts';
+import { PodPlanner, portsText, type RuntimeName } from './pod-plan.ts';
 import { DockerRuntime } from './runtimes/docker.ts';
 import { PROCESS_OPT_IN, ProcessRuntime } from './runtimes/process.ts';
 import { PodWait, type RunningPod, type Runtime } from './runtimes/types.ts';
@@ -247,6 +247,13 @@ export class NodeAgent {
       this.log.info(
         'wasm pods run on node:wasi, which Node 24 still calls experimental (said once here, not per pod)',
       );
+    // A docker runtime without a daemon is said at once, in one line (pods then carry the reason).
+    const docker = this.runtimes.get('docker');
+    if (docker instanceof DockerRuntime)
+      void docker.problem().then((p) => {
+        if (p && this.nodeReason !== p) this.log.warn(`pods cannot start: ${p}`);
+        if (p) this.nodeReason = p;
+      });
     const loop = async () => {
       if (!this.running) return;
       this.ticking = this.tick();
@@ -483,7 +490,12 @@ export class NodeAgent {
         // Not the pod's fault (no daemon, no image): Pending with the reason, tried again after a
         // back-off, not counted as a restart.
         const delay = this.backoff(e);
-        this.waiting(e, `${err.message}; retrying in ${Math.round(delay / 1000)}s`, err.message, err.nodeWide);
+        this.waiting(
+          e,
+          `${err.message}; retrying in ${Math.round(delay / 1000)}s`,
+          err.message,
+          err.nodeWide,
+        );
         return;
       }
       e.message = `failed to start: ${err instanceof Error ? err.message : String(err)}`;
@@ -570,4 +582,3 @@ function newEntry(order: RunOrder): Entry {
 function finishedMessage(code: number): string {
   return code === 0 ? 'completed (exit code 0)' : `exited with code ${code}`;
 }
-

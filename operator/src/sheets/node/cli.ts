@@ -181,11 +181,6 @@ function registerNode(sheets: Command): void {
         );
       if (token === DEFAULT_TOKEN)
         warn('WARNING: using the well-known default token; set TOKEN or --token-file\n');
-      if (list.includes('docker')) {
-        const { daemonProblem } = await import('./runtimes/docker.ts');
-        const down = await daemonProblem(o.dockerHost);
-        if (down) warn(`${down}; docker pods stay Pending (with this reason) until it answers\n`);
-      }
       agent.start();
       await new Promise<void>((resolve) => {
         const bye = () => {

@@ -85,7 +85,10 @@ interface Result {
 }
 
 /** One docker command (never through a shell), bounded in time and output. */
-export function dockerCommand(args: string[], o: { host?: string; timeoutMs?: number } = {}): Promise<Result> {
+export function dockerCommand(
+  args: string[],
+  o: { host?: string; timeoutMs?: number } = {},
+): Promise<Result> {
   return new Promise((resolve) => {
     const env = o.host ? { ...process.env, DOCKER_HOST: o.host } : process.env;
     const c = spawn('docker', args, { stdio: ['ignore', 'pipe', 'pipe'], env });
