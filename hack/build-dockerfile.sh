@@ -73,14 +73,16 @@ say "base: pull oci-archive:$base"
 base_id=$("${B[@]}" pull --quiet "oci-archive:$base" | tail -1)
 "${B[@]}" tag "$base_id" "localhost/node-base:$base_tag"
 say "buildah build (npm ci, the Kube disk built by ORP in the emulator: minutes) ($(($(date +%s) - t0)) s)"
-nice -n 10 "${B[@]}" build --isolation chroot --network host --layers=false \
+# --layers: a rebuild after a source change reuses the deps stage (npm ci) while the lock is the same.
+nice -n 10 "${B[@]}" build --isolation chroot --network host --layers \
   --build-arg "NODE_IMAGE=localhost/node-base:$base_tag" \
   --build-arg "OBERON_BASE_URL=http://127.0.0.1:$port/$(basename "$disk")" \
   -t "localhost/retrokube:buildah-$key" -f "$ctx/Dockerfile" "$ctx" >&2
 rm -f "$archive.tmp"
 "${B[@]}" push --quiet "localhost/retrokube:buildah-$key" "oci-archive:$archive.tmp:localhost/retrokube:buildah-$key" >&2
 mv "$archive.tmp" "$archive"
-# The store keeps only what the next build reuses (the base); the image is in the archive.
+# The store keeps what the next build reuses (the base, cached layers); the image is in the archive.
 "${B[@]}" rmi --force "localhost/retrokube:buildah-$key" >/dev/null 2>&1 || true
+"${B[@]}" rmi --prune >/dev/null 2>&1 || true
 say "image localhost/retrokube:buildah-$key: $(du -h "$archive" | cut -f1) ($(($(date +%s) - t0)) s)"
 echo "$archive"

@@ -41,6 +41,8 @@ export const DEBIAN_PACKAGES: Record<string, string> = {
   'libjpeg-turbo-progs': "cluster, qemu: djpeg decodes what a real VNC client saw of a machine's screen",
   chromium: 'browser: the web console and the browser lab run in a real browser (driven by playwright-core)',
   iproute2: "qemu: the libvirt test gives libvirtd a network namespace of its own, as a pod's",
+  buildah:
+    'e2e: the root Dockerfile built by a real engine where no registry is reachable (hack/build-dockerfile.sh)',
   'docker.io':
     "e2e: the Sheeternetes agent's docker runtime against a real dockerd the test starts itself, with its own containerd, data root, socket and bridge, no iptables changes (test/e2e/sheets-docker.test.ts)",
   ...packageList(
@@ -161,6 +163,14 @@ const STEPS: Step[] = [
     coldEstimate: 'about a minute (production npm install, the Kube disk built by ORP in the emulator)',
     ready: () => isFile(scriptPath('hack/build-image.sh', '--print-path')),
     command: ['bash', join(REPO, 'hack/build-image.sh')],
+  },
+  {
+    name: 'the Dockerfile built by buildah on a node:24-slim stand-in made here',
+    why: 'e2e: test/e2e/dockerfile-build.test.ts checks it equals the product image and runs (hack/build-dockerfile.sh)',
+    coldEstimate:
+      'about 10 min at load 20 (598 s measured: npm ci, the Kube disk in the emulator, layers); after a source change 2-4 min',
+    ready: () => isFile(scriptPath('hack/build-dockerfile.sh', '--print-path')),
+    command: ['bash', join(REPO, 'hack/build-dockerfile.sh')],
   },
 ];
 
