@@ -29,11 +29,11 @@ command -v buildah >/dev/null || die "buildah is required: apt-get install build
 [ -x /bin/busybox ] || die "busybox-static is required (the loopback file server)"
 base=$(bash "$HACK/build-node-base.sh" --print-path)
 base_tag=$(basename "$base" .oci.tar | sed 's/^node-base-//')
-# Every file the build context sends (git-tracked) and the recipe.
+# Every file the build context sends (git-tracked; tests are .dockerignore'd) and the recipe.
 key=$({
   cat "$0" "$REPO/Dockerfile" "$REPO/.dockerignore"
   echo "$base"
-  (cd "$REPO" && git ls-files -z -- package.json package-lock.json LICENSE crds operator images |
+  (cd "$REPO" && git ls-files -z -- package.json package-lock.json LICENSE crds operator images ':!:**/*.test.ts' |
     xargs -0 sha256sum)
 } | sha256sum | cut -c1-16)
 archive="$OUTDIR/retrokube-buildah-$key.oci.tar"
