@@ -150,25 +150,7 @@ say "rootfs: assembling ($(elapsed))"
 root="$WORK/rootfs-$$"
 rm -rf "$root" && mkdir -p "$root"
 trap 'rm -rf "$root"' EXIT
-mkdir -p "$root"/{bin,etc,tmp,proc,sys,dev,run,home/node,usr/local/bin}
-chmod 1777 "$root/tmp"
-cp /bin/busybox "$root/bin/busybox"
-for a in "${BUSYBOX_APPLETS[@]}"; do ln -s busybox "$root/bin/$a"; done
-# The shared libraries exactly as their Debian packages list them (paths kept, docs dropped).
-for d in "${LIBS_DEBS[@]}"; do
-  dpkg-query -L "$d" | while IFS= read -r f; do
-    case $f in /usr/share/*) continue ;; esac
-    [ -d "$f" ] && continue # folders (and usrmerge's /lib -> usr/lib) come with their files
-    if [ -L "$f" ] || [ -f "$f" ]; then
-      mkdir -p "$root$(dirname "$f")" && cp -a "$f" "$root$f"
-    fi
-  done
-done
-cp "$nodepkg/bin/node" "$root/usr/local/bin/node"
-printf 'root:x:0:0:root:/root:/bin/sh\nnode:x:1000:1000::/home/node:/bin/sh\n' >"$root/etc/passwd"
-printf 'root:x:0:\nnode:x:1000:\n' >"$root/etc/group"
-printf 'hosts: files dns\n' >"$root/etc/nsswitch.conf"
-printf '127.0.0.1 localhost\n' >"$root/etc/hosts"
+node_rootfs "$root" "$nodepkg/bin/node" "${LIBS_DEBS[*]}" "${BUSYBOX_APPLETS[*]}"
 
 app="$root${workdir%/}"
 mkdir -p "$app"

@@ -42,3 +42,31 @@ oci_archive() {
   mv "$out.tmp.$$" "$out"
   echo "$manifest_digest"
 }
+
+# node_rootfs ROOTFS NODE_BINARY "DEBIAN_LIB_PACKAGES" "BUSYBOX_APPLETS"
+# A minimal root filesystem that runs Node (what node:24-slim gives the Dockerfile): busybox-static
+# for /bin/sh and the applets named, the shared libraries exactly as their Debian packages list
+# them, Node in /usr/local/bin, /etc/passwd with root and the `node` user 1000.
+node_rootfs() {
+  local root=$1 node=$2 libs=$3 applets=$4 a d f
+  # shellcheck disable=SC2086
+  mkdir -p "$root"/{bin,etc,tmp,proc,sys,dev,run,home/node,usr/local/bin}
+  chmod 1777 "$root/tmp"
+  cp /bin/busybox "$root/bin/busybox"
+  for a in $applets; do ln -s busybox "$root/bin/$a"; done
+  # The shared libraries exactly as their Debian packages list them (paths kept, docs dropped).
+  for d in $libs; do
+    dpkg-query -L "$d" | while IFS= read -r f; do
+      case $f in /usr/share/*) continue ;; esac
+      [ -d "$f" ] && continue # folders (and usrmerge's /lib -> usr/lib) come with their files
+      if [ -L "$f" ] || [ -f "$f" ]; then
+        mkdir -p "$root$(dirname "$f")" && cp -a "$f" "$root$f"
+      fi
+    done
+  done
+  cp "$node" "$root/usr/local/bin/node"
+  printf 'root:x:0:0:root:/root:/bin/sh\nnode:x:1000:1000::/home/node:/bin/sh\n' >"$root/etc/passwd"
+  printf 'root:x:0:\nnode:x:1000:\n' >"$root/etc/group"
+  printf 'hosts: files dns\n' >"$root/etc/nsswitch.conf"
+  printf '127.0.0.1 localhost\n' >"$root/etc/hosts"
+}

@@ -41,6 +41,10 @@ export const DEBIAN_PACKAGES: Record<string, string> = {
   'libjpeg-turbo-progs': "cluster, qemu: djpeg decodes what a real VNC client saw of a machine's screen",
   chromium: 'browser: the web console and the browser lab run in a real browser (driven by playwright-core)',
   iproute2: "qemu: the libvirt test gives libvirtd a network namespace of its own, as a pod's",
+  buildah:
+    'e2e: the root Dockerfile built by a real engine where no registry is reachable (hack/build-dockerfile.sh)',
+  'docker.io':
+    "e2e: the Sheeternetes agent's docker runtime against a real dockerd the test starts itself, with its own containerd, data root, socket and bridge, no iptables changes (test/e2e/sheets-docker.test.ts)",
   ...packageList(
     'qemu/libvirt/build-deps.txt',
     'qemu: building the risc5-patched libvirt (qemu/libvirt/build-deps.txt)',

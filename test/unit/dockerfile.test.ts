@@ -1,5 +1,5 @@
-// The root Dockerfile cannot be built here (no Docker engine), so this checks the invariants we
-// rely on: node:24-slim runtime, non-root user, production dependencies only, one entrypoint, and
+// The invariants of the root Dockerfile, read as text (test/e2e/dockerfile-build.test.ts builds it
+// with a real engine): node:24-slim runtime, non-root user, production dependencies only, one entrypoint, and
 // that everything the entrypoint imports at run time is a production dependency.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { builtinModules } from 'node:module';
@@ -27,14 +27,20 @@ function parseDockerfile(text: string): Stage[] {
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.startsWith('#'));
   const stages: Stage[] = [];
+  const globalArgs = new Map<string, string>(); // ARGs before the first FROM, with their defaults
   for (const line of lines) {
     const m = /^(\S+)\s+(.*)$/.exec(line);
     if (!m) throw new Error(`Dockerfile: cannot parse line: ${line}`);
     const op = m[1]!.toUpperCase();
     const args = m[2]!;
-    if (op === 'FROM') {
+    if (op === 'ARG' && stages.length === 0) {
+      const [k, v = ''] = args.split('=');
+      globalArgs.set(k!, v);
+    } else if (op === 'FROM') {
       const f = /^(\S+)(?:\s+AS\s+(\S+))?$/i.exec(args);
-      stages.push({ from: f?.[1] ?? args, name: f?.[2], body: [] });
+      // FROM ${NODE_IMAGE}: the default a build without --build-arg uses.
+      const from = (f?.[1] ?? args).replace(/\$\{?(\w+)\}?/g, (_, k: string) => globalArgs.get(k) ?? '');
+      stages.push({ from, name: f?.[2], body: [] });
     } else {
       const stage = stages.at(-1);
       if (!stage) throw new Error(`Dockerfile: ${op} before FROM`);

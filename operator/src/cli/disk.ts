@@ -208,7 +208,7 @@ export function registerDiskVerbs(program: Command): void {
     .option('-o, --output <format>', 'json for machines')
     .addHelpText(
       'after',
-      '\nLooks at $RETROKUBE_OBERON_BASE, $XDG_CACHE_HOME/retrokube/ (default ~/.cache/retrokube/), ../shared/oberon/ beside the\nrepository, then downloads and checks the sha256.\n\nExample:\n  retrokube disk base -o json\n',
+      '\nLooks at $RETROKUBE_OBERON_BASE, $XDG_CACHE_HOME/retrokube/ (default ~/.cache/retrokube/), ../shared/oberon/ beside the\nrepository, then downloads (from $RETROKUBE_OBERON_BASE_URL if set) and checks the sha256.\n\nExample:\n  retrokube disk base -o json\n',
     )
     .action(async (opts: { download: boolean; output?: string }) => {
       const format = outputFormat(opts.output);

@@ -88,6 +88,26 @@ describe('base image provisioning', () => {
     expect(srv.hits() - before).toBe(1);
   });
 
+  it('downloads from $RETROKUBE_OBERON_BASE_URL (a build with a local server) and still checks the sha256', async () => {
+    const cacheDir = await mkdtemp(join(tmpdir(), 'rk-url-'));
+    const before = srv.hits();
+    const found = await findBaseImage({
+      env: { RETROKUBE_OBERON_BASE_URL: srv.url },
+      cacheDir,
+      sharedDirs: [],
+    });
+    expect(found).toMatchObject({ source: 'download', sha256: BASE_IMAGE.sha256 });
+    expect(srv.hits() - before).toBe(1);
+    await expect(
+      findBaseImage({
+        env: { RETROKUBE_OBERON_BASE_URL: srv.url },
+        cacheDir: await mkdtemp(join(tmpdir(), 'rk-url-bad-')),
+        sharedDirs: [],
+        sha256: '0'.repeat(64),
+      }),
+    ).rejects.toThrow(/expected 0000/);
+  });
+
   it('refuses a download with the wrong hash and leaves nothing in the cache', async () => {
     const cacheDir = await mkdtemp(join(tmpdir(), 'rk-bad-'));
     await expect(

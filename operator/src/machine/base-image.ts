@@ -71,7 +71,7 @@ async function isFile(path: string): Promise<boolean> {
 
 /**
  * Looks in order at $RETROKUBE_OBERON_BASE, the user cache, the CI `shared/oberon` folder, then
- * downloads into the cache. Every local candidate and the download must match the sha256.
+ * downloads into the cache (from $RETROKUBE_OBERON_BASE_URL when set, else the public URL). Every local candidate and the download must match the sha256.
  */
 export async function findBaseImage(opts: FindOptions = {}): Promise<BaseImage> {
   const env = opts.env ?? process.env;
@@ -115,7 +115,8 @@ export async function findBaseImage(opts: FindOptions = {}): Promise<BaseImage> 
       `no Oberon base image found (looked at ${tried.join(', ')}); run "retrokube disk base" to download it, or set RETROKUBE_OBERON_BASE to a copy of ${BASE_IMAGE.fileName}`,
     );
   }
-  const url = opts.url ?? BASE_IMAGE.url;
+  // Another place that serves the same bytes (a mirror, a build's local server): still sha256 checked.
+  const url = opts.url ?? (env.RETROKUBE_OBERON_BASE_URL || BASE_IMAGE.url);
   const target = join(cacheDir, BASE_IMAGE.fileName);
   try {
     await download(url, target, want, opts.onProgress);

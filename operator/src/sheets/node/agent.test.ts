@@ -369,7 +369,7 @@ describe('restart policy and pod phases', () => {
   });
 });
 
-describe('docker runtime command line (unexercised: no Docker engine here)', () => {
+describe('docker runtime command line (run for real: test/e2e/sheets-docker.test.ts)', () => {
   it("builds the reference kubelet's docker run: name, labels, network alias, limits, env, secrets, ports, sh -c", () => {
     const args = dockerRunArgs(
       {
@@ -391,6 +391,8 @@ describe('docker runtime command line (unexercised: no Docker engine here)', () 
     expect(args).toEqual([
       'run',
       '-d',
+      '--pull',
+      'never',
       '--name',
       'sk_web-1',
       '--label',
@@ -401,6 +403,8 @@ describe('docker runtime command line (unexercised: no Docker engine here)', () 
       'sheeternetes.node=node-a',
       '--label',
       'sheeternetes.spec=abc123',
+      '--label',
+      'sheeternetes.deployment=web',
       '--network',
       'sheeternetes',
       '--network-alias',

@@ -12,15 +12,16 @@
 //     or Failed with its exit code (phases.ts);
 //   - it reports Pending/Running (and, for a declared policy, CrashLoopBackOff/Succeeded/Failed), the
 //     last exit code, restarts and a reason (the reference always says Running);
-//   - images from the sheet are digest-verified before anything runs.
+//   - images from the sheet are digest-verified before anything runs;
+//   - a restarted agent adopts the containers it finds running (docker) instead of starting them
+//     again; a pod that cannot start yet (no daemon, no image) waits Pending with the reason.
+// What runs a pod and with what: pod-plan.ts; finished pods kept on disk: finished.ts.
 
-import { closeSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { logger } from '../../util/log.ts';
 import { SheetsClient } from '../ctl/client.ts';
-import { ImageError, pullImage } from '../images/sicf.ts';
 import { isObjectName, nameProblem, pathInside } from '../names.ts';
 import type { Order, RunOrder } from '../scheduler/orders.ts';
 import {
@@ -31,11 +32,13 @@ import {
   restartDue,
 } from '../scheduler/phases.ts';
 import { primaryIp, sourceAddressFor } from './address.ts';
-import { DockerRuntime, dockerAvailable } from './runtimes/docker.ts';
+import { FinishedPods, finishedDir } from './finished.ts';
+import { PodPlanner, portsText, type RuntimeName } from './pod-plan.ts';
+import { DockerRuntime } from './runtimes/docker.ts';
 import { PROCESS_OPT_IN, ProcessRuntime } from './runtimes/process.ts';
-import type { PodSpec, RunningPod, Runtime } from './runtimes/types.ts';
+import { PodWait, type RunningPod, type Runtime } from './runtimes/types.ts';
 import { WasmRuntime } from './runtimes/wasm.ts';
-import { openFresh, privateWorkDir } from './workdir.ts';
+import { privateWorkDir } from './workdir.ts';
 
 export const LIMITS = {
   intervalMs: 10_000, // reference INTERVAL (10 s); the apiserver's node TTL is 30 s
@@ -44,10 +47,10 @@ export const LIMITS = {
   backoffResetMs: 600_000, // a pod that ran this long without crashing starts its backoff over
   stopGraceMs: 10_000, // SIGTERM → SIGKILL for process pods
   imageRetryMs: 10_000, // a pod whose image cannot be fetched/verified is retried after this
-  imageCacheEntries: 32, // verified modules kept in memory by layer digest
 } as const;
 
-export type RuntimeName = 'wasm' | 'process' | 'docker';
+export type { RuntimeName } from './pod-plan.ts';
+export { parseEnv, parsePorts, portsText } from './pod-plan.ts';
 
 export interface AgentOptions {
   server: string;
@@ -70,6 +73,8 @@ export interface AgentOptions {
   stopGraceMs?: number;
   dockerNetwork?: string;
   publishAddr?: string;
+  /** DOCKER_HOST of the docker runtime (default: this process's environment). */
+  dockerHost?: string;
   // Tests and `sheets up` may supply runtimes (e.g. to use a docker runtime without probing).
   runtimeImpls?: Partial<Record<RuntimeName, Runtime>>;
 }
@@ -126,7 +131,10 @@ export class NodeAgent {
   private readonly client: SheetsClient;
   private readonly entries = new Map<string, Entry>();
   private readonly runtimes = new Map<RuntimeName, Runtime>();
-  private readonly modules = new Map<string, Uint8Array>(); // layer digest → verified bytes
+  private readonly planner: PodPlanner;
+  private readonly finished: FinishedPods;
+  /** Runtimes whose surviving pods were taken over (asked before the first heartbeat). */
+  private readonly adopted = new Set<RuntimeName>();
   private loop: NodeJS.Timeout | undefined;
   private running = false;
   private ticking: Promise<void> | undefined;
@@ -151,10 +159,16 @@ export class NodeAgent {
     });
     if (opts.runtimes.includes('process') && !opts.allowProcess) throw new Error(PROCESS_OPT_IN);
     this.workDir = privateWorkDir(opts.workDir, opts.name, (l) => this.log.warn(l));
-    for (const r of opts.runtimes) {
-      const impl = opts.runtimeImpls?.[r] ?? this.makeRuntime(r);
-      if (impl) this.runtimes.set(r, impl);
-    }
+    this.finished = new FinishedPods(finishedDir(this.workDir), this.log);
+    for (const r of opts.runtimes) this.runtimes.set(r, opts.runtimeImpls?.[r] ?? this.makeRuntime(r));
+    this.planner = new PodPlanner({
+      client: this.client,
+      runtimes: this.runtimes,
+      node: opts.name,
+      workDir: this.workDir,
+      log: this.log,
+      logFile: (pod) => this.logFile(pod),
+    });
     this.mHeartbeats = new Counter({
       name: 'sk_node_heartbeats_total',
       help: 'heartbeats sent, by result',
@@ -174,16 +188,15 @@ export class NodeAgent {
     });
   }
 
-  private makeRuntime(r: RuntimeName): Runtime | undefined {
+  // The docker runtime is always made when asked for: whether a daemon answers is asked per start,
+  // so a daemon that comes up later is used, and one that is away is a reason on the pod.
+  private makeRuntime(r: RuntimeName): Runtime {
     if (r === 'wasm') return new WasmRuntime();
     if (r === 'process') return new ProcessRuntime();
-    if (!dockerAvailable()) {
-      this.log.warn('docker runtime requested but no Docker engine answers; docker images stay Pending');
-      return undefined;
-    }
     return new DockerRuntime({
       network: this.opts.dockerNetwork ?? 'sheeternetes',
       publishAddr: this.opts.publishAddr,
+      host: this.opts.dockerHost,
     });
   }
 
@@ -197,63 +210,29 @@ export class NodeAgent {
     return pathInside(path.join(this.workDir, 'logs'), `${pod}.log`);
   }
 
-  /**
-   * Where a finished pod's outcome is kept (by spec_hash), so a restarted agent reports it
-   * Succeeded/Failed instead of running it again — the apiserver orders every placed pod Running.
-   */
-  private doneFile(pod: string): string {
-    if (!isObjectName(pod)) throw new Error(`pod ${nameProblem(pod)}`);
-    return pathInside(path.join(this.workDir, 'done'), `${pod}.json`);
-  }
-
   private recallDone(e: Entry): boolean {
-    try {
-      const d = JSON.parse(readFileSync(this.doneFile(e.name), 'utf8')) as {
-        spec_hash?: string;
-        phase?: string;
-        exit_code?: number;
-        id?: string | null;
-        message?: string | null;
-      };
-      if (d.spec_hash !== e.order.spec_hash || (d.phase !== 'Succeeded' && d.phase !== 'Failed'))
-        return false;
-      if (typeof d.exit_code !== 'number' || restartDue(policyOf(e.order), d.exit_code)) return false;
-      e.done = d.phase;
-      e.exitCode = d.exit_code;
-      e.lastId = d.id ?? null;
-      e.message = d.message ?? finishedMessage(d.exit_code);
-      return true;
-    } catch {
-      return false; // none kept (or unreadable): the pod runs
-    }
+    const d = this.finished.read(e.name, e.order.spec_hash);
+    if (!d || restartDue(policyOf(e.order), d.exit_code)) return false;
+    e.done = d.phase;
+    e.exitCode = d.exit_code;
+    e.lastId = d.id;
+    e.message = d.message ?? finishedMessage(d.exit_code);
+    return true;
   }
 
   private rememberDone(e: Entry): void {
-    try {
-      writeFileSync(
-        this.doneFile(e.name),
-        JSON.stringify({
-          spec_hash: e.order.spec_hash,
-          phase: e.done,
-          exit_code: e.exitCode,
-          id: e.lastId,
-          message: e.message,
-        }),
-      );
-    } catch (err) {
-      this.log.warn(
-        { pod: e.name, err: String(err) },
-        'cannot keep the finished state; a restarted agent runs the pod again',
-      );
-    }
+    if (!e.done || e.exitCode === null) return;
+    this.finished.write(e.name, {
+      spec_hash: e.order.spec_hash,
+      phase: e.done,
+      exit_code: e.exitCode,
+      id: e.lastId,
+      message: e.message,
+    });
   }
 
   private forgetDone(pod: string): void {
-    try {
-      rmSync(this.doneFile(pod), { force: true });
-    } catch {
-      // a name that cannot have a file has none to forget
-    }
+    this.finished.forget(pod);
   }
 
   start(): void {
@@ -267,6 +246,13 @@ export class NodeAgent {
       this.log.info(
         'wasm pods run on node:wasi, which Node 24 still calls experimental (said once here, not per pod)',
       );
+    // A docker runtime without a daemon is said at once, in one line (pods then carry the reason).
+    const docker = this.runtimes.get('docker');
+    if (docker instanceof DockerRuntime)
+      void docker.problem().then((p) => {
+        if (p && this.nodeReason !== p) this.log.warn(`pods cannot start: ${p}`);
+        if (p) this.nodeReason = p;
+      });
     const loop = async () => {
       if (!this.running) return;
       this.ticking = this.tick();
@@ -290,7 +276,7 @@ export class NodeAgent {
       name: e.name,
       phase: entryPhase(e),
       container_id: e.run?.id ?? (e.done ? e.lastId : null),
-      ports: portsText(e.order.ports),
+      ports: e.run?.ports ?? portsText(e.order.ports),
       restarts: e.restarts,
       exit_code: e.exitCode,
       message: e.message,
@@ -307,6 +293,7 @@ export class NodeAgent {
 
   // One observe → heartbeat → converge round.
   async tick(): Promise<void> {
+    await this.adoptSurvivors();
     const pods = this.status();
     for (const phase of ['Pending', 'Running', 'CrashLoopBackOff', 'Succeeded', 'Failed'] as const)
       this.mPods.set({ phase }, pods.filter((p) => p.phase === phase).length);
@@ -340,6 +327,52 @@ export class NodeAgent {
       return;
     }
     await this.converge(orders as Order[]);
+  }
+
+  /**
+   * Pods that outlived an earlier agent on this node (docker containers keep running) become
+   * entries before the first heartbeat, so they are reported Running and kept when their spec is
+   * still ordered — not started a second time. Asked until the runtime answers once.
+   */
+  private async adoptSurvivors(): Promise<void> {
+    for (const [name, runtime] of this.runtimes) {
+      if (this.adopted.has(name) || !runtime.running) continue;
+      let found: Awaited<ReturnType<NonNullable<Runtime['running']>>>;
+      try {
+        found = await runtime.running(this.opts.name);
+      } catch (err) {
+        this.log.debug({ runtime: name, err: String(err) }, 'cannot list surviving pods yet');
+        continue;
+      }
+      this.adopted.add(name);
+      for (const f of found) {
+        if (!isObjectName(f.pod) || this.entries.has(f.pod)) {
+          // A second container for one pod (or a name that is no pod): the entry's own copy wins.
+          await f.run.stop(0);
+          continue;
+        }
+        const e = newEntry({
+          name: f.pod,
+          desired: 'Running',
+          image: '',
+          command: '',
+          cpu_req: 0,
+          mem_req: 0,
+          deployment: f.deployment,
+          env: '',
+          secret_files: '',
+          ports: '',
+          spec_hash: f.specHash,
+        });
+        e.run = f.run;
+        e.lastId = f.run.id;
+        e.runtime = name;
+        e.startedAt = Date.now();
+        this.entries.set(f.pod, e);
+        this.log.info({ pod: f.pod, id: f.run.id, runtime: name }, 'adopted a running pod');
+        void f.run.exited.then((x) => this.onExit(e, f.run, x.code, x.message));
+      }
+    }
   }
 
   private async converge(orders: Order[]): Promise<void> {
@@ -400,23 +433,7 @@ export class NodeAgent {
   }
 
   private add(order: RunOrder): void {
-    const e: Entry = {
-      name: order.name,
-      order,
-      run: undefined,
-      launching: false,
-      stopping: false,
-      restarts: 0,
-      exitCode: null,
-      message: null,
-      backoffStep: 0,
-      startedAt: 0,
-      timer: undefined,
-      runtime: undefined,
-      backingOff: false,
-      done: undefined,
-      lastId: null,
-    };
+    const e = newEntry(order);
     this.entries.set(order.name, e);
     if (this.recallDone(e))
       this.log.info({ pod: e.name, phase: e.done }, 'finished before this agent started; not run again');
@@ -447,10 +464,9 @@ export class NodeAgent {
     if (e.stopping || e.run || e.launching) return;
     e.launching = true;
     try {
-      const plan = await this.plan(e.order);
+      const plan = await this.planner.plan(e.order);
       if ('wait' in plan) {
-        e.message = plan.wait;
-        this.log.warn({ pod: e.name, reason: plan.wait }, 'pod cannot start yet');
+        this.waiting(e, plan.wait);
         if (!e.stopping) this.schedule(e, LIMITS.imageRetryMs);
         return;
       }
@@ -466,9 +482,22 @@ export class NodeAgent {
       e.startedAt = Date.now();
       e.backingOff = false;
       e.message = null;
+      this.nodeReason = undefined;
       this.log.info({ pod: e.name, image: e.order.image, runtime: plan.runtime.name, id: run.id }, 'run pod');
       void run.exited.then((x) => this.onExit(e, run, x.code, x.message));
     } catch (err) {
+      if (err instanceof PodWait) {
+        // Not the pod's fault (no daemon, no image): Pending with the reason, tried again after a
+        // back-off, not counted as a restart.
+        const delay = this.backoff(e);
+        this.waiting(
+          e,
+          `${err.message}; retrying in ${Math.round(delay / 1000)}s`,
+          err.message,
+          err.nodeWide,
+        );
+        return;
+      }
       e.message = `failed to start: ${err instanceof Error ? err.message : String(err)}`;
       e.exitCode = null;
       this.log.warn({ pod: e.name, err: e.message }, 'FAILED to start');
@@ -477,6 +506,21 @@ export class NodeAgent {
       e.launching = false;
     }
   }
+
+  // A pod that cannot start yet: the reason goes on its row; the log says it once per reason.
+  // A reason of the whole node (no daemon) is said once for all its pods until a pod starts.
+  private waiting(e: Entry, message: string, reason: string = message, nodeWide = false): void {
+    const before = e.message;
+    e.message = message;
+    if (nodeWide) {
+      if (this.nodeReason !== reason) this.log.warn(`pods cannot start: ${reason}`);
+      this.nodeReason = reason;
+      return;
+    }
+    if (before?.startsWith(reason)) return;
+    this.log.warn({ pod: e.name }, `pod cannot start yet: ${reason}`);
+  }
+  private nodeReason: string | undefined;
 
   private onExit(e: Entry, run: RunningPod, code: number, message?: string): void {
     if (e.run !== run) return;
@@ -513,153 +557,28 @@ export class NodeAgent {
     if (!e.stopping) this.schedule(e, delay);
     return delay;
   }
-
-  // Which runtime runs this order, and with what. {wait} = not startable now (reason).
-  private async plan(o: RunOrder): Promise<{ runtime: Runtime; spec: PodSpec } | { wait: string }> {
-    const image = String(o.image ?? '');
-    let kind: RuntimeName;
-    let module: Uint8Array | undefined;
-    if (image === 'process' || image.startsWith('process:')) kind = 'process';
-    else if (image.startsWith('sicf:') || image.startsWith('wasm:')) {
-      const ref = image.replace(/^(sicf|wasm):/, '');
-      const pulled = await this.pull(ref);
-      if ('wait' in pulled) return pulled;
-      if (pulled.wasm) {
-        kind = 'wasm';
-        module = pulled.wasm;
-      } else {
-        return {
-          wait: `image ${image} is a container image in cells; running those needs Docker with SICF load, which this agent does not do`,
-        };
-      }
-    } else kind = 'docker';
-    const runtime = this.runtimes.get(kind);
-    if (!runtime) {
-      return {
-        wait: `image ${image} needs the ${kind} runtime; this node runs ${this.enabledRuntimes().join(', ') || 'none'}`,
-      };
-    }
-    const secretFiles = await this.secrets(o);
-    return {
-      runtime,
-      spec: {
-        pod: o.name,
-        node: this.opts.name,
-        deployment: String(o.deployment ?? ''),
-        image: kind === 'wasm' ? image.replace(/^(sicf|wasm):/, '') : image,
-        command: String(o.command ?? ''),
-        env: parseEnv(String(o.env ?? '')),
-        cpuReq: Number(o.cpu_req) || 0,
-        memReq: Number(o.mem_req) || 0,
-        ports: parsePorts(String(o.ports ?? '')),
-        specHash: String(o.spec_hash ?? ''),
-        secretFiles,
-        logFile: this.logFile(o.name),
-        module,
-      },
-    };
-  }
-
-  // Fetch the image from the apiserver's Images/Layers tabs and verify every digest.
-  private async pull(ref: string): Promise<{ wasm?: Uint8Array } | { wait: string }> {
-    try {
-      const [images, layers] = await Promise.all([this.client.get('images'), this.client.get('layers')]);
-      const img = images.find((r) => r.name === ref);
-      const firstLayer = String(img?.layers ?? '').split(',')[0];
-      const cached = firstLayer ? this.modules.get(firstLayer) : undefined;
-      if (cached && String(img?.layers).split(',').length === 1) return { wasm: cached };
-      const pulled = pullImage({ images: images as never, layers: layers as never }, ref);
-      if (pulled.config.architecture !== 'wasm') return {};
-      const layer = pulled.layers[0];
-      if (!layer || pulled.layers.length !== 1)
-        return { wait: `image ${ref}: a wasm image must have exactly one layer` };
-      this.modules.set(layer.digest, layer.bytes);
-      while (this.modules.size > LIMITS.imageCacheEntries)
-        this.modules.delete(this.modules.keys().next().value as string);
-      return { wasm: layer.bytes };
-    } catch (e) {
-      if (e instanceof ImageError) return { wait: e.message };
-      return { wait: `cannot fetch image ${ref}: ${e instanceof Error ? e.message : String(e)}` };
-    }
-  }
-
-  private async secrets(o: RunOrder): Promise<{ file: string; path: string }[]> {
-    const wanted = String(o.secret_files ?? '')
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean);
-    if (wanted.length === 0) return [];
-    const rows = await this.client.get('secrets');
-    const out: { file: string; path: string }[] = [];
-    for (const w of wanted) {
-      const i = w.indexOf(':');
-      const name = i < 0 ? w : w.slice(0, i);
-      const target = i < 0 ? `/run/secrets/${name}` : w.slice(i + 1);
-      if (!isObjectName(name) || !SECRET_TARGET.test(target)) {
-        this.log.warn(
-          { pod: o.name, item: w.slice(0, 64) },
-          'secret_files item ignored: use secretName:/absolute/path',
-        );
-        continue;
-      }
-      const row = rows.find((r) => r.name === name);
-      if (!row) {
-        this.log.warn({ pod: o.name, secret: name }, 'secret not found');
-        continue;
-      }
-      const data = String(row.data ?? '');
-      if (!/^[A-Za-z0-9+/]*={0,2}$/.test(data)) {
-        this.log.warn({ pod: o.name, secret: name }, 'secret is not valid base64');
-        continue;
-      }
-      const file = pathInside(path.join(this.workDir, 'secrets'), `${o.name}.${name}`);
-      const fd = openFresh(file);
-      try {
-        writeSync(fd, Buffer.from(data, 'base64'));
-      } finally {
-        closeSync(fd);
-      }
-      out.push({ file, path: target });
-    }
-    return out;
-  }
 }
 
-// Where a secret file appears in the pod: an absolute path without "..", ":" or "," (docker's -v
-// separator and the cell's list separator).
-const SECRET_TARGET = /^(?!.*\/\.\.(\/|$))\/[^:,]{1,1023}$/;
+function newEntry(order: RunOrder): Entry {
+  return {
+    name: order.name,
+    order,
+    run: undefined,
+    launching: false,
+    stopping: false,
+    restarts: 0,
+    exitCode: null,
+    message: null,
+    backoffStep: 0,
+    startedAt: 0,
+    timer: undefined,
+    runtime: undefined,
+    backingOff: false,
+    done: undefined,
+    lastId: null,
+  };
+}
 
 function finishedMessage(code: number): string {
   return code === 0 ? 'completed (exit code 0)' : `exited with code ${code}`;
-}
-
-export function parseEnv(text: string): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const item of text.split(',')) {
-    const s = item.trim();
-    const i = s.indexOf('=');
-    if (i > 0) env[s.slice(0, i)] = s.slice(i + 1);
-  }
-  return env;
-}
-
-export function parsePorts(text: string): PodSpec['ports'] {
-  const out: PodSpec['ports'] = [];
-  for (const item of text.split(',')) {
-    const m = /^\s*(\d+):(\d+)(?:\/(tcp|udp))?\s*$/i.exec(item);
-    if (m)
-      out.push({
-        host: Number(m[1]),
-        container: Number(m[2]),
-        proto: (m[3]?.toLowerCase() ?? 'tcp') as 'tcp' | 'udp',
-      });
-  }
-  return out;
-}
-
-// docker-ps style "0.0.0.0:30000->80/tcp, …", the text the reference kubelet reports.
-export function portsText(assigned: string): string {
-  return parsePorts(String(assigned ?? ''))
-    .map((p) => `0.0.0.0:${p.host}->${p.container}/${p.proto}`)
-    .join(', ');
 }

@@ -130,6 +130,15 @@ function registerNode(sheets: Command): void {
       'Docker network of the docker runtime (env SK_NET)',
       process.env.SK_NET ?? 'sheeternetes',
     )
+    .option(
+      '--docker-host <url>',
+      'Docker daemon of the docker runtime, e.g. unix:///run/docker.sock (env DOCKER_HOST)',
+    )
+    .option(
+      '--publish-addr <ip>',
+      'host address docker publishes pod ports on, e.g. 127.0.0.1 (env SK_PUBLISH_ADDR; default all)',
+      process.env.SK_PUBLISH_ADDR || undefined,
+    )
     .addHelpText(
       'after',
       '\nExample:\n  TOKEN=s3cret retrokube sheets node --server http://127.0.0.1:8787 --name node-a --allow-process\n\nA failed heartbeat never stops running pods; crashed pods restart with backoff. SIGTERM stops the pods and exits.\n',
@@ -162,7 +171,8 @@ function registerNode(sheets: Command): void {
         allowProcess: Boolean(o.allowProcess),
         workDir: o.workDir,
         dockerNetwork: o.network,
-        publishAddr: process.env.SK_PUBLISH_ADDR || undefined,
+        dockerHost: o.dockerHost,
+        publishAddr: o.publishAddr,
       });
       process.stderr.write(
         `[node] node=${o.name} runtimes=${agent.enabledRuntimes().join(',') || 'none'} -> ${o.server}${key ? ' (signed)' : ''}\n`,

@@ -1,4 +1,5 @@
-// What the node agent asks of a runtime: start one pod, watch it exit, stop it.
+// What the node agent asks of a runtime: start one pod, watch it exit, stop it — and, for a
+// runtime whose pods outlive the agent (docker), hand back the ones still running.
 
 export interface PodSpec {
   pod: string; // pod name, e.g. web-1
@@ -24,10 +25,36 @@ export interface Exit {
 export interface RunningPod {
   readonly id: string; // reported as container_id
   readonly exited: Promise<Exit>; // resolves once, when the pod stops for any reason
+  /** What the runtime really published (docker's Ports text); absent = the assigned ports. */
+  readonly ports?: string;
   stop(graceMs: number): Promise<void>;
+}
+
+/** A pod a runtime found still running from an earlier agent on this node. */
+export interface Adopted {
+  pod: string;
+  specHash: string;
+  deployment: string;
+  run: RunningPod;
 }
 
 export interface Runtime {
   readonly name: 'wasm' | 'process' | 'docker';
   start(spec: PodSpec): Promise<RunningPod>;
+  /** Pods of this node that outlived their agent (only runtimes whose pods can). */
+  running?(node: string): Promise<Adopted[]>;
+}
+
+/**
+ * The pod cannot start yet for a reason that is not the pod's fault (the daemon is away, the
+ * image cannot be pulled): it stays Pending with this message and is tried again after a back-off,
+ * without counting as a restart.
+ */
+export class PodWait extends Error {
+  /** The reason is the node's, not this pod's (e.g. no daemon): said once for all pods. */
+  readonly nodeWide: boolean;
+  constructor(message: string, nodeWide = false) {
+    super(message);
+    this.nodeWide = nodeWide;
+  }
 }

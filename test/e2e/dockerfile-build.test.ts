@@ -1,0 +1,169 @@
+// The root Dockerfile built by a real engine (buildah, hack/build-dockerfile.sh, with the base made
+// here by hack/build-node-base.sh) holds what hack/build-image.sh's archive holds — the same /app:
+// every file with the same bytes, production node_modules only, the Oberon base disk with its
+// sha256 and the same Kube disk — and the same config; and it runs: as user 1000 with no network
+// in the unpacked image, `retrokube version` answers and a machine boots from its Kube disk.
+// Both archives come from the set-up (npm run setup); under CI=true a missing one fails the file.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BASE_IMAGE } from '../../operator/src/machine/base-image.ts';
+
+const REPO = join(import.meta.dirname, '../..');
+const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
+const printPath = (script: string) =>
+  execFileSync('bash', [join(REPO, script), '--print-path'], { encoding: 'utf8' }).trim();
+
+const built = printPath('hack/build-dockerfile.sh');
+const reference = printPath('hack/build-image.sh');
+const why =
+  process.getuid?.() !== 0
+    ? 'needs root (chroot into the unpacked images)'
+    : !existsSync(built)
+      ? `${built} is missing: run npm run setup (hack/build-dockerfile.sh)`
+      : !existsSync(reference)
+        ? `${reference} is missing: run npm run setup (hack/build-image.sh)`
+        : undefined;
+if (why && process.env.CI === 'true') throw new Error(`dockerfile build: ${why}`);
+if (why) process.stderr.write(`[dockerfile-build] not run: ${why}\n`);
+
+interface Image {
+  root: string;
+  config: { Env: string[]; User: string; WorkingDir: string; Entrypoint: string[]; Cmd: string[] };
+  layers: number;
+}
+
+/** An OCI archive's layers applied in order to ROOT (whiteouts honoured); its config. */
+function unpack(archive: string, work: string): Image {
+  const dir = mkdtempSync(join(work, 'oci-'));
+  const root = join(dir, 'root');
+  mkdirSync(root);
+  execFileSync('tar', ['-xf', archive, '-C', dir, 'index.json', 'blobs']);
+  const blob = (digest: string) => join(dir, 'blobs/sha256', digest.replace('sha256:', ''));
+  const index = JSON.parse(readFileSync(join(dir, 'index.json'), 'utf8'));
+  const manifest = JSON.parse(readFileSync(blob(index.manifests[0].digest), 'utf8'));
+  const config = JSON.parse(readFileSync(blob(manifest.config.digest), 'utf8'));
+  for (const l of manifest.layers as { digest: string }[]) {
+    execFileSync('tar', ['-xzf', blob(l.digest), '-C', root]);
+    // Whiteouts of this layer remove what lower layers put there (then the marker itself).
+    const marks = execFileSync('find', [root, '-name', '.wh.*'], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean);
+    for (const m of marks) {
+      const parent = m.replace(/\/[^/]*$/, '');
+      const base = m.split('/').pop() ?? '';
+      if (base === '.wh..wh..opq') {
+        for (const e of readdirSync(parent))
+          if (e !== base) rmSync(join(parent, e), { recursive: true, force: true });
+      } else rmSync(join(parent, base.slice(4)), { recursive: true, force: true });
+      rmSync(m, { force: true });
+    }
+  }
+  return { root, config: config.config, layers: manifest.layers.length };
+}
+
+function files(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) out.set(relative(dir, p), sha256(readFileSync(p)));
+      else if (e.isSymbolicLink()) out.set(relative(dir, p), 'symlink');
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+/** A command in the unpacked image as its user, with no network (as a machine pod's container). */
+function inImage(img: Image, args: string[], timeout = 120_000) {
+  return spawnSync(
+    'unshare',
+    [
+      '--net',
+      'chroot',
+      `--userspec=${img.config.User}`,
+      img.root,
+      '/bin/env',
+      '-i',
+      ...img.config.Env,
+      'HOME=/tmp',
+      ...args,
+    ],
+    { encoding: 'utf8', timeout, cwd: '/' },
+  );
+}
+
+describe.skipIf(why !== undefined)('the Dockerfile built by buildah equals hack/build-image.sh', () => {
+  let work = '';
+  let ours: Image;
+  let theirs: Image;
+
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), 'rk-dockerfile-'));
+    ours = unpack(built, work);
+    theirs = unpack(reference, work);
+  }, 900_000);
+  afterAll(() => {
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('the same config: entrypoint, command, working folder, user, and the ENV the Dockerfile sets', () => {
+    for (const k of ['Entrypoint', 'Cmd', 'WorkingDir', 'User'] as const)
+      expect([k, ours.config[k]]).toEqual([k, theirs.config[k]]);
+    for (const pair of ['NODE_ENV=production', 'XDG_CACHE_HOME=/app/cache']) {
+      expect(ours.config.Env).toContain(pair);
+      expect(theirs.config.Env).toContain(pair);
+    }
+  });
+
+  it('the same /app, byte for byte: repo files, production node_modules, the two disks', () => {
+    const a = files(join(ours.root, 'app'));
+    const b = files(join(theirs.root, 'app'));
+    // npm ci writes its hidden lock file; hack/build-image.sh removes it (it names this machine's
+    // install, not the product). Everything else must match.
+    a.delete('node_modules/.package-lock.json');
+    expect([...a.keys()].filter((k) => !b.has(k))).toEqual([]);
+    expect([...b.keys()].filter((k) => !a.has(k))).toEqual([]);
+    expect([...a].filter(([k, v]) => b.get(k) !== v).map(([k]) => k)).toEqual([]);
+    expect(a.size).toBeGreaterThan(1000);
+    // The disks: the base by its published sha256, and a Kube disk.
+    expect(a.get(`cache/retrokube/${BASE_IMAGE.fileName}`)).toBe(BASE_IMAGE.sha256);
+    expect([...a.keys()].filter((k) => /^cache\/retrokube\/kube-[0-9a-f]{16}\.dsk$/.test(k))).toHaveLength(1);
+    // No development dependency.
+    const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as {
+      devDependencies: Record<string, string>;
+    };
+    for (const dev of Object.keys(pkg.devDependencies))
+      expect(existsSync(join(ours.root, 'app/node_modules', dev, 'package.json')), dev).toBe(false);
+  });
+
+  it('runs: `retrokube version` as user 1000 with no network', () => {
+    const r = inImage(ours, [...ours.config.Entrypoint, 'version']);
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    expect(r.stdout).toMatch(/^retrokube \S+ \(node 24\.\d+\.\d+\)$/m);
+  });
+
+  it("a machine boots in it from the image's own Kube disk (a screenshot after boot)", () => {
+    const disk = readdirSync(join(ours.root, 'app/cache/retrokube')).find((f) => f.startsWith('kube-'));
+    const shot = join(ours.root, 'tmp/boot.png');
+    const r = inImage(
+      ours,
+      [
+        ...ours.config.Entrypoint,
+        'machine',
+        'run',
+        `/app/cache/retrokube/${disk}`,
+        '--screenshot',
+        '/tmp/boot.png',
+      ],
+      300_000,
+    );
+    expect([r.status, r.stderr.slice(-2000)]).toEqual([0, expect.any(String)]);
+    expect(statSync(shot).size).toBeGreaterThan(1000);
+  }, 360_000);
+});
