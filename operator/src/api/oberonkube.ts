@@ -190,6 +190,15 @@ export function nodeRoleCommands(node: string, cluster: string, key: string): st
 }
 
 /**
+ * `Kube.Hold N`: a plane with a fresh store binds no pod until N nodes are heard (at most 30 s), so
+ * the first pods spread over all nodes instead of landing on the node it hears first. A plane whose
+ * store already has bound pods (a restart, a scale) ignores it.
+ */
+export function holdCommand(nodes: number): string {
+  return `Kube.Hold ${nodes}`;
+}
+
+/**
  * The plane's live deployments: one `Kube.Apply name N Module` line each. Apply is right here,
  * unlike in boot commands, because the lines are always the current desired state, not a text
  * fixed at the plane's creation that would undo later rollouts.

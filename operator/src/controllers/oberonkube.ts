@@ -220,7 +220,7 @@ async function reconcile(
   const age = Date.now() - Date.parse(k.metadata.creationTimestamp ?? new Date().toISOString());
   const withPlane = !!existingPlane || nodesHeard || nodesRunning || age > LIMITS.planeGraceMs;
 
-  const desired = renderKube(k, s, withPlane);
+  const desired = renderKube(k, s, withPlane, planeHoldOf(existingPlane) ?? s.nodes);
   const conflicts: string[] = [];
   for (const [type, obj] of [
     [OBERONAIR, desired.air] as const,
@@ -273,6 +273,13 @@ async function reconcile(
     if (await ctx.applyStatusIfChanged(OBERONKUBE, k, status)) memo.lastWriteMs = now;
   }
   return { requeueAfterMs: wait > 0 ? Math.min(wait, LIMITS.pollMs) : LIMITS.pollMs };
+}
+
+/** The node count in an existing (kubevirt) plane's `Kube.Hold`, kept so a scale does not restart it. */
+function planeHoldOf(plane: KubeObject | undefined): number | undefined {
+  const commands = (plane as { spec?: { commands?: unknown } } | undefined)?.spec?.commands;
+  const m = typeof commands === 'string' ? /(?:^|;)Kube\.Hold (\d+)(?:;|$)/.exec(commands) : null;
+  return m ? Number(m[1]) : undefined;
 }
 
 /** Events for Ready/NotReady transitions, evictions paused/resumed and forged frames heard. */
