@@ -16,7 +16,7 @@
 // Reads top to bottom: watch setup, reconcile, the events it tells. What it renders (settings, key,
 // children) is in oberonkube-render.ts, the status it computes in oberonkube-status.ts (both pure).
 import { randomBytes } from 'node:crypto';
-import type { ClusterView } from '../air/view.ts';
+import { type ClusterView, VIEW_LIMITS } from '../air/view.ts';
 import { AIR_DEFAULTS } from '../api/oberonair.ts';
 import { kubeNodeName } from '../api/oberonkube.ts';
 import { GROUP } from '../api/schema.ts';
@@ -42,6 +42,10 @@ export const LIMITS = {
   minStatusIntervalMs: 5_000, // at most one status write per cluster this often while the air changes
   planeGraceMs: 120_000, // start the plane anyway if the nodes are not all heard by then
   forgedWindowMs: 60_000, // forged frames this recent keep the cluster Degraded
+  // A new station (an operator that just started or took the lead) has heard nobody yet: until it
+  // has listened for a full node TTL plus one heartbeat period, every node would look NotReady.
+  // Meanwhile the last written status stands and no Event is sent.
+  hearWindowMs: VIEW_LIMITS.TTL_MS + 1_000,
 } as const;
 
 export const OBERONKUBE: ResourceType = ourKind('oberonkubes', 'OberonKube');
@@ -137,7 +141,9 @@ async function reconcile(
     secretCreated: false,
     forged: 0,
     forgedAtMs: 0,
-    ready: new Map(),
+    // What the last status said (another operator, or this one before a restart): a node already
+    // known Ready is not announced as joined again.
+    ready: new Map(lastNodeTable(k).map((r) => [r.name, r.ready] as const)),
     paused: false,
   };
   d.memo.set(id, memo);
@@ -253,8 +259,14 @@ async function reconcile(
     }
   }
 
-  // Status from the air, at most one write per cluster every few seconds.
+  // Status from the air, at most one write per cluster every few seconds — but not before the
+  // station has heard a full window: until then the last status stands (a new leader must not
+  // flap every cluster to 0/N nodes) and no Event is sent.
   const now = Date.now();
+  const stillListening =
+    !!heard && heard.listeningMs < LIMITS.hearWindowMs && !conflicts.length && k.status !== undefined;
+  if (stillListening)
+    return { requeueAfterMs: Math.min(LIMITS.hearWindowMs - (heard?.listeningMs ?? 0), LIMITS.pollMs) };
   if (heard) emitAirEvents(ctx, k, memo, heard.view, nodeNames, now);
   const status = computeKubeStatus(
     k,
@@ -273,6 +285,14 @@ async function reconcile(
     if (await ctx.applyStatusIfChanged(OBERONKUBE, k, status)) memo.lastWriteMs = now;
   }
   return { requeueAfterMs: wait > 0 ? Math.min(wait, LIMITS.pollMs) : LIMITS.pollMs };
+}
+
+function lastNodeTable(k: OberonKube): Array<{ name: string; ready: boolean }> {
+  const table = (k.status as { nodeTable?: unknown } | undefined)?.nodeTable;
+  if (!Array.isArray(table)) return [];
+  return table
+    .filter((r): r is { name: string; ready?: unknown } => typeof r?.name === 'string')
+    .map((r) => ({ name: r.name, ready: r.ready === true }));
 }
 
 /** The node count in an existing (kubevirt) plane's `Kube.Hold`, kept so a scale does not restart it. */
