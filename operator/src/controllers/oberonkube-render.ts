@@ -4,9 +4,9 @@
 import { createHmac } from 'node:crypto';
 import {
   type DeploymentItem,
-  joinCommands,
   ensureCommands,
   holdCommand,
+  joinCommands,
   KUBE_DEFAULTS,
   kubeNodeName,
   liveApplyLines,

@@ -153,6 +153,7 @@ async function reconcile(
   // The key: derived and written once (create-only), or read from the named Secret by a namespaced GET.
   let keyHex: string | undefined;
   let keyProblem = '';
+  let keyInvalid = false;
   if (s.generatedKey) {
     keyHex = derivedKey(d.seed, uid);
     if (!memo.secretCreated) {
@@ -192,7 +193,10 @@ async function reconcile(
         .toString('utf8')
         .trim();
       if (/^[0-9a-fA-F]{0,16}$/.test(raw)) keyHex = raw.toLowerCase();
-      else keyProblem = `Secret ${s.keySecretRef.name} entry ${s.keySecretRef.key} is not 0–16 hex digits`;
+      else {
+        keyInvalid = true;
+        keyProblem = `Secret ${s.keySecretRef.name} entry ${s.keySecretRef.key} is not 0–16 hex digits (0-9, a-f): put a key such as 00c0ffee00c0ffee there`;
+      }
     } catch (err) {
       keyProblem = keyReadProblem(err, s.namespace, s.keySecretRef); // names the Role to grant on a 403
     }
@@ -274,6 +278,7 @@ async function reconcile(
     {
       view: heard?.view,
       keyProblem,
+      keyInvalid,
       conflicts,
       withPlane,
       forgedRecent: now - memo.forgedAtMs < LIMITS.forgedWindowMs && memo.forged > 0,
