@@ -96,7 +96,10 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
       while (Date.now() < until) {
         await kubelet.sync();
         const o: Deep = await k.get(OBERONKUBE, ns, 'e2e');
-        expect([o.metadata.resourceVersion, o.status]).toEqual([atRest.metadata.resourceVersion, atRest.status]);
+        expect([o.metadata.resourceVersion, o.status]).toEqual([
+          atRest.metadata.resourceVersion,
+          atRest.status,
+        ]);
         await new Promise((r) => setTimeout(r, 500));
       }
       expect(await nodeReadyEvents()).toBe(eventsBefore);

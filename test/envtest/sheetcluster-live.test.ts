@@ -150,6 +150,25 @@ describe('SheetCluster status from a real apiserver and real agents', () => {
     await new Promise((r) => setTimeout(r, 12_000));
     expect((await sc()).metadata.resourceVersion).toBe(rv);
 
+    // A readiness probe failing for the first seconds of a pod's start (the kubelet's Warning) is
+    // a normal start, not a pod that cannot start: Degraded stays False (conditions describe now).
+    const at = new Date().toISOString();
+    await k.create(CORE_V1_EVENT, {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: 'rk-sheets-live-probe.unhealthy', namespace: ns },
+      involvedObject: { kind: 'Pod', name: 'rk-sheets-live-5c4d7-ab12c', namespace: ns },
+      type: 'Warning',
+      reason: 'Unhealthy',
+      message: 'Readiness probe failed: Get "http://10.0.0.5:8787/healthz": connection refused',
+      firstTimestamp: at,
+      lastTimestamp: at,
+      count: 2,
+      source: { component: 'kubelet' },
+    } as Deep);
+    await new Promise((r) => setTimeout(r, 8_000));
+    expect(condition(await sc(), 'Degraded')).toMatchObject({ status: 'False' });
+
     // Node loss: node-2's agent dies; after the TTL the sheet says NotReady → Degraded and an Event.
     await agents[2].stop('SIGKILL');
     const lost = await waitFor(
@@ -168,6 +187,12 @@ describe('SheetCluster status from a real apiserver and real agents', () => {
     agents[2] = await runAgentPod(k, ns, 'live', 2, url);
     pods.push(agents[2]);
     await waitFor('Ready again', async () => condition(await sc(), 'Ready')?.status === 'True', 60_000);
+    // ... and the warning goes with what it said: lastWarning describes now, not history.
+    await waitFor(
+      'no lastWarning about node-2 once it is Ready',
+      async () => !/Node\/node-2: NotReady/.test((await sc()).status.lastWarning ?? ''),
+      30_000,
+    );
     const evs = (await k.list<Deep>(CORE_V1_EVENT, ns)).items;
     expect(
       evs.some((e: Deep) => e.reason === 'NodeLost' && /node-2/.test(e.message) && e.type === 'Warning'),

@@ -214,6 +214,25 @@ export function isWarning(message: string): boolean {
 }
 
 /**
+ * Whether a warning row still describes the cluster now: a pod's warning while that pod exists and
+ * has not started, a node's while the node is not Ready; others (a deployment refused) stand. So a
+ * start-up "Unschedulable" is not shown once the pod runs.
+ */
+export function stillTrue(e: Row, rows: SheetRows): boolean {
+  const kind = text(e.kind);
+  const name = text(e.object);
+  if (kind === 'Pod') {
+    const p = rows.pods.find((x) => text(x.name) === name);
+    return !!p && !started(p);
+  }
+  if (kind === 'Node') {
+    const n = rows.nodes.find((x) => text(x.name) === name);
+    return !!n && text(n.status) !== 'Ready' && text(n.status) !== 'SchedulingDisabled';
+  }
+  return true;
+}
+
+/**
  * A pod counts as running once its agent has started it: phase Running, or an exit code reported (a
  * WASM program that finished and waits out its restart backoff ran, and will run again). Counting
  * only the instant phase would make a short program's cluster flap between 0 and 1 in status.
@@ -241,7 +260,7 @@ export function summarize(rows: SheetRows, expected: string[]): SheetSummary {
   let lastWarning: string | undefined;
   for (let i = events.length - 1; i >= 0; i--) {
     const e = events[i];
-    if (isWarning(text(e.message))) {
+    if (isWarning(text(e.message)) && stillTrue(e, rows)) {
       lastWarning = `${text(e.ts)} ${text(e.kind)}/${text(e.object)}: ${text(e.message)}`.slice(
         0,
         LIMITS.warningChars,

@@ -81,6 +81,9 @@ describe('SheetCluster observation', () => {
         events: [
           { ts: '1', kind: 'Node', object: 'node-1', message: 'NotReady: no heartbeat for 30s or more' },
           { ts: '2', kind: 'Pod', object: 'a-1', message: 'scheduled to node-0' },
+          // Past warnings that no longer hold: a pod running now, a node Ready again.
+          { ts: '3', kind: 'Pod', object: 'a-1', message: 'Unschedulable: no node fits' },
+          { ts: '4', kind: 'Node', object: 'node-0', message: 'NotReady: no heartbeat for 30s or more' },
         ],
         metrics: [
           { ts: '1', metric: 'cpu_capacity_millicores', value: 1 },
