@@ -94,7 +94,20 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
   const secretValue = async (name: string, entry: string): Promise<string> =>
     Buffer.from((await getJson(['secret', '-n', ns, name])).data[entry], 'base64').toString();
 
+  // Every Degraded condition the SheetCluster showed while it started (read once a second).
+  const startConditions: Deep[] = [];
+  let watchingStart = false;
+
   it('a SheetCluster of 3 nodes: the apiserver pod and the agents node-0..2 Ready, the workbook PVC Bound', async () => {
+    watchingStart = true;
+    void (async () => {
+      while (watchingStart) {
+        const o = await getJson(['sheetcluster', '-n', ns, NAME]).catch(() => undefined);
+        const d = o && cond(o, 'Degraded');
+        if (d) startConditions.push(d);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    })();
     await apply({
       apiVersion: 'retrokube.io/v1alpha1',
       kind: 'SheetCluster',
@@ -174,7 +187,14 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
     expect(log).toContain('ticker: still running');
 
     const o = await waitFor('the SheetCluster Ready, NODES 3/3', readyFromSheet, LIMITS.readyMs);
+    watchingStart = false;
     expect(cond(o, 'Degraded')?.status).toBe('False');
+    // A normal start is never Degraded (a readiness probe failing for its first seconds is normal),
+    // and once the tickers run, no start-up "Unschedulable" is shown as the last warning.
+    expect(startConditions.length).toBeGreaterThan(0);
+    expect(startConditions.filter((c) => c.status === 'True')).toEqual([]);
+    if (o.status.runningPods === o.status.desiredPods)
+      expect(o.status.lastWarning ?? '').not.toMatch(/Unschedulable/);
     expect(o.status.nodeTable.map((n: Deep) => n.name).sort()).toEqual(NODES);
     expect(o.status.desiredPods).toBeGreaterThanOrEqual(TICKERS);
     const table = await kubectl(['get', 'rksheets', '-n', ns, NAME]);
