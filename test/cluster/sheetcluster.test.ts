@@ -386,6 +386,42 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
     expect(events).toContainEqual(`NodeReturned: Node ${victim} is Ready again in the sheet`);
   });
 
+  it('a deployment whose image is not in the Images tab: its pod Pending with the reason in the Pods tab, the SheetCluster Degraded saying so', async () => {
+    const o = await getJson(['sheetcluster', '-n', ns, NAME]);
+    await kubectl([
+      'patch',
+      'sheetcluster',
+      '-n',
+      ns,
+      NAME,
+      '--type=merge',
+      '-p',
+      JSON.stringify({
+        spec: { deployments: [...o.spec.deployments, { name: 'ghost', image: 'sicf:nope', replicas: 1 }] },
+      }),
+    ]);
+    if (!sheet) throw new Error('no sheet client');
+    const s = sheet;
+    const row = await waitFor(
+      'the ghost pod Pending with a reason in the Pods tab',
+      async () =>
+        (await s.get('pods')).find(
+          (r) => String(r.deployment) === 'ghost' && r.phase === 'Pending' && String(r.message ?? '') !== '',
+        ),
+      LIMITS.readyMs,
+    );
+    expect(String(row.message)).toMatch(/nope is not in the Images tab/);
+    const degraded = await waitFor(
+      'the SheetCluster Degraded: PodsCannotStart',
+      async () => {
+        const c = await getJson(['sheetcluster', '-n', ns, NAME]);
+        return cond(c, 'Degraded')?.reason === 'PodsCannotStart' && c;
+      },
+      LIMITS.readyMs,
+    );
+    expect(cond(degraded, 'Degraded').message).toMatch(/ghost-\d+: .*nope is not in the Images tab/);
+  });
+
   it('the SheetCluster deleted: the garbage collector removes every child, the workbook PVC too', async () => {
     await kubectl(['delete', 'sheetclusters.retrokube.io', '-n', ns, NAME, '--wait=false']);
     await waitFor(

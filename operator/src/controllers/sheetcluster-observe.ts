@@ -18,6 +18,7 @@ export const LIMITS = {
   dnsTimeoutMs: 1_500, // one DNS query for a Service name (cluster DNS answers in milliseconds)
   dnsTries: 2, // so a name that cannot be resolved fails within ~3 s, inside the read's timeout
   warningChars: 300, // status.lastWarning
+  stuckPodsListed: 3, // pods named in Degraded's message when agents cannot start them
   recentEvents: 200, // only the newest Events rows are looked at for the latest warning
 } as const;
 
@@ -197,6 +198,8 @@ export interface SheetSummary {
   desiredPods: number;
   deployments: number;
   lastWarning?: string;
+  /** Pods an agent says it cannot start, with its reason from the Pods tab ("pod: reason"), a few. */
+  stuckPods: string[];
   metrics?: {
     cpuAllocatedMillicores: number;
     cpuCapacityMillicores: number;
@@ -277,6 +280,11 @@ export function summarize(rows: SheetRows, expected: string[]): SheetSummary {
     desiredPods,
     deployments: rows.deployments.length,
     lastWarning,
+    stuckPods: rows.pods
+      .filter((p) => text(p.phase) === 'Pending' && text(p.node) !== '' && text(p.message) !== '')
+      .map((p) => `${text(p.name)}: ${text(p.message)}`.slice(0, LIMITS.warningChars))
+      .sort()
+      .slice(0, LIMITS.stuckPodsListed),
     metrics: latestMetrics(rows.metrics),
   };
 }

@@ -169,6 +169,32 @@ describe('SheetCluster status', () => {
     });
     expect(bad.conditions?.find((c) => c.type === 'Degraded')?.message).toBe('no token; pvc pending; down');
     expect(bad.nodes).toBe('?/2');
+    // A pod an agent cannot start (its reason in the Pods tab): Degraded says which and why.
+    const stuck = summarize(
+      rows({
+        nodes: [
+          { name: 'node-0', status: 'Ready' },
+          { name: 'node-1', status: 'Ready' },
+        ],
+        pods: [
+          {
+            name: 'ghost-1',
+            node: 'node-0',
+            phase: 'Pending',
+            message: 'image nope is not in the Images tab',
+          },
+          { name: 'web-1', node: 'node-1', phase: 'Pending', message: '' },
+        ],
+      }),
+      ['node-0', 'node-1'],
+    );
+    expect(stuck.stuckPods).toEqual(['ghost-1: image nope is not in the Images tab']);
+    const st = computeSheetStatus(obj({}), s, { ...base, summary: stuck }, now);
+    expect(st.conditions?.find((c) => c.type === 'Degraded')).toMatchObject({
+      status: 'True',
+      reason: 'PodsCannotStart',
+      message: 'the node agents cannot start: ghost-1: image nope is not in the Images tab',
+    });
   });
 });
 

@@ -560,7 +560,14 @@ export function computeSheetStatus(
           }
         : o.applyProblem
           ? { type: 'Degraded', status: 'True', reason: 'DeploymentsRefused', message: o.applyProblem }
-          : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' },
+          : sum.stuckPods.length
+            ? {
+                type: 'Degraded',
+                status: 'True',
+                reason: 'PodsCannotStart',
+                message: `the node agents cannot start: ${sum.stuckPods.join('; ')}`,
+              }
+            : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' },
     );
   }
   const status: SheetClusterStatusT = {
