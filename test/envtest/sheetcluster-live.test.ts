@@ -13,7 +13,7 @@ import type { LocalProcess } from '../../operator/src/local/pods.ts';
 import { SheetsClient } from '../../operator/src/sheets/ctl/client.ts';
 import { freshNamespace } from './harness.ts';
 import { CORE, condition, startOperator, testClient, waitFor } from './operator-harness.ts';
-import { runAgentPod, runApiserverPod, sheetCluster } from './sheetcluster-kit.ts';
+import { kubeletWarning, runAgentPod, runApiserverPod, sheetCluster } from './sheetcluster-kit.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests navigate API objects freely
 type Deep = any;
@@ -152,20 +152,13 @@ describe('SheetCluster status from a real apiserver and real agents', () => {
 
     // A readiness probe failing for the first seconds of a pod's start (the kubelet's Warning) is
     // a normal start, not a pod that cannot start: Degraded stays False (conditions describe now).
-    const at = new Date().toISOString();
-    await k.create(CORE_V1_EVENT, {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name: 'rk-sheets-live-probe.unhealthy', namespace: ns },
-      involvedObject: { kind: 'Pod', name: 'rk-sheets-live-5c4d7-ab12c', namespace: ns },
-      type: 'Warning',
+    await kubeletWarning(k, ns, {
+      name: 'rk-sheets-live-probe.unhealthy',
+      pod: 'rk-sheets-live-5c4d7-ab12c',
       reason: 'Unhealthy',
       message: 'Readiness probe failed: Get "http://10.0.0.5:8787/healthz": connection refused',
-      firstTimestamp: at,
-      lastTimestamp: at,
       count: 2,
-      source: { component: 'kubelet' },
-    } as Deep);
+    });
     await new Promise((r) => setTimeout(r, 8_000));
     expect(condition(await sc(), 'Degraded')).toMatchObject({ status: 'False' });
 
