@@ -101,7 +101,12 @@ describe('SheetCluster status from a real apiserver and real agents', () => {
     );
     expect(ready.status.desiredPods).toBe(6); // hello 2 + the sample ticker 2 + tick 1 + shell 1
     expect(ready.status.pods).toBe('5/6');
-    expect(condition(ready, 'Degraded')?.status).toBe('False');
+    // The process sample no agent here can run: Degraded says which pod and the agent's reason.
+    expect(condition(ready, 'Degraded')).toMatchObject({
+      status: 'True',
+      reason: 'PodsCannotStart',
+      message: expect.stringMatching(/^the node agents cannot start: \S+: .*process/),
+    });
     expect(ready.status.nodeTable.map((n: Deep) => n.name)).toEqual(['node-0', 'node-1', 'node-2']);
     const sheetPods = await person().get('pods');
     const shell = sheetPods.filter((p) => p.deployment === 'shell');
@@ -151,7 +156,7 @@ describe('SheetCluster status from a real apiserver and real agents', () => {
     expect((await sc()).metadata.resourceVersion).toBe(rv);
 
     // A readiness probe failing for the first seconds of a pod's start (the kubelet's Warning) is
-    // a normal start, not a pod that cannot start: Degraded stays False (conditions describe now).
+    // a normal start, not a pod that cannot start: no PodCannotStart (conditions describe now).
     await kubeletWarning(k, ns, {
       name: 'rk-sheets-live-probe.unhealthy',
       pod: 'rk-sheets-live-5c4d7-ab12c',
@@ -160,7 +165,7 @@ describe('SheetCluster status from a real apiserver and real agents', () => {
       count: 2,
     });
     await new Promise((r) => setTimeout(r, 8_000));
-    expect(condition(await sc(), 'Degraded')).toMatchObject({ status: 'False' });
+    expect(condition(await sc(), 'Degraded')?.reason).toBe('PodsCannotStart'); // the process sample, as before
 
     // Node loss: node-2's agent dies; after the TTL the sheet says NotReady → Degraded and an Event.
     await agents[2].stop('SIGKILL');
