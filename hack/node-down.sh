@@ -2,7 +2,8 @@
 # Stops the test node hack/node-up.sh started, and removes everything it made:
 #   the processes it started (by recorded PID, only while that PID still runs the recorded binary),
 #   the pods' processes (by the node's pod cgroups) and container shims (by the node's containerd
-#   socket), kube-proxy's iptables rules, every mount under the node folder, the bridge, the pod
+#   socket), kube-proxy's iptables rules and the kubelet's own chains (KUBE-FIREWALL and the
+#   canaries, in iptables and ip6tables: hack/node-iptables-clean.sh), every mount under the node folder, the bridge, the pod
 #   cgroups, /run/containerd when the node created it, and the node folder; restores ip_forward.
 # Safe to run twice, and after a crash (it is what node-up runs over leftovers).
 # NODE_DOWN_KEEP_LOGS=1 keeps $RETROKUBE_NODE_DIR/logs and podlogs (node-up uses it when a start fails).
@@ -44,6 +45,8 @@ if [ -f "$R/kube-proxy.yaml" ]; then
   nb=$(bash "$HACK/build-node-bins.sh" --print-dir)
   [ -x "$nb/kube-proxy" ] && "$nb/kube-proxy" --cleanup >/dev/null 2>&1
 fi
+# kube-proxy --cleanup leaves the kubelet's chains (KUBE-FIREWALL jumped to from INPUT/OUTPUT).
+bash "$HACK/node-iptables-clean.sh"
 stop_proc kube-apiserver
 stop_proc etcd
 # Anything else a node-up recorded (an older node-up may have started other processes).

@@ -4,8 +4,8 @@
 // A slow step says how long it takes cold before it starts, and prints a progress line every
 // PROGRESS_EVERY_MS while it runs; its full output goes to a log file whose path is printed.
 //
-//   node hack/setup.ts            all steps
-//   node hack/setup.ts --list     what each step is for, and whether it is ready, without doing anything
+//   npm run setup                 all steps (on the repository's Node.js 24; the system node may be older)
+//   npm run setup -- --list       what each step is for, and whether it is ready, without doing anything
 //
 // Debian packages are installed when running as root; otherwise the set-up stops at once with the
 // exact `apt-get install` line to run.

@@ -18,9 +18,55 @@ function script(name: string, env: Record<string, string>): { code: number | nul
   return { code: r.status, stderr: r.stderr };
 }
 
+/** Runs a shell command in a network namespace of this test's own. */
+function inNetns(ns: string, command: string): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync('ip', ['netns', 'exec', ns, 'bash', '-c', command], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
 describe.skipIf(skipReason() || noLocalNode('node-up / node-down refusals'))(
   'node-up / node-down refusals',
   () => {
+    it("node-down's iptables clean-up leaves no KUBE-FIREWALL chain nor jump, in iptables and ip6tables", () => {
+      const ns = `rk-nodedown-${process.pid}`;
+      expect(spawnSync('ip', ['netns', 'add', ns]).status).toBe(0);
+      try {
+        const replay = (ipt: string) => {
+          // The node's own kubelet rules when it made them (the chain and the jumps to it).
+          const own = spawnSync(ipt, ['-w', '-S'], { encoding: 'utf8' })
+            .stdout.split('\n')
+            .filter((l) => /KUBE-FIREWALL|KUBE-KUBELET-CANARY/.test(l));
+          const rules = own.some((l) => l.startsWith('-N KUBE-FIREWALL'))
+            ? own
+            : [
+                '-N KUBE-FIREWALL',
+                '-A INPUT -j KUBE-FIREWALL',
+                '-A OUTPUT -j KUBE-FIREWALL',
+                '-A KUBE-FIREWALL -j DROP',
+              ];
+          const chains = rules.filter((l) => l.startsWith('-N '));
+          const rest = rules.filter((l) => !l.startsWith('-N '));
+          return [...chains, ...rest].map((l) => `${ipt} -w ${l}`).join(' && ');
+        };
+        const setup = inNetns(
+          ns,
+          `${replay('iptables')} && ${replay('ip6tables')} && iptables -N OTHER && iptables -A INPUT -j OTHER`,
+        );
+        expect(setup.code, setup.stderr).toBe(0);
+        expect(inNetns(ns, 'iptables-save; ip6tables-save').stdout).toMatch(/-A INPUT -j KUBE-FIREWALL/);
+        const clean = inNetns(ns, `bash ${join(REPO_ROOT, 'hack', 'node-iptables-clean.sh')}`);
+        expect(clean.code, clean.stderr).toBe(0);
+        const after = inNetns(ns, 'iptables-save; ip6tables-save').stdout;
+        expect(after).not.toMatch(/KUBE-/);
+        expect(after).toMatch(/-A INPUT -j OTHER/); // what is not the kubelet's stays
+      } finally {
+        spawnSync('ip', ['netns', 'del', ns]);
+      }
+    });
+
     it('a missing binary: one line naming it and the build to run; nothing created', async () => {
       const parent = mkdtempSync(join(tmpdir(), 'rk-nodeup-'));
       const dir = join(parent, 'node');

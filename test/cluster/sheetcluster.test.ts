@@ -94,7 +94,20 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
   const secretValue = async (name: string, entry: string): Promise<string> =>
     Buffer.from((await getJson(['secret', '-n', ns, name])).data[entry], 'base64').toString();
 
+  // Every Degraded condition the SheetCluster showed while it started (read once a second).
+  const startConditions: Deep[] = [];
+  let watchingStart = false;
+
   it('a SheetCluster of 3 nodes: the apiserver pod and the agents node-0..2 Ready, the workbook PVC Bound', async () => {
+    watchingStart = true;
+    void (async () => {
+      while (watchingStart) {
+        const o = await getJson(['sheetcluster', '-n', ns, NAME]).catch(() => undefined);
+        const d = o && cond(o, 'Degraded');
+        if (d) startConditions.push(d);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    })();
     await apply({
       apiVersion: 'retrokube.io/v1alpha1',
       kind: 'SheetCluster',
@@ -174,7 +187,14 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
     expect(log).toContain('ticker: still running');
 
     const o = await waitFor('the SheetCluster Ready, NODES 3/3', readyFromSheet, LIMITS.readyMs);
+    watchingStart = false;
     expect(cond(o, 'Degraded')?.status).toBe('False');
+    // A normal start is never Degraded (a readiness probe failing for its first seconds is normal),
+    // and once the tickers run, no start-up "Unschedulable" is shown as the last warning.
+    expect(startConditions.length).toBeGreaterThan(0);
+    expect(startConditions.filter((c) => c.status === 'True')).toEqual([]);
+    if (o.status.runningPods === o.status.desiredPods)
+      expect(o.status.lastWarning ?? '').not.toMatch(/Unschedulable/);
     expect(o.status.nodeTable.map((n: Deep) => n.name).sort()).toEqual(NODES);
     expect(o.status.desiredPods).toBeGreaterThanOrEqual(TICKERS);
     const table = await kubectl(['get', 'rksheets', '-n', ns, NAME]);
@@ -364,6 +384,42 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
     ).items.map((e: Deep) => `${e.reason}: ${e.message}`);
     expect(events).toContainEqual(expect.stringMatching(new RegExp(`^NodeLost: Node ${victim} is NotReady`)));
     expect(events).toContainEqual(`NodeReturned: Node ${victim} is Ready again in the sheet`);
+  });
+
+  it('a deployment whose image is not in the Images tab: its pod Pending with the reason in the Pods tab, the SheetCluster Degraded saying so', async () => {
+    const o = await getJson(['sheetcluster', '-n', ns, NAME]);
+    await kubectl([
+      'patch',
+      'sheetcluster',
+      '-n',
+      ns,
+      NAME,
+      '--type=merge',
+      '-p',
+      JSON.stringify({
+        spec: { deployments: [...o.spec.deployments, { name: 'ghost', image: 'sicf:nope', replicas: 1 }] },
+      }),
+    ]);
+    if (!sheet) throw new Error('no sheet client');
+    const s = sheet;
+    const row = await waitFor(
+      'the ghost pod Pending with a reason in the Pods tab',
+      async () =>
+        (await s.get('pods')).find(
+          (r) => String(r.deployment) === 'ghost' && r.phase === 'Pending' && String(r.message ?? '') !== '',
+        ),
+      LIMITS.readyMs,
+    );
+    expect(String(row.message)).toMatch(/nope is not in the Images tab/);
+    const degraded = await waitFor(
+      'the SheetCluster Degraded: PodsCannotStart',
+      async () => {
+        const c = await getJson(['sheetcluster', '-n', ns, NAME]);
+        return cond(c, 'Degraded')?.reason === 'PodsCannotStart' && c;
+      },
+      LIMITS.readyMs,
+    );
+    expect(cond(degraded, 'Degraded').message).toMatch(/ghost-\d+: .*nope is not in the Images tab/);
   });
 
   it('the SheetCluster deleted: the garbage collector removes every child, the workbook PVC too', async () => {

@@ -36,11 +36,12 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
     const kubelet = new LocalKubelet(k, ns, { disk, relay: `127.0.0.1:${relay.address.port}`, work });
     const { procs, pods } = kubelet;
     try {
-      await startOperator({
+      const operatorOptions = {
         namespace: ns,
         keySeed: 'e2e',
         airAddress: () => ({ host: '127.0.0.1', port: relay.address.port }),
-      });
+      };
+      const first = await startOperator(operatorOptions);
       await k.create(OBERONKUBE, {
         apiVersion: 'retrokube.io/v1alpha1',
         kind: 'OberonKube',
@@ -79,6 +80,29 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
       const ids = s.status.nodeTable.flatMap((n: Deep) => n.running);
       expect(ids).toHaveLength(3);
       expect(s.status.nodeTable.flatMap((n: Deep) => n.images)).toEqual(['Ticker', 'Ticker', 'Ticker']);
+
+      // A new operator at rest (an upgrade, a new leader) hears the air anew: the status it finds
+      // stands (not one write: no "0/2 nodes" while its station has heard nobody yet) and no Event
+      // says again that the nodes joined.
+      const nodeReadyEvents = async () =>
+        (await k.list(CORE.event, ns)).items.filter((e: Deep) => e.reason === 'NodeReady').length;
+      await waitFor('both nodes announced', async () => (await nodeReadyEvents()) >= 2);
+      await new Promise((r) => setTimeout(r, 6000)); // the first operator's last writes are done
+      const atRest: Deep = await k.get(OBERONKUBE, ns, 'e2e');
+      const eventsBefore = await nodeReadyEvents();
+      await first.stop();
+      await startOperator(operatorOptions);
+      const until = Date.now() + 20_000;
+      while (Date.now() < until) {
+        await kubelet.sync();
+        const o: Deep = await k.get(OBERONKUBE, ns, 'e2e');
+        expect([o.metadata.resourceVersion, o.status]).toEqual([
+          atRest.metadata.resourceVersion,
+          atRest.status,
+        ]);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      expect(await nodeReadyEvents()).toBe(eventsBefore);
 
       // A changed deployment reaches the running plane through its ConfigMap: a rolling update
       // heard on the air, the same plane process throughout.

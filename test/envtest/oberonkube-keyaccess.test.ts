@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
 import { KINDS_OWNED, OBERONMACHINE } from '../../operator/src/controllers/oberonmachine.ts';
+import { resourcePath } from '../../operator/src/runtime/client.ts';
 import { installChartRbac, run } from './chart-rbac.ts';
 import { freshNamespace, kubeconfigPath, serviceAccountKubeConfig, testBins } from './harness.ts';
 import {
@@ -130,6 +131,25 @@ describe('an OberonKube whose keySecretRef the operator may not read', () => {
         await k.list(CORE.event, ns),
       ]);
       expect(seen).not.toContain(KEY);
+
+      // A Secret whose entry is not a key: readable now, but the cluster cannot work — Degraded.
+      expect(condition(await k.get(OBERONKUBE, ns, 'locked'), 'Degraded')?.status).toBe('False');
+      await k.request('PATCH', resourcePath(CORE.secret, ns, 'team-key'), {
+        body: { stringData: { key: 'not-a-key' } },
+        contentType: 'application/merge-patch+json',
+      });
+      const bad: Deep = await waitFor(
+        'Degraded for a key that is not hex',
+        async () => {
+          const o = await k.get(OBERONKUBE, ns, 'locked');
+          return condition(o, 'Degraded')?.status === 'True' && o;
+        },
+        30_000,
+      );
+      expect(condition(bad, 'Degraded')).toMatchObject({
+        reason: 'KeyInvalid',
+        message: expect.stringMatching(/team-key entry key is not 0–16 hex digits/),
+      });
     } finally {
       await op?.stop();
       rmSync(work, { recursive: true, force: true });

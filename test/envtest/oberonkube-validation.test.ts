@@ -65,6 +65,16 @@ describe('OberonMachine and OberonKube validation on a real API server', () => {
     expect(await kb({ deployments: 'web 4' })).toMatch(/spec\.deployments/);
     expect(await kb({ deployments: 'Web 4 Ticker' })).toMatch(/spec\.deployments/);
     expect(await kb({ deployments: 'web 4 Tick-er' })).toMatch(/spec\.deployments/);
+    // The refusal says what a line must look like, with an example — not the regular expression.
+    const words = await kb({ deployments: 'web four Ticker' });
+    expect(words).toMatch(
+      /each deployment is "name replicas Module".*replicas: 0 to 250.*Example: "web 4 Ticker; api 2 Ticker2"/,
+    );
+    expect(words).not.toContain('[a-z]');
+    // Replicas and names bounded to what the plane accepts (it refuses more on its screen only).
+    expect(await kb({ deployments: 'web 999 Ticker' })).toMatch(/spec\.deployments: .*replicas: 0 to 250/);
+    expect(await kb({ deployments: 'web 251 Ticker' })).toMatch(/spec\.deployments/);
+    expect(await kb({ deployments: `${'w'.repeat(16)} 1 Ticker` })).toMatch(/spec\.deployments/);
     const many = Array.from({ length: 9 }, (_, i) => `dep${i} 1 Ticker2`).join('; ');
     expect(await kb({ deployments: many })).toMatch(/exceed 240 characters/);
     expect(await kb({}, 'a'.repeat(31))).toMatch(/metadata\.name must be at most 30/);
@@ -74,6 +84,7 @@ describe('OberonMachine and OberonKube validation on a real API server', () => {
       KUBE,
       obj('OberonKube', ns, 'farm', { nodes: 3, deployments: 'web 4 Ticker; api 2 Ticker2' }),
     );
+    await k.create(KUBE, obj('OberonKube', ns, 'edge', { deployments: `${'w'.repeat(15)} 250 Ticker` }));
     expect(good.spec).toMatchObject({ nodes: 3, cluster: 'kube', runtime: 'pod', loss: 0 });
     const gm = await k.create(
       MACHINE,

@@ -119,7 +119,8 @@ describe('OberonKube on a real API server', () => {
       k.getOrUndefined(CORE.configMap, ns, 'rk-kube-farm-deployments'),
     );
     expect(live.metadata.ownerReferences).toEqual([owner]);
-    expect(live.data).toEqual({ deployments: 'Kube.Apply web 3 Ticker\n' });
+    // Hold first: the new plane binds no pod before both nodes are heard (the first pods spread).
+    expect(live.data).toEqual({ deployments: 'Kube.Hold 2\nKube.Apply web 3 Ticker\n' });
 
     // The node machines' disruption budget (docs/operator.md § Placement): owned, one at a time,
     // selecting the node machines by air and role; rewritten by no later reconcile.
@@ -146,7 +147,7 @@ describe('OberonKube on a real API server', () => {
       'the new deployments in the ConfigMap',
       async () =>
         ((await k.get(CORE.configMap, ns, 'rk-kube-farm-deployments')) as Deep).data.deployments ===
-        'Kube.Apply web 6 Ticker2\nKube.Apply api 2 Ticker2\n',
+        'Kube.Hold 3\nKube.Apply web 6 Ticker2\nKube.Apply api 2 Ticker2\n',
     );
     await new Promise((r) => setTimeout(r, 1500));
     const after: Deep = await k.get(KINDS_OWNED.statefulSet, ns, 'rk-m-farm-plane');

@@ -78,3 +78,25 @@ export async function runAgentPod(
   const work = mkdtempSync(join(tmpdir(), `rk-agent-${index}-`));
   return runCli(localArgs(c, { work, tmp: work }), { ...env, WEBAPP_URL: url });
 }
+
+/** What the kubelet writes about a pod (the test API server runs no kubelet): a core/v1 Warning Event. */
+export async function kubeletWarning(
+  k: KubeClient,
+  ns: string,
+  o: { name: string; pod: string; reason: string; message: string; count?: number },
+): Promise<void> {
+  const at = new Date().toISOString();
+  await k.create({ group: '', version: 'v1', plural: 'events', kind: 'Event', namespaced: true }, {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: o.name, namespace: ns },
+    involvedObject: { kind: 'Pod', name: o.pod, namespace: ns },
+    type: 'Warning',
+    reason: o.reason,
+    message: o.message,
+    firstTimestamp: at,
+    lastTimestamp: at,
+    count: o.count ?? 1,
+    source: { component: 'kubelet' },
+  } as KubeObject);
+}

@@ -13,7 +13,7 @@ import type { LocalProcess } from '../../operator/src/local/pods.ts';
 import { SheetsClient } from '../../operator/src/sheets/ctl/client.ts';
 import { freshNamespace } from './harness.ts';
 import { CORE, condition, startOperator, testClient, waitFor } from './operator-harness.ts';
-import { runAgentPod, runApiserverPod, sheetCluster } from './sheetcluster-kit.ts';
+import { kubeletWarning, runAgentPod, runApiserverPod, sheetCluster } from './sheetcluster-kit.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests navigate API objects freely
 type Deep = any;
@@ -101,7 +101,12 @@ describe('SheetCluster status from a real apiserver and real agents', () => {
     );
     expect(ready.status.desiredPods).toBe(6); // hello 2 + the sample ticker 2 + tick 1 + shell 1
     expect(ready.status.pods).toBe('5/6');
-    expect(condition(ready, 'Degraded')?.status).toBe('False');
+    // The process sample no agent here can run: Degraded says which pod and the agent's reason.
+    expect(condition(ready, 'Degraded')).toMatchObject({
+      status: 'True',
+      reason: 'PodsCannotStart',
+      message: expect.stringMatching(/^the node agents cannot start: \S+: .*process/),
+    });
     expect(ready.status.nodeTable.map((n: Deep) => n.name)).toEqual(['node-0', 'node-1', 'node-2']);
     const sheetPods = await person().get('pods');
     const shell = sheetPods.filter((p) => p.deployment === 'shell');
@@ -150,6 +155,18 @@ describe('SheetCluster status from a real apiserver and real agents', () => {
     await new Promise((r) => setTimeout(r, 12_000));
     expect((await sc()).metadata.resourceVersion).toBe(rv);
 
+    // A readiness probe failing for the first seconds of a pod's start (the kubelet's Warning) is
+    // a normal start, not a pod that cannot start: no PodCannotStart (conditions describe now).
+    await kubeletWarning(k, ns, {
+      name: 'rk-sheets-live-probe.unhealthy',
+      pod: 'rk-sheets-live-5c4d7-ab12c',
+      reason: 'Unhealthy',
+      message: 'Readiness probe failed: Get "http://10.0.0.5:8787/healthz": connection refused',
+      count: 2,
+    });
+    await new Promise((r) => setTimeout(r, 8_000));
+    expect(condition(await sc(), 'Degraded')?.reason).toBe('PodsCannotStart'); // the process sample, as before
+
     // Node loss: node-2's agent dies; after the TTL the sheet says NotReady → Degraded and an Event.
     await agents[2].stop('SIGKILL');
     const lost = await waitFor(
@@ -168,6 +185,12 @@ describe('SheetCluster status from a real apiserver and real agents', () => {
     agents[2] = await runAgentPod(k, ns, 'live', 2, url);
     pods.push(agents[2]);
     await waitFor('Ready again', async () => condition(await sc(), 'Ready')?.status === 'True', 60_000);
+    // ... and the warning goes with what it said: lastWarning describes now, not history.
+    await waitFor(
+      'no lastWarning about node-2 once it is Ready',
+      async () => !/Node\/node-2: NotReady/.test((await sc()).status.lastWarning ?? ''),
+      30_000,
+    );
     const evs = (await k.list<Deep>(CORE_V1_EVENT, ns)).items;
     expect(
       evs.some((e: Deep) => e.reason === 'NodeLost' && /node-2/.test(e.message) && e.type === 'Warning'),

@@ -10,7 +10,7 @@ import { derivedSecret } from '../../operator/src/controllers/sheetcluster-rende
 import { ApiError, type KubeObject } from '../../operator/src/runtime/client.ts';
 import { freshNamespace } from './harness.ts';
 import { CORE, condition, quiescent, startOperator, testClient, waitFor } from './operator-harness.ts';
-import { PVC, STS, sheetCluster } from './sheetcluster-kit.ts';
+import { kubeletWarning, PVC, STS, sheetCluster } from './sheetcluster-kit.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests navigate API objects freely
 type Deep = any;
@@ -294,19 +294,12 @@ describe('SheetCluster object graph', () => {
     );
 
     // The kubelet cannot mount the missing Secret (the test API server runs no kubelet: we write its Event).
-    await k.create(CORE_V1_EVENT, {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name: 'rk-sheets-gs-7d9f-x1.failedmount', namespace: ns },
-      involvedObject: { kind: 'Pod', name: 'rk-sheets-gs-7d9f8c-x1', namespace: ns },
-      type: 'Warning',
+    await kubeletWarning(k, ns, {
+      name: 'rk-sheets-gs-7d9f-x1.failedmount',
+      pod: 'rk-sheets-gs-7d9f8c-x1',
       reason: 'FailedMount',
       message: 'MountVolume.SetUp failed for volume "google" : secret "gcreds" not found',
-      lastTimestamp: new Date().toISOString(),
-      firstTimestamp: new Date().toISOString(),
-      count: 1,
-      source: { component: 'kubelet' },
-    } as KubeObject);
+    });
     const sc = await waitFor('Degraded PodCannotStart', async () => {
       const o = await k.get<Deep>(SHEETCLUSTER, ns, 'gs');
       return condition(o, 'Degraded')?.reason === 'PodCannotStart' ? o : undefined;
@@ -318,11 +311,3 @@ describe('SheetCluster object graph', () => {
     expect(await k.getOrUndefined(STS, ns, 'rk-sheets-gs-node')).toBeDefined();
   });
 });
-
-const CORE_V1_EVENT = {
-  group: '',
-  version: 'v1',
-  plural: 'events',
-  kind: 'Event',
-  namespaced: true,
-} as const;

@@ -180,6 +180,15 @@ describe('SheetMigration', () => {
       const r = await reasons(k, ns, 'move');
       return ['ScalingTarget', 'WaitingTarget', 'DrainingSource', 'Succeeded'].every((x) => r.includes(x));
     });
+    // status.message and each Event follow the phase: no phase speaks with an earlier phase's words.
+    expect(st.message).not.toMatch(/ScalingTarget|WaitingTarget|DrainingSource/);
+    const events: Deep[] = (await k.list(CORE.event, ns)).items.filter(
+      (e: Deep) => e.regarding?.name === 'move',
+    );
+    for (const e of events.filter((x) => x.reason !== 'ScalingTarget'))
+      expect([e.reason, e.note]).not.toEqual([e.reason, expect.stringMatching(/: ScalingTarget/)]);
+    const succeeded = events.find((e) => e.reason === 'Succeeded');
+    expect(succeeded?.note).toMatch(/→ Succeeded: (?!ScalingTarget)/);
   }, 120_000);
 
   it('rolls back when the target degrades inside the window', async () => {

@@ -2,7 +2,7 @@
 // machines that join by themselves — whose status is what the operator hears on the air.
 // The boot-command helpers here are pure and shared by the controller and `retrokube up`.
 import { type Static, Type } from '@sinclair/typebox';
-import { CLUSTER_PATTERN, KeySecretRef, MACHINE_LIMITS } from './oberonmachine.ts';
+import { CLUSTER_PATTERN, MACHINE_LIMITS, secretEntryRef } from './oberonmachine.ts';
 import { Placement } from './placement.ts';
 import { CommonStatus, type KindDefinition } from './schema.ts';
 
@@ -11,12 +11,22 @@ export const KUBE_LIMITS = {
   maxNodes: 20, // issue 7's ceiling; each machine keeps a host core busy
   deploymentsChars: 200, // what can still fit Boot's 240 once `Kube.Ensure ` is added per item
   nameChars: 30, // children are rk-kube-<name>... and machines <name>-node-a: fits a 63-character label
+  // What the plane accepts (Kube.Mod): more is refused on its screen only, so the schema says it first.
+  maxReplicas: 250, // MaxReplicas: every pod needs one of 255 radio ids
+  deploymentNameChars: 15, // DeployLen: "<name>-rs<rev>-<seq>" must fit Kube's 39-character names
+  podsPerNode: 10, // KubeNet.Serve's capacity: an assignment frame carries at most 10 pod ids
+  storeObjects: 256, // MaxObj: deployments, replicasets, pods and nodes together
 } as const;
 
 export const KUBE_DEFAULTS = { nodes: 2, cluster: 'kube', runtime: 'pod', memory: '128Mi', loss: 0 } as const;
 
+/** Replicas 0..250 (KUBE_LIMITS.maxReplicas), as a pattern: the plane refuses more. */
+const REPLICAS_ITEM = '([0-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|250)';
 /** One deployment item as the plane's `Kube.Ensure` takes it (spec §7.11). */
-export const DEPLOYMENT_ITEM = '[a-z][a-z0-9]{0,19} [0-9]{1,3} [A-Za-z][A-Za-z0-9]{0,14}';
+export const DEPLOYMENT_ITEM = `[a-z][a-z0-9]{0,14} ${REPLICAS_ITEM} [A-Za-z][A-Za-z0-9]{0,14}`;
+/** What a deployment item must look like, in words (the API server's error shows this, not the pattern). */
+export const DEPLOYMENT_WORDS =
+  'each deployment is "name replicas Module", separated by ";" — name: a lowercase letter then up to 14 lowercase letters or digits; replicas: 0 to 250; Module: a letter then up to 14 letters or digits (an Oberon module with a Start command). Example: "web 4 Ticker; api 2 Ticker2"';
 /** `name replicas Module; ...`: items separated by `;`, spaces around them allowed. */
 export const DEPLOYMENTS_PATTERN = `^ *(${DEPLOYMENT_ITEM}( *; *${DEPLOYMENT_ITEM})* *;? *)?$`;
 
@@ -37,14 +47,24 @@ export const OberonKubeSpec = Type.Object(
         description: 'KubeNet cluster name (≤ 8).',
       }),
     ),
-    keySecretRef: Type.Optional(KeySecretRef),
+    keySecretRef: Type.Optional(
+      secretEntryRef(
+        'key',
+        '0–16 hex digits',
+        'The KubeNet key (0–16 hex digits, checked before use) in a Secret; absent = the operator generates a random key and keeps it in Secret rk-kube-<name>-key (Event KeyGenerated). Whoever may create this resource can have that Secret entry handed to a machine: treat that right like reading the Secret.',
+      ),
+    ),
     deployments: Type.Optional(
+      // A CEL rule rather than `pattern`: a refusal then says what a line must look like instead
+      // of printing the regular expression.
       Type.String({
         maxLength: KUBE_LIMITS.deploymentsChars,
-        pattern: DEPLOYMENTS_PATTERN,
         default: '',
         description:
-          '`name replicas Module; ...` (e.g. "web 4 Ticker; api 2 Ticker2"), ensured by the plane.',
+          '`name replicas Module; ...` (e.g. "web 4 Ticker; api 2 Ticker2"; replicas 0–250), applied live by the plane.',
+        'x-kubernetes-validations': [
+          { rule: `self.matches('${DEPLOYMENTS_PATTERN}')`, message: DEPLOYMENT_WORDS },
+        ],
       }),
     ),
     runtime: Type.Optional(
@@ -168,8 +188,7 @@ export function parseDeploymentList(text: string | undefined): DeploymentItem[] 
     .map((s) => s.trim().replace(/\s+/g, ' '))
     .filter((s) => s !== '')
     .map((s) => {
-      if (!re.test(s))
-        throw new Error(`deployment "${s}" is not "name replicas Module" (e.g. "web 4 Ticker")`);
+      if (!re.test(s)) throw new Error(`deployment "${s}" is refused: ${DEPLOYMENT_WORDS}`);
       const [name, replicas, module] = s.split(' ');
       return { name, replicas: Number(replicas), module };
     });
@@ -189,6 +208,15 @@ export function planeRoleCommands(cluster: string, key: string): string {
 /** `KubeNet.Join <node> <cluster> <key>`. */
 export function nodeRoleCommands(node: string, cluster: string, key: string): string {
   return `KubeNet.Join ${node} ${cluster} ${key}`.trimEnd();
+}
+
+/**
+ * `Kube.Hold N`: a plane with a fresh store binds no pod until N nodes are heard (at most 30 s), so
+ * the first pods spread over all nodes instead of landing on the node it hears first. A plane whose
+ * store already has bound pods (a restart, a scale) ignores it.
+ */
+export function holdCommand(nodes: number): string {
+  return `Kube.Hold ${nodes}`;
 }
 
 /**

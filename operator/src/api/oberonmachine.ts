@@ -28,7 +28,7 @@ export const CLUSTER_PATTERN = '^[a-z0-9-]{1,8}$';
 export const KEY_PATTERN = '^[0-9a-fA-F]{0,16}$';
 
 /** A reference to one entry of a Secret in the same namespace (`key` defaults to `defaultKey`). */
-function secretEntryRef(defaultKey: string, entry: string, description: string) {
+export function secretEntryRef(defaultKey: string, entry: string, description: string) {
   return Type.Object(
     {
       name: Type.String({

@@ -24,6 +24,7 @@ export const LIMITS = {
   relayMetricsPort: 9524, // the relay's HTTP /metrics (TCP), also its readiness probe
   hearPollMs: 5_000, // how often what is heard is looked at (cache reads; writes only on change)
   minHeardWriteMs: 5_000, // at most one status write per air this often for a change in what is heard
+  hearWindowMs: 10_000, // a new station's census counts over ten heartbeat periods (its rate window)
 } as const;
 
 export const OBERONAIR: ResourceType = ourKind('oberonairs', 'OberonAir');
@@ -134,7 +135,13 @@ async function reconcile(
   const ref = { namespace: key.namespace, air: key.name, port: spec.port };
   let heard: AirHeard | undefined;
   if (conflicts.length) d.ears.close(ref);
-  else heard = d.ears.hear(ref).heard;
+  else {
+    // A station that just opened (a new leader) has heard nobody yet: keep what the status says
+    // until it has listened for a full window, so the air does not seem to go silent.
+    const h = d.ears.hear(ref);
+    const last = (air.status as { heard?: AirHeard } | undefined)?.heard;
+    heard = h.listeningMs < LIMITS.hearWindowMs && last ? last : h.heard;
+  }
 
   const now = Date.now();
   const status = computeStatus(air, spec, observed.deployment, conflicts, new Date(now), heard);

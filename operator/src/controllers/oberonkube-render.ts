@@ -5,6 +5,8 @@ import { createHmac } from 'node:crypto';
 import {
   type DeploymentItem,
   ensureCommands,
+  holdCommand,
+  joinCommands,
   KUBE_DEFAULTS,
   kubeNodeName,
   liveApplyLines,
@@ -71,11 +73,14 @@ export function derivedKey(seed: string, uid: string): string {
 /**
  * The desired children: the air, then the nodes, then (when `withPlane`) the plane, and the
  * disruption budget of the node machines (placement.ts). Pure.
+ * `planeHold`: the node count in the plane's `Kube.Hold` (kubevirt: a boot command, so the count the
+ * plane was created with is kept — a scale must not restart the plane; default `s.nodes`).
  */
 export function renderKube(
   k: OberonKube,
   s: KubeSettings,
   withPlane: boolean,
+  planeHold: number = s.nodes,
 ): { air: KubeObject; machines: KubeObject[]; budget: KubeObject; liveCommands?: KubeObject } {
   const labels = {
     'app.kubernetes.io/name': 'retrokube-kube',
@@ -122,7 +127,8 @@ export function renderKube(
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: meta(liveCommandsName(s.name), 'plane'),
-      data: { [LIVE_KEY]: liveApplyLines(s.deployments) },
+      // Hold first: a new plane waits for every node before it binds the pods these lines create.
+      data: { [LIVE_KEY]: `${holdCommand(s.nodes)}\n${liveApplyLines(s.deployments)}` },
     };
     if (withPlane)
       machines.push(
@@ -135,7 +141,7 @@ export function renderKube(
     return { air, machines, budget, liveCommands };
   }
   if (withPlane) {
-    const commands = ensureCommands(s.deployments);
+    const commands = joinCommands([holdCommand(planeHold), ensureCommands(s.deployments)]);
     machines.push(machine(`${s.name}-plane`, { role: 'plane', ...(commands ? { commands } : {}) }, 'plane'));
   }
   return { air, machines, budget };

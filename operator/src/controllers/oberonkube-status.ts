@@ -1,9 +1,25 @@
 // The status of an OberonKube from what the operator hears on its air (pure): nodes and pods
 // heard, the node table, and the Ready, Converged and Degraded conditions.
 import type { ClusterView } from '../air/view.ts';
-import { kubeNodeName } from '../api/oberonkube.ts';
+import { KUBE_LIMITS, kubeNodeName } from '../api/oberonkube.ts';
 import { type Condition, type ConditionInput, setConditions } from '../runtime/conditions.ts';
 import type { KubeSettings, OberonKube } from './oberonkube-render.ts';
+
+/**
+ * What the plane will refuse or leave Pending for this spec, in words ('' = nothing): it says so
+ * only on its own screen, so status says it from the same limits.
+ */
+export function planeRefusal(s: KubeSettings): string {
+  const pods = s.deployments.reduce((a, d) => a + d.replicas, 0);
+  const room = s.nodes * KUBE_LIMITS.podsPerNode;
+  // Each deployment keeps one ReplicaSet (two while it rolls); nodes are objects of the store too.
+  const objects = pods + 2 * s.deployments.length + s.nodes;
+  if (objects > KUBE_LIMITS.storeObjects)
+    return `${pods} pods, ${s.deployments.length} deployments and ${s.nodes} nodes need ${objects} objects; the plane's store holds ${KUBE_LIMITS.storeObjects}, so it creates no more: lower the replicas`;
+  if (pods > room)
+    return `${pods} pods wanted but ${s.nodes} node(s) hold at most ${room} (${KUBE_LIMITS.podsPerNode} per node: an assignment frame carries 10 pod ids); ${pods - room} stay Pending: add nodes or lower the replicas`;
+  return '';
+}
 
 export function computeKubeStatus(
   k: OberonKube,
@@ -11,6 +27,8 @@ export function computeKubeStatus(
   o: {
     view?: ClusterView;
     keyProblem: string;
+    /** The key was read but is not a key (not 0–16 hex digits): the cluster cannot work as ordered. */
+    keyInvalid?: boolean;
     conflicts: string[];
     withPlane: boolean;
     forgedRecent: boolean;
@@ -84,22 +102,27 @@ export function computeKubeStatus(
   const notReadyHeard = table
     .filter((r) => !r.ready && v?.nodes.some((n) => n.name === r.name))
     .map((r) => r.name);
+  const refusal = planeRefusal(s);
   conds.push(
-    o.forgedRecent
-      ? {
-          type: 'Degraded',
-          status: 'True',
-          reason: 'ForgedFrames',
-          message: `${forged} forged frame(s) heard: someone without the key transmits this cluster's tag`,
-        }
-      : notReadyHeard.length
-        ? {
-            type: 'Degraded',
-            status: 'True',
-            reason: 'NodesNotReady',
-            message: `NotReady: ${notReadyHeard.join(', ')}`,
-          }
-        : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' },
+    o.keyInvalid
+      ? { type: 'Degraded', status: 'True', reason: 'KeyInvalid', message: o.keyProblem }
+      : refusal
+        ? { type: 'Degraded', status: 'True', reason: 'PlaneCannotPlace', message: refusal }
+        : o.forgedRecent
+          ? {
+              type: 'Degraded',
+              status: 'True',
+              reason: 'ForgedFrames',
+              message: `${forged} forged frame(s) heard: someone without the key transmits this cluster's tag`,
+            }
+          : notReadyHeard.length
+            ? {
+                type: 'Degraded',
+                status: 'True',
+                reason: 'NodesNotReady',
+                message: `NotReady: ${notReadyHeard.join(', ')}`,
+              }
+            : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' },
   );
   return {
     observedGeneration: gen,

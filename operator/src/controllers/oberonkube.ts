@@ -16,7 +16,7 @@
 // Reads top to bottom: watch setup, reconcile, the events it tells. What it renders (settings, key,
 // children) is in oberonkube-render.ts, the status it computes in oberonkube-status.ts (both pure).
 import { randomBytes } from 'node:crypto';
-import type { ClusterView } from '../air/view.ts';
+import { type ClusterView, VIEW_LIMITS } from '../air/view.ts';
 import { AIR_DEFAULTS } from '../api/oberonair.ts';
 import { kubeNodeName } from '../api/oberonkube.ts';
 import { GROUP } from '../api/schema.ts';
@@ -43,6 +43,10 @@ export const LIMITS = {
   minStatusIntervalMs: 5_000, // at most one status write per cluster this often while the air changes
   planeGraceMs: 120_000, // start the plane anyway if the nodes are not all heard by then
   forgedWindowMs: 60_000, // forged frames this recent keep the cluster Degraded
+  // A new station (an operator that just started or took the lead) has heard nobody yet: until it
+  // has listened for a full node TTL plus one heartbeat period, every node would look NotReady.
+  // Meanwhile the last written status stands and no Event is sent.
+  hearWindowMs: VIEW_LIMITS.TTL_MS + 1_000,
 } as const;
 
 export const OBERONKUBE: ResourceType = ourKind('oberonkubes', 'OberonKube');
@@ -144,7 +148,9 @@ async function reconcile(
     secretCreated: false,
     forged: 0,
     forgedAtMs: 0,
-    ready: new Map(),
+    // What the last status said (another operator, or this one before a restart): a node already
+    // known Ready is not announced as joined again.
+    ready: new Map(lastNodeTable(k).map((r) => [r.name, r.ready] as const)),
     paused: false,
   };
   d.memo.set(id, memo);
@@ -154,6 +160,7 @@ async function reconcile(
   // The key: derived and written once (create-only), or read from the named Secret by a namespaced GET.
   let keyHex: string | undefined;
   let keyProblem = '';
+  let keyInvalid = false;
   if (s.generatedKey) {
     keyHex = derivedKey(d.seed, uid);
     if (!memo.secretCreated) {
@@ -193,7 +200,10 @@ async function reconcile(
         .toString('utf8')
         .trim();
       if (/^[0-9a-fA-F]{0,16}$/.test(raw)) keyHex = raw.toLowerCase();
-      else keyProblem = `Secret ${s.keySecretRef.name} entry ${s.keySecretRef.key} is not 0–16 hex digits`;
+      else {
+        keyInvalid = true;
+        keyProblem = `Secret ${s.keySecretRef.name} entry ${s.keySecretRef.key} is not 0–16 hex digits (0-9, a-f): put a key such as 00c0ffee00c0ffee there`;
+      }
     } catch (err) {
       keyProblem = keyReadProblem(err, s.namespace, s.keySecretRef); // names the Role to grant on a 403
     }
@@ -227,7 +237,7 @@ async function reconcile(
   const age = Date.now() - Date.parse(k.metadata.creationTimestamp ?? new Date().toISOString());
   const withPlane = !!existingPlane || nodesHeard || nodesRunning || age > LIMITS.planeGraceMs;
 
-  const desired = renderKube(k, s, withPlane);
+  const desired = renderKube(k, s, withPlane, planeHoldOf(existingPlane) ?? s.nodes);
   const conflicts: string[] = [];
   for (const [type, obj] of [
     [OBERONAIR, desired.air] as const,
@@ -261,8 +271,14 @@ async function reconcile(
     }
   }
 
-  // Status from the air, at most one write per cluster every few seconds.
+  // Status from the air, at most one write per cluster every few seconds — but not before the
+  // station has heard a full window: until then the last status stands (a new leader must not
+  // flap every cluster to 0/N nodes) and no Event is sent.
   const now = Date.now();
+  const stillListening =
+    !!heard && heard.listeningMs < LIMITS.hearWindowMs && !conflicts.length && k.status !== undefined;
+  if (stillListening)
+    return { requeueAfterMs: Math.min(LIMITS.hearWindowMs - (heard?.listeningMs ?? 0), LIMITS.pollMs) };
   if (heard) emitAirEvents(ctx, k, memo, heard.view, nodeNames, now);
   const status = computeKubeStatus(
     k,
@@ -270,6 +286,7 @@ async function reconcile(
     {
       view: heard?.view,
       keyProblem,
+      keyInvalid,
       conflicts,
       withPlane,
       forgedRecent: now - memo.forgedAtMs < LIMITS.forgedWindowMs && memo.forged > 0,
@@ -281,6 +298,21 @@ async function reconcile(
     if (await ctx.applyStatusIfChanged(OBERONKUBE, k, status)) memo.lastWriteMs = now;
   }
   return { requeueAfterMs: wait > 0 ? Math.min(wait, LIMITS.pollMs) : LIMITS.pollMs };
+}
+
+function lastNodeTable(k: OberonKube): Array<{ name: string; ready: boolean }> {
+  const table = (k.status as { nodeTable?: unknown } | undefined)?.nodeTable;
+  if (!Array.isArray(table)) return [];
+  return table
+    .filter((r): r is { name: string; ready?: unknown } => typeof r?.name === 'string')
+    .map((r) => ({ name: r.name, ready: r.ready === true }));
+}
+
+/** The node count in an existing (kubevirt) plane's `Kube.Hold`, kept so a scale does not restart it. */
+function planeHoldOf(plane: KubeObject | undefined): number | undefined {
+  const commands = (plane as { spec?: { commands?: unknown } } | undefined)?.spec?.commands;
+  const m = typeof commands === 'string' ? /(?:^|;)Kube\.Hold (\d+)(?:;|$)/.exec(commands) : null;
+  return m ? Number(m[1]) : undefined;
 }
 
 /** Events for Ready/NotReady transitions, evictions paused/resumed and forged frames heard. */

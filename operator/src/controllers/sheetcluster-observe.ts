@@ -18,6 +18,7 @@ export const LIMITS = {
   dnsTimeoutMs: 1_500, // one DNS query for a Service name (cluster DNS answers in milliseconds)
   dnsTries: 2, // so a name that cannot be resolved fails within ~3 s, inside the read's timeout
   warningChars: 300, // status.lastWarning
+  stuckPodsListed: 3, // pods named in Degraded's message when agents cannot start them
   recentEvents: 200, // only the newest Events rows are looked at for the latest warning
 } as const;
 
@@ -197,6 +198,8 @@ export interface SheetSummary {
   desiredPods: number;
   deployments: number;
   lastWarning?: string;
+  /** Pods an agent says it cannot start, with its reason from the Pods tab ("pod: reason"), a few. */
+  stuckPods: string[];
   metrics?: {
     cpuAllocatedMillicores: number;
     cpuCapacityMillicores: number;
@@ -211,6 +214,25 @@ export interface SheetSummary {
  */
 export function isWarning(message: string): boolean {
   return /^(NotReady|Unschedulable|invalid|failed|error|crash|evicted|refused)\b/i.test(message.trim());
+}
+
+/**
+ * Whether a warning row still describes the cluster now: a pod's warning while that pod exists and
+ * has not started, a node's while the node is not Ready; others (a deployment refused) stand. So a
+ * start-up "Unschedulable" is not shown once the pod runs.
+ */
+export function stillTrue(e: Row, rows: SheetRows): boolean {
+  const kind = text(e.kind);
+  const name = text(e.object);
+  if (kind === 'Pod') {
+    const p = rows.pods.find((x) => text(x.name) === name);
+    return !!p && !started(p);
+  }
+  if (kind === 'Node') {
+    const n = rows.nodes.find((x) => text(x.name) === name);
+    return !!n && text(n.status) !== 'Ready' && text(n.status) !== 'SchedulingDisabled';
+  }
+  return true;
 }
 
 /**
@@ -241,7 +263,7 @@ export function summarize(rows: SheetRows, expected: string[]): SheetSummary {
   let lastWarning: string | undefined;
   for (let i = events.length - 1; i >= 0; i--) {
     const e = events[i];
-    if (isWarning(text(e.message))) {
+    if (isWarning(text(e.message)) && stillTrue(e, rows)) {
       lastWarning = `${text(e.ts)} ${text(e.kind)}/${text(e.object)}: ${text(e.message)}`.slice(
         0,
         LIMITS.warningChars,
@@ -258,6 +280,11 @@ export function summarize(rows: SheetRows, expected: string[]): SheetSummary {
     desiredPods,
     deployments: rows.deployments.length,
     lastWarning,
+    stuckPods: rows.pods
+      .filter((p) => text(p.phase) === 'Pending' && text(p.node) !== '' && text(p.message) !== '')
+      .map((p) => `${text(p.name)}: ${text(p.message)}`.slice(0, LIMITS.warningChars))
+      .sort()
+      .slice(0, LIMITS.stuckPodsListed),
     metrics: latestMetrics(rows.metrics),
   };
 }

@@ -81,6 +81,9 @@ describe('SheetCluster observation', () => {
         events: [
           { ts: '1', kind: 'Node', object: 'node-1', message: 'NotReady: no heartbeat for 30s or more' },
           { ts: '2', kind: 'Pod', object: 'a-1', message: 'scheduled to node-0' },
+          // Past warnings that no longer hold: a pod running now, a node Ready again.
+          { ts: '3', kind: 'Pod', object: 'a-1', message: 'Unschedulable: no node fits' },
+          { ts: '4', kind: 'Node', object: 'node-0', message: 'NotReady: no heartbeat for 30s or more' },
         ],
         metrics: [
           { ts: '1', metric: 'cpu_capacity_millicores', value: 1 },
@@ -166,6 +169,32 @@ describe('SheetCluster status', () => {
     });
     expect(bad.conditions?.find((c) => c.type === 'Degraded')?.message).toBe('no token; pvc pending; down');
     expect(bad.nodes).toBe('?/2');
+    // A pod an agent cannot start (its reason in the Pods tab): Degraded says which and why.
+    const stuck = summarize(
+      rows({
+        nodes: [
+          { name: 'node-0', status: 'Ready' },
+          { name: 'node-1', status: 'Ready' },
+        ],
+        pods: [
+          {
+            name: 'ghost-1',
+            node: 'node-0',
+            phase: 'Pending',
+            message: 'image nope is not in the Images tab',
+          },
+          { name: 'web-1', node: 'node-1', phase: 'Pending', message: '' },
+        ],
+      }),
+      ['node-0', 'node-1'],
+    );
+    expect(stuck.stuckPods).toEqual(['ghost-1: image nope is not in the Images tab']);
+    const st = computeSheetStatus(obj({}), s, { ...base, summary: stuck }, now);
+    expect(st.conditions?.find((c) => c.type === 'Degraded')).toMatchObject({
+      status: 'True',
+      reason: 'PodsCannotStart',
+      message: 'the node agents cannot start: ghost-1: image nope is not in the Images tab',
+    });
   });
 });
 

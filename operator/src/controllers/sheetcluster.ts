@@ -53,6 +53,9 @@ export const LIMITS = {
   startGraceMs: 90_000, // an apiserver that has never answered is Starting, not Degraded, this long
   claimGraceMs: 60_000, // a workbook PVC Pending longer than this is reported (it may never bind)
   recentEventMs: 300_000, // pod events this recent explain an apiserver that does not answer
+  // A failing probe while a pod starts is normal for a few seconds: it is a problem only when it
+  // has gone on this long (a crash loop's BackOff or a missing Secret is one at once).
+  probeGraceMs: 60_000,
   secretRecheckMs: 60_000, // a Secret the spec names is read again this often (one GET)
 } as const;
 
@@ -450,16 +453,33 @@ function claimPending(pvc: KubeObject | undefined, now: number, graceMs: number)
   );
 }
 
-/** Recent warnings about our pods (a Secret that does not exist, a volume that cannot mount). */
+const eventTime = (e: PodEvent): number =>
+  Date.parse(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? '');
+
+/**
+ * Warnings about our pods that hold now (a Secret that does not exist, a volume that cannot mount,
+ * a crash loop): not one the pod has got past (a Normal event of that pod came later), nor a
+ * readiness probe failing for the first seconds of a normal start.
+ */
 function podProblems(ctx: ReconcileContext, s: SheetSettings, now: number): string[] {
   const prefix = `${sheetChild(s.name)}-`;
   const out = new Map<string, string>();
-  for (const raw of ctx.watched(CORE_EVENT).list(s.namespace)) {
-    const e = raw as PodEvent;
+  const events = ctx.watched(CORE_EVENT).list(s.namespace) as PodEvent[];
+  const lastNormal = new Map<string, number>();
+  for (const e of events) {
+    const pod = e.involvedObject?.name ?? '';
+    if (e.type === 'Normal' && pod.startsWith(prefix))
+      lastNormal.set(pod, Math.max(lastNormal.get(pod) ?? 0, eventTime(e) || 0));
+  }
+  for (const e of events) {
     const pod = e.involvedObject?.name ?? '';
     if (e.type !== 'Warning' || !pod.startsWith(prefix)) continue;
-    const t = Date.parse(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? '');
+    const t = eventTime(e);
     if (!Number.isFinite(t) || now - t > LIMITS.recentEventMs) continue;
+    // The pod went on after it (a crash loop's BackOff alternates with Started: it stays a problem).
+    if (e.reason !== 'BackOff' && (lastNormal.get(pod) ?? 0) > t) continue;
+    const first = Date.parse(e.firstTimestamp ?? e.eventTime ?? '');
+    if (e.reason === 'Unhealthy' && (!Number.isFinite(first) || t - first < LIMITS.probeGraceMs)) continue;
     const msg = e.message ?? '';
     const secret = /secret "([^"]+)" not found/.exec(msg)?.[1];
     const component = pod.startsWith(`${prefix}node-`) ? 'node agent pods' : 'apiserver pod';
@@ -575,7 +595,14 @@ export function computeSheetStatus(
           }
         : o.applyProblem
           ? { type: 'Degraded', status: 'True', reason: 'DeploymentsRefused', message: o.applyProblem }
-          : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' },
+          : sum.stuckPods.length
+            ? {
+                type: 'Degraded',
+                status: 'True',
+                reason: 'PodsCannotStart',
+                message: `the node agents cannot start: ${sum.stuckPods.join('; ')}`,
+              }
+            : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' },
     );
   }
   const status: SheetClusterStatusT = {

@@ -123,8 +123,7 @@ async function reconcile(
   const next = step.status;
   const moved = next.phase !== current.phase;
   const result = TERMINAL.includes(next.phase) ? migrationResult(spec, next) : undefined;
-  const message =
-    next.message ?? (step.log.length ? step.log.join('; ') : (mig.status?.message ?? phaseWords(next)));
+  const message = stepMessage(mig.status?.message, current, next, step.log);
   const status = toStatus(mig, next, obs, message, conditionsFor(next, result));
   await ctx.applyStatusIfChanged(SHEETMIGRATION, mig, status);
   if (moved) {
@@ -196,6 +195,23 @@ function toStatus(
     if (prevT !== undefined) out.targetRunning = prevT;
   }
   return out;
+}
+
+/**
+ * What status.message says after a step: the step's own words (a failure's reason, or its log
+ * lines); else, when the phase moved, the new phase; else what it said before. Never the words of
+ * an earlier phase (the step machine carries its last message along from status).
+ */
+export function stepMessage(
+  previous: string | undefined,
+  current: MigrationStatus,
+  next: MigrationStatus,
+  log: readonly string[],
+): string {
+  if (next.message !== undefined && next.message !== current.message) return next.message;
+  if (log.length) return log.join('; ');
+  if (next.phase !== current.phase || previous === undefined) return phaseWords(next);
+  return previous;
 }
 
 function phaseWords(m: MigrationStatus): string {

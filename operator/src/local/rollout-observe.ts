@@ -63,6 +63,7 @@ export function desiredAfterRestart(
 ): Deployment[] {
   const live = new Map<string, Deployment>();
   for (const l of liveLines) {
+    if (!l.startsWith('Kube.Apply ')) continue; // Kube.Hold is not a deployment
     const [, name, replicas, module] = l.split(' ');
     live.set(name, { name, replicas: Number(replicas), module });
   }

@@ -28,12 +28,17 @@ function tempFile(): string {
 }
 
 describe('live commands for a running plane', () => {
-  it('accepts only Kube.Apply lines of the schema shape, once each, and names what it refused', () => {
+  it('accepts only Kube.Apply and Kube.Hold lines of the schema shape, once each, and names what it refused', () => {
     const p = parseLiveCommands(
-      '# desired\nKube.Apply web 6 Ticker2\n\n  Kube.Apply   api 2 Ticker \nKube.Apply web 6 Ticker2\nSystem.Directory *\nKube.Apply web 6 Ticker2;System.Halt\n',
+      '# desired\nKube.Hold 3\nKube.Apply web 6 Ticker2\n\n  Kube.Apply   api 2 Ticker \nKube.Apply web 6 Ticker2\nSystem.Directory *\nKube.Apply web 6 Ticker2;System.Halt\nKube.Hold 0\nKube.Hold 3;System.Halt\n',
     );
-    expect(p.lines).toEqual(['Kube.Apply web 6 Ticker2', 'Kube.Apply api 2 Ticker']);
-    expect(p.refused).toEqual(['System.Directory *', 'Kube.Apply web 6 Ticker2;System.Halt']);
+    expect(p.lines).toEqual(['Kube.Hold 3', 'Kube.Apply web 6 Ticker2', 'Kube.Apply api 2 Ticker']);
+    expect(p.refused).toEqual([
+      'System.Directory *',
+      'Kube.Apply web 6 Ticker2;System.Halt',
+      'Kube.Hold 0',
+      'Kube.Hold 3;System.Halt',
+    ]);
   });
 
   it('sends a line again only when it changed', () => {

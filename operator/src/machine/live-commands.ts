@@ -4,8 +4,9 @@
 // changed, through the serial port that Boot's task keeps reading. So a changed `web 6 Ticker2`
 // reaches the running plane as a real rolling update, and the plane never restarts for it.
 //
-// Only lines of that one shape are sent: the file is data, and nothing from data runs as a
-// command unless it is one of the verbs this channel exists for.
+// Only lines of two shapes are sent — `Kube.Apply ...` and `Kube.Hold N` (how many nodes a new
+// plane waits for before it binds its first pods): the file is data, and nothing from data runs as
+// a command unless it is one of the verbs this channel exists for.
 import { readFile } from 'node:fs/promises';
 
 export const LIVE_LIMITS = {
@@ -14,8 +15,12 @@ export const LIVE_LIMITS = {
   maxLines: 64, // Kube keeps at most a few dozen deployments
 } as const;
 
-/** `Kube.Apply <name> <replicas> <Module>` with the same bounds as the OberonKube schema's items. */
-export const LIVE_LINE = /^Kube\.Apply [a-z][a-z0-9]{0,19} [0-9]{1,3} [A-Za-z][A-Za-z0-9]{0,14}$/;
+/**
+ * `Kube.Apply <name> <replicas> <Module>` with the same bounds as the OberonKube schema's items, or
+ * `Kube.Hold <nodes>` (an OberonKube has at most 20 nodes; Kube takes up to 256).
+ */
+export const LIVE_LINE =
+  /^(Kube\.Apply [a-z][a-z0-9]{0,14} [0-9]{1,3} [A-Za-z][A-Za-z0-9]{0,14}|Kube\.Hold [1-9][0-9]{0,2})$/;
 
 export interface LiveParse {
   lines: string[];
@@ -71,7 +76,7 @@ export function watchLiveCommands(o: LiveCommandsOptions): { stop(): void; poll(
       const { lines, refused } = parseLiveCommands(text);
       if (refused.length > 0)
         problem(
-          `${o.path}: refused ${refused.length} line(s) that are not "Kube.Apply name N Module": ${refused[0]}`,
+          `${o.path}: refused ${refused.length} line(s) that are not "Kube.Apply name N Module" or "Kube.Hold N": ${refused[0]}`,
         );
       else lastProblem = '';
       const fresh = linesToSend(sent, lines);

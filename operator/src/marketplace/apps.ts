@@ -126,7 +126,9 @@ type Json = Record<string, unknown>;
 
 /**
  * A CRD spec schema as a Cozystack form schema: the same fields, types, bounds, defaults and
- * descriptions; CEL rules dropped (Helm's validator does not run them; the API server still does);
+ * descriptions; CEL rules dropped (Helm's validator does not run them; the API server still does),
+ * except that a field checked by `self.matches('<re>')` alone (a CEL rule so that the API server's
+ * refusal says the rule's words, not the expression) gets `<re>` back as its `pattern`;
  * nested objects closed; the root left open, because cozystack-engine adds `_cluster` and
  * `_namespace` to every app's values and a closed root makes Helm refuse them.
  */
@@ -138,6 +140,10 @@ export function formSchema(spec: TSchema, omit: readonly string[] = []): Json {
       if (k.startsWith('x-kubernetes-')) continue;
       out[k] = v;
     }
+    const rules = s['x-kubernetes-validations'];
+    const only = Array.isArray(rules) && rules.length === 1 ? (rules[0] as Json).rule : undefined;
+    const re = typeof only === 'string' ? /^self\.matches\('([^']*)'\)$/.exec(only) : null;
+    if (re && out.pattern === undefined) out.pattern = re[1];
     if (out.properties && typeof out.properties === 'object') {
       const props: Json = {};
       for (const [k, v] of Object.entries(out.properties as Json)) props[k] = walk(v as Json, false);

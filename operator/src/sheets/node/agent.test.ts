@@ -194,6 +194,25 @@ describe('node agent', () => {
     expect(bad.lastHeartbeatOk).toBe(false);
   });
 
+  it('an image missing from the Images tab: the pod stays Pending with the reason in its Pods row', async () => {
+    const { store, url } = await cluster();
+    await deploy(store, { name: 'ghost', image: 'wasm:nope', replicas: 1 });
+    await agent(url);
+    const row = await (async () => {
+      const end = Date.now() + 15_000;
+      for (;;) {
+        const r = (await store.transact((tx) => tx.rows('Pods'))).value.find((x) => x.deployment === 'ghost');
+        if (r && String(r.message ?? '') !== '') return r;
+        if (Date.now() > end) throw new Error(`no reason in the Pods row: ${JSON.stringify(r)}`);
+        await new Promise((res) => setTimeout(res, 100));
+      }
+    })();
+    expect(row.phase).toBe('Pending');
+    expect(String(row.message)).toMatch(
+      /image nope is not in the Images tab \(import it: retrokube sheets image import\)/,
+    );
+  });
+
   it('leaves an image it cannot run Pending with the reason (docker image on a node without Docker)', async () => {
     const { store, url } = await cluster();
     await deploy(store, { name: 'web', image: 'nginx:alpine', replicas: 1 });
