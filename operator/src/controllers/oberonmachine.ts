@@ -198,7 +198,7 @@ async function reconcile(
       (m.status as { conditions?: Condition[] } | undefined)?.conditions,
       'DiskSeeded',
     );
-    const first = renderKubeVirt(m, s, { seeded: seededBefore });
+    const first = renderKubeVirt(m, s, image, { seeded: seededBefore });
     const [, , job] = await Promise.all([
       applyChild(ctx, m, CORE.configMap, first.configMap, conflicts),
       applyChild(ctx, m, KINDS_OWNED.pvc, first.pvc, conflicts),
@@ -215,7 +215,7 @@ async function reconcile(
     const held =
       !relayReady && (before?.spec as { runStrategy?: string } | undefined)?.runStrategy !== 'Always';
     world.relay = s.air ? { ready: relayReady, held: held && s.running && seeded } : undefined;
-    const desiredVm = renderKubeVirt(m, s, { seeded, held }).vm;
+    const desiredVm = renderKubeVirt(m, s, image, { seeded, held }).vm;
     const vm = conflicts.length ? undefined : await applyChild(ctx, m, KINDS_OWNED.vm, desiredVm, conflicts);
     // Boot commands run at boot only: a changed descriptor of a running VM means a deliberate restart.
     if (
