@@ -54,7 +54,8 @@ export function computeMachineStatus(
     message = o.message;
   } else if (o.kind === 'no-kubevirt') {
     phase = 'Failed';
-    message = 'runtime kubevirt is not enabled in this operator (start it with --kubevirt); use runtime pod';
+    message =
+      'runtime kubevirt is not enabled in this operator: set the chart value kubevirt.enabled=true (operator flag --kubevirt), or use runtime pod';
   } else if (o.conflicts.length) {
     phase = 'Failed';
     message = `${o.conflicts.join(' and ')} already exist and belong to someone else; rename this OberonMachine`;
