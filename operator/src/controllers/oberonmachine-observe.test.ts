@@ -45,7 +45,9 @@ describe('which machine an event is about', () => {
   it('maps the fill Job and its pod, and the virt-launcher pod of the VMI (their kubelet events say why they cannot start)', () => {
     expect(eventMachine(ev('Job', 'rk-m-m1-fill-0a1b2c3d', 'BackoffLimitExceeded', 'x'))?.name).toBe('m1');
     expect(eventMachine(ev('Pod', 'rk-m-m1-fill-0a1b2c3d-x7k2p', 'Failed', 'x'))?.name).toBe('m1');
-    expect(eventMachine(ev('Pod', 'rk-m-a-fill-b-fill-0a1b2c3d-x7k2p', 'Failed', 'x'))?.name).toBe('a-fill-b');
+    expect(eventMachine(ev('Pod', 'rk-m-a-fill-b-fill-0a1b2c3d-x7k2p', 'Failed', 'x'))?.name).toBe(
+      'a-fill-b',
+    );
     expect(eventMachine(ev('Pod', 'virt-launcher-rk-m-m1-x7k2p', 'Failed', 'x'))?.name).toBe('m1');
     expect(eventMachine(ev('Job', 'rk-m-m1', 'X', 'x'))).toBeUndefined(); // not a fill Job
     expect(eventMachine(ev('Pod', 'rk-m-m1-fill-nothex!-x7k2p', 'Failed', 'x'))).toBeUndefined();

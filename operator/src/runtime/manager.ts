@@ -127,7 +127,9 @@ export class Manager {
     const blocking = pending.filter(([id]) => this.required.has(id)).map(([, i]) => name(i));
     if (blocking.length) return `caches not synced: ${blocking.join(', ')}`;
     const waiting = pending.map(([, i]) => name(i));
-    return waiting.length ? { ok: true, text: `ok; waiting for optional kinds: ${waiting.join(', ')}` } : true;
+    return waiting.length
+      ? { ok: true, text: `ok; waiting for optional kinds: ${waiting.join(', ')}` }
+      : true;
   }
 
   /** Starts the endpoints, then the controllers (at once, or when this instance becomes leader). */
