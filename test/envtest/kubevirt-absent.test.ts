@@ -9,6 +9,7 @@ import { describe, expect, inject, it, onTestFinished } from 'vitest';
 import { createOperatorManager } from '../../operator/src/cli/operator-run.ts';
 import { OBERONAIR } from '../../operator/src/controllers/oberonair.ts';
 import { KINDS_OWNED, OBERONMACHINE } from '../../operator/src/controllers/oberonmachine.ts';
+import { CORE_EVENT } from '../../operator/src/controllers/oberonmachine-observe.ts';
 import { CORE, KubeClient, type KubeObject } from '../../operator/src/runtime/client.ts';
 import { crdFiles, installCrds, startControlPlane } from './control-plane.ts';
 import { air, condition, oberonMachine, waitFor } from './operator-harness.ts';
@@ -79,7 +80,7 @@ describe('the VirtualMachine CRD absent', () => {
       /KubeVirt is not installed.*virtualmachines\.kubevirt\.io.*Install KubeVirt.*or use runtime pod/,
     );
     const warned: Deep = await waitFor('a Warning Event on the machine', async () =>
-      ((await k.list(CORE.event, ns)).items as Deep[]).find(
+      ((await k.list(CORE_EVENT, ns)).items as Deep[]).find(
         (e) => e.involvedObject?.name === 'vm' && e.reason === 'KubeVirtMissing' && e.type === 'Warning',
       ),
     );
@@ -123,7 +124,7 @@ describe('the VirtualMachine CRD absent', () => {
         lastTimestamp: now,
         source: { component: 'kubelet' },
       }) as KubeObject;
-    await k.create(CORE.event, kubeletEvent('Failed', 'Error: ErrImagePull'));
+    await k.create(CORE_EVENT, kubeletEvent('Failed', 'Error: ErrImagePull'));
     const stuck: Deep = await waitFor(
       'DiskSeeded FillCannotStart',
       async () => {
@@ -135,7 +136,7 @@ describe('the VirtualMachine CRD absent', () => {
     expect(stuck.status.message).toBe("the fill Job's pod cannot start: Failed: Error: ErrImagePull");
     expect(condition(stuck, 'DiskSeeded')?.message).toMatch(/ErrImagePull/);
     await waitFor('a FillCannotStart Warning Event', async () =>
-      ((await k.list(CORE.event, ns)).items as Deep[]).find(
+      ((await k.list(CORE_EVENT, ns)).items as Deep[]).find(
         (e) => e.involvedObject?.name === 'vm' && e.reason === 'FillCannotStart',
       ),
     );

@@ -7,6 +7,7 @@ import { launcherPass } from '../../operator/src/controllers/launcher-component.
 import { launcherPatch } from '../../operator/src/controllers/launcher-plan.ts';
 import { KINDS_OWNED, OBERONMACHINE } from '../../operator/src/controllers/oberonmachine.ts';
 import { checkLauncher, type LauncherState } from '../../operator/src/controllers/oberonmachine-launcher.ts';
+import { CORE_EVENT } from '../../operator/src/controllers/oberonmachine-observe.ts';
 import { ApiError, KubeClient, type ResourceType, resourcePath } from '../../operator/src/runtime/client.ts';
 import { freshNamespace, kubeconfigPath } from './harness.ts';
 import { CORE, condition, type KubeObject, startOperator, testClient, waitFor } from './operator-harness.ts';
@@ -350,7 +351,7 @@ describe('LauncherReady with KubeVirt present (read, never patched)', () => {
     await waitFor('the VirtualMachine', () => c.getOrUndefined(KINDS_OWNED.vm, ns1, 'rk-m-plane'));
     // Said once as a Warning Event on the machine too (kubectl describe, kubectl get events).
     const warned: Deep = await waitFor('a SidecarGateMissing Event', async () =>
-      ((await c.list(CORE.event, ns1)).items as Deep[]).find(
+      ((await c.list(CORE_EVENT, ns1)).items as Deep[]).find(
         (e) => e.involvedObject?.name === 'plane' && e.reason === 'SidecarGateMissing',
       ),
     );
