@@ -155,6 +155,7 @@ describe('helm chart charts/retrokube', () => {
       { 'serviceAccount.create': 'false', 'serviceAccount.name': 'preexisting' },
       { 'crds.install': 'false', 'metrics.service.enabled': 'false', replicaCount: '2' },
       { 'image.tag': 'sha256:' + 'a'.repeat(64) },
+      { 'kubevirt.enabled': 'true' },
       {
         'launcher.enabled': 'true',
         'launcher.images.v1\\.8\\.4': 'ghcr.io/retrokube/virt-launcher:v1.8.4-risc5-0.1.0',
@@ -256,6 +257,20 @@ describe('helm chart charts/retrokube', () => {
     const lint = await helm(['lint', '--strict', CHART, '--set', 'replicaCount=0']);
     expect(lint.code).not.toBe(0);
     expect(`${lint.stdout}${lint.stderr}`).toMatch(/\/replicaCount.*minimum/);
+  });
+
+  it('kubevirt.enabled turns the kubevirt runtime on (--kubevirt), off by default; the schema refuses a non-boolean', async () => {
+    expect(operatorContainer(await render()).args).not.toContain('--kubevirt');
+    expect(operatorContainer(await render({ 'kubevirt.enabled': 'false' })).args).not.toContain('--kubevirt');
+    const on = operatorContainer(await render({ 'kubevirt.enabled': 'true' }));
+    expect(on.args.filter((a: string) => a === '--kubevirt')).toHaveLength(1);
+    expect(on.args[0]).toBe('operator');
+    const bad = await helm(['template', 'x', CHART, '--set-string', 'kubevirt.enabled=yes']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/kubevirt\/enabled|kubevirt\.enabled/);
+    const typo = await helm(['template', 'x', CHART, '--set', 'kubevirt.enable=true']);
+    expect(typo.code).not.toBe(0);
+    expect(typo.stderr).toMatch(/'enable' not allowed/);
   });
 
   it('launcher.enabled installs the launcher component in the KubeVirt namespace: restricted, Recreate, a Role by resource name; off by default', async () => {

@@ -7,6 +7,7 @@ import { launcherPass } from '../../operator/src/controllers/launcher-component.
 import { launcherPatch } from '../../operator/src/controllers/launcher-plan.ts';
 import { KINDS_OWNED, OBERONMACHINE } from '../../operator/src/controllers/oberonmachine.ts';
 import { checkLauncher, type LauncherState } from '../../operator/src/controllers/oberonmachine-launcher.ts';
+import { CORE_EVENT } from '../../operator/src/controllers/oberonmachine-observe.ts';
 import { ApiError, KubeClient, type ResourceType, resourcePath } from '../../operator/src/runtime/client.ts';
 import { freshNamespace, kubeconfigPath } from './harness.ts';
 import { CORE, condition, type KubeObject, startOperator, testClient, waitFor } from './operator-harness.ts';
@@ -346,7 +347,16 @@ describe('LauncherReady with KubeVirt present (read, never patched)', () => {
     await startOperator({ namespace: ns1, kubevirt: true });
     const m1: Deep = await machineIn(ns1);
     expect(condition(m1, 'LauncherReady')).toMatchObject({ status: 'False', reason: 'SidecarGateMissing' });
+    expect(condition(m1, 'LauncherReady')?.message).toMatch(/add "Sidecar" to spec\.configuration/);
     await waitFor('the VirtualMachine', () => c.getOrUndefined(KINDS_OWNED.vm, ns1, 'rk-m-plane'));
+    // Said once as a Warning Event on the machine too (kubectl describe, kubectl get events).
+    const warned: Deep = await waitFor('a SidecarGateMissing Event', async () =>
+      ((await c.list(CORE_EVENT, ns1)).items as Deep[]).find(
+        (e) => e.involvedObject?.name === 'plane' && e.reason === 'SidecarGateMissing',
+      ),
+    );
+    expect(warned.type).toBe('Warning');
+    expect(warned.message).toMatch(/Sidecar feature gate/);
 
     // The cluster gets the gate and the RISC5 launcher; a machine checked now sees it (each
     // operator looks at the launcher at most once a minute, so a fresh one is started).

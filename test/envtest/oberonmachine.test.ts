@@ -141,7 +141,7 @@ describe('OberonMachine on a real API server', () => {
         memory: '256Mi',
         disk: {
           image:
-            'example.org/oberon-run@sha256:0000000000000000000000000000000000000000000000000000000000000000',
+            'example.org/retrokube@sha256:0000000000000000000000000000000000000000000000000000000000000000',
         },
       }),
     );
@@ -161,6 +161,7 @@ describe('OberonMachine on a real API server', () => {
     const jp = job.spec.template.spec;
     expect(jp.securityContext).toMatchObject({ fsGroup: 107, runAsGroup: 107, runAsNonRoot: true });
     expect(jp.containers[0].image).toMatch(/@sha256:/);
+    expect(jp.containers[0].args).toEqual(['machine', 'payload', '/payload', '--key-file', '/key/key']);
     expect(jp.volumes[1]).toEqual({
       name: 'key',
       secret: { secretName: 'lab-key', defaultMode: 0o440, items: [{ key: 'hex', path: 'key' }] },

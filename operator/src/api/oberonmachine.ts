@@ -138,7 +138,8 @@ export const OberonMachineSpec = Type.Object(
               minLength: 1,
               maxLength: 512,
               pattern: '^[A-Za-z0-9][A-Za-z0-9._/:@-]*$',
-              description: 'Image the disk is seeded from (pod: the retrokube image; kubevirt: oberon-run).',
+              description:
+                "Image the disk (and for kubevirt the boot ROM) is seeded from: a retrokube image; default the operator's own.",
             }),
           ),
         },

@@ -1,12 +1,14 @@
 // `retrokube machine run DISK`: boot a RISC5 machine on a .dsk (a copy unless --in-place),
 // optionally on an air, with a VNC server, a screenshot, and commands typed or fed to RS232.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { expandKeyReference } from '../machine/boot-key.ts';
+import { buildKubeDisk } from '../machine/kube-disk.ts';
 import { watchLiveCommands } from '../machine/live-commands.ts';
+import { fillPayload, PAYLOAD_LIMITS } from '../machine/payload.ts';
 import { snapshotToPng } from '../machine/png.ts';
 import { type RfbServer, startRfbServer } from '../machine/rfb/server.ts';
 import { MachineRunner, type RunnerOptions } from '../machine/runner.ts';
@@ -270,4 +272,25 @@ Examples:
   retrokube machine run kube.dsk --commands "Kube.Start;KubeNet.Serve kube 00c0ffee" --live-commands deployments.txt`,
     )
     .action((disk: string, o: RunOpts) => run(disk, o));
+  machine
+    .command('payload')
+    .description(
+      `fill DIR with what a KubeVirt machine boots from: prom.bin (our boot ROM, always rewritten), oberon.dsk (the Kube disk, only when absent; grown to ${PAYLOAD_LIMITS.diskBytes / 1048576} MiB, never shrunk) and the KubeNet key (the fill Job of runtime kubevirt)`,
+    )
+    .argument('<dir>', 'the machine volume (mounted at /payload in the fill Job)')
+    .option(
+      '--key-file <file>',
+      'the KubeNet key (0-16 hex digits) for the hook; without it any old key is removed',
+    )
+    .addHelpText('after', '\nExample:\n  retrokube machine payload /payload --key-file /key/key\n')
+    .action(async (dir: string, o: { keyFile?: string }) => {
+      const key = o.keyFile !== undefined ? readFileSync(o.keyFile, 'utf8') : undefined;
+      const r = await fillPayload(dir, {
+        key,
+        seedDisk: async () => (await buildKubeDisk({})).cachePath,
+      });
+      process.stdout.write(
+        `${dir}: prom.bin written; oberon.dsk ${r.seeded ? 'seeded from the Kube disk' : 'kept'}${r.grown ? ', grown' : ''}; ${r.key ? 'key written' : 'no key'}\n`,
+      );
+    });
 }

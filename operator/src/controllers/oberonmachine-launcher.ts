@@ -33,7 +33,8 @@ export async function checkLauncher(client: KubeClient): Promise<LauncherState> 
       return {
         ready: false,
         reason: 'KubeVirtMissing',
-        message: 'KubeVirt is not installed (no kubevirts.kubevirt.io)',
+        message:
+          'KubeVirt is not installed (no kubevirts.kubevirt.io): install virt-operator and a KubeVirt CR with the Sidecar feature gate (docs/qemu.md), or use runtime pod',
       };
     return {
       ready: false,
@@ -44,7 +45,13 @@ export async function checkLauncher(client: KubeClient): Promise<LauncherState> 
   const kv = kvs[0] as
     | (KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> })
     | undefined;
-  if (!kv) return { ready: false, reason: 'KubeVirtMissing', message: 'no KubeVirt CR in the cluster' };
+  if (!kv)
+    return {
+      ready: false,
+      reason: 'KubeVirtMissing',
+      message:
+        'no KubeVirt CR in the cluster: create one (kubectl get kubevirt -A shows none) with the Sidecar feature gate, or use runtime pod',
+    };
   if (kv.metadata.deletionTimestamp)
     return {
       ready: false,
@@ -58,8 +65,7 @@ export async function checkLauncher(client: KubeClient): Promise<LauncherState> 
     return {
       ready: false,
       reason: 'SidecarGateMissing',
-      message:
-        'the KubeVirt CR lacks the Sidecar feature gate (spec.configuration.developerConfiguration.featureGates)',
+      message: `the KubeVirt CR ${kv.metadata.namespace}/${kv.metadata.name} lacks the Sidecar feature gate that runs our onDefineDomain hook: add "Sidecar" to spec.configuration.developerConfiguration.featureGates`,
     };
   const ns = kv.metadata.namespace as string;
   const version = String(kv.status?.observedKubeVirtVersion ?? '');
@@ -93,7 +99,7 @@ export async function checkLauncher(client: KubeClient): Promise<LauncherState> 
       componentSays ?? {
         ready: false,
         reason: 'StockLauncher',
-        message: `virt-controller runs launcher ${args[1] ?? '(unknown)'}, not a RISC5-capable ${version || '<version>'}-paleo-* image`,
+        message: `virt-controller runs launcher ${args[1] ?? '(unknown)'}, not a RISC5-capable ${version || '<version>'}-risc5-* image: install ours with the chart values launcher.enabled=true and launcher.images.${version || '<version>'}=<image> (docs/qemu.md, the launcher switch)`,
       }
     );
   if (componentSays) return componentSays;

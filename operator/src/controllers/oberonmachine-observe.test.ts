@@ -5,6 +5,7 @@ import {
   bootFromEvents,
   EVENT_FILTER,
   eventMachine,
+  fillPodTrouble,
   machineEvents,
   OBSERVE_LIMITS,
   relayEndpointReady,
@@ -39,6 +40,33 @@ describe('which machine an event is about', () => {
     expect(eventMachine(ev('Pod', 'web-0', 'Started', 'x'))).toBeUndefined();
     expect(eventMachine(ev('OberonMachine', 'rk-m-m1', 'X', 'x'))).toBeUndefined();
     expect(EVENT_FILTER.keep(ev('Deployment', 'rk-m-m1', 'X', 'x'))).toBe(false);
+  });
+
+  it('maps the fill Job and its pod, and the virt-launcher pod of the VMI (their kubelet events say why they cannot start)', () => {
+    expect(eventMachine(ev('Job', 'rk-m-m1-fill-0a1b2c3d', 'BackoffLimitExceeded', 'x'))?.name).toBe('m1');
+    expect(eventMachine(ev('Pod', 'rk-m-m1-fill-0a1b2c3d-x7k2p', 'Failed', 'x'))?.name).toBe('m1');
+    expect(eventMachine(ev('Pod', 'rk-m-a-fill-b-fill-0a1b2c3d-x7k2p', 'Failed', 'x'))?.name).toBe(
+      'a-fill-b',
+    );
+    expect(eventMachine(ev('Pod', 'virt-launcher-rk-m-m1-x7k2p', 'Failed', 'x'))?.name).toBe('m1');
+    expect(eventMachine(ev('Job', 'rk-m-m1', 'X', 'x'))).toBeUndefined(); // not a fill Job
+    expect(eventMachine(ev('Pod', 'rk-m-m1-fill-nothex!-x7k2p', 'Failed', 'x'))).toBeUndefined();
+    expect(eventMachine(ev('Pod', 'virt-launcher-other-x7k2p', 'Failed', 'x'))).toBeUndefined();
+  });
+
+  it("fillPodTrouble: the fill pod's newest event, only when it is a Warning", () => {
+    const at = (t: string) => `2026-01-01T00:0${t}:00Z`;
+    const pull = ev('Pod', 'rk-m-m1-fill-0a1b2c3d-x7k2p', 'Failed', at('1'), {
+      type: 'Warning',
+      message: 'Error: ErrImagePull',
+    });
+    const started = ev('Pod', 'rk-m-m1-fill-0a1b2c3d-x7k2p', 'Started', at('2'));
+    expect(fillPodTrouble(machineEvents([pull], m1), 'm1')).toMatchObject({
+      reason: 'Failed',
+      message: 'Error: ErrImagePull',
+    });
+    expect(fillPodTrouble(machineEvents([pull, started], m1), 'm1')).toBeUndefined();
+    expect(fillPodTrouble(machineEvents([pull], m1), 'm2')).toBeUndefined();
   });
 });
 

@@ -56,20 +56,45 @@ interface CoreEvent extends KubeObject {
   series?: { count?: number; lastObservedTime?: string };
 }
 
-const EVENT_KINDS = new Set(['Pod', 'StatefulSet', 'VirtualMachine', 'VirtualMachineInstance']);
+const EVENT_KINDS = new Set(['Pod', 'StatefulSet', 'VirtualMachine', 'VirtualMachineInstance', 'Job']);
 const PREFIX = machineChild('');
+const LAUNCHER_PREFIX = `virt-launcher-${PREFIX}`; // KubeVirt's pod of a VMI: virt-launcher-<vmi>-<5>
+const GENERATED = /-[a-z0-9]{5}$/; // the random suffix of a Job's or KubeVirt's pod
+const FILL = /^(.+)-fill-[0-9a-f]{8}$/; // our fill Job rk-m-<machine>-fill-<hash>
 
-/** The machine an event is about, or undefined (not one of our machines' Pod/StatefulSet/VM/VMI). */
+/**
+ * The machine an event is about, or undefined: one of our machines' StatefulSet and its pod
+ * `<sts>-0`, VM, VMI and its virt-launcher pod, fill Job and its pod (the kubelet's Failed/BackOff
+ * events of a pod that cannot start carry its waiting reason, e.g. ErrImagePull: no Pod access).
+ */
 export function eventMachine(e: KubeObject): { namespace: string; name: string } | undefined {
   const io = (e as CoreEvent).involvedObject;
   const name = io?.name ?? '';
-  if (!io?.kind || !EVENT_KINDS.has(io.kind) || !name.startsWith(PREFIX)) return undefined;
+  if (!io?.kind || !EVENT_KINDS.has(io.kind)) return undefined;
   const namespace = io.namespace ?? e.metadata.namespace ?? '';
-  // The StatefulSet's only pod is <statefulset>-0.
-  const child = io.kind === 'Pod' ? name.replace(/-0$/, '') : name;
-  if (io.kind === 'Pod' && child === name) return undefined;
-  const machine = child.slice(PREFIX.length);
+  let machine: string | undefined;
+  if (io.kind === 'Pod' && name.startsWith(LAUNCHER_PREFIX) && GENERATED.test(name)) {
+    machine = name.slice(LAUNCHER_PREFIX.length).replace(GENERATED, '');
+  } else if (!name.startsWith(PREFIX)) {
+    return undefined;
+  } else if (io.kind === 'Job') {
+    machine = FILL.exec(name.slice(PREFIX.length))?.[1];
+  } else if (io.kind === 'Pod') {
+    const rest = name.slice(PREFIX.length);
+    const fill = GENERATED.test(rest) ? FILL.exec(rest.replace(GENERATED, ''))?.[1] : undefined;
+    // The StatefulSet's only pod is <statefulset>-0.
+    machine = fill ?? (rest.endsWith('-0') ? rest.slice(0, -2) : undefined);
+  } else {
+    machine = name.slice(PREFIX.length);
+  }
   return machine ? { namespace, name: machine } : undefined;
+}
+
+/** The newest event of the machine's fill Job pod when it is a Warning (it cannot start, and why). */
+export function fillPodTrouble(events: readonly StatusEvent[], machine: string): StatusEvent | undefined {
+  const pod = `Pod/${machineChild(machine)}-fill-`;
+  const newest = events.find((e) => e.object.startsWith(pod));
+  return newest?.type === 'Warning' ? newest : undefined;
 }
 
 /** Keeps only our machines' events in the operator's cache (a cluster has many others). */

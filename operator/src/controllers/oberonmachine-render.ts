@@ -12,6 +12,7 @@ import { joinCommands, nodeRoleCommands, planeRoleCommands } from '../api/oberon
 import { MACHINE_DEFAULTS, type OberonMachineSpecT } from '../api/oberonmachine.ts';
 import { type PlacementSettings, placementSettings } from '../api/placement.ts';
 import { KEY_REFERENCE } from '../machine/boot-key.ts';
+import { PAYLOAD_LIMITS } from '../machine/payload.ts';
 import type { KubeObject } from '../runtime/client.ts';
 import { controllerRef, hashOf, MANAGED_BY } from '../runtime/objects.ts';
 import { machinePlacement, type PodPlacement, ROLE_LABEL } from './placement.ts';
@@ -23,7 +24,6 @@ export const RENDER_LIMITS = {
   uid: 1000, // the image's `node` user
   qemuGid: 107, // qemu's group in the launcher pod: the fill Job must share it (spec §2.3)
   fillUid: 10001, // the fill Job's non-root user (as the catalog's)
-  diskBytes: 8 * 1024 * 1024, // the disk is grown to 8 MiB, never shrunk (the FS writes past 1 MB)
   fillBackoffLimit: 10, // the volume may still be attached elsewhere: retry a while
   fillDeadlineSeconds: 1800,
   fillTtlSeconds: 3600,
@@ -44,7 +44,6 @@ export const PROBE_SCRIPT = `{ read -r s < ${STATUS_FILE}; } 2>/dev/null || s='s
 
 export const LIVE_DIR = '/etc/retrokube/live'; // where the live-commands ConfigMap is mounted
 export const LIVE_KEY = 'deployments'; // its entry: Kube.Apply lines
-export const OBERON_RUN_IMAGE = 'ghcr.io/tym83/paleocomputing/oberon-run:dev'; // pin with spec.disk.image
 // "$$" escapes the reference from the kubelet: `machine run` gets $(RK_KEY) literally and puts the
 // key from the env var in its place after checking it is hex (machine/boot-key.ts).
 export const KEY_PLACEHOLDER_POD = `$${KEY_REFERENCE}`;
@@ -302,7 +301,11 @@ export function renderPod(
 
 // --- runtime kubevirt -----------------------------------------------------------------------------
 
-/** The machine descriptor (the catalog's passport shape, `image` left out so releases don't restart VMs). */
+/**
+ * The machine descriptor (the catalog's passport shape, `image` left out so releases don't restart
+ * VMs). The files' `source` paths are the passport's (informational; the hook reads only `name` and
+ * `qemuArgs`): our fill Job writes them with `retrokube machine payload`.
+ */
 export function descriptor(s: MachineSettings): Record<string, unknown> {
   const text = bootText(s, KEY_PLACEHOLDER_VM);
   return {
@@ -330,7 +333,7 @@ export function descriptor(s: MachineSettings): Record<string, unknown> {
           name: 'oberon.dsk',
           source: '/opt/oberon/payload/oberon.dsk',
           role: 'disk',
-          size: RENDER_LIMITS.diskBytes,
+          size: PAYLOAD_LIMITS.diskBytes,
           qemuArgs: ['-drive', 'if=none,id=sd0,file={path},format=raw'],
         },
       ],
@@ -342,21 +345,19 @@ export function descriptor(s: MachineSettings): Record<string, unknown> {
   };
 }
 
-/** The fill script: firmware always rewritten, the disk only when absent, then grown, never shrunk. */
-export function fillScript(hasKey: boolean): string {
-  return [
-    'set -eu',
-    'cd /payload',
-    'cp /opt/oberon/payload/prom.bin .prom.bin.tmp && chmod 664 .prom.bin.tmp && mv .prom.bin.tmp prom.bin',
-    'if [ ! -s oberon.dsk ]; then cp /opt/oberon/payload/oberon.dsk .oberon.dsk.tmp && chmod 664 .oberon.dsk.tmp && mv .oberon.dsk.tmp oberon.dsk; fi',
-    `if [ "$(wc -c < oberon.dsk)" -lt ${RENDER_LIMITS.diskBytes} ]; then truncate -s ${RENDER_LIMITS.diskBytes} oberon.dsk; fi`,
-    hasKey ? "tr -d ' \\n' < /key/key > .key.tmp && chmod 640 .key.tmp && mv .key.tmp key" : 'rm -f key',
-  ].join('\n');
+/**
+ * The fill container's arguments: `retrokube machine payload` of the product image (the boot ROM
+ * and the Kube disk the pod runtime seeds from; machine/payload.ts) onto the machine's volume.
+ */
+export function fillArgs(hasKey: boolean): string[] {
+  return ['machine', 'payload', '/payload', ...(hasKey ? ['--key-file', '/key/key'] : [])];
 }
 
+/** `image`: the operator's own (product) image; `disk.image` overrides it (another build of ours). */
 export function renderKubeVirt(
   owner: KubeObject,
   s: MachineSettings,
+  image: string,
   opts: { seeded: boolean; held?: boolean },
 ): { configMap: KubeObject; pvc: KubeObject; job: KubeObject; vm: KubeObject } {
   const name = machineChild(s.name);
@@ -378,7 +379,7 @@ export function renderKubeVirt(
       ...(s.storageClass ? { storageClassName: s.storageClass } : {}),
     },
   };
-  const image = s.diskImage ?? OBERON_RUN_IMAGE;
+  const fillImage = s.diskImage ?? image;
   const jobPod = {
     restartPolicy: 'OnFailure',
     automountServiceAccountToken: false,
@@ -405,13 +406,13 @@ export function renderKubeVirt(
     containers: [
       {
         name: 'fill',
-        image,
-        command: ['sh', '-c', fillScript(!!s.keySecretRef)],
+        image: fillImage,
+        args: fillArgs(!!s.keySecretRef),
         volumeMounts: [
           { name: 'payload', mountPath: '/payload' },
           ...(s.keySecretRef ? [{ name: 'key', mountPath: '/key', readOnly: true }] : []),
         ],
-        securityContext: restrictedContainerSecurity({ readOnlyRoot: false }),
+        securityContext: restrictedContainerSecurity({ readOnlyRoot: true }),
       },
     ],
     volumes: [

@@ -3,7 +3,7 @@
 import type { KubeObject } from '../runtime/client.ts';
 import { type Condition, type ConditionInput, setConditions } from '../runtime/conditions.ts';
 import type { LauncherState } from './oberonmachine-launcher.ts';
-import { later, type StatusEvent } from './oberonmachine-observe.ts';
+import { fillPodTrouble, later, type StatusEvent } from './oberonmachine-observe.ts';
 import {
   type MachineSettings,
   machineChild,
@@ -15,6 +15,8 @@ import {
 export type Observed =
   | { kind: 'invalid'; message: string }
   | { kind: 'no-kubevirt' }
+  /** runtime kubevirt, but the API server does not serve VirtualMachines (yet). */
+  | { kind: 'kubevirt-absent'; served: boolean }
   | { kind: 'pod'; statefulSet: KubeObject | undefined; conflicts: string[] }
   | {
       kind: 'kubevirt';
@@ -54,7 +56,14 @@ export function computeMachineStatus(
     message = o.message;
   } else if (o.kind === 'no-kubevirt') {
     phase = 'Failed';
-    message = 'runtime kubevirt is not enabled in this operator (start it with --kubevirt); use runtime pod';
+    message =
+      'runtime kubevirt is not enabled in this operator: set the chart value kubevirt.enabled=true (operator flag --kubevirt), or use runtime pod';
+  } else if (o.kind === 'kubevirt-absent') {
+    phase = 'Pending';
+    message = o.served
+      ? 'waiting for the operator to cache VirtualMachines'
+      : 'KubeVirt is not installed: the API server does not serve VirtualMachines (virtualmachines.kubevirt.io). Install KubeVirt (virt-operator and a KubeVirt CR with the Sidecar feature gate; docs/qemu.md) or use runtime pod; this machine starts by itself once KubeVirt is there';
+    conds.push({ type: 'LauncherReady', status: 'False', reason: 'KubeVirtMissing', message });
   } else if (o.conflicts.length) {
     phase = 'Failed';
     message = `${o.conflicts.join(' and ')} already exist and belong to someone else; rename this OberonMachine`;
@@ -76,6 +85,15 @@ export function computeMachineStatus(
       conditions?: Array<{ type: string; status: string; message?: string; lastTransitionTime?: string }>;
     };
     ready = s.running && o.seeded && !held && vs.ready === true;
+    const fillTrouble = o.seeded || o.jobFailed ? undefined : fillPodTrouble(world.events, s.name);
+    const fillStuck = fillTrouble
+      ? `the fill Job's pod cannot start: ${fillTrouble.reason}: ${fillTrouble.message}`
+      : undefined;
+    // Not ready on a KubeVirt that cannot run RISC5 machines: say what is missing, not "Starting".
+    const launcherWhy =
+      !ready && o.seeded && s.running && !held && !o.launcher.ready
+        ? `KubeVirt cannot run this machine: ${o.launcher.message}`
+        : undefined;
     const failure = vs.conditions?.find(
       (c) => (c.type === 'Failure' || c.type === 'Synchronized') && c.status === 'False' && c.message,
     );
@@ -92,7 +110,9 @@ export function computeMachineStatus(
               : 'Starting';
     message =
       o.jobFailed ??
+      fillStuck ??
       failure?.message ??
+      launcherWhy ??
       (!o.seeded
         ? 'seeding the disk (fill Job)'
         : held
@@ -112,8 +132,8 @@ export function computeMachineStatus(
         : {
             type: 'DiskSeeded',
             status: 'False',
-            reason: o.jobFailed ? 'FillFailed' : 'Filling',
-            message: o.jobFailed ?? 'the fill Job is running',
+            reason: o.jobFailed ? 'FillFailed' : fillStuck ? 'FillCannotStart' : 'Filling',
+            message: o.jobFailed ?? fillStuck ?? 'the fill Job is running',
           },
       {
         type: 'LauncherReady',

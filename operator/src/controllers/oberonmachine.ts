@@ -45,6 +45,7 @@ import { applyOwned, ourKind, primaryRules } from './owned.ts';
 export const LIMITS = {
   conflictRecheckMs: 60_000, // a name taken by someone else is re-checked every minute
   seedingRecheckMs: 5_000, // while the fill Job runs, look again soon (its events also wake us)
+  kubevirtRecheckMs: 15_000, // KubeVirt missing: look again (its CRD appearing wakes no machine)
 } as const;
 
 const T = (group: string, version: string, plural: string, kind: string): ResourceType => ({
@@ -91,12 +92,14 @@ export function oberonMachineController(opts: MachineControllerOptions = {}): Co
   const image = opts.image ?? defaultImage();
   const launcher = new LauncherCheck();
   const owns = [KINDS_OWNED.statefulSet, CORE.service, CORE.configMap, KINDS_OWNED.pvc, KINDS_OWNED.job];
-  if (opts.kubevirt) owns.push(KINDS_OWNED.vm);
   const eventWrites = new Map<string, number>(); // machine key → when events last changed its status
   return {
     name: 'oberonmachine',
     primary: OBERONMACHINE,
     owns,
+    // The VirtualMachine CRD may be missing (KubeVirt not installed): pod machines and every other
+    // controller work meanwhile, and kubevirt machines say what is missing (reconcile below).
+    optionalOwns: opts.kubevirt ? [KINDS_OWNED.vm] : [],
     watches: [
       {
         type: CORE_EVENT,
@@ -193,12 +196,15 @@ async function reconcile(
     observed = { kind: 'pod', statefulSet: sts, conflicts };
   } else if (!kubevirt) {
     observed = { kind: 'no-kubevirt' };
+  } else if (!ctx.owned(KINDS_OWNED.vm).hasSynced) {
+    // Nothing is created before KubeVirt serves VirtualMachines: a fill Job then would only wait.
+    observed = { kind: 'kubevirt-absent', served: !ctx.owned(KINDS_OWNED.vm).absent };
   } else {
     const seededBefore = isTrue(
       (m.status as { conditions?: Condition[] } | undefined)?.conditions,
       'DiskSeeded',
     );
-    const first = renderKubeVirt(m, s, { seeded: seededBefore });
+    const first = renderKubeVirt(m, s, image, { seeded: seededBefore });
     const [, , job] = await Promise.all([
       applyChild(ctx, m, CORE.configMap, first.configMap, conflicts),
       applyChild(ctx, m, KINDS_OWNED.pvc, first.pvc, conflicts),
@@ -215,7 +221,7 @@ async function reconcile(
     const held =
       !relayReady && (before?.spec as { runStrategy?: string } | undefined)?.runStrategy !== 'Always';
     world.relay = s.air ? { ready: relayReady, held: held && s.running && seeded } : undefined;
-    const desiredVm = renderKubeVirt(m, s, { seeded, held }).vm;
+    const desiredVm = renderKubeVirt(m, s, image, { seeded, held }).vm;
     const vm = conflicts.length ? undefined : await applyChild(ctx, m, KINDS_OWNED.vm, desiredVm, conflicts);
     // Boot commands run at boot only: a changed descriptor of a running VM means a deliberate restart.
     if (
@@ -237,6 +243,7 @@ async function reconcile(
   const wait = await writeStatus(ctx, m, s, observed, world, eventWrites);
   const after = [
     conflicts.length ? LIMITS.conflictRecheckMs : undefined,
+    observed.kind === 'kubevirt-absent' ? LIMITS.kubevirtRecheckMs : undefined,
     observed.kind === 'kubevirt'
       ? observed.seeded
         ? LAUNCHER_LIMITS.launcherCheckMs
@@ -278,7 +285,15 @@ async function writeStatus(
     if (wait > 0) status.events = prevEvents; // later; everything else goes now
   }
   const prevPhase = (m.status as { phase?: string } | undefined)?.phase;
+  const prevConds = (m.status as { conditions?: Condition[] } | undefined)?.conditions ?? [];
   const changed = await ctx.applyStatusIfChanged(OBERONMACHINE, m, status);
+  // What keeps a machine from running on KubeVirt, said once per new reason as a Warning Event.
+  for (const type of WARNED_CONDITIONS) {
+    const now = (status.conditions as Condition[]).find((c) => c.type === type);
+    const before = prevConds.find((c) => c.type === type);
+    if (changed && now?.status === 'False' && WARNED_REASONS.has(now.reason) && before?.reason !== now.reason)
+      void ctx.recorder.record(m, 'Warning', now.reason, now.message);
+  }
   if (changed && eventsChanged && wait <= 0) eventWrites.set(id, nowMs);
   if (changed && prevPhase !== status.phase && (status.phase === 'Failed' || status.phase === 'Running')) {
     void ctx.recorder.record(
@@ -290,6 +305,22 @@ async function writeStatus(
   }
   return wait;
 }
+
+const WARNED_CONDITIONS = ['LauncherReady', 'DiskSeeded'] as const;
+/** Reasons a user must act on (not the passing states such as Filling or Rolling). */
+const WARNED_REASONS = new Set([
+  'KubeVirtMissing',
+  'KubeVirtUnreadable',
+  'KubeVirtDeleting',
+  'SidecarGateMissing',
+  'StockLauncher',
+  'Unsupported',
+  'Conflict',
+  'NeedsConsent',
+  'Doubt',
+  'FillCannotStart',
+  'FillFailed',
+]);
 
 const descriptorOf = (vm: KubeObject): string | undefined =>
   (vm.spec as { template?: { metadata?: { annotations?: Record<string, string> } } } | undefined)?.template

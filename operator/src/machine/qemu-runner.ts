@@ -25,6 +25,12 @@ export const LIMITS = {
   outputKeep: 64 << 10, // bytes of QEMU's own stderr kept for error messages
 } as const;
 
+/** The boot ROM image (at most 2 KiB) QEMU's `-bios` loads: ours (boot-rom.ts) with the board's MemLim and stack. */
+export function romBytes(): Buffer {
+  const rom = bootRom(LIMITS.memLim, LIMITS.stackOrg);
+  return Buffer.from(rom.buffer, rom.byteOffset, rom.byteLength);
+}
+
 export interface QemuRunnerOptions {
   /** Path of qemu-system-risc5 (qemu/build.sh --print-path). */
   qemu: string;
@@ -66,9 +72,8 @@ export class QemuRunner {
         `boot commands must be at most ${LIMITS.commandsMax} printable ASCII characters (got ${commands.length})`,
       );
     const dir = mkdtempSync(join(tmpdir(), 'retrokube-qemu-run-'));
-    const rom = bootRom(LIMITS.memLim, LIMITS.stackOrg);
     const prom = join(dir, 'prom.bin');
-    writeFileSync(prom, Buffer.from(rom.buffer, rom.byteOffset, rom.byteLength));
+    writeFileSync(prom, romBytes());
     const serialPath = join(dir, 'serial.sock');
     const machine = ['oberon'];
     if (commands) machine.push(`commands=${machineProperty(commands)}`);

@@ -91,6 +91,11 @@ export interface ControllerDefinition {
   primary: ResourceType;
   /** Child types; events on them wake the owner named by their controller ownerReference. */
   owns: ResourceType[];
+  /**
+   * Owned types whose CRD may be absent (KubeVirt's VirtualMachine): the controller starts without
+   * waiting for their caches, and reconcile checks `ctx.owned(t).hasSynced` / `.absent` before use.
+   */
+  optionalOwns?: ResourceType[];
   /** Other kinds whose changes wake primaries (Events, EndpointSlices, ...). */
   watches?: WatchSpec[];
   reconcile(ctx: ReconcileContext, key: ObjectKeyRef): Promise<ReconcileResult | undefined>;
@@ -101,7 +106,12 @@ export interface ControllerDeps {
   client: KubeClient;
   recorder: EventRecorder;
   metrics: OperatorMetrics;
-  informer(type: ResourceType, managedOnly: boolean, filter?: InformerFilter): Informer<KubeObject>;
+  informer(
+    type: ResourceType,
+    managedOnly: boolean,
+    filter?: InformerFilter,
+    optional?: boolean,
+  ): Informer<KubeObject>;
 }
 
 export function splitKey(key: string): ObjectKeyRef {
@@ -140,8 +150,9 @@ export class Controller {
       this.queue.add(`${obj.metadata.namespace ?? ''}/${obj.metadata.name}`);
     });
     const group = def.primary.group;
-    for (const t of def.owns) {
-      const inf = deps.informer(t, true);
+    const optional = new Set((def.optionalOwns ?? []).map(typeId));
+    for (const t of [...def.owns, ...(def.optionalOwns ?? [])]) {
+      const inf = deps.informer(t, true, undefined, optional.has(typeId(t)));
       this.ownedInformers.set(typeId(t), inf);
       inf.on((type, obj) => {
         this.forgetWritten(t, obj, type === 'delete');
@@ -161,6 +172,12 @@ export class Controller {
 
   get informers(): Informer<KubeObject>[] {
     return [this.primary, ...this.ownedInformers.values(), ...this.watchedInformers.values()];
+  }
+
+  /** The caches this controller waits for before its workers start (all but optionalOwns). */
+  get requiredInformers(): Informer<KubeObject>[] {
+    const optional = new Set((this.def.optionalOwns ?? []).map((t) => this.ownedInformers.get(typeId(t))));
+    return this.informers.filter((i) => !optional.has(i));
   }
 
   /** Starts the workers; the manager starts and syncs the informers first. */

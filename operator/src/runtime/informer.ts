@@ -74,6 +74,7 @@ export class Informer<T extends KubeObject = KubeObject> {
   private resyncTimer: ReturnType<typeof setInterval> | undefined;
   private firstSync: { resolve: () => void; promise: Promise<void> } | undefined;
   private pause: AbortController | undefined;
+  private absentNow = false;
   private readonly log;
   /** Counters for tests and metrics. */
   readonly stats = { lists: 0, watches: 0, failures: 0, events: 0 };
@@ -90,6 +91,11 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   get hasSynced(): boolean {
     return this.synced;
+  }
+
+  /** The last LIST was answered 404: the kind is not served (its CRD is not installed). Retried with backoff. */
+  get absent(): boolean {
+    return this.absentNow;
   }
 
   get(namespace: string | undefined, name: string): T | undefined {
@@ -165,7 +171,14 @@ export class Informer<T extends KubeObject = KubeObject> {
         const delay = Math.min(cap, LIMITS.backoffBaseMs * 2 ** Math.min(failures - 1, 20));
         const jittered = Math.round(delay * (0.8 + Math.random() * 0.4));
         const gone = err instanceof ApiError && err.status === 410;
-        this.log[failures > 3 && !gone ? 'warn' : 'debug'](
+        const notServed = err instanceof ApiError && err.status === 404;
+        if (notServed && !this.absentNow)
+          this.log.warn(
+            { group: this.opts.type.group, retryEveryMs: cap },
+            'This kind is not served (its CRD is not installed); waiting for it, the other kinds go on',
+          );
+        this.absentNow = notServed;
+        this.log[failures > 3 && !gone && !notServed ? 'warn' : 'debug'](
           { err: (err as Error).message, retryInMs: jittered, failures },
           'Watch failed; relisting after backoff',
         );
@@ -204,6 +217,8 @@ export class Informer<T extends KubeObject = KubeObject> {
       rv = page.metadata?.resourceVersion ?? rv;
     } while (cont && !this.stopped);
     if (this.stopped) return;
+    if (this.absentNow) this.log.info('This kind is served now; caching it');
+    this.absentNow = false;
     const old = new Map(this.cache);
     this.cache.clear();
     for (const [k, v] of fresh) this.cache.set(k, v);

@@ -11,7 +11,7 @@ import { Informer } from './informer.ts';
 import { type LeaderElectionOptions, LeaderElector } from './leader.ts';
 import { createOperatorMetrics, type OperatorMetrics } from './metrics.ts';
 import { MANAGED_SELECTOR } from './objects.ts';
-import { close, createHandler, listen } from './server.ts';
+import { type CheckResult, close, createHandler, listen } from './server.ts';
 
 export interface ManagerOptions {
   client: KubeClient;
@@ -39,6 +39,8 @@ export class Manager {
   readonly elector: LeaderElector | undefined;
   private readonly opts: ManagerOptions;
   private readonly informers = new Map<string, Informer<KubeObject>>();
+  /** Informers some controller cannot start without (the rest belong to optionalOwns). */
+  private readonly required = new Set<string>();
   private readonly servers: http.Server[] = [];
   private running = false;
   private stopped = false;
@@ -78,15 +80,21 @@ export class Manager {
       client: this.client,
       recorder: this.recorder,
       metrics: this.metrics,
-      informer: (t, managedOnly, filter) => this.informer(t, managedOnly, filter),
+      informer: (t, managedOnly, filter, optional) => this.informer(t, managedOnly, filter, optional),
     });
     this.controllers.push(c);
     return c;
   }
 
   /** One shared informer per type, selector and filter; owned types watch only retrokube's objects. */
-  private informer(type: ResourceType, managedOnly: boolean, filter?: InformerFilter): Informer<KubeObject> {
+  private informer(
+    type: ResourceType,
+    managedOnly: boolean,
+    filter?: InformerFilter,
+    optional = false,
+  ): Informer<KubeObject> {
     const id = `${typeId(type)}|${managedOnly}|${filter?.id ?? ''}`;
+    if (!optional) this.required.add(id); // optional only while every user says so
     let inf = this.informers.get(id);
     if (!inf) {
       inf = new Informer<KubeObject>(this.client, {
@@ -105,12 +113,23 @@ export class Manager {
     return this.elector ? this.elector.isLeader : this.running;
   }
 
-  /** Ready when leading with synced caches, or when standing by for the lease. */
-  ready(): boolean | string {
+  /**
+   * Ready when leading with the required caches synced, or when standing by for the lease. An
+   * optional kind still waiting (its CRD absent) is named in the answer but does not fail it:
+   * every other controller works meanwhile.
+   */
+  ready(): CheckResult {
     if (this.elector && !this.elector.isLeader) return true;
-    const pending = [...this.informers.values()].filter((i) => !i.hasSynced).map((i) => i.opts.type.plural);
     if (!this.running) return 'controllers not started';
-    return pending.length ? `caches not synced: ${pending.join(', ')}` : true;
+    const pending = [...this.informers.entries()].filter(([, i]) => !i.hasSynced);
+    const name = (i: Informer<KubeObject>) =>
+      `${i.opts.type.plural}${i.opts.type.group ? `.${i.opts.type.group}` : ''}${i.absent ? ' (not served: CRD not installed)' : ''}`;
+    const blocking = pending.filter(([id]) => this.required.has(id)).map(([, i]) => name(i));
+    if (blocking.length) return `caches not synced: ${blocking.join(', ')}`;
+    const waiting = pending.map(([, i]) => name(i));
+    return waiting.length
+      ? { ok: true, text: `ok; waiting for optional kinds: ${waiting.join(', ')}` }
+      : true;
   }
 
   /** Starts the endpoints, then the controllers (at once, or when this instance becomes leader). */
@@ -145,9 +164,15 @@ export class Manager {
       { controllers: this.controllers.map((c) => c.def.name), namespace: this.opts.namespace ?? '*' },
       'Starting controllers',
     );
-    await Promise.all([...this.informers.values()].map((i) => i.start()));
-    if (!this.running) return;
-    for (const c of this.controllers) c.start();
+    for (const i of this.informers.values()) void i.start();
+    // Each controller starts once its own required caches hold a LIST: one kind whose CRD is
+    // missing never holds back the others.
+    await Promise.all(
+      this.controllers.map(async (c) => {
+        await Promise.all(c.requiredInformers.map((i) => i.start()));
+        if (this.running) c.start();
+      }),
+    );
   }
 
   private async stopControllers(): Promise<void> {

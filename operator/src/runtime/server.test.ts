@@ -1,6 +1,6 @@
 import { Counter, Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { close, createHandler, listen, portOf } from './server.ts';
+import { type CheckResult, close, createHandler, listen, portOf } from './server.ts';
 
 describe('operator HTTP endpoints', () => {
   const servers: Array<Awaited<ReturnType<typeof listen>>> = [];
@@ -11,7 +11,7 @@ describe('operator HTTP endpoints', () => {
   it('serves the component registry on /metrics and probe verdicts on /healthz and /readyz', async () => {
     const registry = new Registry();
     new Counter({ name: 'probe_test_total', help: 'x', registers: [registry] }).inc(3);
-    let ready: boolean | string = 'caches not synced: oberonairs';
+    let ready: CheckResult = 'caches not synced: oberonairs';
     const srv = await listen(
       createHandler({ registry, healthz: () => true, readyz: () => ready }),
       0,
@@ -29,6 +29,11 @@ describe('operator HTTP endpoints', () => {
     expect(await notReady.text()).toContain('caches not synced');
     ready = true;
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    // Ready with a note: an optional kind still waiting is named, and the probe passes.
+    ready = { ok: true, text: 'ok; waiting for optional kinds: virtualmachines.kubevirt.io' };
+    const noted = await fetch(`${base}/readyz`);
+    expect(noted.status).toBe(200);
+    expect(await noted.text()).toBe('ok; waiting for optional kinds: virtualmachines.kubevirt.io\n');
     expect((await fetch(`${base}/nope`)).status).toBe(404);
     expect((await fetch(`${base}/metrics`, { method: 'POST' })).status).toBe(405);
   });

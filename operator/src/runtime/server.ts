@@ -5,7 +5,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 
-export type Check = () => boolean | string;
+/** true/false, a reason for not ready, or ok with a note (readyz naming an optional kind it waits for). */
+export type CheckResult = boolean | string | { ok: true; text: string };
+export type Check = () => CheckResult;
 
 export interface OperatorServerOptions {
   registry: Registry;
@@ -18,6 +20,7 @@ export interface OperatorServerOptions {
 function verdict(check: Check | undefined): { ok: boolean; text: string } {
   const r = check ? check() : true;
   if (r === true) return { ok: true, text: 'ok\n' };
+  if (typeof r === 'object') return { ok: true, text: `${r.text}\n` };
   return { ok: false, text: `${r === false ? 'not ready' : r}\n` };
 }
 
