@@ -3,6 +3,7 @@
 // likewise. Checked through the real renders, down to the labels the selectors must find.
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../runtime/client.ts';
+import { defaultImage } from './oberonair.ts';
 import { kubeSettings, type OberonKube, renderKube } from './oberonkube-render.ts';
 import { machineSettings, type OberonMachine, renderKubeVirt, renderPod } from './oberonmachine-render.ts';
 import {
@@ -157,7 +158,7 @@ describe('placement of a machine', () => {
 
   it('the kubevirt runtime carries the same labels and rules on the VM template', () => {
     const m = machine({ air: 'lab-air', role: 'node', nodeName: 'node-a', runtime: 'kubevirt' });
-    const vm = renderKubeVirt(m, machineSettings(m), { seeded: true }).vm as unknown as {
+    const vm = renderKubeVirt(m, machineSettings(m), defaultImage(), { seeded: true }).vm as unknown as {
       spec: { template: Pod };
     };
     expect(vm.spec.template.metadata.labels[ROLE_LABEL]).toBe('node');
