@@ -36,6 +36,7 @@ export const LIMITS = {
   summaryMs: 10_000, // without a terminal, one summary line this often
 } as const;
 
+import { cliName } from '../util/cli-name.ts';
 import type { UpOptions } from './up-options.ts';
 
 export type { UpOptions };
@@ -97,7 +98,7 @@ async function runSheetsOnly(sheets: LocalSheets, o: UpOptions, out: (s: string)
       out(`the web console did not start (${(e as Error).message}); the cluster runs without it`);
     }
   }
-  out(`retrokube skctl --server ${running.url} --token <token> get pods   (Ctrl-C stops the cluster)`);
+  out(`${cliName()} skctl --server ${running.url} --token <token> get pods   (Ctrl-C stops the cluster)`);
   const show = async () => {
     const [n, p] = await Promise.all([running.client.get('nodes'), running.client.get('pods')]);
     out(`${renderTable('nodes', n)}\n${renderTable('pods', p)}`);
@@ -128,7 +129,7 @@ export async function runUp(o: UpOptions): Promise<void> {
   const running = readUpState(o.dir);
   if (running)
     throw new Error(
-      `a cluster is already up in ${o.dir} (pid ${running.pid}); stop it with "retrokube down"`,
+      `a cluster is already up in ${o.dir} (pid ${running.pid}); stop it with "${cliName()} down"`,
     );
   // People get the view; the JSON log lines of every part (and of the sample's node agents) go to
   // a file, or to stderr when asked for.
@@ -169,6 +170,7 @@ export async function runUp(o: UpOptions): Promise<void> {
     false,
   );
   let sheetsUrl: string | undefined;
+  let consoleUrl: string | undefined;
   const state = (): UpState => ({
     pid: process.pid,
     control: control.url,
@@ -176,6 +178,7 @@ export async function runUp(o: UpOptions): Promise<void> {
     cluster: spec.cluster,
     machines: cluster.machines().map(({ name, role, vnc, disk: d }) => ({ name, role, vnc, disk: d })),
     sheets: sheetsUrl ? { url: sheetsUrl } : undefined,
+    console: consoleUrl,
     startedAt: new Date(t0).toISOString(),
   });
   const control = await startUpControl(cluster, {
@@ -227,7 +230,7 @@ export async function runUp(o: UpOptions): Promise<void> {
       sheetsUrl = url;
       sheetsClient = new SheetsClient({ url, token: DEFAULT_TOKEN });
       writeUpState(o.dir, state());
-      out(`Sheeternetes apiserver on ${url} (retrokube skctl --server ${url} get pods)`);
+      out(`Sheeternetes apiserver on ${url} (${cliName()} skctl --server ${url} get pods)`);
     }
   }
 
@@ -252,6 +255,8 @@ export async function runUp(o: UpOptions): Promise<void> {
         { port: o.consolePort },
       );
       out(`web console ${web.url} (loopback only)`);
+      consoleUrl = web.url;
+      writeUpState(o.dir, state());
     } catch (e) {
       // The cluster runs on without it: the console is a window, not a part.
       out(`the web console did not start (${(e as Error).message}); the cluster runs without it`);

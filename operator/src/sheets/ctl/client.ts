@@ -46,6 +46,8 @@ export class SheetsClient {
     const sep = this.cfg.url.includes('?') ? '&' : '?';
     const r = await fetch(`${this.cfg.url}${sep}${q}`, {
       signal: AbortSignal.timeout(this.cfg.timeoutMs ?? LIMITS.timeoutMs),
+    }).catch((e: unknown) => {
+      throw unreachable(this.cfg.url, e);
     });
     const body = await readJson(r);
     if (!r.ok) throw new HttpStatusError(r.status, body);
@@ -65,11 +67,28 @@ export class SheetsClient {
       body: raw,
       headers,
       signal: AbortSignal.timeout(this.cfg.timeoutMs ?? LIMITS.timeoutMs),
+    }).catch((e: unknown) => {
+      throw unreachable(this.cfg.url, e);
     });
     const reply = await readJson(r);
     if (!r.ok) throw new HttpStatusError(r.status, reply);
     return reply;
   }
+}
+
+/**
+ * fetch's own "fetch failed" names neither the address nor the reason: say which apiserver (its
+ * URL without the token, which travels in the query) did not answer, why, and what to check.
+ */
+export function unreachable(url: string, e: unknown): Error {
+  const err = e as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+  const why =
+    err.name === 'TimeoutError'
+      ? 'no answer in time'
+      : (err.cause?.code ?? err.cause?.message ?? err.message ?? String(e));
+  return new Error(
+    `the apiserver at ${url} is unreachable (${why}): check that it runs (a running "retrokube up" shows its address in "retrokube status"; "retrokube sheets serve" starts one) and that --server, WEBAPP_URL or .skctl.env name it`,
+  );
 }
 
 async function readJson(r: Response): Promise<unknown> {
@@ -103,12 +122,14 @@ export function resolveConfig(
   flags: { server?: string; token?: string; key?: string },
   env: NodeJS.ProcessEnv = process.env,
   cwd = process.cwd(),
+  /** The apiserver of a running `retrokube up`, if one runs (its state folder says so). */
+  upServer: () => string | undefined = () => undefined,
 ): ClientConfig {
   const file = readEnvFile(path.join(cwd, '.skctl.env'));
-  const url = flags.server ?? env.WEBAPP_URL ?? file.WEBAPP_URL;
+  const url = flags.server ?? env.WEBAPP_URL ?? file.WEBAPP_URL ?? upServer();
   if (!url)
     throw new Error(
-      'no apiserver URL: pass --server http://HOST:8787 or set WEBAPP_URL (or a .skctl.env file)',
+      'no apiserver URL: no running "retrokube up" with a Sheeternetes cluster was found; pass --server http://HOST:8787 or set WEBAPP_URL (or a .skctl.env file)',
     );
   if (!/^https?:\/\//.test(url))
     throw new Error(`--server ${JSON.stringify(url)} must start with http:// or https://`);
