@@ -12,6 +12,7 @@ export const LIMITS = {
   stateFile: 'up.json', // where the running `up` says where it listens
   keyFile: 'key', // the generated cluster key (mode 0600, never printed)
   logFile: 'up.log', // the JSON log lines of a running `up` (the console shows the view)
+  agentLogFile: 'agents.log', // the sample Sheeternetes node agents' output (plain lines)
   givenKeyFile: 'up.key', // the key a FILE gave (Secret), kept 0600 while `up` runs, for the air verbs
 } as const;
 

@@ -6,7 +6,7 @@ const st: UpState = {
   pid: 42,
   control: 'http://127.0.0.1:40001',
   air: { host: '127.0.0.1', port: 40002, control: 'http://127.0.0.1:40003', keyFile: '/s/key' },
-  cluster: '20',
+  cluster: 'kube',
   machines: [
     { name: 'plane', role: 'plane', vnc: 5900, disk: '/s/plane.dsk' },
     { name: 'node-a', role: 'node', vnc: null, disk: '/s/node-a.dsk' },
@@ -23,7 +23,7 @@ describe('retrokube status', () => {
       'retrokube up: pid 42, started 2026-12-01T16:00:00.000Z, state in /s',
       'web console  http://127.0.0.1:40005/  (loopback only)',
       'apiserver    http://127.0.0.1:40004  (./retrokube skctl get pods)',
-      'air          udp/127.0.0.1:40002, control http://127.0.0.1:40003 (cluster tag 20)',
+      'air          udp/127.0.0.1:40002, control http://127.0.0.1:40003 (cluster kube)',
       'up control   http://127.0.0.1:40001',
       'plane        plane, VNC 127.0.0.1:5900, disk /s/plane.dsk',
       'node-a       node, no VNC, disk /s/node-a.dsk',

@@ -14,7 +14,7 @@ export function formatStatus(st: UpState, dir: string, cli: string): string {
   }
   rows.push([
     'air',
-    `udp/${st.air.host ?? '127.0.0.1'}:${st.air.port}${st.air.control ? `, control ${st.air.control}` : ''} (cluster tag ${st.cluster})`,
+    `udp/${st.air.host ?? '127.0.0.1'}:${st.air.port}${st.air.control ? `, control ${st.air.control}` : ''} (cluster ${st.cluster})`,
   ]);
   rows.push(['up control', st.control]);
   for (const m of st.machines) {
