@@ -86,8 +86,10 @@ export function unreachable(url: string, e: unknown): Error {
     err.name === 'TimeoutError'
       ? 'no answer in time'
       : (err.cause?.code ?? err.cause?.message ?? err.message ?? String(e));
+  // The cause stays (code ECONNREFUSED, UND_ERR_SOCKET, ...) for callers that word it their way.
   return new Error(
     `the apiserver at ${url} is unreachable (${why}): check that it runs (a running "retrokube up" shows its address in "retrokube status"; "retrokube sheets serve" starts one) and that --server, WEBAPP_URL or .skctl.env name it`,
+    { cause: err.cause ?? e },
   );
 }
 
