@@ -39,6 +39,7 @@ export const DEBIAN_PACKAGES: Record<string, string> = {
   openssl: "cluster: the node's certificates",
   'gettext-base': "cluster: envsubst fills in the node's add-on manifests",
   'libjpeg-turbo-progs': "cluster, qemu: djpeg decodes what a real VNC client saw of a machine's screen",
+  tmux: 'e2e: the live view of `retrokube up` is judged in a real terminal of 80×24',
   chromium: 'browser: the web console and the browser lab run in a real browser (driven by playwright-core)',
   iproute2: "qemu: the libvirt test gives libvirtd a network namespace of its own, as a pod's",
   buildah:

@@ -4,9 +4,9 @@
 // every relative link an existing file; the README's map names every folder, and links every manual.
 import { existsSync, globSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
-import { Command, type Option } from 'commander';
+import type { Command, Option } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { registerVerbs } from '../../operator/src/cli/verbs.ts';
+import { buildProgram } from '../../operator/src/cli/program.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
 const MANUALS = readdirSync(join(ROOT, 'docs'))
@@ -76,12 +76,7 @@ const where = (s: Snippet): string => `${s.file}:${s.line}`;
 
 // --- the CLI tree --------------------------------------------------------------------------------
 
-function cliTree(): Command {
-  const program = new Command('retrokube').version('0', '-V, --version-flag');
-  program.command('version');
-  registerVerbs(program);
-  return program;
-}
+const cliTree = (): Command => buildProgram();
 
 const findOption = (chain: Command[], flag: string): Option | undefined =>
   chain
@@ -116,14 +111,16 @@ function checkCommand(program: Command, words: string[]): string | undefined {
       return `${chain.map((c) => c.name()).join(' ')} has no verb ${w}`;
     positional = true;
   }
-  if (cmd === program) return 'no verb';
+  if (cmd === program && !words.some((w) => /^(--help|-h|--version|-V)$/.test(w))) return 'no verb';
   return undefined;
 }
 
-/** `retrokube …` commands of a snippet: each from `retrokube` to a comment, pipe, `;` or `&&`. */
+/** `retrokube …` (or the checkout's `./retrokube …`) commands of a snippet: each from `retrokube` to a comment, pipe, `;` or `&&`. */
 function commandsIn(text: string): string[][] {
   const out: string[][] = [];
-  for (const m of text.matchAll(/(?:^|[;|&(]\s*|\$\(\s*|\b[A-Z_]+=\S*\s+)retrokube\s+([^#;|&)]*)/g)) {
+  for (const m of text.matchAll(
+    /(?:^|[;|&(]\s*|\$\(\s*|\b[A-Z_]+=\S*\s+)(?:\.\/)?retrokube\s+([^#;|&)]*)/g,
+  )) {
     out.push((m[1] as string).trim().split(/\s+/).filter(Boolean));
   }
   return out;
@@ -251,6 +248,8 @@ describe('the checks themselves', () => {
     expect(check('retrokube air lose 0.3')).toMatch(/air has no verb lose/);
     expect(check('retrokube disk ls my.dsk --color')).toMatch(/no option --color/);
     expect(check('retrokube frobnicate')).toMatch(/has no verb frobnicate/);
+    expect(check('retrokube --version')).toBeUndefined();
+    expect(check('./retrokube machine of node-a')).toMatch(/has no verb of/);
     expect(commandsIn('helm install retrokube charts/retrokube')).toEqual([]);
     expect(
       commandsIn('TOKEN=s retrokube sheets serve --port 1 # comment; x').map((w) => w.join(' ')),

@@ -8,6 +8,7 @@ import { DEFAULT_CONTROL_PORT, relayControl } from '../air/relay-http.ts';
 import { parseRelayAddress } from '../air/station.ts';
 import { AIR_PORT, fromHex, LIMITS } from '../air/wire.ts';
 import { airControlUrl, readUpState, stateDir, type UpAir, upAir } from '../local/state.ts';
+import { cliName } from '../util/cli-name.ts';
 import { readSecretFile } from '../util/secret-option.ts';
 
 const CLI_LIMITS = {
@@ -127,7 +128,7 @@ export function stationTarget(
   if (relayText === undefined) {
     if (!up)
       throw new Error(
-        `no running "retrokube up" found in ${dir}: start one with "retrokube up" (or pass --state DIR), or give the relay: retrokube air listen HOST[:PORT] --key HEX`,
+        `no running "retrokube up" found in ${dir}: start one with "${cliName()} up" (or pass --state DIR), or give the relay: ${cliName()} air listen HOST[:PORT] --key HEX`,
       );
     return {
       host: up.host,
@@ -152,7 +153,7 @@ export function silenceLine(host: string, port: number, ms: number, up?: UpAir):
       ? ` (the running "retrokube up" has its air at ${up.host}:${up.port})`
       : up
         ? ' (are the machines of "retrokube up" switched on?)'
-        : ' (start one with "retrokube up" or "retrokube air relay")';
+        : ` (start one with "${cliName()} up" or "${cliName()} air relay")`;
   return `heard nothing on the air at ${host}:${port} for ${Math.round(ms / 1000)} s: is a relay running there with stations on it?${hint}`;
 }
 

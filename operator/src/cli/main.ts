@@ -1,34 +1,19 @@
 #!/usr/bin/env node
 // The one command of the project: every role (operator, air relay, machine, sheets node, ...) is a verb.
-import { Command, CommanderError } from 'commander';
-import { sendLogsTo } from '../util/log.ts';
-import { VERSION } from '../version.ts';
-import { registerVerbs } from './verbs.ts';
+import { CommanderError } from 'commander';
+import { buildProgram } from './program.ts';
 
-const program = new Command('retrokube')
-  .description('Kube on Oberon and Sheeternetes, run as dependable software')
-  .version(VERSION, '-V, --version-flag')
-  .showHelpAfterError('(add --help for usage)')
-  .exitOverride();
-
-program
-  .command('version')
-  .description('print the version')
-  .action(() => {
-    process.stdout.write(`retrokube ${VERSION} (node ${process.versions.node})\n`);
+// `retrokube --help | head`: the reader closed the pipe, which is not a failure of ours. Without a
+// listener the EPIPE of the next write is an unhandled 'error' event and a stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw err;
   });
-
-registerVerbs(program);
-
-// With -o json / --json, stdout carries one JSON document for a program to parse: log lines go to
-// stderr (a cold `disk build-kube --json` logged "built the Kube disk" into its own answer).
-program.hook('preAction', (_program, verb) => {
-  const o = verb.opts() as { json?: unknown; output?: unknown };
-  if (o.json === true || o.output === 'json') sendLogsTo('stderr');
-});
+}
 
 try {
-  await program.parseAsync(process.argv);
+  await buildProgram().parseAsync(process.argv);
 } catch (err) {
   if (err instanceof CommanderError) {
     process.exitCode = err.exitCode;

@@ -44,12 +44,25 @@ async function handle(name: string, o: Common): Promise<Handle> {
   }
   const { KubeClient } = await import('../runtime/client.ts');
   const { ROLLOUT } = await import('../controllers/rollout.ts');
-  const k = KubeClient.fromDefault(o.kubeconfig);
   const ns = o.namespace ?? 'default';
+  // Not a local fleet here: say so beside Kubernetes' own answer, which alone (e.g. "HTTP protocol
+  // is not allowed when skipTLSVerify is not set") does not tell a person they meant a local `up`.
+  const hint = (e: unknown): Error =>
+    new Error(
+      `rollout ${name} in Kubernetes (namespace ${ns}): ${(e as Error).message}. No local "retrokube up" running a fleet was found in ${dir}; for one elsewhere pass --state DIR of that up`,
+    );
+  let k: InstanceType<typeof KubeClient>;
+  try {
+    k = KubeClient.fromDefault(o.kubeconfig);
+  } catch (e) {
+    throw hint(e);
+  }
   return {
     where: `namespace ${ns}`,
-    get: async () => (await k.get(ROLLOUT, ns, name)) as RolloutLike,
-    set: async (spec) => void (await k.mergePatch(ROLLOUT, ns, name, { spec })),
+    get: async () =>
+      (await k.get(ROLLOUT, ns, name).catch((e: unknown) => Promise.reject(hint(e)))) as RolloutLike,
+    set: async (spec) =>
+      void (await k.mergePatch(ROLLOUT, ns, name, { spec }).catch((e: unknown) => Promise.reject(hint(e)))),
   };
 }
 

@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { type Command, InvalidArgumentError } from 'commander';
 import { formatView } from '../air/view.ts';
 import { requireUp, stateDir, upRequest } from '../local/state.ts';
+import { formatStatus } from '../local/status.ts';
+import { cliName } from '../util/cli-name.ts';
 
 const out = (s: string): void => void process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
 
@@ -130,6 +132,23 @@ Examples:
         await new Promise((r) => setTimeout(r, 100));
       }
       throw new Error(`retrokube up (pid ${st.pid}) did not stop within 60 s`);
+    });
+
+  stateOption(
+    program
+      .command('status')
+      .description(
+        'where the running "retrokube up" listens: web console, apiserver, air, control, VNC of each machine',
+      ),
+  )
+    .option('-o, --output <format>', 'table or json', 'table')
+    .addHelpText('after', '\nExample:\n  retrokube status')
+    .action((o: { state?: string; output: string }) => {
+      if (o.output !== 'table' && o.output !== 'json')
+        throw new Error(`-o ${o.output} is not known; use table or json`);
+      const dir = stateDir(o.state);
+      const st = requireUp(dir);
+      out(o.output === 'json' ? JSON.stringify(st, null, 2) : formatStatus(st, dir, cliName()));
     });
 
   const machine =

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { registerLabVerb } from '../console/lab.ts';
+import { readUpState, stateDir } from '../local/state.ts';
 import { registerSheetsBridgeVerbs } from '../sheets/bridge/cli.ts';
 import { registerSheetsControlPlaneVerbs } from '../sheets/ctl/verbs.ts';
 import { registerSheetsNodeVerbs } from '../sheets/node/cli.ts';
@@ -24,7 +25,11 @@ export function registerVerbs(program: Command): void {
   registerMachineVerbs(program);
   registerOperatorVerbs(program);
   registerRolloutVerbs(program);
-  registerSheetsControlPlaneVerbs(program);
+  // skctl beside a running `up`: its apiserver, from the state folder (as `air listen` finds its air)
+  registerSheetsControlPlaneVerbs(program, () => {
+    const st = readUpState(stateDir());
+    return st?.sheets?.url ?? st?.fleet?.clusters.find((c) => c.url)?.url;
+  });
   registerSheetsUpVerb(program);
   registerSheetsNodeVerbs(program);
   registerSheetsBridgeVerbs(program);

@@ -81,7 +81,7 @@ export function registerLabVerb(program: Command): void {
     )
     .option(
       '--port <port>',
-      'port on 127.0.0.1 (default: any free port)',
+      'port on 127.0.0.1; 0 (the default) takes any free port',
       (v) => {
         const n = Number(v);
         if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a TCP port');

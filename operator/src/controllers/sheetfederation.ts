@@ -22,12 +22,12 @@ import {
   cpuReqOf,
   federatedView,
   findDeployment,
-  freeCpu,
   type MemberView,
   planStretch,
   planSync,
   replicasOf,
   runningPods,
+  stretchMemberOf,
   stretchSteps,
   summarize,
 } from '../sheets/bridge/plan.ts';
@@ -167,10 +167,7 @@ async function reconcileStretch(
       message: 'not found on any member',
     };
   const spec = findDeployment(holder.view, s.deployment) as Row;
-  const members = up.map((r) => {
-    const row = findDeployment(r.view, s.deployment);
-    return { name: r.member.name, freeCpu: freeCpu(r.view.nodes), current: row ? replicasOf(row) : 0 };
-  });
+  const members = up.map((r) => ({ ...stretchMemberOf(r.view, s.deployment), name: r.member.name }));
   const plan = planStretch(s.deployment, s.replicas, s.cpu ?? cpuReqOf(spec), members);
   const planned = plan.shares.map((x) => ({ member: x.member, replicas: x.replicas }));
   const base = { deployment: s.deployment, planned, running, unplaced: plan.unplaced };

@@ -13,6 +13,7 @@ import { QemuRunner } from '../machine/qemu-runner.ts';
 import { type RfbServer, startRfbServer } from '../machine/rfb/server.ts';
 import { hasBootImage, MachineRunner, MachineThread } from '../machine/runner.ts';
 import type { FrameSnapshot, MachineInput, MachineScreen, MouseButtons } from '../machine/screen-input.ts';
+import { cliName } from '../util/cli-name.ts';
 import { logger } from '../util/log.ts';
 import { ensureCommands, type LocalKube, nodeCommands, planeCommands } from './spec.ts';
 
@@ -303,7 +304,7 @@ export class LocalCluster {
     if (this.o.qemu?.machines.includes(name))
       throw new Error(`${name} runs in QEMU: its screen and keyboard are QEMU's own (not served here yet)`);
     const r = this.slot(name).runner;
-    if (!r) throw new Error(`${name} is off (switch it on with "retrokube machine on ${name}")`);
+    if (!r) throw new Error(`${name} is off (switch it on with "${cliName()} machine on ${name}")`);
     return r;
   }
 

@@ -10,6 +10,7 @@
 //   POST /down                           stops everything
 import type http from 'node:http';
 import { snapshotToPng } from '../machine/png.ts';
+import { cliName } from '../util/cli-name.ts';
 import { BadRequest, readJsonObject } from '../util/json-body.ts';
 import { listenControl, type UpControl } from './control.ts';
 import type { FleetKube } from './fleet-kube.ts';
@@ -34,7 +35,7 @@ export function startFleetControl(o: {
     const sheet = o.sheets.find((x) => x.name === name);
     if (sheet)
       throw new BadRequest(
-        `${name} is a SheetCluster: read it with "retrokube skctl --server ${sheet.sheets.url} get pods"`,
+        `${name} is a SheetCluster: read it with "${cliName()} skctl --server ${sheet.sheets.url} get pods"`,
       );
     if (!k)
       throw new BadRequest(

@@ -8,6 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildKubeDisk } from '../machine/kube-disk.ts';
 import { formatRollout } from '../rollout/format.ts';
+import { cliName } from '../util/cli-name.ts';
 import { sendLogsTo } from '../util/log.ts';
 import { stopOnSignal } from '../util/process.ts';
 import { LocalCluster } from './cluster.ts';
@@ -43,7 +44,7 @@ export async function runFleetUp(o: UpOptions, text: string): Promise<void> {
   const running = readUpState(o.dir);
   if (running)
     throw new Error(
-      `a cluster is already up in ${o.dir} (pid ${running.pid}); stop it with "retrokube down"`,
+      `a cluster is already up in ${o.dir} (pid ${running.pid}); stop it with "${cliName()} down"`,
     );
   mkdirSync(o.dir, { recursive: true });
   if (o.logFormat === 'json') sendLogsTo('stderr');

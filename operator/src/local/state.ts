@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { cliName } from '../util/cli-name.ts';
 import { processAlive } from '../util/process.ts';
 
 export const LIMITS = {
@@ -11,6 +12,7 @@ export const LIMITS = {
   stateFile: 'up.json', // where the running `up` says where it listens
   keyFile: 'key', // the generated cluster key (mode 0600, never printed)
   logFile: 'up.log', // the JSON log lines of a running `up` (the console shows the view)
+  agentLogFile: 'agents.log', // the sample Sheeternetes node agents' output (plain lines)
   givenKeyFile: 'up.key', // the key a FILE gave (Secret), kept 0600 while `up` runs, for the air verbs
 } as const;
 
@@ -27,6 +29,8 @@ export interface UpState {
   cluster: string;
   machines: { name: string; role: 'plane' | 'node'; vnc: number | null; disk: string; on?: boolean }[];
   sheets?: { url: string };
+  /** The web console's address, when it runs. */
+  console?: string;
   /** A fleet FILE: its clusters (machines above are named CLUSTER/MACHINE) and rollouts. */
   fleet?: {
     clusters: {
@@ -118,7 +122,7 @@ export function airControlUrl(explicit: string | undefined, dir: string, env = p
       `the "retrokube up" in ${dir} uses an external relay (${st.air.host}:${st.air.port}) that it does not control; pass --control URL of that relay`,
     );
   throw new Error(
-    `no running "retrokube up" found in ${dir} and no --control given: start one with "retrokube up" (or pass --state DIR), or name a relay you started with "retrokube air relay": --control http://127.0.0.1:7525`,
+    `no running "retrokube up" found in ${dir} and no --control given: start one with "${cliName()} up" (or pass --state DIR), or name a relay you started with "${cliName()} air relay": --control http://127.0.0.1:7525`,
   );
 }
 
@@ -127,7 +131,7 @@ export function requireUp(dir: string): UpState {
   const st = readUpState(dir);
   if (!st)
     throw new Error(
-      `no running "retrokube up" found in ${dir} (start one with "retrokube up", or pass --state DIR)`,
+      `no running "retrokube up" found in ${dir} (start one with "${cliName()} up", or pass --state DIR)`,
     );
   return st;
 }

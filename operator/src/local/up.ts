@@ -4,7 +4,6 @@
 // Ctrl-C or `retrokube down`. With no FILE the sample Sheeternetes cluster runs alongside.
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { formatView } from '../air/view.ts';
 import { type ConsoleServer, startConsole } from '../console/server.ts';
 import { buildKubeDisk } from '../machine/kube-disk.ts';
 import { DEFAULT_TOKEN, SheetsClient } from '../sheets/ctl/client.ts';
@@ -15,6 +14,7 @@ import { LocalCluster } from './cluster.ts';
 import { startUpControl } from './control.ts';
 import { runFleetUp } from './fleet.ts';
 import { isFleetText } from './fleet-spec.ts';
+import { fitFrame, fitParts, kubeBlocks, type LiveBlock, sheetsBlocks } from './live-view.ts';
 import { type LocalSheets, parseSheetsFile, type RunningSheets, startLocalSheets } from './sheets.ts';
 import { consoleToken, runUp as runSheetsUp, withPrivateCredentials } from './sheets-up.ts';
 import { type LocalKube, parseLocalFile, SAMPLE_YAML } from './spec.ts';
@@ -34,8 +34,14 @@ export const LIMITS = {
   sheetsPollMs: 3000, // the sheets tables are read this often (each read is an HTTP call)
   sheetsNodes: 3, // the sample Sheeternetes cluster's node agents
   summaryMs: 10_000, // without a terminal, one summary line this often
+  progressShownMs: 15_000, // a start-up progress line stays in the view this long
 } as const;
 
+/** The terminal's alternate screen (as less and top use), and the cursor hidden while on it. */
+const ALT_SCREEN_ON = '\x1b[?1049h\x1b[?25l';
+const ALT_SCREEN_OFF = '\x1b[?25h\x1b[?1049l';
+
+import { cliName } from '../util/cli-name.ts';
 import type { UpOptions } from './up-options.ts';
 
 export type { UpOptions };
@@ -97,7 +103,7 @@ async function runSheetsOnly(sheets: LocalSheets, o: UpOptions, out: (s: string)
       out(`the web console did not start (${(e as Error).message}); the cluster runs without it`);
     }
   }
-  out(`retrokube skctl --server ${running.url} --token <token> get pods   (Ctrl-C stops the cluster)`);
+  out(`${cliName()} skctl --server ${running.url} --token <token> get pods   (Ctrl-C stops the cluster)`);
   const show = async () => {
     const [n, p] = await Promise.all([running.client.get('nodes'), running.client.get('pods')]);
     out(`${renderTable('nodes', n)}\n${renderTable('pods', p)}`);
@@ -128,7 +134,7 @@ export async function runUp(o: UpOptions): Promise<void> {
   const running = readUpState(o.dir);
   if (running)
     throw new Error(
-      `a cluster is already up in ${o.dir} (pid ${running.pid}); stop it with "retrokube down"`,
+      `a cluster is already up in ${o.dir} (pid ${running.pid}); stop it with "${cliName()} down"`,
     );
   // People get the view; the JSON log lines of every part (and of the sample's node agents) go to
   // a file, or to stderr when asked for.
@@ -138,8 +144,12 @@ export async function runUp(o: UpOptions): Promise<void> {
     const logFile = join(o.dir, STATE_LIMITS.logFile);
     mkdirSync(o.dir, { recursive: true });
     sendLogsTo(logFile);
-    agentLog = openSync(logFile, 'a');
-    out(`logs (JSON lines) go to ${logFile}; --log-format json sends them to stderr`);
+    // The node agents are processes of their own that print plain lines: a file of their own, so
+    // up.log stays JSON lines a program can read.
+    agentLog = openSync(join(o.dir, STATE_LIMITS.agentLogFile), 'a');
+    out(
+      `logs (JSON lines) go to ${logFile}, the node agents' output to ${STATE_LIMITS.agentLogFile} beside it; --log-format json sends both to stderr`,
+    );
   }
   const key = spec.key ?? stateKey(o.dir);
   // Where the air verbs (listen, inject) find the key of this cluster while it runs.
@@ -169,6 +179,7 @@ export async function runUp(o: UpOptions): Promise<void> {
     false,
   );
   let sheetsUrl: string | undefined;
+  let consoleUrl: string | undefined;
   const state = (): UpState => ({
     pid: process.pid,
     control: control.url,
@@ -176,6 +187,7 @@ export async function runUp(o: UpOptions): Promise<void> {
     cluster: spec.cluster,
     machines: cluster.machines().map(({ name, role, vnc, disk: d }) => ({ name, role, vnc, disk: d })),
     sheets: sheetsUrl ? { url: sheetsUrl } : undefined,
+    console: consoleUrl,
     startedAt: new Date(t0).toISOString(),
   });
   const control = await startUpControl(cluster, {
@@ -192,7 +204,8 @@ export async function runUp(o: UpOptions): Promise<void> {
 
   // The sample Sheeternetes cluster, in-process, when no FILE was given.
   let sheetsClient: SheetsClient | null = null;
-  let sheetsTables = '';
+  let sheetsTables = ''; // why the tables are missing (not answering, did not start)
+  let sheetsItems: { nodes: Record<string, unknown>[]; pods: Record<string, unknown>[] } | null = null;
   let sheetsDone: Promise<unknown> = Promise.resolve();
   let fileSheets: RunningSheets | undefined;
   if (file.sheets) {
@@ -232,7 +245,7 @@ export async function runUp(o: UpOptions): Promise<void> {
       sheetsUrl = url;
       sheetsClient = new SheetsClient({ url, token: sheetsOpts.token, key: sheetsOpts.signingKey });
       writeUpState(o.dir, state());
-      out(`Sheeternetes apiserver on ${url} (retrokube skctl --server ${url} get pods)`);
+      out(`Sheeternetes apiserver on ${url} (${cliName()} skctl --server ${url} get pods)`);
     }
   }
 
@@ -257,6 +270,8 @@ export async function runUp(o: UpOptions): Promise<void> {
         { port: o.consolePort, token: consoleToken(o.dir) },
       );
       out(`web console ${web.openUrl} (loopback only; without its token it is read-only)`);
+      consoleUrl = web.url;
+      writeUpState(o.dir, state());
     } catch (e) {
       // The cluster runs on without it: the console is a window, not a part.
       out(`the web console did not start (${(e as Error).message}); the cluster runs without it`);
@@ -265,6 +280,23 @@ export async function runUp(o: UpOptions): Promise<void> {
 
   const tty = o.view && process.stdout.isTTY === true;
   let lastSummary = 0;
+  let progressAt = 0;
+  let shownProgress = '';
+  const cli = cliName();
+  let onAltScreen = false;
+  const leaveAltScreen = (): void => {
+    if (onAltScreen) process.stdout.write(ALT_SCREEN_OFF);
+    onAltScreen = false;
+  };
+  if (tty) {
+    // The view draws on the alternate screen: the start-up lines above (addresses, VNC ports) stay
+    // in the terminal's scrollback, and come back when the view ends.
+    out(`state: ${o.dir} (disks, workbook, logs) is kept: the next run resumes it; delete it to start fresh`);
+    out(`${cli} status lists these addresses again while the cluster runs`);
+    process.stdout.write(ALT_SCREEN_ON);
+    onAltScreen = true;
+    process.once('exit', leaveAltScreen);
+  }
   const draw = (): void => {
     const v = cluster.view();
     const on = new Set(
@@ -277,14 +309,30 @@ export async function runUp(o: UpOptions): Promise<void> {
       const air = cluster.relay.state();
       const machines = cluster
         .machines()
-        .map((m) => `${m.name}${on.has(m.name) ? '' : '(off)'}${m.vnc !== null ? `:vnc ${m.vnc}` : ''}`)
+        .map((m) => `${m.name}${on.has(m.name) ? '' : '(off)'}${m.vnc !== null ? ` vnc:${m.vnc}` : ''}`)
         .join('  ');
-      const head = `Kube on Oberon "${spec.name}" (cluster ${spec.cluster}) · air ${air.on ? 'on' : 'OFF'}, loss ${Math.round(air.loss * 100)} %${air.cuts.length ? `, cut ${air.cuts.join(',')}` : ''} · up ${Math.round((Date.now() - t0) / 1000)} s`;
-      const status = lastProgress ? `\n${lastProgress}` : '';
-      const sheets = sheetsClient ? `\n\nSheeternetes (${sheetsUrl})\n${sheetsTables}` : '';
-      process.stdout.write(
-        `\x1b[H\x1b[2J${head}${status}\n${machines}\n\n${formatView(v)}${sheets}\n\n${web ? `web console ${web.openUrl} · ` : ''}Ctrl-C stops everything · retrokube machine off node-a · retrokube air loss 0.3 · retrokube kube apply web 6 Ticker2\n`,
+      const head = `Kube on Oberon "${spec.name}" (cluster "${spec.cluster}", tag ${v.cluster}) · air ${air.on ? 'on' : 'OFF'}, loss ${Math.round(air.loss * 100)} %${air.cuts.length ? `, cut ${air.cuts.join(',')}` : ''} · up ${Math.round((Date.now() - t0) / 1000)} s`;
+      // A progress line is news for a while, not a standing claim (an apply changes what it said).
+      if (lastProgress !== shownProgress) {
+        shownProgress = lastProgress;
+        progressAt = Date.now();
+      }
+      const blocks: LiveBlock[] = [head];
+      if (shownProgress && Date.now() - progressAt < LIMITS.progressShownMs) blocks.push(shownProgress);
+      blocks.push(machines, '', ...kubeBlocks(v));
+      if (sheetsClient) {
+        blocks.push('', `Sheeternetes ${sheetsUrl}`);
+        if (sheetsTables) blocks.push(sheetsTables);
+        else if (sheetsItems) blocks.push(...sheetsBlocks(sheetsItems.nodes, sheetsItems.pods, Date.now()));
+      }
+      if (web) blocks.push(`web console ${web.openUrl}`);
+      const cols = process.stdout.columns ?? 80;
+      const footer = fitParts(
+        ['Ctrl-C stops', `${cli} status`, `${cli} machine off node-a`, `${cli} kube apply web 6 Ticker2`],
+        cols,
       );
+      const lines = fitFrame(blocks, footer, cols, process.stdout.rows ?? 24);
+      process.stdout.write(`\x1b[H${lines.join('\x1b[K\n')}\x1b[K\x1b[J`);
     } else if (Date.now() - lastSummary >= LIMITS.summaryMs) {
       lastSummary = Date.now();
       out(
@@ -298,7 +346,8 @@ export async function runUp(o: UpOptions): Promise<void> {
     const c = sheetsClient;
     Promise.all([c.get('nodes'), c.get('pods')])
       .then(([n, p]) => {
-        sheetsTables = `${renderTable('nodes', n)}\n${renderTable('pods', p)}`;
+        sheetsItems = { nodes: n, pods: p };
+        sheetsTables = '';
       })
       .catch((e: Error) => {
         sheetsTables = `(sheets not answering: ${e.message})`;
@@ -311,6 +360,7 @@ export async function runUp(o: UpOptions): Promise<void> {
   } finally {
     clearInterval(timer);
     clearInterval(sheetsTimer);
+    leaveAltScreen();
     release();
     out('stopping the cluster ...');
     if (o.sheets && !o.file) {

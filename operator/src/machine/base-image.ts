@@ -6,6 +6,7 @@ import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cliName } from '../util/cli-name.ts';
 import { logger } from '../util/log.ts';
 
 const log = logger('base-image');
@@ -112,7 +113,7 @@ export async function findBaseImage(opts: FindOptions = {}): Promise<BaseImage> 
 
   if (opts.download === false) {
     throw new Error(
-      `no Oberon base image found (looked at ${tried.join(', ')}); run "retrokube disk base" to download it, or set RETROKUBE_OBERON_BASE to a copy of ${BASE_IMAGE.fileName}`,
+      `no Oberon base image found (looked at ${tried.join(', ')}); run "${cliName()} disk base" to download it, or set RETROKUBE_OBERON_BASE to a copy of ${BASE_IMAGE.fileName}`,
     );
   }
   // Another place that serves the same bytes (a mirror, a build's local server): still sha256 checked.

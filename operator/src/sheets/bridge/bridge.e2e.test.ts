@@ -75,10 +75,11 @@ describe('retrokube sheets bridge (two signed xlsx clusters with node agents)', 
     await deploy(peer, 'shared', 2);
     const st = await bridge('status', ...endpoints());
     expect(st.code).toBe(0);
-    expect(st.stdout).toContain('[bridge] local: 2 deployments · peer: 2 deployments');
-    expect(st.stdout).toContain(
-      `  ${'api'.padEnd(20)} -> local\n  ${'db'.padEnd(20)} -> peer\n  ${'shared'.padEnd(20)} -> local`,
+    // stdout: exactly the reference's lines; our member summaries go to stderr
+    expect(st.stdout).toBe(
+      `[bridge] local: 2 deployments · peer: 2 deployments\n[bridge] federated services:\n  ${'api'.padEnd(20)} -> local\n  ${'db'.padEnd(20)} -> peer\n  ${'shared'.padEnd(20)} -> local\n`,
     );
+    expect(st.stderr).toMatch(/^\[bridge\] peer: 1\/1 nodes Ready · \d+\/\d+ pods Running · \d+m CPU free$/m);
     const sync = await bridge('sync', ...endpoints());
     expect(sync.code).toBe(0);
     expect(sync.stdout).toContain('[sync] +1 -> local, +1 -> peer');

@@ -188,9 +188,11 @@ export function registerSheetsBridgeVerbs(program: Command): void {
           say(JSON.stringify({ members: st.members, services: st.services, pushed }, null, 2));
           return true;
         }
+        // Ours beyond the reference's lines: on stderr, so stdout stays byte-for-byte the reference's
+        // (docs/federation.md promises it) and a script written for bridge.py reads it unchanged.
         for (const m of st.members)
-          say(
-            `[bridge] ${m.name}: ${m.nodesReady}/${m.nodes} nodes Ready · ${m.podsRunning}/${m.pods} pods Running · ${m.freeCpu}m CPU free`,
+          process.stderr.write(
+            `[bridge] ${m.name}: ${m.nodesReady}/${m.nodes} nodes Ready · ${m.podsRunning}/${m.pods} pods Running · ${m.freeCpu}m CPU free\n`,
           );
         return true;
       });
@@ -242,7 +244,7 @@ export function registerSheetsBridgeVerbs(program: Command): void {
     .option('--poll <s>', 'seconds between checks', wholeNumber('--poll', 1), 3)
     .addHelpText(
       'after',
-      '\nRule: local fills first, then the peer; each takes min(left, floor(free CPU / cpu)), its own current\nreplicas counting as free. Replicas that fit nowhere are reported, never ordered blindly.\nExample:\n  retrokube sheets bridge stretch web --replicas 10 --cpu 300 --plan --local http://127.0.0.1:8801 --peer http://127.0.0.1:8802\n',
+      '\nRule: local fills first, then the peer; each takes what its scheduler could place: per Ready node,\nfloor((free CPU + what pods of this deployment there hold) / cpu). Replicas that fit nowhere are\nreported, never ordered blindly.\nExample:\n  retrokube sheets bridge stretch web --replicas 10 --cpu 300 --plan --local http://127.0.0.1:8801 --peer http://127.0.0.1:8802\n',
     )
     .action(
       async (

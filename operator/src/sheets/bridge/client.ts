@@ -26,7 +26,7 @@ export class BridgeError extends Error {
 }
 
 /** The reference's wording (spec §7.1), plus which member failed. */
-function explain(member: string, e: unknown): BridgeError {
+function explain(member: string, e: unknown, what = ''): BridgeError {
   if (e instanceof BridgeError) return e;
   if (e instanceof HttpStatusError) {
     const detail =
@@ -39,10 +39,25 @@ function explain(member: string, e: unknown): BridgeError {
       e.status,
     );
   }
-  const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+  const cause = (e as { cause?: { code?: string; message?: string; name?: string } }).cause;
   const reason = cause?.code ?? cause?.message ?? (e as Error).message ?? String(e);
-  return new BridgeError(member, `cannot reach a cluster: ${reason} (member ${member})`);
+  const timedOut = cause?.name === 'TimeoutError' || (e as { name?: string }).name === 'TimeoutError';
+  const why = WHY[reason] ?? (timedOut ? WHY.timeout : undefined);
+  return new BridgeError(
+    member,
+    `cannot reach a cluster: ${reason} (member ${member})${what ? ` ${what}` : ''}${why ? `: ${why}` : ''}`,
+  );
 }
+
+/** Socket-level failures in words (undici's codes alone mean little to a person). */
+const WHY: Record<string, string> = {
+  ECONNREFUSED: 'nothing listens there; is its apiserver running, and is the URL right?',
+  ENOTFOUND: 'the host name does not resolve',
+  ECONNRESET: 'the apiserver reset the connection',
+  UND_ERR_SOCKET:
+    'the apiserver closed the connection mid-answer (a reference apiserver does this when it crashes on concurrent requests)',
+  timeout: 'no answer in time',
+};
 
 export class Member {
   readonly name: string;
@@ -64,16 +79,19 @@ export class Member {
     try {
       return (await this.client.get(kind)) as Row[];
     } catch (e) {
-      throw explain(this.name, e);
+      throw explain(this.name, e, `reading ${kind} from ${this.url}`);
     }
   }
 
+  /**
+   * The member's three tabs, read one after the other: the reference apiserver saves its workbook
+   * without a lock and corrupts it under concurrent requests (its defect), so a bridge that may
+   * face one never sends it two at once. Three small GETs in a row cost little.
+   */
   async observe(): Promise<MemberView> {
-    const [deployments, pods, nodes] = await Promise.all([
-      this.get('deployments'),
-      this.get('pods'),
-      this.get('nodes'),
-    ]);
+    const deployments = await this.get('deployments');
+    const pods = await this.get('pods');
+    const nodes = await this.get('nodes');
     return { name: this.name, deployments, pods, nodes };
   }
 

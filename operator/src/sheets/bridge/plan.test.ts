@@ -20,6 +20,7 @@ import {
   planSync,
   replicasOf,
   type StretchMember,
+  stretchMemberOf,
   stretchSteps,
 } from './plan.ts';
 
@@ -104,6 +105,39 @@ describe('stretch', () => {
     expect(describeStretch(plan, members)).toBe(
       'web x10 @ 300m | local free 1000m -> 3, ordered from peer -> 7',
     );
+  });
+
+  it('plans per node as a scheduler places, counting own pods at their current request (no overcommit)', () => {
+    const node = (name: string, total: number, used: number) => ({
+      name,
+      status: 'Ready',
+      cpu_total: total,
+      cpu_used: used,
+    });
+    const pod = (name: string, n: string) => ({ name, deployment: 'web', node: n, phase: 'Running' });
+    // web 2×100m on local, one pod per 500m node; the peer has four empty 500m nodes
+    const local = {
+      name: 'local',
+      deployments: [dep('web', 2)],
+      nodes: [node('a', 500, 100), node('b', 500, 100)],
+      pods: [pod('web-1', 'a'), pod('web-2', 'b')],
+    };
+    const peer = {
+      name: 'peer',
+      deployments: [],
+      nodes: ['c', 'd', 'e', 'f'].map((n) => node(n, 500, 0)),
+      pods: [],
+    };
+    const members = [stretchMemberOf(local, 'web'), stretchMemberOf(peer, 'web')];
+    expect(members[0]?.nodeRoom).toEqual([500, 500]);
+    const plan = planStretch('web', 10, 300, members);
+    // pooled (800m free + 2×300m) it was 4 + 6 = 10; a scheduler fits one 300m pod per 500m node
+    expect(plan.shares.map((s) => [s.member, s.replicas])).toEqual([
+      ['local', 2],
+      ['peer', 4],
+    ]);
+    expect(plan.unplaced).toBe(4);
+    expect(describeStretch(plan, members)).toMatch(/unplaced 4 \(no member has room\)$/);
   });
 
   const memberArb = fc.record({

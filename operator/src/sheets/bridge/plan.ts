@@ -145,6 +145,30 @@ export interface StretchMember {
   name: string;
   freeCpu: number; // free CPU as the member's scheduler sees it (allocation, not load)
   current: number; // replicas of this deployment the member already declares
+  /**
+   * Per placeable node: the CPU it could give this deployment, i.e. its free CPU plus what this
+   * deployment's own pods there hold now (at their current request; a re-stretch replaces them).
+   * A scheduler places whole pods per node, so capacity is the sum of floor(room / cpu) per node.
+   */
+  nodeRoom?: number[];
+}
+
+const placeable = (n: Row): boolean => {
+  const status = String(n.status ?? '').trim();
+  return status !== '' && status.toLowerCase() !== 'notready' && !isFalse(n.schedulable);
+};
+
+/** A member as `stretch` plans with it: free CPU, current replicas, and room per node. */
+export function stretchMemberOf(v: MemberView, deploy: string): StretchMember {
+  const row = findDeployment(v, deploy);
+  const held = row ? cpuReqOf(row) : 0;
+  const nodeRoom = v.nodes.filter(placeable).map((n) => {
+    const own = v.pods.filter(
+      (p) => String(p.deployment ?? '') === deploy && String(p.node ?? '') === String(n.name ?? ''),
+    ).length;
+    return Math.max(0, num(n.cpu_total) - num(n.cpu_used)) + own * held;
+  });
+  return { name: v.name, freeCpu: freeCpu(v.nodes), current: row ? replicasOf(row) : 0, nodeRoom };
 }
 
 export interface StretchShare {
@@ -165,9 +189,12 @@ export interface StretchPlan {
  * Split `replicas` of one deployment over the members (the rule of sheetmesh's plan_stretch, which
  * the reference's `bridge stretch` documents as "fill local first, order the rest from the peer"):
  *   1. the home member (first given) fills first, then the others by most free CPU (ties: name);
- *   2. each takes min(left, capacity), capacity = floor(available / max(1, cpu)), where available
- *      = the member's free CPU PLUS the CPU its current replicas of this deployment already hold
- *      (those are released to the deployment itself, so a re-stretch does not count them twice);
+ *   2. each takes min(left, capacity), capacity = the replicas its scheduler could place: per
+ *      placeable node, floor(room / cpu), room = the node's free CPU plus what this deployment's
+ *      pods there hold now at their current request (a re-stretch replaces them). Counting them at
+ *      the new cpu, or pooling a member's free CPU across nodes, overcommits: web 2×100m re-stretched
+ *      at 300m planned 7 + 3 where the schedulers placed 6 + 2. Without node rows (nodeRoom), the
+ *      member's free CPU / cpu plus its current replicas;
  *   3. what nobody can hold is `unplaced` — never silently ordered from a member without room (the
  *      reference orders every remaining replica from the peer unchecked).
  */
@@ -185,7 +212,9 @@ export function planStretch(
   let left = Math.max(0, Math.trunc(replicas));
   const shares: StretchShare[] = [];
   for (const m of order) {
-    const capacity = Math.floor((Math.max(0, m.freeCpu) + Math.max(0, m.current) * per) / per);
+    const capacity = m.nodeRoom
+      ? m.nodeRoom.reduce((n, room) => n + Math.floor(Math.max(0, room) / per), 0)
+      : Math.floor(Math.max(0, m.freeCpu) / per) + Math.max(0, m.current);
     const take = Math.min(left, capacity);
     shares.push({ member: m.name, replicas: take, capacity });
     left -= take;

@@ -23,6 +23,7 @@ import {
   runningPods,
   type ServiceEntry,
   type StretchPlan,
+  stretchMemberOf,
   stretchSteps,
   summarize,
 } from './plan.ts';
@@ -96,10 +97,7 @@ export async function stretch(members: Member[], deploy: string, o: StretchOptio
     );
   const spec = findDeployment(holder, deploy) as Row;
   const cpu = o.cpu ?? cpuReqOf(spec);
-  const stretchMembers = views.map((v) => {
-    const row = findDeployment(v, deploy);
-    return { name: v.name, freeCpu: freeCpu(v.nodes), current: row ? replicasOf(row) : 0 };
-  });
+  const stretchMembers = views.map((v) => stretchMemberOf(v, deploy));
   const plan = planStretch(deploy, o.replicas, cpu, stretchMembers);
   const result = { plan, members: stretchMembers, applied: false };
   if (o.planOnly) return result;

@@ -53,7 +53,9 @@ export class SheetsClient {
   async get(kind: string): Promise<Record<string, unknown>[]> {
     const q = new URLSearchParams({ token: this.cfg.token, kind });
     const sep = this.cfg.url.includes('?') ? '&' : '?';
-    const r = await fetch(`${this.cfg.url}${sep}${q}`, this.init({}));
+    const r = await fetch(`${this.cfg.url}${sep}${q}`, this.init({})).catch((e: unknown) => {
+      throw unreachable(this.cfg.url, e);
+    });
     const body = await this.readJson(r);
     if (!r.ok) throw new HttpStatusError(r.status, body, this.cfg.untrusted);
     const items = (body as { items?: unknown }).items;
@@ -71,7 +73,11 @@ export class SheetsClient {
     const raw = JSON.stringify(this.cfg.key ? withNonce(full) : full);
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.cfg.key) Object.assign(headers, signRequest(this.cfg.key, raw));
-    const r = await fetch(this.cfg.url, this.init({ method: 'POST', body: raw, headers }));
+    const r = await fetch(this.cfg.url, this.init({ method: 'POST', body: raw, headers })).catch(
+      (e: unknown) => {
+        throw unreachable(this.cfg.url, e);
+      },
+    );
     const reply = await this.readJson(r);
     if (!r.ok) throw new HttpStatusError(r.status, reply, this.cfg.untrusted);
     return reply;
@@ -98,6 +104,23 @@ export class SheetsClient {
       return text;
     }
   }
+}
+
+/**
+ * fetch's own "fetch failed" names neither the address nor the reason: say which apiserver (its
+ * URL without the token, which travels in the query) did not answer, why, and what to check.
+ */
+export function unreachable(url: string, e: unknown): Error {
+  const err = e as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+  const why =
+    err.name === 'TimeoutError'
+      ? 'no answer in time'
+      : (err.cause?.code ?? err.cause?.message ?? err.message ?? String(e));
+  // The cause stays (code ECONNREFUSED, UND_ERR_SOCKET, ...) for callers that word it their way.
+  return new Error(
+    `the apiserver at ${url} is unreachable (${why}): check that it runs (a running "retrokube up" shows its address in "retrokube status"; "retrokube sheets serve" starts one) and that --server, WEBAPP_URL or .skctl.env name it`,
+    { cause: err.cause ?? e },
+  );
 }
 
 /** The body as text, refused (and the download stopped) past `max` bytes. */
@@ -141,12 +164,14 @@ export function resolveConfig(
   flags: { server?: string; token?: string; key?: string },
   env: NodeJS.ProcessEnv = process.env,
   cwd = process.cwd(),
+  /** The apiserver of a running `retrokube up`, if one runs (its state folder says so). */
+  upServer: () => string | undefined = () => undefined,
 ): ClientConfig {
   const file = readEnvFile(path.join(cwd, '.skctl.env'));
-  const url = flags.server ?? env.WEBAPP_URL ?? file.WEBAPP_URL;
+  const url = flags.server ?? env.WEBAPP_URL ?? file.WEBAPP_URL ?? upServer();
   if (!url)
     throw new Error(
-      'no apiserver URL: pass --server http://HOST:8787 or set WEBAPP_URL (or a .skctl.env file)',
+      'no apiserver URL: no running "retrokube up" with a Sheeternetes cluster was found; pass --server http://HOST:8787 or set WEBAPP_URL (or a .skctl.env file)',
     );
   if (!/^https?:\/\//.test(url))
     throw new Error(`--server ${JSON.stringify(url)} must start with http:// or https://`);

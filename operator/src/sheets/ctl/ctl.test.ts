@@ -1,11 +1,13 @@
 // skctl against a real apiserver: the reference verbs and columns, -o json, and signing with --key.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type Kit, startKit, TOKEN } from '../apiserver/testkit.ts';
-import { resolveConfig } from './client.ts';
+import { resolveConfig, SheetsClient } from './client.ts';
 import { renderTable } from './table.ts';
 import { registerSheetsControlPlaneVerbs } from './verbs.ts';
 
@@ -156,8 +158,28 @@ describe('skctl', () => {
       expect(resolveConfig({}, { TOKEN: 'env' }, dir).token).toBe('env');
       expect(resolveConfig({ token: 'flag' }, { TOKEN: 'env' }, dir).token).toBe('flag');
       expect(() => resolveConfig({}, {}, tmpdir())).toThrow(/no apiserver URL/);
+      // beside a running `retrokube up`: its apiserver, after everything the person set
+      const up = () => 'http://127.0.0.1:5';
+      expect(resolveConfig({}, {}, tmpdir(), up).url).toBe('http://127.0.0.1:5');
+      expect(resolveConfig({}, {}, dir, up).url).toBe('http://file:1');
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('an unreachable apiserver is named, with the reason and what to check (not "fetch failed")', async () => {
+    const srv = createServer();
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const { port } = srv.address() as AddressInfo;
+    await new Promise((r) => srv.close(r)); // a port nobody listens on now
+    const c = new SheetsClient({ url: `http://127.0.0.1:${port}`, token: 'secret-token' });
+    for (const call of [() => c.get('pods'), () => c.post({ op: 'x' })]) {
+      const e = (await call().catch((err: Error) => err)) as Error;
+      expect(e.message).toMatch(
+        new RegExp(`apiserver at http://127.0.0.1:${port} is unreachable \\(ECONNREFUSED\\)`),
+      );
+      expect(e.message).toMatch(/retrokube status/);
+      expect(e.message).not.toMatch(/secret-token/);
     }
   });
 });

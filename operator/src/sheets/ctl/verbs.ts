@@ -26,13 +26,21 @@ export function positiveInt(flag: string, min = 0, max = 65535) {
   };
 }
 
-export function registerSheetsControlPlaneVerbs(program: Command): void {
+/**
+ * `upServer` finds the apiserver of a running `retrokube up` (the cli layer reads its state
+ * folder), so `skctl get pods` works beside `up` as `air listen` and `screen` do.
+ */
+export function registerSheetsControlPlaneVerbs(
+  program: Command,
+  upServer: () => string | undefined = () => undefined,
+): void {
   const sheets = sheetsGroup(program);
   registerServe(sheets);
   addCtlVerbs(
     sheets.command('ctl').description('talk to a Sheeternetes apiserver (the reference skctl, plus -o json)'),
+    upServer,
   );
-  addCtlVerbs(program.command('skctl').description('alias of `retrokube sheets ctl`'));
+  addCtlVerbs(program.command('skctl').description('alias of `retrokube sheets ctl`'), upServer);
 }
 
 function registerServe(sheets: Command): void {
@@ -109,14 +117,17 @@ interface CtlFlags {
   output?: string;
 }
 
-function addCtlVerbs(ctl: Command): void {
+function addCtlVerbs(ctl: Command, upServer: () => string | undefined): void {
   ctl
-    .option('-s, --server <url>', 'apiserver URL (env WEBAPP_URL, or .skctl.env)')
+    .option(
+      '-s, --server <url>',
+      'apiserver URL (env WEBAPP_URL, or .skctl.env; else that of the running "retrokube up")',
+    )
     .option('--token <t>', 'shared token (env TOKEN, or --token-file)')
     .option('--token-file <file>', 'read the shared token from the first line of FILE')
     .option('--key <k>', 'HMAC signing key (env SIGNING_KEY, or --key-file); requests are signed when set')
     .option('--key-file <file>', 'read the HMAC signing key from the first line of FILE')
-    .option('-o, --output <fmt>', 'table (default) or json', 'table')
+    .option('-o, --output <fmt>', 'table or json', 'table')
     .addHelpText(
       'after',
       '\nExamples:\n  retrokube skctl -s http://127.0.0.1:8787 --token-file token.txt get pods\n  retrokube skctl scale web 4\n  retrokube skctl get nodes -o json\n',
@@ -138,7 +149,7 @@ function addCtlVerbs(ctl: Command): void {
     if (o.keyFile) o.key = readSecretFile(o.keyFile, 'signing key');
     return o;
   };
-  const client = () => new SheetsClient(resolveConfig(flags()));
+  const client = () => new SheetsClient(resolveConfig(flags(), process.env, process.cwd(), upServer));
   const print = (reply: unknown): void => {
     process.stdout.write(`${JSON.stringify(reply, null, 2)}\n`);
   };

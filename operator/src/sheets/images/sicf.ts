@@ -201,18 +201,29 @@ export function pullImage(rows: ImageRows, ref: string): PulledImage {
     .map((s) => s.trim())
     .filter(Boolean);
   const layers = layerDigests.map((d) => {
+    // As the reference's sicf.py reads a layer: its chunks sorted by ordinal, their base64 joined,
+    // then decoded once. So ordinals may start at 1 and a chunk may have any length (1,001 chars);
+    // a missing chunk shows as a digest mismatch, named below.
     const chunks = (byDigest.get(d) ?? []).slice().sort((a, b) => Number(a.ordinal) - Number(b.ordinal));
     if (chunks.length === 0) throw new ImageError(`image ${name}: layer ${d} has no rows in the Layers tab`);
-    const parts: Buffer[] = [];
-    chunks.forEach((c, i) => {
-      if (Number(c.ordinal) !== i) throw new ImageError(`image ${name}: layer ${d} is missing chunk ${i}`);
-      parts.push(decodeB64(String(c.data ?? ''), `chunk ${i} of layer ${d}`));
-    });
-    const bytes = Buffer.concat(parts);
+    const ordinals = chunks.map((c) => Number(c.ordinal));
+    const bad = chunks.find(
+      (c, i) => !Number.isInteger(ordinals[i]) || String(c.ordinal ?? '').trim() === '',
+    );
+    if (bad)
+      throw new ImageError(
+        `image ${name}: layer ${d} has a chunk whose ordinal "${bad.ordinal}" is not a whole number`,
+      );
+    const twice = ordinals.find((o, i) => i > 0 && o === ordinals[i - 1]);
+    if (twice !== undefined)
+      throw new ImageError(`image ${name}: layer ${d} has two chunks with ordinal ${twice}`);
+    const gap = ordinals.findIndex((o, i) => i > 0 && o !== (ordinals[i - 1] as number) + 1);
+    const joined = chunks.map((c) => String(c.data ?? '').trim()).join('');
+    const bytes = decodeB64(joined, `layer ${d} (its ${chunks.length} chunk(s) joined in ordinal order)`);
     const got = digestOf(bytes);
     if (got !== d)
       throw new ImageError(
-        `image ${name}: digest mismatch for layer ${d} (content is ${got}); refusing to run it`,
+        `image ${name}: digest mismatch for layer ${d} (content is ${got})${gap > 0 ? `; chunk ${(ordinals[gap - 1] as number) + 1} is missing (ordinals ${ordinals.join(',')})` : ''}; refusing to run it`,
       );
     return { digest: d, mediaType: String(chunks[0].media_type ?? ''), bytes };
   });

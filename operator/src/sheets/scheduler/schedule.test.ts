@@ -32,6 +32,22 @@ describe('scheduler examples (spec §3 and the reference test list)', () => {
     expect(r.nodes.map((n) => n.cpuUsed)).toEqual([200, 200]);
   });
 
+  it("three pods on three equal fresh nodes: one each; placed while one node alone was fresh, they stay there (the live view's three sample pods on node-b)", () => {
+    const three = [node({ name: 'node-a' }), node({ name: 'node-b' }), node({ name: 'node-c' })];
+    const deployments = [dep({ name: 'web', replicas: 3 })];
+    expect(Object.values(where(run({ deployments, nodes: three }).placements)).sort()).toEqual([
+      'node-a',
+      'node-b',
+      'node-c',
+    ]);
+    // node-b heartbeat first: all three there; the others join later; phase 1 keeps them (spec §3.4)
+    const stale = (n: string) => node({ name: n, last_heartbeat: 0 });
+    const first = run({ deployments, nodes: [stale('node-a'), node({ name: 'node-b' }), stale('node-c')] });
+    expect(new Set(Object.values(where(first.placements)))).toEqual(new Set(['node-b']));
+    const later = run({ deployments, nodes: three, existing: existingOf(first.placements) });
+    expect(new Set(Object.values(where(later.placements)))).toEqual(new Set(['node-b']));
+  });
+
   it('keeps running pods where they are (sticky) even when another node has more room', () => {
     const nodes = [node({ name: 'a', cpu_total: 1000 }), node({ name: 'b', cpu_total: 8000 })];
     const existing = new Map([['web-1', { name: 'web-1', node: 'a', ports: [] }]]);

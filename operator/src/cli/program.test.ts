@@ -1,0 +1,92 @@
+// The first commands a newcomer types: --version, --help piped into head, every option's help.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { describe, expect, it } from 'vitest';
+import { CHECKOUT_LAUNCHER, cliNameFor } from '../util/cli-name.ts';
+import { VERSION } from '../version.ts';
+import { buildProgram } from './program.ts';
+
+const MAIN = join(import.meta.dirname, 'main.ts');
+
+function run(
+  args: string[],
+  closeStdout = false,
+): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    // Like `| head` that has read what it wanted: the reading end is gone before the writes.
+    if (closeStdout) child.stdout.destroy();
+    else child.stdout.on('data', (d: Buffer) => (out += d));
+    child.stderr.on('data', (d: Buffer) => (err += d));
+    child.on('close', (code) => resolve({ code, out, err }));
+  });
+}
+
+function allCommands(c: Command): Command[] {
+  return [c, ...c.commands.flatMap(allCommands)];
+}
+
+describe('the first commands', () => {
+  it('--version and -V print the version', async () => {
+    for (const flag of ['--version', '-V']) {
+      const r = await run([flag]);
+      expect(r).toMatchObject({ code: 0, out: `${VERSION}\n`, err: '' });
+    }
+  }, 60_000);
+
+  it('--help into a closed pipe exits quietly, with no EPIPE trace', async () => {
+    const r = await run(['--help'], true);
+    expect(r.err).not.toMatch(/EPIPE|Error/);
+    expect(r.code).toBe(0);
+  }, 60_000);
+
+  it('no option tells its default twice ("(default: any free port) (default: 0)")', () => {
+    const twice: string[] = [];
+    for (const cmd of allCommands(buildProgram())) {
+      const help = cmd.createHelp();
+      for (const opt of cmd.options) {
+        const text = help.optionDescription(opt);
+        if ((text.match(/\(default/g) ?? []).length > 1) twice.push(`${cmd.name()} ${opt.flags}: ${text}`);
+      }
+    }
+    expect(twice).toEqual([]);
+  });
+});
+
+describe('hints name the command as the person runs it', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cli-name-'));
+  const launcher = join(dir, 'checkout', 'retrokube');
+  mkdirSync(join(dir, 'checkout', 'sub'), { recursive: true });
+  mkdirSync(join(dir, 'bin'));
+  writeFileSync(launcher, '#!/bin/sh\n');
+
+  it('./retrokube from the checkout, a relative path from below it', () => {
+    expect(cliNameFor({ env: { PATH: '/usr/bin' }, cwd: join(dir, 'checkout'), launcher })).toBe(
+      './retrokube',
+    );
+    expect(cliNameFor({ env: { PATH: '' }, cwd: join(dir, 'checkout', 'sub'), launcher })).toBe(
+      '../retrokube',
+    );
+    // npm start: npm runs in the package root but says where the person was
+    expect(
+      cliNameFor({ env: { INIT_CWD: join(dir, 'checkout', 'sub') }, cwd: join(dir, 'checkout'), launcher }),
+    ).toBe('../retrokube');
+  });
+
+  it('plain retrokube once the launcher is on PATH, or when there is no checkout', () => {
+    symlinkSync(launcher, join(dir, 'bin', 'retrokube'));
+    expect(cliNameFor({ env: { PATH: `/usr/bin:${join(dir, 'bin')}` }, cwd: dir, launcher })).toBe(
+      'retrokube',
+    );
+    expect(cliNameFor({ env: {}, cwd: dir, launcher: join(dir, 'none') })).toBe('retrokube');
+  });
+
+  it("the checkout's launcher is the file at the repository's root", () => {
+    expect(existsSync(CHECKOUT_LAUNCHER)).toBe(true);
+  });
+});
