@@ -32,17 +32,35 @@ EDITS = [
 #  1. keep reading after a failed read: an ICMP port-unreachable (relay gone) turns the next
 #     read into ECONNREFUSED, and upstream then removes the read watch for good — the machine
 #     never hears the air again even after the relay is back;
-#  2. after a failed write, at most once a second, resolve the relay's host name again and
-#     connect() the socket anew (a replaced relay pod has a new address; Cilium's socket LB
-#     pins the old one), then retry the write once.
+#  2. after a failed write or read, at most once a second, resolve the relay's host name again
+#     and connect() the socket anew (a replaced relay pod has a new address; Cilium's socket LB
+#     pins the old one), then retry the write once. The read path matters most: the pending
+#     ICMP error of a connected UDP socket is reported once, and the read watch (fix 1) takes it
+#     before any write could (test/qemu/air-move-qemu.test.ts found that).
 UDP_EDITS = [
     (
         "    if (ret <= 0) {\n        remove_fd_in_watch(chr);\n        return FALSE;\n    }\n",
         "    if (ret <= 0) {\n"
-        "        /* retrokube: keep the watch; the error (e.g. ECONNREFUSED) was consumed. */\n"
+        "        /* retrokube: keep the watch; the error (e.g. ECONNREFUSED) was consumed here, so\n"
+        "         * no write will see it: resolve and connect again from here too (fix 2). */\n"
+        "        udp_chr_reconnect(s);\n"
         "        return TRUE;\n"
         "    }\n",
         "retrokube: keep the watch",
+    ),
+    (
+        # A tree grafted before the read path reconnected (build.sh reuses its tree): upgrade it.
+        "    if (ret <= 0) {\n"
+        "        /* retrokube: keep the watch; the error (e.g. ECONNREFUSED) was consumed. */\n"
+        "        return TRUE;\n"
+        "    }\n",
+        "    if (ret <= 0) {\n"
+        "        /* retrokube: keep the watch; the error (e.g. ECONNREFUSED) was consumed here, so\n"
+        "         * no write will see it: resolve and connect again from here too (fix 2). */\n"
+        "        udp_chr_reconnect(s);\n"
+        "        return TRUE;\n"
+        "    }\n",
+        "resolve and connect again from here too",
     ),
     (
         "    int max_size;\n};\ntypedef struct UdpChardev UdpChardev;\n",
