@@ -37,15 +37,20 @@ EDITS = [
 #     pins the old one), then retry the write once. The read path matters most: the pending
 #     ICMP error of a connected UDP socket is reported once, and the read watch (fix 1) takes it
 #     before any write could (test/qemu/air-move-qemu.test.ts found that).
+# Fix 1 as grafted now (the read path also re-resolves: see fix 2).
+READ_KEEPS_WATCH = (
+    "    if (ret <= 0) {\n"
+    "        /* retrokube: keep the watch; the error (e.g. ECONNREFUSED) was consumed here, so\n"
+    "         * no write will see it: resolve and connect again from here too (fix 2). */\n"
+    "        udp_chr_reconnect(s);\n"
+    "        return TRUE;\n"
+    "    }\n"
+)
+
 UDP_EDITS = [
     (
         "    if (ret <= 0) {\n        remove_fd_in_watch(chr);\n        return FALSE;\n    }\n",
-        "    if (ret <= 0) {\n"
-        "        /* retrokube: keep the watch; the error (e.g. ECONNREFUSED) was consumed here, so\n"
-        "         * no write will see it: resolve and connect again from here too (fix 2). */\n"
-        "        udp_chr_reconnect(s);\n"
-        "        return TRUE;\n"
-        "    }\n",
+        READ_KEEPS_WATCH,
         "retrokube: keep the watch",
     ),
     (
@@ -54,12 +59,7 @@ UDP_EDITS = [
         "        /* retrokube: keep the watch; the error (e.g. ECONNREFUSED) was consumed. */\n"
         "        return TRUE;\n"
         "    }\n",
-        "    if (ret <= 0) {\n"
-        "        /* retrokube: keep the watch; the error (e.g. ECONNREFUSED) was consumed here, so\n"
-        "         * no write will see it: resolve and connect again from here too (fix 2). */\n"
-        "        udp_chr_reconnect(s);\n"
-        "        return TRUE;\n"
-        "    }\n",
+        READ_KEEPS_WATCH,
         "resolve and connect again from here too",
     ),
     (
