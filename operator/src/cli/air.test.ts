@@ -232,7 +232,7 @@ describe('the air verbs find the running "retrokube up" (issue 17 items 12, 13)'
     const r = await cli(['air', 'listen', '--state', mkdtempSync(join(tmpdir(), 'rk-air-none-'))]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(
-      /no running "retrokube up" found in .*give the relay: retrokube air listen HOST\[:PORT\]/,
+      /no running "retrokube up" found in .*give the relay: \S*retrokube air listen HOST\[:PORT\] --key-file FILE$/m,
     );
   });
 

@@ -128,7 +128,7 @@ export function stationTarget(
   if (relayText === undefined) {
     if (!up)
       throw new Error(
-        `no running "retrokube up" found in ${dir}: start one with "${cliName()} up" (or pass --state DIR), or give the relay: ${cliName()} air listen HOST[:PORT] --key HEX`,
+        `no running "retrokube up" found in ${dir}: start one with "${cliName()} up" (or pass --state DIR), or give the relay: ${cliName()} air listen HOST[:PORT] --key-file FILE`,
       );
     return {
       host: up.host,
