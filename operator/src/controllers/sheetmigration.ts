@@ -209,6 +209,8 @@ export function stepMessage(
   log: readonly string[],
 ): string {
   if (next.message !== undefined && next.message !== current.message) return next.message;
+  // A finished rollback says why it rolled back, not what its last step did.
+  if (next.phase === 'RolledBack' && next.message !== undefined) return next.message;
   if (log.length) return log.join('; ');
   if (next.phase !== current.phase || previous === undefined) return phaseWords(next);
   return previous;
