@@ -108,18 +108,20 @@ export function computeMachineStatus(
             : ready
               ? 'Running'
               : 'Starting';
+    // What this machine's own objects reported (a hook's refusal in the VMI's events) is a fact and
+    // comes before launcherWhy, which infers from the cluster's KubeVirt what may be missing.
+    const observed = ready || !o.seeded || held ? undefined : latestWarning(world.events);
     message =
       o.jobFailed ??
       fillStuck ??
       failure?.message ??
+      observed ??
       launcherWhy ??
       (!o.seeded
         ? 'seeding the disk (fill Job)'
         : held
           ? relayWait
-          : ((ready ? undefined : latestWarning(world.events)) ??
-            vs.printableStatus ??
-            'VirtualMachine created'));
+          : (vs.printableStatus ?? 'VirtualMachine created'));
     lastBoot = vs.conditions?.find((c) => c.type === 'Ready' && c.status === 'True')?.lastTransitionTime;
     conds.push(
       o.seeded
