@@ -281,7 +281,11 @@ export function summarize(rows: SheetRows, expected: string[]): SheetSummary {
     deployments: rows.deployments.length,
     lastWarning,
     stuckPods: rows.pods
-      .filter((p) => text(p.phase) === 'Pending' && text(p.node) !== '' && text(p.message) !== '')
+      // A pod that ran (an exit code, waiting out its restart back-off) is not stuck, and its
+      // message counts the back-off down: listing it would rewrite status at every step.
+      .filter(
+        (p) => text(p.phase) === 'Pending' && text(p.node) !== '' && text(p.message) !== '' && !started(p),
+      )
       .map((p) => `${text(p.name)}: ${text(p.message)}`.slice(0, LIMITS.warningChars))
       .sort()
       .slice(0, LIMITS.stuckPodsListed),

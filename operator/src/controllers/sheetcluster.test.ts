@@ -184,6 +184,14 @@ describe('SheetCluster status', () => {
             message: 'image nope is not in the Images tab',
           },
           { name: 'web-1', node: 'node-1', phase: 'Pending', message: '' },
+          // ran, and waits out its restart back-off: not stuck (its message counts down)
+          {
+            name: 'tick-1',
+            node: 'node-1',
+            phase: 'Pending',
+            exit_code: 0,
+            message: 'exited with code 0; restarting in 20s',
+          },
         ],
       }),
       ['node-0', 'node-1'],
