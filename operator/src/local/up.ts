@@ -329,9 +329,11 @@ export async function runUp(o: UpOptions): Promise<void> {
       const cols = process.stdout.columns ?? 80;
       const footer = fitParts(
         ['Ctrl-C stops', `${cli} status`, `${cli} machine off node-a`, `${cli} kube apply web 6 Ticker2`],
-        cols,
+        cols - 1,
       );
-      const lines = fitFrame(blocks, footer, cols, process.stdout.rows ?? 24);
+      // Never the last column: a line that fills it leaves the terminal about to wrap, and some
+      // (tmux among them) then count it as wrapped into the next line. Trailing padding goes too.
+      const lines = fitFrame(blocks, footer, cols - 1, process.stdout.rows ?? 24).map((l) => l.trimEnd());
       process.stdout.write(`\x1b[H${lines.join('\x1b[K\n')}\x1b[K\x1b[J`);
     } else if (Date.now() - lastSummary >= LIMITS.summaryMs) {
       lastSummary = Date.now();
