@@ -56,7 +56,9 @@ describe('live deployments for a running plane', () => {
       90_000,
       'web 2 Ticker',
     );
-    expect(stderr).toMatch(/refused 1 line\(s\) that are not "Kube.Apply name N Module" or "Kube.Hold N": System.Halt/);
+    expect(stderr).toMatch(
+      /refused 1 line\(s\) that are not "Kube.Apply name N Module" or "Kube.Hold N": System.Halt/,
+    );
   });
 
   it('a changed line becomes a rolling update on the same plane process', async () => {
