@@ -178,7 +178,8 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
           '--',
           'node',
           '-e',
-          `process.stdout.write(require('fs').readFileSync('/work/logs/${one.name}.log','utf8'))`,
+          // The agent's private folder inside its volume (root owns the emptyDir: #28.6).
+          `const fs=require('fs');const d=fs.readdirSync('/work').find((n)=>n.startsWith('sk-node-'));process.stdout.write(fs.readFileSync('/work/'+d+'/logs/${one.name}.log','utf8'))`,
         ]).catch(() => '');
         return text.includes('ticker: still running') && text;
       },

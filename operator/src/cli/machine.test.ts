@@ -64,12 +64,12 @@ describe('#28.2/#28.11 machine run --vnc has a password by default', () => {
       expect(readFileSync(file, 'utf8').trim()).toBe(a.password);
       expect(vncAccess({ vncHost: '127.0.0.1' }, env).password).toBe(a.password); // the same next time
       const warned: string[] = [];
-      const none = vncAccess({ vncHost: '127.0.0.1', vncPassword: false }, env, (l) => warned.push(l));
+      const none = vncAccess({ vncHost: '127.0.0.1', vncNoPassword: true }, env, (l) => warned.push(l));
       expect(none.password).toBeUndefined();
       expect(warned.join('')).toMatch(/WARNING: VNC without a password/);
-      expect(() => vncAccess({ vncHost: '0.0.0.0', vncPassword: false }, env)).toThrow(/--insecure-vnc/);
+      expect(() => vncAccess({ vncHost: '0.0.0.0', vncNoPassword: true }, env)).toThrow(/--insecure-vnc/);
       expect(
-        vncAccess({ vncHost: '0.0.0.0', vncPassword: false, insecureVnc: true }, env, () => {}).password,
+        vncAccess({ vncHost: '0.0.0.0', vncNoPassword: true, insecureVnc: true }, env, () => {}).password,
       ).toBeUndefined();
     } finally {
       rmSync(home, { recursive: true, force: true });

@@ -24,8 +24,8 @@ interface RunOpts {
   vnc?: string;
   vncHost: string;
   vncPasswordFile?: string;
-  /** Commander's negation of --vnc-no-password: false when given. */
-  vncPassword?: boolean;
+  /** --vnc-no-password (Commander negates only options that start with --no-: this one is a flag). */
+  vncNoPassword?: boolean;
   insecureVnc?: boolean;
   screenshot?: string;
   memory?: string;
@@ -168,13 +168,13 @@ export function vncPasswordFile(env: NodeJS.ProcessEnv = process.env): string {
  * `--insecure-vnc` too (warned): anyone who reaches the port types into the machine.
  */
 export function vncAccess(
-  o: { vncPasswordFile?: string; vncPassword?: boolean; insecureVnc?: boolean; vncHost: string },
+  o: { vncPasswordFile?: string; vncNoPassword?: boolean; insecureVnc?: boolean; vncHost: string },
   env: NodeJS.ProcessEnv = process.env,
   warn: (line: string) => void = (l) => process.stderr.write(l),
 ): { password: string | undefined; note: string } {
   const given = vncPassword(o, env);
   if (given !== undefined) return { password: given, note: ' (VNC Authentication with the given password)' };
-  if (o.vncPassword === false) {
+  if (o.vncNoPassword === true) {
     if (!LOOPBACK.test(o.vncHost) && !o.insecureVnc)
       throw new Error(
         `--vnc-host ${o.vncHost} with --vnc-no-password: anyone who reaches that address could type into the machine. Drop --vnc-no-password (a password is generated), or add --insecure-vnc if you really mean it`,
