@@ -73,7 +73,11 @@ export default defineConfig({
           include: ['test/cluster/**/*.test.ts'],
           // Several nodes (hack/nodes-up.sh) is opt-in until it has passed whole on this machine:
           // written and its cluster started by hand, never yet run end to end (docs/testing.md).
-          exclude: process.env.RETROKUBE_MULTINODE === '1' ? [] : ['test/cluster/nodes.test.ts'],
+          // Likewise the 10-node spread (11 machine pods), written this session and never yet run.
+          exclude: [
+            ...(process.env.RETROKUBE_MULTINODE === '1' ? [] : ['test/cluster/nodes.test.ts']),
+            ...(process.env.RETROKUBE_SPREAD10 === '1' ? [] : ['test/cluster/oberonkube-spread.test.ts']),
+          ],
           globalSetup: ['test/cluster/global-setup.ts'],
           testTimeout: 600_000,
           hookTimeout: 600_000, // the global setup may build the image and start the node
