@@ -8,7 +8,7 @@ import { type ConsoleServer, startConsole } from '../console/server.ts';
 import { buildKubeDisk } from '../machine/kube-disk.ts';
 import { DEFAULT_TOKEN, SheetsClient } from '../sheets/ctl/client.ts';
 import { renderTable } from '../sheets/ctl/table.ts';
-import { sendLogsTo } from '../util/log.ts';
+import { logger, sendLogsTo } from '../util/log.ts';
 import { stopOnSignal } from '../util/process.ts';
 import { LocalCluster } from './cluster.ts';
 import { startUpControl } from './control.ts';
@@ -36,6 +36,8 @@ export const LIMITS = {
   summaryMs: 10_000, // without a terminal, one summary line this often
   progressShownMs: 15_000, // a start-up progress line stays in the view this long
 } as const;
+
+const upLog = logger('up');
 
 /** The terminal's alternate screen (as less and top use), and the cursor hidden while on it. */
 const ALT_SCREEN_ON = '\x1b[?1049h\x1b[?25l';
@@ -124,7 +126,19 @@ async function runSheetsOnly(sheets: LocalSheets, o: UpOptions, out: (s: string)
 }
 
 export async function runUp(o: UpOptions): Promise<void> {
-  const out = o.out ?? ((s: string) => void process.stdout.write(s.endsWith('\n') ? s : `${s}\n`));
+  const print = o.out ?? ((s: string) => void process.stdout.write(s.endsWith('\n') ? s : `${s}\n`));
+  // While the live view owns the screen, a printed line would land inside its frame (and a terminal
+  // that wraps it counts a line of the next frame as its continuation): the line goes to the log
+  // and into the view as its progress line instead.
+  let onAltScreen = false;
+  let lastProgress = '';
+  const out = (s: string): void => {
+    if (!onAltScreen) print(s);
+    else {
+      lastProgress = s.trimEnd();
+      upLog.info({ line: lastProgress }, 'progress');
+    }
+  };
   // Several OberonKubes, or Rollouts: a fleet (local/fleet.ts).
   const text = o.file ? readText(o.file) : '';
   if (isFleetText(text)) return runFleetUp(o, text);
@@ -161,7 +175,6 @@ export async function runUp(o: UpOptions): Promise<void> {
 
   const { stopped, stop, release } = stopOnSignal();
 
-  let lastProgress = '';
   const cluster = await LocalCluster.start(
     {
       spec,
@@ -172,8 +185,8 @@ export async function runUp(o: UpOptions): Promise<void> {
       vncBase: o.vncBase,
       qemu: qemuMachines(spec, o.qemu),
       progress: (line) => {
-        lastProgress = line;
         out(line);
+        lastProgress = line;
       },
     },
     false,
@@ -283,7 +296,6 @@ export async function runUp(o: UpOptions): Promise<void> {
   let progressAt = 0;
   let shownProgress = '';
   const cli = cliName();
-  let onAltScreen = false;
   const leaveAltScreen = (): void => {
     if (onAltScreen) process.stdout.write(ALT_SCREEN_OFF);
     onAltScreen = false;
