@@ -133,6 +133,9 @@ describe.skipIf(skip)('the catalog through Flux HelmRelease, as Cozystack instal
     sourceNs = await freshNamespace('cozy-public');
     tenant = await freshNamespace('tenant');
     await kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(FLUX_DIR, 'crds')]);
+    // A controller started before its kinds are served exits at once ("no matches for kind
+    // HelmChart"): seen under load, when the API server took seconds to establish the CRDs.
+    await kubectl(['wait', '--for=condition=Established', '--timeout=120s', '-f', join(FLUX_DIR, 'crds')]);
     // The apps repository as a Helm repository over HTTP.
     const charts = join(tmp, 'repo');
     mkdirSync(charts);

@@ -43,6 +43,13 @@ describe('OberonMachine status on runtime kubevirt', () => {
     expect(cond(st, 'Ready')?.status).toBe('False');
   });
 
+  it('KubeVirt served but not cached yet: Pending, and no LauncherReady claim either way', () => {
+    const st = computeMachineStatus(m, s, { kind: 'kubevirt-absent', served: true });
+    expect(st.phase).toBe('Pending');
+    expect(st.message).toMatch(/waiting for the operator to cache VirtualMachines/);
+    expect(cond(st, 'LauncherReady')).toBeUndefined();
+  });
+
   it('operator without --kubevirt: Failed, naming the chart value', () => {
     const st = computeMachineStatus(m, s, { kind: 'no-kubevirt' });
     expect(st.phase).toBe('Failed');

@@ -63,7 +63,9 @@ export function computeMachineStatus(
     message = o.served
       ? 'waiting for the operator to cache VirtualMachines'
       : 'KubeVirt is not installed: the API server does not serve VirtualMachines (virtualmachines.kubevirt.io). Install KubeVirt (virt-operator and a KubeVirt CR with the Sidecar feature gate; docs/qemu.md) or use runtime pod; this machine starts by itself once KubeVirt is there';
-    conds.push({ type: 'LauncherReady', status: 'False', reason: 'KubeVirtMissing', message });
+    // Served but not cached yet: KubeVirt is there, whether its launcher is ready is not known yet
+    // (a condition saying "missing" would be untrue for those seconds).
+    if (!o.served) conds.push({ type: 'LauncherReady', status: 'False', reason: 'KubeVirtMissing', message });
   } else if (o.conflicts.length) {
     phase = 'Failed';
     message = `${o.conflicts.join(' and ')} already exist and belong to someone else; rename this OberonMachine`;
