@@ -46,7 +46,9 @@ describe.sequential('Kube on Oberon: an old assignment replayed while the plane 
     c.run('plane', 'Kube.Apply web 2 Ticker');
     await c.wait(() => c.converged(2, ['node-a']), 30_000, 'converged(2)');
     const two = sorted(c.view().assigned.get('node-a'));
-    captured = c.air().findLast((r) => r.kind === 'assign' && r.node === 'node-a' && sorted(r.ids) === two)!.raw;
+    captured = c
+      .air()
+      .findLast((r) => r.kind === 'assign' && r.node === 'node-a' && sorted(r.ids) === two)!.raw;
     c.run('plane', 'Kube.Apply web 3 Ticker');
     await c.wait(() => c.converged(3, ['node-a']), 30_000, 'converged(3)');
     three = sorted(c.view().running.get('node-a'));
@@ -56,7 +58,9 @@ describe.sequential('Kube on Oberon: an old assignment replayed while the plane 
   it(`refuses the replay ${SILENCE_MS / 1000} s after the plane went silent`, async () => {
     await c.off('plane');
     const lastPlane = Math.max(
-      ...c.records.filter((r) => r.cluster === c.tag && (r.kind === 'assign' || r.kind === 'spec')).map((r) => r.t),
+      ...c.records
+        .filter((r) => r.cluster === c.tag && (r.kind === 'assign' || r.kind === 'spec'))
+        .map((r) => r.t),
     );
     await sleep(Math.max(0, lastPlane + SILENCE_MS - Date.now()));
     const intruder = await openStation({ host: '127.0.0.1', port: c.relay.address.port });

@@ -3,7 +3,7 @@
 // security None is refused, one with the password gets a frame; the web console still shows the
 // screens to holders of its token (it logs in on their behalf; the page never sees the password).
 // The real CLI in its own process, real emulated machines, a real RFB client over TCP.
-import { statSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -23,8 +23,8 @@ import {
   removeUpState,
   LIMITS as STATE_LIMITS,
   stateKey,
-  upVncPassword,
   type UpState,
+  upVncPassword,
   writeUpState,
 } from './state.ts';
 import type { UpOptions } from './up-options.ts';
