@@ -198,6 +198,24 @@ describe('counter freshness (serial-number arithmetic, 5 s silence rule, 32 peer
   });
   it('a replay is refused while the sender speaks, and accepted after more than 5 s of silence', () => {
     const t = new FreshnessTable();
+    expect(t.accept('node-a', 1000, 0)).toBe('new');
+    expect(t.accept('node-a', 1001, 1000)).toBe('newer');
+    expect(t.accept('node-a', 1000, 2000)).toBe('stale');
+    expect(t.accept('node-a', 1000, 6000)).toBe('stale'); // exactly 5000 ms: not yet
+    expect(t.accept('node-a', 1000, 6001)).toBe('relearned');
+    expect(t.accept('node-a', 1001, 6002)).toBe('newer');
+  });
+  it('the plane, whose counter never goes back, is learned again only after 180 s of silence (#28.4)', () => {
+    const t = new FreshnessTable();
+    expect(t.accept(PLANE_SENDER, 1000, 0)).toBe('new');
+    expect(t.accept(PLANE_SENDER, 1001, 1000)).toBe('newer');
+    expect(t.accept(PLANE_SENDER, 1000, 7500)).toBe('stale'); // the probe: replayed 6.5 s after silence
+    expect(t.accept(PLANE_SENDER, 1000, 181_000)).toBe('stale'); // exactly 180 s: not yet
+    expect(t.accept(PLANE_SENDER, 1005, 181_000)).toBe('newer'); // a restarted plane goes on ahead
+    expect(t.accept(PLANE_SENDER, 1000, 361_001)).toBe('relearned');
+  });
+  it('the reference learns the plane again after 5 s, as any sender', () => {
+    const t = new FreshnessTable({ planeTtlMs: LIMITS.TTL_MS });
     expect(t.accept(PLANE_SENDER, 1000, 0)).toBe('new');
     expect(t.accept(PLANE_SENDER, 1001, 1000)).toBe('newer');
     expect(t.accept(PLANE_SENDER, 1000, 2000)).toBe('stale');

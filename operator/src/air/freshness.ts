@@ -1,7 +1,8 @@
 // Replay protection of KubeNet (kube-on-oberon spec §3.4): each receiver remembers, per sender,
 // the last accepted 16-bit counter and when it accepted it. A counter is fresh when it is
 // "newer" in serial-number arithmetic, or when the sender has been silent longer than the TTL
-// (it may have restarted and re-seeded its counter).
+// (it may have restarted and re-seeded its counter). The plane's TTL is ours, longer (#28.4): its
+// counter survives restarts on its disk, so only a replay could go back after a short silence.
 import { LIMITS } from './wire.ts';
 
 /** The pseudo-sender of assignments and specs (the plane uses one counter for both). */
@@ -11,7 +12,7 @@ export const PLANE_SENDER = '*plane';
 export type Freshness =
   | 'new' // sender unknown: learned and accepted
   | 'newer' // 0 < d < 32768: accepted
-  | 'relearned' // not newer, but the sender was silent > TTL: accepted and learned again
+  | 'relearned' // not newer, but the sender was silent > TTL (the plane: > plane TTL): accepted and learned again
   | 'stale'; // refused; nothing updated
 
 /** d = (c − last) MOD 65536, the serial-number distance of counter c past `last`. */
@@ -48,12 +49,15 @@ export type Eviction = 'stalest' | 'first';
 export class FreshnessTable {
   readonly capacity: number;
   readonly ttlMs: number;
+  /** The silence after which the plane (PLANE_SENDER) is learned again: ours 180 s, the reference's 5 s. */
+  readonly planeTtlMs: number;
   readonly eviction: Eviction;
   private readonly entries: Entry[] = [];
 
-  constructor(opts: { capacity?: number; ttlMs?: number; eviction?: Eviction } = {}) {
+  constructor(opts: { capacity?: number; ttlMs?: number; planeTtlMs?: number; eviction?: Eviction } = {}) {
     this.capacity = opts.capacity ?? LIMITS.FRESHNESS_PEERS;
     this.ttlMs = opts.ttlMs ?? LIMITS.TTL_MS;
+    this.planeTtlMs = opts.planeTtlMs ?? LIMITS.PLANE_TTL_MS;
     this.eviction = opts.eviction ?? 'stalest';
     if (this.capacity < 1) throw new RangeError('a freshness table needs at least one entry');
   }
@@ -63,7 +67,7 @@ export class FreshnessTable {
     const e = this.entries.find((x) => x.name === sender);
     if (!e) return 'new';
     if (counterNewer(counter, e.last)) return 'newer';
-    if (nowMs - e.at > this.ttlMs) return 'relearned';
+    if (nowMs - e.at > (sender === PLANE_SENDER ? this.planeTtlMs : this.ttlMs)) return 'relearned';
     return 'stale';
   }
 

@@ -164,14 +164,24 @@ describe('the cluster view rebuilt from the air', () => {
     expect(air.view.view(air.t).counts.stale).toBe(2);
   });
 
-  it('a replay is refused while the plane speaks and relearned after more than 5 s of plane silence', () => {
+  it('a replay is refused while the plane speaks and across 180 s of plane silence, as our kubelets judge (#28.4)', () => {
     const air = new Air();
     const old = air.assign('node-a', [1]);
     air.at(1000).assign('node-a', [2]);
     expect(air.at(2000).feed(old)!.verdict).toBe('stale');
-    expect(air.at(6000).feed(old)!.verdict).toBe('stale');
-    const rec = air.at(6001).feed(old)!;
+    expect(air.at(7500).feed(old)!.verdict).toBe('stale');
+    expect(air.at(181_000).feed(old)!.verdict).toBe('stale');
+    const rec = air.at(181_001).feed(old)!;
     expect(rec).toMatchObject({ verdict: 'ok', fresh: 'relearned' });
+  });
+
+  it('judged as the reference (planeTtlMs 5000), a replay is relearned after more than 5 s of plane silence', () => {
+    const air = new Air();
+    air.view = new AirView({ cluster: 'kube', key: KEY, planeTtlMs: 5000 });
+    const old = air.assign('node-a', [1]);
+    air.at(1000).assign('node-a', [2]);
+    expect(air.at(6000).feed(old)!.verdict).toBe('stale');
+    expect(air.at(6001).feed(old)!).toMatchObject({ verdict: 'ok', fresh: 'relearned' });
   });
 
   it('prints frames as the reference listener does, with the verdict when not ok', () => {

@@ -131,6 +131,8 @@ export interface AirViewOptions {
   ttlMs?: number;
   /** Freshness-table eviction: 'stalest' as our machines (default), 'first' as the reference. */
   eviction?: Eviction;
+  /** Silence after which the plane's counter is learned again: 180 s as our kubelets (default), 5 s as the reference's. */
+  planeTtlMs?: number;
 }
 
 interface NodeState {
@@ -188,7 +190,11 @@ export class AirView {
     this.key = opts.key ?? ZERO_KEY;
     if (this.key.length !== LIMITS.KEY_BYTES) throw new RangeError('the cluster key must be 8 bytes');
     this.ttlMs = opts.ttlMs ?? VIEW_LIMITS.TTL_MS;
-    this.freshness = new FreshnessTable({ capacity: VIEW_LIMITS.FRESHNESS_PEERS, eviction: opts.eviction });
+    this.freshness = new FreshnessTable({
+      capacity: VIEW_LIMITS.FRESHNESS_PEERS,
+      eviction: opts.eviction,
+      planeTtlMs: opts.planeTtlMs,
+    });
   }
 
   /** Decodes, judges and applies one datagram. Returns null for anything that is not a frame. */

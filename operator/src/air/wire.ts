@@ -39,6 +39,14 @@ export const LIMITS = {
   FRESHNESS_PEERS: 32,
   /** A sender silent this long may have restarted: its counter is learned again; also node TTL. */
   TTL_MS: 5000,
+  /**
+   * Ours, not the reference's (#28.4): the plane's counter never goes back (a reservation on its
+   * disk), so our kubelets learn it again only after this much silence, and an old genuine
+   * assignment replayed while the plane is off or restarting is refused. No shorter than the time
+   * the plane needs to send 32768 − 2·4096 frames (the serial window less two restarts' jumps) at
+   * its most, 125 frames/s (KubeNet's TxGap): 180 s covers 22,500. KubeNet.Mod's PlaneTTL.
+   */
+  PLANE_TTL_MS: 180_000,
   /** Heartbeat and assignment period of KubeNet. */
   BEAT_MS: 1000,
   /** Stations send a hello this often so the relay learns them before they transmit. */

@@ -2,7 +2,6 @@
 // station judges every frame (verdicts, the cluster view), the break verbs go to the relay and the
 // machines, the intruder buttons forge frames, and each machine's RFB (VNC) stream is carried over
 // a WebSocket to the page's canvas client.
-import net from 'node:net';
 import type { WebSocket } from 'ws';
 import { runInjector } from '../air/inject.ts';
 import { keyFromHex } from '../air/kubenet.ts';
@@ -13,6 +12,7 @@ import { fromHex } from '../air/wire.ts';
 import { BadRequest } from '../util/json-body.ts';
 import type { ConsolePart, PageSocket, Pages } from './part.ts';
 import { ReplayBook } from './replay.ts';
+import { bridgeRfb } from './rfb-bridge.ts';
 import type {
   AirOp,
   ConsoleState,
@@ -29,7 +29,6 @@ export const LIMITS = {
   pushMs: 500, // the view and the state are pushed this often (half the heartbeat period)
   keepRecords: 2000, // frames kept for pages that connect later (the reference page keeps 2000)
   replayOnConnect: 300, // of which a new page gets the latest
-  maxRfbBufferedBytes: 4 << 20, // an RFB stream pauses its machine side above this
   commandChars: 120, // Oberon's System.Tool line; longer is not a command a person types
   intruderTimeoutMs: 30_000, // the reference injector's limit for hearing three assignments
   intruderRounds: 3, // forgeries go out after each of the plane's next 3 assignments (reference)
@@ -44,6 +43,8 @@ export interface KubeTarget {
   deployment: DeploymentInfo;
   relay: Pick<Relay, 'address' | 'state' | 'on' | 'off' | 'setLoss' | 'cut' | 'restore'>;
   machines(): { name: string; role: 'plane' | 'node'; on: boolean; vnc: number | null }[];
+  /** The machines' VNC password (#28.2): the console logs in with it; pages never see it. */
+  vncPassword?: string;
   power(name: string, on: boolean): Promise<void>;
   type(name: string, command: string): Promise<void>;
 }
@@ -189,36 +190,13 @@ export async function kubePart(target: KubeTarget, pages: Pages, sheets: boolean
     }
   };
 
-  // WebSocket ⇄ TCP to the machine's RFB server (what websockify does for noVNC).
+  // WebSocket ⇄ the machine's RFB server, logged in with the screens' password (rfb-bridge.ts).
   const rfbStreams = new Map<string, number>();
-  const bridgeRfb = (ws: WebSocket, name: string, port: number): void => {
+  const openScreen = (ws: WebSocket, name: string, port: number): void => {
     rfbStreams.set(name, (rfbStreams.get(name) ?? 0) + 1);
-    const tcp = net.connect(port, '127.0.0.1');
-    let closed = false;
-    const close = (): void => {
-      if (closed) return;
-      closed = true;
-      rfbStreams.set(name, (rfbStreams.get(name) ?? 1) - 1);
-      tcp.destroy();
-      ws.close();
-    };
-    tcp.on('data', (d) => {
-      ws.send(d);
-      if (ws.bufferedAmount > LIMITS.maxRfbBufferedBytes) {
-        tcp.pause();
-        const wait = setInterval(() => {
-          if (closed || ws.bufferedAmount < LIMITS.maxRfbBufferedBytes / 4) {
-            clearInterval(wait);
-            tcp.resume();
-          }
-        }, 50);
-      }
-    });
-    ws.on('message', (d: Buffer) => tcp.write(d));
-    tcp.on('error', close);
-    tcp.on('close', close);
-    ws.on('close', close);
-    ws.on('error', close);
+    bridgeRfb(ws, { port, password: target.vncPassword }, () =>
+      rfbStreams.set(name, (rfbStreams.get(name) ?? 1) - 1),
+    );
   };
 
   return {
@@ -263,7 +241,7 @@ export async function kubePart(target: KubeTarget, pages: Pages, sheets: boolean
         if ((rfbStreams.get(m.name) ?? 0) >= LIMITS.maxScreensPerMachine)
           return refuse(503, `at most ${LIMITS.maxScreensPerMachine} screens of one machine`);
         const vnc = m.vnc;
-        wss.handleUpgrade(req, socket, head, (ws) => bridgeRfb(ws, m.name, vnc));
+        wss.handleUpgrade(req, socket, head, (ws) => openScreen(ws, m.name, vnc));
       },
     },
     greet: () => [

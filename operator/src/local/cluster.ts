@@ -49,6 +49,8 @@ export interface LocalClusterOptions {
   dir: string;
   /** First VNC port (machine i gets base + i); 0 = any free port; null = no VNC. */
   vncBase: number | null;
+  /** VNC Authentication with this password on every screen (#28.2); without, security None. */
+  vncPassword?: string;
   /** Progress lines for people. */
   progress?: (line: string) => void;
   /** Machines that run as qemu-system-risc5 (our QEMU model) instead of the TS emulator. */
@@ -144,6 +146,7 @@ export class LocalCluster {
             port,
             host: '127.0.0.1',
             name: `Oberon ${name}`,
+            password: o.vncPassword,
           }),
         );
       }

@@ -24,6 +24,7 @@ import {
   LIMITS as STATE_LIMITS,
   stateKey,
   type UpState,
+  upVncPassword,
   writeUpState,
 } from './state.ts';
 import type { UpOptions } from './up-options.ts';
@@ -64,6 +65,7 @@ export async function runFleetUp(o: UpOptions, text: string): Promise<void> {
   const kubes: FleetKube[] = [];
   const sheets: FleetSheet[] = [];
   let vnc = o.vncBase;
+  const vncPassword = vnc !== null ? upVncPassword(o.dir) : null; // #28.2: every screen needs it
   for (const spec of fleet.kubes) {
     if (!disk) break;
     const dir = clusterDir(o.dir, spec.name);
@@ -75,6 +77,7 @@ export async function runFleetUp(o: UpOptions, text: string): Promise<void> {
         kubeDiskKey: disk.key,
         dir,
         vncBase: vnc,
+        vncPassword: vncPassword?.password,
         progress: (line) => out(`${spec.name}: ${line}`),
       },
       false,
@@ -138,6 +141,7 @@ export async function runFleetUp(o: UpOptions, text: string): Promise<void> {
       ],
       rollouts: rollouts.names(),
     },
+    vncPasswordFile: vncPassword?.file,
     startedAt: new Date(t0).toISOString(),
   });
   const control = await startFleetControl({ kubes, sheets, rollouts, down: () => stop(), state });

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { cliName } from '../util/cli-name.ts';
+import { privateSecret } from '../util/private-file.ts';
 import { processAlive } from '../util/process.ts';
 
 export const LIMITS = {
@@ -14,6 +15,7 @@ export const LIMITS = {
   logFile: 'up.log', // the JSON log lines of a running `up` (the console shows the view)
   agentLogFile: 'agents.log', // the sample Sheeternetes node agents' output (plain lines)
   givenKeyFile: 'up.key', // the key a FILE gave (Secret), kept 0600 while `up` runs, for the air verbs
+  vncPasswordFile: 'vnc-password', // the machines' VNC password (#28.2: generated, 0600, reused)
 } as const;
 
 export interface UpState {
@@ -31,6 +33,8 @@ export interface UpState {
   sheets?: { url: string };
   /** The web console's address, when it runs. */
   console?: string;
+  /** The file holding the machines' VNC password (0600), when they have screens. */
+  vncPasswordFile?: string;
   /** A fleet FILE: its clusters (machines above are named CLUSTER/MACHINE) and rollouts. */
   fleet?: {
     clusters: {
@@ -80,6 +84,21 @@ export function stateKey(dir: string): string {
   const key = randomBytes(8).toString('hex');
   writeFileSync(f, `${key}\n`, { mode: 0o600 });
   return key;
+}
+
+/**
+ * The VNC password of the machines `up` runs (#28.2): generated once into the state folder
+ * (O_EXCL, 0600; 8 characters, all VNC Authentication uses), reused by later runs.
+ */
+export function upVncPassword(dir: string): { password: string; file: string } {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, LIMITS.vncPasswordFile);
+  const password = privateSecret(
+    file,
+    () => randomBytes(6).toString('base64url'),
+    (v) => /^[\x20-\x7e]{1,8}$/.test(v),
+  );
+  return { password, file };
 }
 
 /** Keeps a key given by the FILE where the air verbs find it while `up` runs; returns the file. */

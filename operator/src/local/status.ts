@@ -22,6 +22,11 @@ export function formatStatus(st: UpState, dir: string, cli: string): string {
     const power = m.on === false ? ', off' : '';
     rows.push([m.name, `${m.role}, ${vnc}${power}, disk ${m.disk}`]);
   }
+  if (st.vncPasswordFile)
+    rows.push([
+      'VNC password',
+      `the first line of ${st.vncPasswordFile} (mode 0600): cat ${st.vncPasswordFile}`,
+    ]);
   const width = Math.max(...rows.map(([k]) => k.length));
   return [
     `retrokube up: pid ${st.pid}, started ${st.startedAt}, state in ${dir}`,

@@ -25,6 +25,7 @@ import {
   LIMITS as STATE_LIMITS,
   stateKey,
   type UpState,
+  upVncPassword,
   writeGivenKey,
   writeUpState,
 } from './state.ts';
@@ -175,6 +176,8 @@ export async function runUp(o: UpOptions): Promise<void> {
 
   const { stopped, stop, release } = stopOnSignal();
 
+  // Every screen needs the password (#28.2); the console logs in with it for holders of its token.
+  const vnc = o.vncBase !== null ? upVncPassword(o.dir) : null;
   const cluster = await LocalCluster.start(
     {
       spec,
@@ -183,6 +186,7 @@ export async function runUp(o: UpOptions): Promise<void> {
       kubeDiskKey: disk.key,
       dir: o.dir,
       vncBase: o.vncBase,
+      vncPassword: vnc?.password,
       qemu: qemuMachines(spec, o.qemu),
       progress: (line) => {
         out(line);
@@ -201,6 +205,7 @@ export async function runUp(o: UpOptions): Promise<void> {
     machines: cluster.machines().map(({ name, role, vnc, disk: d }) => ({ name, role, vnc, disk: d })),
     sheets: sheetsUrl ? { url: sheetsUrl } : undefined,
     console: consoleUrl,
+    vncPasswordFile: vnc?.file,
     startedAt: new Date(t0).toISOString(),
   });
   const control = await startUpControl(cluster, {
@@ -214,6 +219,7 @@ export async function runUp(o: UpOptions): Promise<void> {
     out(
       `${m.name.padEnd(7)} ${m.role.padEnd(5)} disk ${m.disk}${m.vnc !== null ? `  VNC 127.0.0.1:${m.vnc}` : ''}`,
     );
+  if (vnc) out(`VNC password: the first line of ${vnc.file} (mode 0600; cat it, or see ${cliName()} status)`);
 
   // The sample Sheeternetes cluster, in-process, when no FILE was given.
   let sheetsClient: SheetsClient | null = null;
@@ -275,6 +281,7 @@ export async function runUp(o: UpOptions): Promise<void> {
             deployment: { name: first.name, replicas: first.replicas, module: first.module },
             relay: cluster.relay,
             machines: () => cluster.machines(),
+            vncPassword: vnc?.password,
             power: (n, on) => cluster.power(n, on),
             type: (n, c) => cluster.type(n, c),
           },
