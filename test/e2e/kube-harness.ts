@@ -19,6 +19,7 @@ import { MachineRunner } from '../../operator/src/machine/runner.ts';
 export const HARNESS = {
   beatMs: 1000, // heartbeat and assignment period
   ttlMs: 5000, // a node unheard this long is NotReady
+  evictMs: 2000, // and its pods are unbound this much later if it is still unheard
   pollMs: 500, // wait() re-checks this often, as the reference harness does
 } as const;
 
