@@ -8,16 +8,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clusterTag, keyFromHex } from '../../operator/src/air/kubenet.ts';
 import { type Listener, startListener } from '../../operator/src/air/listen.ts';
-import { type Relay, startRelay } from '../../operator/src/air/relay.ts';
+import { type Relay, type RelayEvent, startRelay } from '../../operator/src/air/relay.ts';
 import type { FrameRecord } from '../../operator/src/air/view.ts';
 import { OberonVolume } from '../../operator/src/machine/fs/volume.ts';
 import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
+import { endCommands } from '../../operator/src/machine/machine.ts';
 import { QemuRunner } from '../../operator/src/machine/qemu-runner.ts';
 import { MachineRunner } from '../../operator/src/machine/runner.ts';
 
 export const HARNESS = {
   beatMs: 1000, // heartbeat and assignment period
   ttlMs: 5000, // a node unheard this long is NotReady
+  evictMs: 2000, // and its pods are unbound this much later if it is still unheard
   pollMs: 500, // wait() re-checks this often, as the reference harness does
 } as const;
 
@@ -75,6 +77,13 @@ const sameSet = (a: readonly number[], b: readonly number[]): boolean =>
 
 export class KubeCluster {
   readonly records: FrameRecord[] = [];
+  /**
+   * Heartbeats the relay handed to the plane (time, node): what the plane could hear, which the
+   * listener's records are not (the air's loss drops each delivery independently, so the listener
+   * may hear a beat the plane lost). Kept from the relay's frame events.
+   */
+  readonly toPlane: { t: number; node: string }[] = [];
+  private planeAddress = '';
   readonly tag: number;
   readonly key: string;
   readonly cluster: string;
@@ -101,9 +110,16 @@ export class KubeCluster {
   static async start(options: ClusterOptions): Promise<KubeCluster> {
     const opts = { ...options, qemu: options.qemu ?? qemuFromEnv() };
     const disk = opts.disk ?? (await kubeDisk());
-    const relay = await startRelay({ port: 0, bind: '127.0.0.1', rate: null });
+    let c: KubeCluster | undefined;
+    const relay = await startRelay({
+      port: 0,
+      bind: '127.0.0.1',
+      rate: null,
+      frameEvents: true,
+      onEvent: (e) => c?.relayEvent(e),
+    });
     const dir = mkdtempSync(join(tmpdir(), 'retrokube-kube-e2e-'));
-    const c = new KubeCluster(relay, dir, disk, opts);
+    c = new KubeCluster(relay, dir, disk, opts);
     const { cluster, key } = c;
     c.listener = await startListener({
       host: '127.0.0.1',
@@ -118,6 +134,24 @@ export class KubeCluster {
       c.commands.set(n, opts.join === false ? '' : `KubeNet.Join ${n} ${cluster} ${key}`);
     await Promise.all(['plane', ...opts.nodes].map((m) => c.on(m)));
     return c;
+  }
+
+  /** A frame through the relay: a node's heartbeat, and whether the plane (its latest address) got it. */
+  private relayEvent(e: RelayEvent): void {
+    if (e.type !== 'frame') return;
+    if (e.from.plane) this.planeAddress = e.from.address;
+    else if (e.from.name && this.planeAddress && !e.lost.includes(this.planeAddress))
+      this.toPlane.push({ t: Date.now(), node: e.from.name });
+  }
+
+  /** The longest time between two heartbeats of `node` the relay handed to the plane in [from, to]. */
+  planeGap(node: string, from: number, to: number): number {
+    const ts = [
+      from,
+      ...this.toPlane.filter((b) => b.node === node && b.t >= from && b.t <= to).map((b) => b.t),
+      to,
+    ];
+    return Math.max(...ts.slice(1).map((t, i) => t - ts[i]));
   }
 
   /** Each machine has its own disk for the whole run, so a restart keeps what it wrote. */
@@ -138,7 +172,8 @@ export class KubeCluster {
       const q = await QemuRunner.start({
         qemu: this.qemu.binary,
         disk: this.diskOf(name),
-        commands: commands ?? this.commands.get(name) ?? '',
+        // ended as the emulator ends them (endCommands): a later run() must not join the last one
+        commands: endCommands(commands ?? this.commands.get(name) ?? ''),
         air: { host: '127.0.0.1', port: this.relay.address.port },
       });
       this.qemuMachines.set(name, q);

@@ -50,7 +50,8 @@ export interface RelayStats {
 export type RelayEvent =
   | { type: 'joined'; peer: RelayPeer }
   | { type: 'gone'; peer: RelayPeer }
-  | { type: 'frame'; from: RelayPeer; channel: number; receivers: number };
+  /** `lost`: the stations ("IP:PORT") this frame did not reach because of the air's loss. */
+  | { type: 'frame'; from: RelayPeer; channel: number; receivers: number; lost: string[] };
 
 export interface RelayState {
   on: boolean;

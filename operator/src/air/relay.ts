@@ -313,6 +313,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     let receivers = 0;
     let silent = 0;
     let unproven = 0;
+    const lost: string[] = [];
     // proven talkers, proven listeners, then a few unproven stations (talkers first)
     for (const pass of [0, 1, 2, 3]) {
       const talkers = pass === 0 || pass === 2;
@@ -328,6 +329,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
         }
         if (loss > 0 && random() < loss) {
           s.droppedLoss++;
+          if (opts.frameEvents) lost.push(p.address);
           continue;
         }
         if (outTokens < 1 || (pass === 1 && silent >= RELAY_LIMITS.MAX_SILENT_RECEIVERS)) {
@@ -343,7 +345,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       }
     }
     if (opts.frameEvents)
-      opts.onEvent?.({ type: 'frame', from: publicPeer(from), channel: msg[0], receivers });
+      opts.onEvent?.({ type: 'frame', from: publicPeer(from), channel: msg[0], receivers, lost });
   });
   // Failed sends (no callback per send: it costs a closure call per delivery) and ICMP errors of
   // earlier sends arrive here; they are counted and never stop the air.

@@ -137,6 +137,16 @@ function mouseItem(x: number, y: number, buttons: number, holdMs: number): Mouse
 export type ButtonName = 'left' | 'middle' | 'right';
 const BUTTON_BITS: Record<ButtonName, number> = { right: 1 << 24, middle: 1 << 25, left: 1 << 26 };
 
+/**
+ * The boot commands with their last line ended (";"). Boot.Run ends the last line when the port
+ * stays quiet for 20 ms, so a command fed later (serialFeed) while a slow machine has not yet read
+ * them would otherwise join it: "Kube.Start" + "KubeNet.Serve …;" ran as one unknown command, and
+ * neither ran (the DR suite's plane restart under heavy load).
+ */
+export function endCommands(commands: string): string {
+  return commands === '' || /[;\r\n]\s*$/.test(commands) ? commands : `${commands};`;
+}
+
 export class Machine implements MachineScreen, MachineInput, IoBus {
   /** The SPI status reads "ready" always and has no effect (see ioRead): translated code inlines it. */
   readonly fixedReads: FixedReads = [[0xffffffd4 | 0, 1]];
@@ -270,7 +280,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     this.radio.reset();
     this.spiSel = 0;
     this.spiFast = false;
-    this.serialIn = new TextEncoder().encode(this.commands);
+    this.serialIn = new TextEncoder().encode(endCommands(this.commands));
     this.serialPos = 0;
     this.keyFifo.length = 0;
     this.input.length = 0;
