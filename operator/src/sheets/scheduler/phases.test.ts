@@ -117,7 +117,7 @@ describe('a Pending pod says why (#29.6)', () => {
     const reported = podRows(placements, new Map(ordered.map((r) => [r.name, { ...r }])), {
       node: 'node-b',
       ip: '10.0.0.2',
-      pods: [{ name: 'web-1', phase: 'Running', message: null }],
+      pods: [{ name: 'web-1', phase: 'Running' }],
     });
     expect(reported.map((r) => [r.phase, r.message])).toEqual([
       ['Running', ''],
@@ -127,7 +127,7 @@ describe('a Pending pod says why (#29.6)', () => {
       node: 'node-b',
       ip: '10.0.0.2',
       pods: [
-        { name: 'web-1', phase: 'Pending', message: null },
+        { name: 'web-1', phase: 'Pending' },
         { name: 'web-2', phase: 'Pending', message: 'image x is not in the Images tab' },
       ],
     });
