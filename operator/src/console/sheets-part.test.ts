@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BadRequest, NotFound } from '../util/json-body.ts';
-import { niceMax, shortCell, unitOf } from './page/render.ts';
+import { niceMax, shortCell, unitOf } from './cells.ts';
 import { checkNames } from './sheets-command.ts';
 import { answered, checkSheetsAction, parseSheetsCommand } from './sheets-part.ts';
 

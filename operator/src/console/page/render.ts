@@ -1,27 +1,11 @@
 // Small DOM renderers: rows of objects as a table, and the Metrics tab as line plots (SVG), one
 // panel per unit with labelled axes shared by the series of that unit.
+import { type Cell, niceMax, shortCell, unitOf } from '../cells.ts';
 
 export const LIMITS = {
   plotPoints: 300, // points per series drawn; older ones fall off the left
   plotSeries: 8, // series drawn per panel (unit); the rest are listed, not plotted
-  cellChars: 40, // longer cells (image configs) are cut; the whole text is in the tooltip
-  digestHex: 12, // a digest shows this many hex digits (as `docker images` does); all in the tooltip
 } as const;
-
-export interface Cell {
-  text: string;
-  /** The whole value, on hover, when `text` is shorter than it. */
-  title?: string;
-}
-
-/** A cell as a person reads it: digests and long text shortened, the whole value kept for the tooltip. */
-export function shortCell(v: unknown): Cell {
-  const text = v === undefined || v === null ? '' : String(v);
-  const digest = /^(sha256:)?([0-9a-f]{64})$/.exec(text);
-  if (digest) return { text: `${digest[1] ?? ''}${digest[2].slice(0, LIMITS.digestHex)}…`, title: text };
-  if (text.length > LIMITS.cellChars) return { text: `${text.slice(0, LIMITS.cellChars - 1)}…`, title: text };
-  return { text };
-}
 
 /**
  * Rows of objects as a table whose columns are the union of their keys, in first-seen order;
@@ -48,22 +32,6 @@ export function renderRows(
     }
   }
   return table;
-}
-
-/** The unit a metric is counted in, from its name: `*_millicores`, `*_mib`, `*_seconds`, else `pods_*` → pods. */
-export function unitOf(metric: string): string {
-  const parts = metric.split('_');
-  const last = parts[parts.length - 1];
-  if (['millicores', 'mib', 'bytes', 'seconds'].includes(last)) return last === 'mib' ? 'MiB' : last;
-  return parts[0] || metric;
-}
-
-/** Round axis maxima: 1, 2, 5 × 10^n at or above v. */
-export function niceMax(v: number): number {
-  if (!(v > 0)) return 1;
-  const p = 10 ** Math.floor(Math.log10(v));
-  for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
-  return 10 * p;
 }
 
 const SVG = 'http://www.w3.org/2000/svg';
