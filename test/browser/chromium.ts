@@ -105,9 +105,21 @@ export function screenHasInk(machine: string): boolean {
 export const labStatuses = (page: Page): Promise<string[]> => page.locator('#labs .status').allTextContents();
 
 /** A new page of `browser` at `url`, its script errors on our stderr, once its link to the cluster is up. */
+const consoleLogs = new WeakMap<Page, string[]>();
+/** What the page's console said as errors (script errors, failed loads) since it opened. */
+export const consoleErrors = (page: Page): string[] => consoleLogs.get(page) ?? [];
+
 export async function openPage(browser: Browser, url: string, linkTimeoutMs = 60_000): Promise<Page> {
   const page = await browser.context.newPage();
-  page.on('pageerror', (e) => process.stderr.write(`page error: ${e.message}\n`));
+  const errors: string[] = [];
+  consoleLogs.set(page, errors);
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(`${m.text()} (${m.location().url})`);
+  });
+  page.on('pageerror', (e) => {
+    errors.push(`page error: ${e.message}`);
+    process.stderr.write(`page error: ${e.message}\n`);
+  });
   await page.goto(url);
   await page.waitForSelector('#link.up', { timeout: linkTimeoutMs });
   return page;

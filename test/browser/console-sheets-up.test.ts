@@ -14,6 +14,7 @@ import type { SheetsTabs } from '../../operator/src/console/types.ts';
 import { SheetsClient } from '../../operator/src/sheets/ctl/client.ts';
 import { DEFAULT_TOKEN } from '../../operator/src/sheets/default-token.ts';
 import {
+  consoleErrors,
   foreignOriginTries,
   linkDownMessage,
   openPage,
@@ -85,6 +86,48 @@ describe.sequential('the web console of retrokube sheets up, in chromium', () =>
     await shot(s.page, 'sheets-up-start');
   });
 
+  it('reads well at 1400 px and on a phone: ages, short digests, a plot per unit, an icon, no console errors (#29.9)', async () => {
+    const widest = () => s.page.evaluate(() => document.documentElement.scrollWidth);
+    // Heartbeats as ages, like the terminal; the exact cell on hover.
+    await s.page.waitForFunction(
+      () => {
+        const t = document.querySelector('table[data-tab="nodes"]');
+        const col = [...(t?.querySelectorAll('thead th') ?? [])].findIndex(
+          (th) => th.textContent === 'last_heartbeat',
+        );
+        const cells = [...(t?.querySelectorAll('tbody tr') ?? [])].map((tr) => tr.children[col]);
+        return (
+          cells.length > 0 &&
+          cells.every(
+            (c) => /^\d+s ago$/.test(c?.textContent ?? '') && /^\d+$/.test((c as HTMLElement).title),
+          )
+        );
+      },
+      null,
+      { timeout: 15_000 },
+    );
+    // No cell shows a whole digest: 12 hex digits and the rest on hover.
+    const digests = await s.page.$$eval('table[data-tab="images"] td', (tds) =>
+      tds.map((td) => [td.textContent ?? '', (td as HTMLElement).title]),
+    );
+    expect(digests.some(([, title]) => /[0-9a-f]{64}/.test(title))).toBe(true);
+    expect(digests.filter(([text]) => /[0-9a-f]{64}/.test(text))).toEqual([]);
+    // The Metrics plot: a panel per unit, each with its own labelled axis.
+    const units = await s.page.$$eval('#sheets-body svg.plot', (svgs) =>
+      svgs.map((e) => (e as SVGElement).dataset.unit),
+    );
+    expect(units).toEqual(expect.arrayContaining(['pods', 'nodes', 'millicores', 'MiB']));
+    expect(await widest()).toBeLessThanOrEqual(1400);
+    const icon = await fetch(new URL('favicon.ico', s.server.url));
+    expect([icon.status, icon.headers.get('content-type')]).toEqual([200, 'image/svg+xml']);
+    await s.page.setViewportSize({ width: 390, height: 844 });
+    await s.page.waitForTimeout(2500); // a redraw at the new width
+    expect(await widest()).toBeLessThanOrEqual(390);
+    await shot(s.page, 'sheets-up-phone');
+    await s.page.setViewportSize({ width: 1400, height: 1100 });
+    expect(consoleErrors(s.page)).toEqual([]);
+  });
+
   it('changes the sheet from the page: scale, cordon and the skctl box, each through the signed contract', async () => {
     await s.page.selectOption('#sheets-deployment', 'ticker');
     await s.page.fill('#sheets-replicas', '3');
@@ -118,6 +161,19 @@ describe.sequential('the web console of retrokube sheets up, in chromium', () =>
     await s.page.waitForSelector('#notices .bad', { timeout: 15_000 });
     expect(await s.page.locator('#notices .bad').first().textContent()).toMatch(/not found/);
     expect(await s.page.inputValue('#sheets-command')).toBe('scale nosuch 2');
+    expect(await s.page.locator('#notices .bad').first().textContent()).toContain('no deployment "nosuch"');
+    // Sent anyway (a script, another client), the console answers 404 with the same words.
+    const r = await s.page.evaluate(async () => {
+      const x = await fetch('/api/sheets', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ op: 'command', text: 'scale nosuch 2' }),
+      });
+      return [x.status, ((await x.json()) as { error: string }).error];
+    });
+    expect(r[0]).toBe(404);
+    expect(r[1]).toMatch(/not found/);
+    consoleErrors(s.page).splice(0); // that deliberate 404 is the one failed load the page saw
     await s.page.fill('#sheets-command', 'apply {"secrets":[{"name":"x","data":"y"}]}');
     await s.page.press('#sheets-command', 'Enter');
     await s.page.waitForFunction(
@@ -128,6 +184,7 @@ describe.sequential('the web console of retrokube sheets up, in chromium', () =>
       },
     );
     await shot(s.page, 'sheets-up-steered');
+    expect(consoleErrors(s.page)).toEqual([]);
   });
 
   it('two pages steer one cluster: a scale raced by stopping a node agent ends settled, both pages see it', async () => {
@@ -194,6 +251,11 @@ describe.sequential('the web console of retrokube sheets up, in chromium', () =>
     expect(await linkDownMessage(s.page)).toMatch(/the console server went away/);
     await s.page.waitForTimeout(3000); // retries at 0.5, 1 and 2 s fail meanwhile: the page still says why
     expect(await s.page.locator('#link').textContent()).toMatch(/went away.*still trying/);
+    // The banner stays in view wherever the page is scrolled.
+    await s.page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+    const box = await s.page.locator('#link').boundingBox();
+    expect(box && box.y >= 0 && box.y < 100, JSON.stringify(box)).toBe(true);
+    const restartedAt = Date.now();
     await shot(s.page, 'sheets-up-server-gone');
     // The same workbook, the same console port: the open page finds it again by itself.
     s.server = await startSheetsUp(port);
@@ -202,6 +264,16 @@ describe.sequential('the web console of retrokube sheets up, in chromium', () =>
     const back = await pollUntil(sheets, (x) => running(x, 'ticker') === 4, 120_000);
     expect(running(back, 'ticker')).toBe(4);
     await waitForRows(s.page, 'pods', { deployment: 'ticker', phase: 'Running' }, 4, 120_000);
+    // The events panel shows this run's events only (the workbook keeps the earlier run's).
+    const events = ((await s.page.locator('#sheets-body pre.events').textContent()) ?? '').split('\n');
+    const times = events.map((l) => Date.parse(l.split(' ')[0])).filter((t) => Number.isFinite(t));
+    expect(
+      times.every((t) => t >= restartedAt - 2000),
+      events.join('\n'),
+    ).toBe(true);
+    expect(await s.page.locator('#sheets-body').textContent()).toMatch(
+      /\d+ events of earlier runs not shown/,
+    );
     await shot(s.page, 'sheets-up-server-back');
   });
 });

@@ -17,6 +17,9 @@ export interface PageFile {
 }
 export type PageFiles = Map<string, PageFile>;
 
+/** A screen of Oberon's colours with a text line and a mouse-arrow block: the tab's icon. */
+const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="2" fill="#657b83"/><rect x="3" y="4" width="10" height="2" fill="#fdf6e3"/><rect x="3" y="8" width="6" height="2" fill="#fdf6e3"/><path d="M10 9l4 3-2 .5 1 2-1 .5-1-2-1 1z" fill="#fdf6e3"/></svg>`;
+
 let cached: Promise<Map<string, Buffer>> | null = null;
 
 /** app.js and worker.js, minified, built once per process. */
@@ -54,6 +57,10 @@ export async function pageFiles(mode: PageMode = 'console', kubeDisk?: string): 
   const files: PageFiles = new Map();
   files.set('/index.html', { type: 'text/html; charset=utf-8', body: Buffer.from(html) });
   for (const [path, body] of js) files.set(path, { type: 'text/javascript; charset=utf-8', body });
+  // The tab's icon; /favicon.ico too, which browsers ask for on their own (no 404 in every log).
+  const icon = { type: 'image/svg+xml', body: Buffer.from(FAVICON) };
+  files.set('/favicon.svg', icon);
+  files.set('/favicon.ico', icon);
   if (mode === 'lab') {
     if (!kubeDisk) throw new Error('the lab page needs the Kube disk');
     files.set('/kube.dsk.gz', {

@@ -8,7 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { checkRequest, isLoopbackAddress } from '../util/http-guard.ts';
-import { BadRequest, readJsonObject } from '../util/json-body.ts';
+import { BadRequest, NotFound, readJsonObject } from '../util/json-body.ts';
 import { logger } from '../util/log.ts';
 import { grantCookie, hasToken, newConsoleToken, READ_ONLY } from './access.ts';
 import { type PageFiles, pageFiles } from './bundle.ts';
@@ -124,7 +124,9 @@ export async function startConsole(target: ConsoleTarget, o: ConsoleOptions = {}
     readJsonObject(req, LIMITS.maxBodyBytes)
       .then(action)
       .then((r) => reply(200, r))
-      .catch((e: Error) => reply(e instanceof BadRequest ? 400 : 409, { error: e.message }));
+      .catch((e: Error) =>
+        reply(e instanceof BadRequest ? 400 : e instanceof NotFound ? 404 : 409, { error: e.message }),
+      );
   });
 
   const wss = new WebSocketServer({ noServer: true, maxPayload: LIMITS.maxPayload });

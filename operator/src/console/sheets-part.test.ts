@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { BadRequest } from '../util/json-body.ts';
+import { BadRequest, NotFound } from '../util/json-body.ts';
+import { niceMax, shortCell, unitOf } from './cells.ts';
+import { checkNames } from './sheets-command.ts';
 import { answered, checkSheetsAction, parseSheetsCommand } from './sheets-part.ts';
 
 describe("the sheet console's skctl box", () => {
@@ -76,6 +78,40 @@ describe("the sheet console's actions", () => {
     expect(answered({ applied: ['web: created'], gateways: [], routes: ['api: updated'] })).toBe(
       'web: created, api: updated',
     );
-    expect(() => answered({ result: 'not found' })).toThrow(/not found/);
+    expect(() => answered({ result: 'not found' })).toThrow(NotFound); // the console answers 404
+  });
+
+  it('names a deployment, node, pod or route the tables do not hold before anything is sent (#29.9)', () => {
+    const tabs = {
+      deployments: [{ name: 'ticker' }, { name: 'web' }],
+      nodes: [{ name: 'node-a' }],
+      pods: [{ name: 'web-1' }],
+    };
+    const check = (line: string) => () => checkNames(parseSheetsCommand(line), tabs);
+    expect(check('scale nosuch 2')).toThrow(NotFound);
+    expect(check('scale nosuch 2')).toThrow('not found: no deployment "nosuch" (deployments: ticker, web)');
+    expect(check('cordon node-z')).toThrow('no node "node-z" (nodes: node-a)');
+    expect(check('migrate web-1 node-z')).toThrow('no node "node-z"');
+    expect(check('delete ghost')).toThrow('no deployment "ghost"');
+    for (const ok of ['scale web 3', 'drain node-a', 'migrate web-1 node-a', 'delete route api', 'apply {}'])
+      expect(check(ok), ok).not.toThrow();
+    // tabs the page has not read yet are not judged
+    expect(() => checkNames(parseSheetsCommand('cordon node-z'), {})).not.toThrow();
+  });
+});
+
+describe("the console's cells and plot axes", () => {
+  it('shortens digests and long text, keeping the whole value for the tooltip', () => {
+    const d = `sha256:${'ab12'.repeat(16)}`;
+    expect(shortCell(d)).toEqual({ text: 'sha256:ab12ab12ab12…', title: d });
+    expect(shortCell('x'.repeat(100)).text).toHaveLength(40);
+    expect(shortCell(null)).toEqual({ text: '' });
+  });
+
+  it('groups metrics by unit and gives each axis a round top', () => {
+    expect(
+      ['pods_running', 'nodes_ready', 'cpu_allocated_millicores', 'mem_capacity_mib'].map(unitOf),
+    ).toEqual(['pods', 'nodes', 'millicores', 'MiB']);
+    expect([0, 3, 7, 12, 4000, 4001].map(niceMax)).toEqual([1, 5, 10, 20, 5000, 5000]);
   });
 });

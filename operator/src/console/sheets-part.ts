@@ -4,16 +4,18 @@
 // skctl verbs. Every change goes through the apiserver's contract with the console's client, which
 // signs each POST when the cluster has a signing key; the token and key never reach a page.
 import type { SheetsClient } from '../sheets/ctl/client.ts';
-import { BadRequest } from '../util/json-body.ts';
+import { cellTime } from '../sheets/ctl/table.ts';
+import { BadRequest, NotFound } from '../util/json-body.ts';
 import type { ConsolePart, Pages } from './part.ts';
+import { LIMITS as COMMAND, parseSheetsCommand, WORD } from './sheets-command.ts';
 import type { Done, SheetsAction, SheetsTabs } from './types.ts';
+
+export { parseSheetsCommand } from './sheets-command.ts';
 
 export const LIMITS = {
   pollMs: 2000, // the tabs are read this often while a page is open (each read is 7 HTTP GETs)
   events: 50, // Sheeternetes events shown
   metricRows: 2000, // Metrics rows plotted (the newest)
-  commandChars: 3000, // one skctl line; `apply {json}` of a few deployments fits
-  replicasMax: 1000, // the apiserver caps replicas itself; this only stops typos early
 } as const;
 
 /** The tabs a page sees. Secrets are never read: nothing of them can reach a screen. */
@@ -31,100 +33,29 @@ export interface SheetsTarget {
   /** The apiserver contract: holds the token (and the signing key, if any). */
   client: SheetsClient;
   agents?: AgentControl;
+  /**
+   * When this run started (ms): events before it are an earlier run's (the workbook outlives
+   * `up`) and are counted, not shown. Default: when this process started.
+   */
+  since?: number;
 }
 
-/** The tabs, the latest events and metrics, as the page shows them. */
-export async function readSheets(c: SheetsClient): Promise<SheetsTabs> {
+const processStart = Date.now() - Math.round(process.uptime() * 1000);
+
+/** The tabs, this run's latest events (since `since`, ms) and metrics, as the page shows them. */
+export async function readSheets(c: SheetsClient, since = 0): Promise<SheetsTabs> {
   const rows = await Promise.all(TABS.map((k) => c.get(k)));
-  const [events, metrics] = await Promise.all([c.get('events'), c.get('metrics')]);
+  const [all, metrics] = await Promise.all([c.get('events'), c.get('metrics')]);
+  // An event without a readable time is shown: hiding what cannot be dated would lose it.
+  const events = all.filter((e) => !((cellTime(e.ts) ?? since) < since));
   return {
+    earlierEvents: all.length - events.length,
     tabs: {
       ...Object.fromEntries(TABS.map((k, i) => [k, rows[i]])),
       metrics: metrics.slice(-LIMITS.metricRows),
     },
     events: events.slice(-LIMITS.events).map((e) => `${e.ts} ${e.kind} ${e.object}: ${e.message}`),
   };
-}
-
-const WORD = /^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/;
-const word = (v: string | undefined, what: string, usage: string): string => {
-  if (v === undefined || !WORD.test(v)) throw new BadRequest(`${what} missing or not a name: ${usage}`);
-  return v;
-};
-
-/**
- * One line of skctl verbs → the contract body it posts (pure). The verbs that change the cluster:
- * scale, cordon, uncordon, drain, delete, migrate, label, taint, and `apply {json}` (deployments,
- * gateways, routes — Secrets are refused: they never travel through a page).
- */
-export function parseSheetsCommand(text: unknown): Record<string, unknown> {
-  if (typeof text !== 'string') throw new BadRequest('"text" must be a line like "scale web 3"');
-  const line = text.trim().replace(/^skctl\s+/, '');
-  if (line.length === 0 || line.length > LIMITS.commandChars || /[\r\n]/.test(line))
-    throw new BadRequest(
-      `one line of at most ${LIMITS.commandChars} characters, e.g. "scale web 3", "cordon node-a", "apply {\\"deployments\\":[...]}"`,
-    );
-  const [verb, ...args] = line.split(/\s+/);
-  const usage = (u: string) => `usage: ${u}`;
-  switch (verb) {
-    case 'scale': {
-      const u = usage('scale DEPLOYMENT REPLICAS');
-      const name = word(args[0], 'the deployment', u);
-      if (!/^\d+$/.test(args[1] ?? '') || Number(args[1]) > LIMITS.replicasMax || args.length > 2)
-        throw new BadRequest(`replicas must be a whole number 0..${LIMITS.replicasMax}: ${u}`);
-      return { action: 'scale', name, replicas: Number(args[1]) };
-    }
-    case 'cordon':
-    case 'uncordon':
-    case 'drain':
-      if (args.length !== 1) throw new BadRequest(usage(`${verb} NODE`));
-      return { action: verb, name: word(args[0], 'the node', usage(`${verb} NODE`)) };
-    case 'delete': {
-      const u = usage('delete [deployment|gateway|route] NAME');
-      if (args.length === 1)
-        return { action: 'delete', kind: 'deployment', name: word(args[0], 'the name', u) };
-      if (args.length !== 2 || !['deployment', 'gateway', 'route'].includes(args[0]))
-        throw new BadRequest(`${u} (Secrets are deleted with skctl, not through a page)`);
-      return { action: 'delete', kind: args[0], name: word(args[1], 'the name', u) };
-    }
-    case 'migrate': {
-      const u = usage('migrate POD NODE');
-      if (args.length !== 2) throw new BadRequest(u);
-      return { action: 'migrate', name: word(args[0], 'the pod', u), node: word(args[1], 'the node', u) };
-    }
-    case 'label':
-    case 'taint': {
-      const u = usage(verb === 'label' ? 'label NODE k=v | k-' : 'taint NODE k=v:NoSchedule | k-');
-      if (args.length !== 2 || args[1].length > 1024) throw new BadRequest(u);
-      return { action: verb, name: word(args[0], 'the node', u), spec: args[1] };
-    }
-    case 'apply': {
-      const u = 'usage: apply {"deployments":[{"name":"web","image":"nginx:alpine","replicas":2}]}';
-      let doc: unknown;
-      try {
-        doc = JSON.parse(line.slice(verb.length));
-      } catch (e) {
-        throw new BadRequest(`apply needs a JSON object (${(e as Error).message}); ${u}`);
-      }
-      if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new BadRequest(u);
-      const d = doc as Record<string, unknown>;
-      if ('secrets' in d)
-        throw new BadRequest('Secrets never travel through a page: apply them with skctl apply FILE');
-      const extra = Object.keys(d).filter((k) => !['deployments', 'gateways', 'routes'].includes(k));
-      if (extra.length > 0)
-        throw new BadRequest(`apply takes deployments, gateways, routes (not ${extra.join(', ')})`);
-      return {
-        action: 'apply',
-        deployments: d.deployments ?? [],
-        gateways: d.gateways ?? [],
-        routes: d.routes ?? [],
-      };
-    }
-    default:
-      throw new BadRequest(
-        `"${String(verb).slice(0, 20)}" is not a verb here: scale, cordon, uncordon, drain, delete, migrate, label, taint or apply`,
-      );
-  }
 }
 
 /** A page's request → the action it names, checked (pure). */
@@ -134,8 +65,8 @@ export function checkSheetsAction(b: Record<string, unknown>): SheetsAction {
       const replicas = Number(b.replicas);
       if (typeof b.deployment !== 'string' || !WORD.test(b.deployment))
         throw new BadRequest('"deployment" must name a deployment');
-      if (!Number.isInteger(replicas) || replicas < 0 || replicas > LIMITS.replicasMax)
-        throw new BadRequest(`"replicas" must be a whole number 0..${LIMITS.replicasMax}`);
+      if (!Number.isInteger(replicas) || replicas < 0 || replicas > COMMAND.replicasMax)
+        throw new BadRequest(`"replicas" must be a whole number 0..${COMMAND.replicasMax}`);
       return { op: 'scale', deployment: b.deployment, replicas };
     }
     case 'cordon':
@@ -161,7 +92,7 @@ export function answered(reply: unknown): string {
   if (!reply || typeof reply !== 'object') return 'done';
   const r = reply as Record<string, unknown>;
   if (typeof r.result === 'string') {
-    if (r.result === 'not found') throw new Error('not found (check the name in the tables)');
+    if (r.result === 'not found') throw new NotFound('not found (check the name in the tables)');
     return r.result;
   }
   const lists = ['applied', 'gateways', 'routes'].flatMap((k) =>
@@ -174,7 +105,7 @@ export function sheetsPart(target: SheetsTarget, pages: Pages, hasPages: () => b
   let last: SheetsTabs | null = null;
   let busy = false;
   const fresh = async (): Promise<SheetsTabs> => ({
-    ...(await readSheets(target.client)),
+    ...(await readSheets(target.client, target.since ?? processStart)),
     name: target.name,
     agents: target.agents?.list(),
     controls: true,

@@ -87,6 +87,8 @@ export interface SheetsTabs {
   /** Tab name → rows (objects with the tab's column names). */
   tabs: Record<string, Record<string, unknown>[]>;
   events: string[];
+  /** Events in the sheet from before this run (not in `events`). */
+  earlierEvents?: number;
   /** Node agents this console can stop and start (the ones `sheets up` runs), with whether they run. */
   agents?: { name: string; on: boolean }[];
   /** The console may steer this cluster (scale, cordon, agents, the command box). */

@@ -1,18 +1,10 @@
 // A framebuffer snapshot as a PNG image, top line up, in the colours the reference emulator
 // (pdewacht/oberon-risc-emu) gives Oberon's two pixel values; RGBA pixels for other viewers.
 import { crc32, deflateSync } from 'node:zlib';
+import { OBERON_PALETTE, type Palette } from './palette.ts';
 import type { FrameSnapshot } from './screen-input.ts';
 
-export interface Palette {
-  /** RGB of a set bit (Oberon's "white", the foreground). */
-  readonly foreground: number;
-  /** RGB of a clear bit (Oberon's "black", the background). */
-  readonly background: number;
-}
-
-/** The reference emulator's colours: 1 → #FDF6E3, 0 → #657B83. */
-export const OBERON_PALETTE: Palette = { foreground: 0xfdf6e3, background: 0x657b83 };
-export const BLACK_WHITE_PALETTE: Palette = { foreground: 0xffffff, background: 0x000000 };
+export { BLACK_WHITE_PALETTE, OBERON_PALETTE, type Palette } from './palette.ts';
 
 /** RGBA pixels, top line first (Oberon's line 0 is the bottom one). */
 export function snapshotToRgba(snap: FrameSnapshot, palette: Palette = OBERON_PALETTE): Buffer {

@@ -3,6 +3,9 @@ import type http from 'node:http';
 /** A request the client must fix: control endpoints answer it with 400 and the message. */
 export class BadRequest extends Error {}
 
+/** A request naming something that is not there: answered with 404 and the message. */
+export class NotFound extends Error {}
+
 /**
  * Reads a small JSON object body (the loopback control endpoints' requests). An empty body is {};
  * a larger body than maxBytes, or anything but a JSON object, is a BadRequest saying so.

@@ -3,7 +3,9 @@
 // `up`'s Oberon cluster, or alone for `sheets up`).
 // One page for both worlds: it only talks to a Backend (the console server, or the in-page lab).
 import type { ClusterView, FrameRecord } from '../../air/view.ts';
+import { age, cellTime } from '../../sheets/ctl/table.ts';
 import { LABS, type LabWorld } from '../labs.ts';
+import { checkNames, parseSheetsCommand } from '../sheets-command.ts';
 import {
   type ConsoleState,
   INTRUDER_LABELS,
@@ -78,6 +80,9 @@ function main(backend: Backend): void {
         const status = el('span', { className: 'screen-status' }, '');
         const power = el('button', { className: 'power' });
         const cut = el('button', { className: 'cut' });
+        // The screen fits the page; "1:1" shows it pixel for pixel (scrolled inside its frame).
+        const zoom = el('button', { className: 'zoom', title: 'show the screen pixel for pixel' }, '1:1');
+        zoom.dataset.machine = m.name;
         power.dataset.machine = m.name;
         cut.dataset.machine = m.name;
         power.onclick = () => {
@@ -98,10 +103,28 @@ function main(backend: Backend): void {
           el(
             'figure',
             { className: 'machine', id: `machine-${m.name}` },
-            canvas,
-            el('figcaption', {}, el('b', {}, `${m.name} (${m.role})`), ' ', status, ' ', power, ' ', cut),
+            el('div', { className: 'screen-box' }, canvas),
+            el(
+              'figcaption',
+              {},
+              el('b', {}, `${m.name} (${m.role})`),
+              ' ',
+              status,
+              ' ',
+              power,
+              ' ',
+              cut,
+              ' ',
+              zoom,
+            ),
           ),
         );
+        zoom.onclick = () => {
+          const big = !canvas.classList.contains('one-to-one');
+          canvas.classList.toggle('one-to-one', big);
+          canvas.style.width = big ? `${canvas.width}px` : '';
+          zoom.textContent = big ? 'fit' : '1:1';
+        };
         const setStatus = (t: string): void => {
           status.textContent = t;
         };
@@ -367,6 +390,12 @@ function main(backend: Backend): void {
     const input = $('sheets-command') as HTMLInputElement;
     const text = input.value.trim();
     if (!text || !steer) return;
+    // What the server would refuse is said here, without a request: the line's form and its names.
+    try {
+      checkNames(parseSheetsCommand(text), sheets?.tabs ?? {});
+    } catch (err) {
+      return notice(`skctl: ${(err as Error).message}`, true);
+    }
     act(
       'skctl',
       steer({ op: 'command', text }).then(() => {
@@ -397,14 +426,18 @@ function main(backend: Backend): void {
         el('h3', {}, 'node agents run by this console'),
         renderRows(t.agents.map((a) => ({ agent: a.name, process: a.on ? 'running' : 'stopped' }))),
       );
+    const now = Date.now();
+    const heartbeat = (v: unknown) => ({ text: age(cellTime(v), now), title: String(v ?? '') });
     for (const [tab, rows] of Object.entries(t.tabs)) {
       if (tab === 'metrics') continue;
-      const table = renderRows(rows);
+      const table = renderRows(rows, { last_heartbeat: heartbeat });
       table.dataset.tab = tab;
       parts.push(el('h3', {}, tab), table);
     }
     if (t.tabs.metrics) parts.push(el('h3', {}, 'metrics'), plotMetrics(t.tabs.metrics));
-    parts.push(el('h3', {}, 'events'), el('pre', {}, t.events.join('\n') || '(none)'));
+    parts.push(el('h3', {}, 'events'), el('pre', { className: 'events' }, t.events.join('\n') || '(none)'));
+    if (t.earlierEvents)
+      parts.push(el('p', { className: 'hint' }, `${t.earlierEvents} events of earlier runs not shown`));
     $('sheets-body').replaceChildren(...parts);
   };
 

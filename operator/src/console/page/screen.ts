@@ -1,6 +1,8 @@
 // A machine screen on a canvas: draws what a ScreenLink delivers and sends the canvas's keyboard
 // and mouse back through it. Oberon has three mouse buttons; on a two-button mouse, Alt + left is
 // the middle button (Oberon's "execute").
+
+import { OBERON_PALETTE } from '../../machine/palette.ts';
 import type { ScreenLink } from './backend.ts';
 import { keysymOf, rfbMask } from './keys.ts';
 
@@ -48,8 +50,12 @@ export function drawOberonFrame(
 ): void {
   const px = new Uint32Array(image.data.buffer);
   const stride = width / 32;
-  const fg = 0xffffffff; // white, opaque (ABGR in little-endian memory)
-  const bg = 0xff000000; // black, opaque
+  // The colours the console's screens (RFB) and snapshots show, opaque, as ABGR words in
+  // little-endian memory.
+  const abgr = (rgb: number): number =>
+    (0xff000000 | ((rgb & 0xff) << 16) | (rgb & 0xff00) | ((rgb >>> 16) & 0xff)) >>> 0;
+  const fg = abgr(OBERON_PALETTE.foreground);
+  const bg = abgr(OBERON_PALETTE.background);
   for (let line = 0; line < height; line++) {
     const out = (height - 1 - line) * width;
     const row = line * stride;

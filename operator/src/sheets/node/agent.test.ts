@@ -157,6 +157,18 @@ describe('node agent', () => {
     );
   });
 
+  it('reports a pod it started at once, not at the next 10-s heartbeat (#29.6)', async () => {
+    const { store, url } = await cluster();
+    await deploy(store, { name: 'sleeper', image: 'process', replicas: 1, command: 'sleep 30' });
+    const a = await agent(url, { intervalMs: 10_000 }); // the reference's interval
+    await until('the pod started', () => a.status().find((p) => p.phase === 'Running'), 10_000);
+    const started = Date.now();
+    await until('Running on the Pods tab', () => store.get('Pods', 'sleeper-1')?.phase === 'Running', 8_000);
+    // Within a second or two (a loaded machine), never the ten seconds of the next heartbeat.
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(a.heartbeats).toBe(2); // the first round and the one the start asked for; no more
+  });
+
   it('a failed heartbeat never stops running pods', async () => {
     const { store, url, server } = await cluster();
     await deploy(store, { name: 'svc', image: 'process', replicas: 1, command: 'sleep 30' });
@@ -202,7 +214,8 @@ describe('node agent', () => {
       const end = Date.now() + 15_000;
       for (;;) {
         const r = (await store.transact((tx) => tx.rows('Pods'))).value.find((x) => x.deployment === 'ghost');
-        if (r && String(r.message ?? '') !== '') return r;
+        // past the scheduler's "waiting for node-a's agent …" and "… is starting it": its own reason
+        if (r && !/^(waiting for |node-a's agent is starting|$)/.test(String(r.message ?? ''))) return r;
         if (Date.now() > end) throw new Error(`no reason in the Pods row: ${JSON.stringify(r)}`);
         await new Promise((res) => setTimeout(res, 100));
       }

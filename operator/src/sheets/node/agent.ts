@@ -47,6 +47,7 @@ export const LIMITS = {
   backoffResetMs: 600_000, // a pod that ran this long without crashing starts its backoff over
   stopGraceMs: 10_000, // SIGTERM → SIGKILL for process pods
   imageRetryMs: 10_000, // a pod whose image cannot be fetched/verified is retried after this
+  reportSoonMs: 250, // a pod that started, ended or waits is reported this soon, not at the next interval (#29.6)
 } as const;
 
 export type { RuntimeName } from './pod-plan.ts';
@@ -253,13 +254,41 @@ export class NodeAgent {
         if (p && this.nodeReason !== p) this.log.warn(`pods cannot start: ${p}`);
         if (p) this.nodeReason = p;
       });
-    const loop = async () => {
-      if (!this.running) return;
-      this.ticking = this.tick();
-      await this.ticking;
-      if (this.running) this.loop = setTimeout(() => void loop(), this.opts.intervalMs ?? LIMITS.intervalMs);
-    };
-    void loop();
+    void this.round();
+  }
+
+  // One round, then the next after the interval — or sooner when a pod changed meanwhile.
+  private inTick = false;
+  private changed = false;
+  private readonly round = async (): Promise<void> => {
+    if (!this.running) return;
+    this.loop = undefined;
+    this.inTick = true;
+    this.changed = false;
+    this.ticking = this.tick();
+    await this.ticking;
+    this.inTick = false;
+    if (!this.running) return;
+    const interval = this.opts.intervalMs ?? LIMITS.intervalMs;
+    const next = this.changed ? Math.min(LIMITS.reportSoonMs, interval) : interval;
+    this.loopAt = Date.now() + next;
+    this.loop = setTimeout(() => void this.round(), next);
+  };
+  private loopAt = 0;
+
+  /**
+   * A pod started, ended or waits for a new reason: report it at once rather than at the next
+   * interval (10 s), so the Pods row says what the node knows within a second. Extra heartbeats
+   * are the same idempotent request; several changes close together share one.
+   */
+  private reportSoon(): void {
+    if (!this.running) return;
+    this.changed = true;
+    if (this.inTick || !this.loop) return; // the round running now schedules the next one soon
+    if (this.loopAt <= Date.now() + LIMITS.reportSoonMs) return; // the next round is soon anyway
+    clearTimeout(this.loop);
+    this.loopAt = Date.now() + LIMITS.reportSoonMs;
+    this.loop = setTimeout(() => void this.round(), LIMITS.reportSoonMs);
   }
 
   // Stop the loop; stop every pod unless told to leave them running.
@@ -484,6 +513,7 @@ export class NodeAgent {
       e.message = null;
       this.nodeReason = undefined;
       this.log.info({ pod: e.name, image: e.order.image, runtime: plan.runtime.name, id: run.id }, 'run pod');
+      this.reportSoon();
       void run.exited.then((x) => this.onExit(e, run, x.code, x.message));
     } catch (err) {
       if (err instanceof PodWait) {
@@ -512,6 +542,7 @@ export class NodeAgent {
   private waiting(e: Entry, message: string, reason: string = message, nodeWide = false): void {
     const before = e.message;
     e.message = message;
+    if (before !== message) this.reportSoon();
     if (nodeWide) {
       if (this.nodeReason !== reason) this.log.warn(`pods cannot start: ${reason}`);
       this.nodeReason = reason;
@@ -527,6 +558,7 @@ export class NodeAgent {
     e.run = undefined;
     if (e.stopping) return;
     e.exitCode = code;
+    this.reportSoon();
     const policy = policyOf(e.order);
     if (!restartDue(policy, code)) {
       e.done = finalPhase(code);

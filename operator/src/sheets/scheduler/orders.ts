@@ -112,6 +112,8 @@ export function podRows(
       row.phase = 'Unschedulable';
       return row;
     }
+    // Until its node reports it, a pod is Pending for a reason a person can read (#29.6).
+    row.message = `waiting for ${pl.node}'s agent to start it`;
     if (report && report.node === pl.node) {
       const r = reported.get(pl.name);
       if (r) {
@@ -124,6 +126,7 @@ export function podRows(
         row.message = text(
           r.message === undefined ? (row.phase === text(r.phase) ? '' : r.phase) : r.message,
         );
+        if (row.phase === 'Pending' && row.message === '') row.message = `${pl.node}'s agent is starting it`;
       }
       return row;
     }

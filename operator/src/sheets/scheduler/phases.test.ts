@@ -103,6 +103,41 @@ describe('restart policy', () => {
   });
 });
 
+describe('a Pending pod says why (#29.6)', () => {
+  it('until its node reports it, the row names the agent it waits for; a report replaces that', () => {
+    const placements: Placement[] = [
+      { name: 'web-1', deployment: 'web', node: 'node-b', ports: [] },
+      { name: 'web-2', deployment: 'web', node: 'node-b', ports: [] },
+    ];
+    const ordered = podRows(placements, new Map());
+    expect(ordered.map((r) => [r.phase, r.message])).toEqual([
+      ['Pending', "waiting for node-b's agent to start it"],
+      ['Pending', "waiting for node-b's agent to start it"],
+    ]);
+    const reported = podRows(placements, new Map(ordered.map((r) => [r.name, { ...r }])), {
+      node: 'node-b',
+      ip: '10.0.0.2',
+      pods: [{ name: 'web-1', phase: 'Running' }],
+    });
+    expect(reported.map((r) => [r.phase, r.message])).toEqual([
+      ['Running', ''],
+      ['Pending', "waiting for node-b's agent to start it"], // ordered in this very reply
+    ]);
+    const starting = podRows(placements, new Map(), {
+      node: 'node-b',
+      ip: '10.0.0.2',
+      pods: [
+        { name: 'web-1', phase: 'Pending' },
+        { name: 'web-2', phase: 'Pending', message: 'image x is not in the Images tab' },
+      ],
+    });
+    expect(starting.map((r) => r.message)).toEqual([
+      "node-b's agent is starting it",
+      'image x is not in the Images tab',
+    ]);
+  });
+});
+
 describe('tables for people', () => {
   const now = Date.parse('2026-12-01T12:00:00Z');
   it('ages: seconds, minutes, hours, days; a clock slightly ahead reads as 0s ago', () => {
