@@ -2,9 +2,11 @@
 // our emulator in real containers → status heard on the air by the operator pod; then faults.
 // The steps share one release and one OberonKube and run in order (each builds on the last).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resourcePath } from '../../operator/src/runtime/client.ts';
 import {
   apply,
   type Chart,
+  client,
   type Deep,
   deleteNamespace,
   freezeContainer,
@@ -286,6 +288,41 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
     };
     const before = await children();
     expect(before.size).toBeGreaterThanOrEqual(10);
+    // A watch on the OberonKube from before the kill to after the settle: the new leader must not
+    // change its status at rest (no 0/3 while its station has heard nobody), nor announce joins.
+    await waitFor('the OberonKube Ready 3/3 at rest', () => heardReady(ns, 3, 6), LIMITS.recoverMs);
+    await new Promise((r) => setTimeout(r, 6_000)); // past the status rate limit
+    const atRest = await kube(ns);
+    const nodeReadyEvents = async () =>
+      (
+        await getJson([
+          'events',
+          '-n',
+          ns,
+          '--field-selector',
+          `involvedObject.name=${KUBE},reason=NodeReady`,
+        ])
+      ).items.length;
+    const joinedBefore = await nodeReadyEvents();
+    const seen: Deep[] = [];
+    const watch = await client().stream(
+      resourcePath(
+        {
+          group: 'retrokube.io',
+          version: 'v1alpha1',
+          plural: 'oberonkubes',
+          kind: 'OberonKube',
+          namespaced: true,
+        },
+        ns,
+      ),
+      {
+        watch: 'true',
+        fieldSelector: `metadata.name=${KUBE}`,
+        resourceVersion: atRest.metadata.resourceVersion,
+      },
+      (ev) => seen.push(ev),
+    );
     const old = await operatorPod();
     await kubectl(['delete', 'pod', '-n', ns, old.metadata.name, '--wait=false']);
     const next = await waitFor(
@@ -301,8 +338,19 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
       async () => (await leaseHolder()).startsWith(`${next.metadata.name}_`),
       120_000,
     );
+    // The new leader's station has heard the air for a full window (nodes and every image): from
+    // then on it writes what it hears — and at rest that is nothing.
+    await waitFor(
+      'the new operator heard a full window of the air',
+      async () =>
+        (await kubectl(['logs', '-n', ns, next.metadata.name])).includes('Heard a full window of the air'),
+      120_000,
+    );
     await new Promise((r) => setTimeout(r, LIMITS.settleMs));
+    watch.abort();
     expect(await children()).toEqual(before);
+    expect(seen.map((e) => [e.type, e.object?.status])).toEqual([]);
+    expect(await nodeReadyEvents()).toBe(joinedBefore);
     await waitFor('the OberonKube still Ready 3/3', () => heardReady(ns, 3, 6), LIMITS.recoverMs);
   });
 

@@ -314,4 +314,94 @@ describe('OberonKube on a real API server', () => {
       await relay.close();
     }
   }, 120_000);
+
+  it("a new operator at rest writes nothing and announces nothing, though the plane names each image only once a round (scripted stations at the machines' cadence)", async () => {
+    const ns = await freshNamespace('kube-rest');
+    const k = testClient();
+    const relay = await startRelay({ port: 0, bind: '127.0.0.1' });
+    const timers: NodeJS.Timeout[] = [];
+    const opts = {
+      namespace: ns,
+      keySeed: SEED,
+      airAddress: () => ({ host: '127.0.0.1', port: relay.address.port }),
+    };
+    const st = await openStation({ host: '127.0.0.1', port: relay.address.port });
+    try {
+      const first = await startOperator(opts);
+      const created = await k.create(OBERONKUBE, kube(ns, 'rest', { nodes: 2, deployments: 'web 8 Ticker' }));
+      const KEY = keyFromHex(derivedKey(SEED, created.metadata.uid as string));
+      const TAG = clusterTag('kube');
+      // As the machines do (spec §3.5): a heartbeat and an assignment per node a second, and one
+      // pod's spec a second, round-robin — the eight images take eight seconds to come by, longer
+      // than the nodes' window (a TTL and a period).
+      const pods = new Map<string, number[]>([
+        ['node-a', [1, 2, 3, 4]],
+        ['node-b', [5, 6, 7, 8]],
+      ]);
+      let ctr = 100;
+      let cursor = 0;
+      timers.push(
+        setInterval(() => {
+          for (const [node, ids] of pods) {
+            void st.send(heartbeatDatagram({ cluster: TAG, node, ids, counter: ctr++ }, KEY));
+            void st.send(assignDatagram({ cluster: TAG, node, ids, counter: ctr++ }, KEY, { sadr: 9 }));
+          }
+          const id = 1 + (cursor++ % 8);
+          void st.send(
+            specDatagram({ cluster: TAG, podId: id, image: 'Ticker', counter: ctr++ }, KEY, { sadr: 9 }),
+          );
+        }, 1_000),
+      );
+      const get = async (): Promise<Deep> => k.get(OBERONKUBE, ns, 'rest');
+      await waitFor(
+        'Ready, converged, every image known',
+        async () => {
+          const o = await get();
+          const images = (o.status?.nodeTable ?? []).flatMap((n: Deep) => n.images);
+          return o.status?.converged && images.length === 8 && !images.includes('?') && o;
+        },
+        60_000,
+      );
+      const nodeReady = async () =>
+        ((await k.list(CORE.event, ns)).items as Deep[]).filter((e) => e.reason === 'NodeReady').length;
+      await new Promise((r) => setTimeout(r, 6_000)); // past the status rate limit: the first operator is done
+      const atRest = await get();
+      expect(condition(atRest, 'Ready')?.status).toBe('True');
+      const joined = await nodeReady();
+      expect(joined).toBe(2);
+
+      await first.stop();
+      await startOperator(opts);
+      // Longer than the new station's whole window (6 s, then up to 2 s per pod for images).
+      const until = Date.now() + 30_000;
+      while (Date.now() < until) {
+        const o = await get();
+        expect([o.metadata.resourceVersion, o.status]).toEqual([
+          atRest.metadata.resourceVersion,
+          atRest.status,
+        ]);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      expect(await nodeReady()).toBe(joined);
+
+      // It does hear: a real change (node-b silent) is written, with its Event.
+      pods.delete('node-b');
+      const s: Deep = await waitFor(
+        'node-b NotReady',
+        async () => {
+          const o = await get();
+          return o.status?.nodes === '1/2' && o;
+        },
+        30_000,
+      );
+      expect(condition(s, 'Degraded')).toMatchObject({ status: 'True', reason: 'NodesNotReady' });
+      await waitFor('the NodeNotReady Event', async () =>
+        ((await k.list(CORE.event, ns)).items as Deep[]).some((e) => e.reason === 'NodeNotReady'),
+      );
+    } finally {
+      for (const t of timers) clearInterval(t);
+      await st.close();
+      await relay.close();
+    }
+  }, 180_000);
 });

@@ -226,6 +226,48 @@ export function localMachineEnv(key = ''): NodeJS.ProcessEnv {
   return { ...process.env, RK_KEY: key };
 }
 
+/** A kubeconfig file for `account` in `ns` with a token from the TokenRequest API; its path. */
+export async function serviceAccountKubeconfig(
+  k: KubeClient,
+  ns: string,
+  account: string,
+  dir: string,
+): Promise<string> {
+  const tr = await k.request<{ status: { token: string } }>(
+    'POST',
+    `/api/v1/namespaces/${ns}/serviceaccounts/${account}/token`,
+    {
+      body: {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: { expirationSeconds: 3600 },
+      },
+    },
+  );
+  const cluster = k.kc.getCurrentCluster();
+  if (!cluster) throw new Error('the test kubeconfig has no current cluster');
+  const ca = cluster.caData
+    ? { 'certificate-authority-data': cluster.caData }
+    : cluster.caFile
+      ? { 'certificate-authority': cluster.caFile }
+      : { 'insecure-skip-tls-verify': true };
+  const file = join(dir, `${account}.kubeconfig`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    file,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'envtest', cluster: { server: cluster.server, ...ca } }],
+      users: [{ name: account, user: { token: tr.status.token } }],
+      contexts: [{ name: account, context: { cluster: 'envtest', user: account, namespace: ns } }],
+      'current-context': account,
+    }),
+    { mode: 0o600 },
+  );
+  return file;
+}
+
 /**
  * The kubelet's part for machine StatefulSets, played on this host: each StatefulSet scaled to 1
  * gets its pod as a local `retrokube machine run` process (volumes as folders: the PVC with a copy
@@ -263,13 +305,25 @@ export class LocalKubelet {
       const secret = ref ? await this.k.get(CORE.secret, this.ns, ref.name) : undefined;
       const key = ref ? Buffer.from((secret as Container).data[ref.key], 'base64').toString() : undefined;
       const args = localMachineArgs(c, { mounts, relay: this.o.relay, key });
+      // The kubelet's projected token: a pod that runs as a ServiceAccount with its token mounted
+      // talks to the API as that account (and only as that), here through a kubeconfig file.
+      const podSpec = sts.spec.template.spec;
+      const asAccount =
+        podSpec.automountServiceAccountToken === true && podSpec.serviceAccountName
+          ? await serviceAccountKubeconfig(
+              this.k,
+              this.ns,
+              podSpec.serviceAccountName,
+              join(this.o.work, name),
+            )
+          : undefined;
       this.pods.set(name, { c, mounts });
       this.procs.set(
         name,
         spawn(join(REPO_ROOT, 'node_modules/.bin/node'), ['operator/src/cli/main.ts', ...args], {
           cwd: REPO_ROOT,
           stdio: 'ignore',
-          env: localMachineEnv(key),
+          env: { ...localMachineEnv(key), ...(asAccount ? { KUBECONFIG: asAccount } : {}) },
         }),
       );
       await markStatefulSetReady(this.k, this.ns, name, sts.metadata.generation);

@@ -8,11 +8,13 @@ import type { Command } from 'commander';
 import { expandKeyReference } from '../machine/boot-key.ts';
 import { buildKubeDisk } from '../machine/kube-disk.ts';
 import { watchLiveCommands } from '../machine/live-commands.ts';
+import { LIVE_CONFIGMAP_KEY, parseConfigMapRef, watchLiveConfigMap } from '../machine/live-configmap.ts';
 import { fillPayload, PAYLOAD_LIMITS } from '../machine/payload.ts';
 import { snapshotToPng } from '../machine/png.ts';
 import { type RfbServer, startRfbServer } from '../machine/rfb/server.ts';
 import { MachineRunner, type RunnerOptions } from '../machine/runner.ts';
 import { missingModules, StatusFileWriter } from '../machine/status-file.ts';
+import { KubeClient } from '../runtime/client.ts';
 import { privateSecret } from '../util/private-file.ts';
 import { readSecretFile } from '../util/secret-option.ts';
 
@@ -37,6 +39,7 @@ interface RunOpts {
   json?: boolean;
   statusFile?: string;
   liveCommands?: string;
+  liveConfigmap?: string;
 }
 
 /** "relay:7524" / "127.0.0.1:7524" / "[::1]:7524" → host and port. */
@@ -58,6 +61,7 @@ function intOption(name: string, text: string, min: number, max: number): number
 async function run(disk: string, o: RunOpts): Promise<void> {
   // $(RK_KEY) in the commands becomes the key from the environment, checked as hex first.
   const commands = o.commands === undefined ? undefined : expandKeyReference(o.commands);
+  const liveRef = o.liveConfigmap === undefined ? undefined : parseConfigMapRef(o.liveConfigmap);
   const opts: RunnerOptions = {
     disk,
     inPlace: o.inPlace ?? false,
@@ -132,7 +136,15 @@ async function run(disk: string, o: RunOpts): Promise<void> {
       stopRequested.then(() => false),
     ]);
     if (!booted) return;
-    if (o.liveCommands !== undefined) {
+    if (liveRef !== undefined) {
+      live = watchLiveConfigMap({
+        client: KubeClient.fromDefault(),
+        ...liveRef,
+        key: LIVE_CONFIGMAP_KEY,
+        feed: (text) => m.serialFeed(text),
+        warn: (message) => process.stderr.write(`live commands: ${message}\n`),
+      });
+    } else if (o.liveCommands !== undefined) {
       live = watchLiveCommands({
         path: o.liveCommands,
         feed: (text) => m.serialFeed(text),
@@ -260,6 +272,10 @@ export function registerMachineVerbs(program: Command): void {
     .option(
       '--live-commands <file>',
       'after boot, send each new or changed "Kube.Apply name N Module" line of FILE to the serial port (a plane\'s desired deployments; other lines are refused)',
+    )
+    .option(
+      '--live-configmap <namespace/name>',
+      'as --live-commands, but the lines are the "deployments" entry of this ConfigMap, watched through the Kubernetes API (in a pod: its ServiceAccount; else KUBECONFIG): an edit arrives in seconds',
     )
     .addHelpText(
       'after',

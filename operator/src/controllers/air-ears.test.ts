@@ -3,7 +3,7 @@ import { clusterTag, heartbeatDatagram, keyFromHex } from '../air/kubenet.ts';
 import { type Relay, startRelay } from '../air/relay.ts';
 import { openStation, type Station } from '../air/station.ts';
 import { until } from '../air/until.test-helper.ts';
-import { AirEars } from './air-ears.ts';
+import { AirEars, EARS_LIMITS } from './air-ears.ts';
 
 const open: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
@@ -90,5 +90,37 @@ describe('the operator’s ears (a real relay on 127.0.0.1)', () => {
       'a forgery under the old key',
     );
     expect(ears.cluster(ref, 'ns/k', { cluster: 'kube', keyHex: '02' }).view.counts.frames).toBe(0);
+  });
+
+  it('a window of listening begins when the station first hears the air, not when it opened (a lost hello hears nothing)', async () => {
+    const { ears, talker } = await air();
+    const ref = { namespace: 'ns', air: 'w', port: 7524 };
+    const settings = { cluster: 'kube', keyHex: '' };
+    const opened = Date.now();
+    expect(ears.cluster(ref, 'ns/k', settings, opened).listeningMs).toBe(0);
+    // Nothing heard yet: time passing does not count as listening...
+    expect(ears.cluster(ref, 'ns/k', settings, opened + 3_000).listeningMs).toBe(0);
+    expect(ears.hear(ref, opened + 3_000).listeningMs).toBe(0);
+    await new Promise((r) => setTimeout(r, 200));
+    await talker.send(
+      heartbeatDatagram({ cluster: clusterTag('kube'), node: 'n1', ids: [], counter: 1 }, keyFromHex('')),
+    );
+    await until(
+      () => ears.cluster(ref, 'ns/k', settings).view.nodes.length === 1,
+      5_000,
+      'the heartbeat heard',
+    );
+    const heardAt = Date.now();
+    // ...from the first datagram on, it does.
+    const l = ears.cluster(ref, 'ns/k', settings, heardAt + 2_000).listeningMs;
+    expect(l).toBeGreaterThanOrEqual(2_000);
+    expect(l).toBeLessThan(2_000 + (heardAt - opened) + 1);
+    // A silent air is judged silent after a while: another air where nobody talks.
+    const silent = { namespace: 'ns', air: 'silent', port: 7524 };
+    const t0 = Date.now();
+    expect(ears.cluster(silent, 'ns/q', settings, t0).listeningMs).toBe(0);
+    expect(ears.cluster(silent, 'ns/q', settings, t0 + EARS_LIMITS.silentAirMs + 1_000).listeningMs).toBe(
+      1_000,
+    );
   });
 });

@@ -10,6 +10,14 @@ import { AirCensus, type AirHeard } from './air-census.ts';
 
 const log = logger('air-ears');
 
+export const EARS_LIMITS = {
+  // A station's hello can be lost (its relay's name not resolvable yet in a pod just started, the
+  // relay away): the relay forwards nothing until a later hello, 5 s on. So a window of listening
+  // starts at the first datagram heard — or, on an air where nothing is heard, this long after the
+  // station opened (three hello periods: a silent air is then judged silent).
+  silentAirMs: 15_000,
+} as const;
+
 /** Where an air's relay is heard: by default its Service. */
 export type AirAddress = (namespace: string, air: string, port: number) => { host: string; port: number };
 
@@ -45,6 +53,14 @@ interface Ear {
   clusters: Map<string, Subscription>;
   station: Promise<Station | undefined>;
   since: number;
+  /** When the station first heard a datagram (the relay forwards to it): listening really began. */
+  firstHeardMs: number | null;
+}
+
+/** How long `ear` has truly listened for a subscriber that asked at `since` (see EARS_LIMITS). */
+function listened(ear: Ear, since: number, now: number): number {
+  const began = ear.firstHeardMs ?? ear.since + EARS_LIMITS.silentAirMs;
+  return Math.max(0, now - Math.max(since, began));
 }
 
 const airId = (ref: Pick<AirRef, 'namespace' | 'air'>) => `${ref.namespace}/${ref.air}`;
@@ -67,7 +83,7 @@ export class AirEars {
         forgedFrames: sub.view.view(now).counts.forged,
       });
     }
-    return { heard: ear.census.summary(now, known), listeningMs: now - ear.since };
+    return { heard: ear.census.summary(now, known), listeningMs: listened(ear, ear.since, now) };
   }
 
   /** One cluster on the air, judged with its key for `subscriber`; opens the air's station if needed. */
@@ -89,7 +105,7 @@ export class AirEars {
       };
       ear.clusters.set(subscriber, sub);
     }
-    return { view: sub.view.view(now), listeningMs: now - sub.since };
+    return { view: sub.view.view(now), listeningMs: listened(ear, sub.since, now) };
   }
 
   /** The subscriber no longer needs its cluster view (the station stays while the air exists). */
@@ -142,6 +158,7 @@ export class AirEars {
         clusters: new Map(),
         station: Promise.resolve(undefined),
         since: now,
+        firstHeardMs: null,
       };
       ear.station = this.open(id, ear);
       this.ears.set(id, ear);
@@ -155,6 +172,7 @@ export class AirEars {
       host: ear.host,
       port: ear.port,
       onDatagram: (msg, at) => {
+        ear.firstHeardMs ??= at;
         ear.census.ingest(at, msg);
         for (const sub of ear.clusters.values()) sub.view.ingest(at, msg);
       },

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { assignDatagram, clusterTag, heartbeatDatagram, specDatagram, ZERO_KEY } from '../air/kubenet.ts';
+import { AirView } from '../air/view.ts';
 import { kubeSettings, type OberonKube } from './oberonkube-render.ts';
-import { computeKubeStatus, planeRefusal } from './oberonkube-status.ts';
+import { computeKubeStatus, heardFullWindow, planeRefusal } from './oberonkube-status.ts';
 
 const kube = (spec: Record<string, unknown>): OberonKube => ({
   apiVersion: 'retrokube.io/v1alpha1',
@@ -46,5 +48,37 @@ describe('OberonKube status: what the plane will refuse is said in status', () =
       reason: 'KeyInvalid',
       message: expect.stringMatching(/hex/),
     });
+  });
+});
+
+describe('a new station keeps the last status until it has heard a full window', () => {
+  const limits = { hearWindowMs: 6_000, specRoundPerPodMs: 2_000 };
+  const TAG = clusterTag('kube');
+  // A cluster at rest as a station that began listening at t=0 hears it: two nodes, four pods, the
+  // plane's one spec a second, round-robin — the image of pod 4 comes by only at 7 s.
+  const heard = (untilMs: number) => {
+    const v = new AirView({ cluster: 'kube' });
+    let ctr = 1;
+    for (let t = 0; t <= untilMs; t += 1_000) {
+      v.ingest(t, heartbeatDatagram({ cluster: TAG, node: 'node-a', ids: [1, 2], counter: ctr++ }, ZERO_KEY));
+      v.ingest(t, heartbeatDatagram({ cluster: TAG, node: 'node-b', ids: [3, 4], counter: ctr++ }, ZERO_KEY));
+      v.ingest(t, assignDatagram({ cluster: TAG, node: 'node-a', ids: [1, 2], counter: ctr++ }, ZERO_KEY));
+      v.ingest(t, assignDatagram({ cluster: TAG, node: 'node-b', ids: [3, 4], counter: ctr++ }, ZERO_KEY));
+      const id = t < 7_000 ? 1 + ((t / 1_000) % 3) : 4;
+      v.ingest(t, specDatagram({ cluster: TAG, podId: id, image: 'Ticker', counter: ctr++ }, ZERO_KEY));
+    }
+    return { view: v.view(untilMs), listeningMs: untilMs };
+  };
+
+  it('not before the node window, nor while a pod heard of has no image; then yes', () => {
+    expect(heardFullWindow(heard(5_000), limits)).toBe(false);
+    expect(heardFullWindow(heard(6_000), limits)).toBe(false); // pod 4's image not heard yet
+    expect(heardFullWindow(heard(7_000), limits)).toBe(true);
+  });
+
+  it('an image never heard does not hold the status for ever: twice the round per pod, then the truth', () => {
+    const h = heard(6_000);
+    expect(heardFullWindow({ ...h, listeningMs: 6_000 + 4 * 2_000 - 1 }, limits)).toBe(false);
+    expect(heardFullWindow({ ...h, listeningMs: 6_000 + 4 * 2_000 }, limits)).toBe(true);
   });
 });

@@ -21,6 +21,25 @@ export function planeRefusal(s: KubeSettings): string {
   return '';
 }
 
+/**
+ * Whether a station that just began listening has heard a full window: every node's heartbeat
+ * (a TTL and a period) and the plane's round of pod specs, so that no pod id it heard of lacks its
+ * image — or, if some image is still unheard, long enough for that round to have come by twice.
+ */
+export function heardFullWindow(
+  h: { view: ClusterView; listeningMs: number },
+  limits: { hearWindowMs: number; specRoundPerPodMs: number },
+): boolean {
+  if (h.listeningMs < limits.hearWindowMs) return false;
+  const ids = new Set<number>();
+  for (const n of h.view.nodes) {
+    for (const id of n.assigned ?? []) ids.add(id);
+    if (n.ready) for (const id of n.running) ids.add(id);
+  }
+  const unknown = [...ids].filter((id) => !h.view.pods.some((p) => p.id === id && p.image !== null));
+  return unknown.length === 0 || h.listeningMs >= limits.hearWindowMs + limits.specRoundPerPodMs * ids.size;
+}
+
 export function computeKubeStatus(
   k: OberonKube,
   s: KubeSettings,
@@ -31,6 +50,8 @@ export function computeKubeStatus(
     keyInvalid?: boolean;
     conflicts: string[];
     withPlane: boolean;
+    /** Forged frames heard in all (this station's count plus what the last status had counted). */
+    forgedFrames?: number;
     forgedRecent: boolean;
   },
   now: Date = new Date(),
@@ -54,7 +75,7 @@ export function computeKubeStatus(
   const readyNodes = table.filter((r) => names.includes(r.name) && r.ready).length;
   const running = v?.running ?? 0;
   const converged = !!v && v.converged && running === desiredPods && readyNodes === s.nodes;
-  const forged = v?.counts.forged ?? 0;
+  const forged = o.forgedFrames ?? v?.counts.forged ?? 0;
   const ready = !o.conflicts.length && !!v && readyNodes === s.nodes && v.plane.heard;
   const conds: ConditionInput[] = [];
   if (o.conflicts.length) {

@@ -29,11 +29,12 @@ import type {
 } from '../runtime/controller.ts';
 import { controllerRef, isControlledBy, MANAGED_BY } from '../runtime/objects.ts';
 import type { PolicyRule } from '../runtime/rbac.ts';
+import { logger } from '../util/log.ts';
 import { type AirAddress, AirEars } from './air-ears.ts';
 import { keyReadProblem } from './key-access.ts';
 import { OBERONAIR } from './oberonair.ts';
 import { derivedKey, kubeAirName, kubeSettings, type OberonKube, renderKube } from './oberonkube-render.ts';
-import { computeKubeStatus } from './oberonkube-status.ts';
+import { computeKubeStatus, heardFullWindow } from './oberonkube-status.ts';
 import { OBERONMACHINE } from './oberonmachine.ts';
 import { applyOwned, ourKind, primaryRules } from './owned.ts';
 import { PDB } from './placement.ts';
@@ -47,7 +48,14 @@ export const LIMITS = {
   // has listened for a full node TTL plus one heartbeat period, every node would look NotReady.
   // Meanwhile the last written status stands and no Event is sent.
   hearWindowMs: VIEW_LIMITS.TTL_MS + 1_000,
+  // ...and long enough to hear the plane name every pod's image: it announces one bound pod's spec
+  // about every second, round-robin (kube-on-oberon spec §3.5). Until every pod id heard has its
+  // image (or twice that round per id passed, for a loaded machine), the last status still stands
+  // — so a new leader never writes '?' where the status knew the image.
+  specRoundPerPodMs: 2_000,
 } as const;
+
+const log = logger('oberonkube');
 
 export const OBERONKUBE: ResourceType = ourKind('oberonkubes', 'OberonKube');
 
@@ -118,6 +126,10 @@ interface Memo {
   forgedAtMs: number;
   ready: Map<string, boolean>;
   paused: boolean;
+  /** This station has heard a full window for the cluster (status and Events from the air now). */
+  heardWindow: boolean;
+  /** Forged frames counted before this station listened (the last status's count): kept, not reset. */
+  forgedBase: number;
 }
 
 interface Deps {
@@ -143,15 +155,18 @@ async function reconcile(
     d.memo.delete(id);
     return undefined;
   }
+  const forgedBefore = lastForged(k);
   const memo = d.memo.get(id) ?? {
     lastWriteMs: 0,
     secretCreated: false,
-    forged: 0,
+    forged: forgedBefore,
+    forgedBase: forgedBefore,
     forgedAtMs: 0,
     // What the last status said (another operator, or this one before a restart): a node already
     // known Ready is not announced as joined again.
     ready: new Map(lastNodeTable(k).map((r) => [r.name, r.ready] as const)),
     paused: false,
+    heardWindow: false,
   };
   d.memo.set(id, memo);
   const s = kubeSettings(k);
@@ -275,11 +290,17 @@ async function reconcile(
   // station has heard a full window: until then the last status stands (a new leader must not
   // flap every cluster to 0/N nodes) and no Event is sent.
   const now = Date.now();
-  const stillListening =
-    !!heard && heard.listeningMs < LIMITS.hearWindowMs && !conflicts.length && k.status !== undefined;
-  if (stillListening)
-    return { requeueAfterMs: Math.min(LIMITS.hearWindowMs - (heard?.listeningMs ?? 0), LIMITS.pollMs) };
-  if (heard) emitAirEvents(ctx, k, memo, heard.view, nodeNames, now);
+  if (heard && !conflicts.length && k.status !== undefined && !heardFullWindow(heard, LIMITS))
+    return { requeueAfterMs: LIMITS.pollMs };
+  if (heard && !memo.heardWindow) {
+    memo.heardWindow = true;
+    log.info(
+      { kube: id, listeningMs: heard.listeningMs, nodes: heard.view.readyNodes, running: heard.view.running },
+      'Heard a full window of the air: status from what is heard now',
+    );
+  }
+  const forgedFrames = memo.forgedBase + (heard?.view.counts.forged ?? 0);
+  if (heard) emitAirEvents(ctx, k, memo, heard.view, nodeNames, forgedFrames, now);
   const status = computeKubeStatus(
     k,
     s,
@@ -289,6 +310,7 @@ async function reconcile(
       keyInvalid,
       conflicts,
       withPlane,
+      forgedFrames,
       forgedRecent: now - memo.forgedAtMs < LIMITS.forgedWindowMs && memo.forged > 0,
     },
     new Date(now),
@@ -298,6 +320,11 @@ async function reconcile(
     if (await ctx.applyStatusIfChanged(OBERONKUBE, k, status)) memo.lastWriteMs = now;
   }
   return { requeueAfterMs: wait > 0 ? Math.min(wait, LIMITS.pollMs) : LIMITS.pollMs };
+}
+
+function lastForged(k: OberonKube): number {
+  const n = (k.status as { forgedFrames?: unknown } | undefined)?.forgedFrames;
+  return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : 0;
 }
 
 function lastNodeTable(k: OberonKube): Array<{ name: string; ready: boolean }> {
@@ -322,6 +349,7 @@ function emitAirEvents(
   memo: Memo,
   v: ClusterView,
   expected: string[],
+  forgedFrames: number,
   now: number,
 ): void {
   for (const n of v.nodes) {
@@ -354,14 +382,14 @@ function emitAirEvents(
     );
     memo.paused = paused;
   }
-  if (v.counts.forged > memo.forged) {
+  if (forgedFrames > memo.forged) {
     void ctx.recorder.record(
       k,
       'Warning',
       'ForgedFrames',
-      `${v.counts.forged - memo.forged} frame(s) with cluster ${v.cluster}'s tag and a bad MAC heard on the air (${v.counts.forged} in all)`,
+      `${forgedFrames - memo.forged} frame(s) with cluster ${v.cluster}'s tag and a bad MAC heard on the air (${forgedFrames} in all)`,
     );
-    memo.forged = v.counts.forged;
+    memo.forged = forgedFrames;
     memo.forgedAtMs = now;
   }
 }

@@ -7,11 +7,13 @@
 // The KubeNet key never appears in a child: pods take it from the Secret through an env var that
 // the kubelet expands in the arguments, and the fill Job copies it onto the machine's volume, where
 // the hook substitutes it for $(KEY).
+
 import { readFileSync } from 'node:fs';
 import { joinCommands, nodeRoleCommands, planeRoleCommands } from '../api/oberonkube.ts';
 import { MACHINE_DEFAULTS, type OberonMachineSpecT } from '../api/oberonmachine.ts';
 import { type PlacementSettings, placementSettings } from '../api/placement.ts';
 import { KEY_REFERENCE } from '../machine/boot-key.ts';
+import { LIVE_CONFIGMAP_KEY } from '../machine/live-configmap.ts';
 import { PAYLOAD_LIMITS } from '../machine/payload.ts';
 import type { KubeObject } from '../runtime/client.ts';
 import { controllerRef, hashOf, MANAGED_BY } from '../runtime/objects.ts';
@@ -42,8 +44,7 @@ export const STATUS_FILE = `${STATUS_DIR}/status`;
  */
 export const PROBE_SCRIPT = `{ read -r s < ${STATUS_FILE}; } 2>/dev/null || s='starting: the emulator has not written ${STATUS_FILE} yet'; echo "$s"; case "$s" in booted:*) exit 0;; esac; exit 1`;
 
-export const LIVE_DIR = '/etc/retrokube/live'; // where the live-commands ConfigMap is mounted
-export const LIVE_KEY = 'deployments'; // its entry: Kube.Apply lines
+export const LIVE_KEY = LIVE_CONFIGMAP_KEY; // the live ConfigMap's entry: Kube.Apply lines
 // "$$" escapes the reference from the kubelet: `machine run` gets $(RK_KEY) literally and puts the
 // key from the env var in its place after checking it is hex (machine/boot-key.ts).
 export const KEY_PLACEHOLDER_POD = `$${KEY_REFERENCE}`;
@@ -123,6 +124,8 @@ export function bootText(s: MachineSettings, keyPlaceholder: string): string {
 }
 
 export const machineChild = (name: string): string => `rk-m-${name}`;
+/** The ServiceAccount, Role and RoleBinding of a machine with a live ConfigMap (oberonmachine-live.ts). */
+export const liveReaderName = (machine: string): string => `${machineChild(machine)}-live`;
 export const relayHost = (air: string): string => `rk-air-${air}`;
 
 export function selectorLabels(s: MachineSettings): Record<string, string> {
@@ -181,7 +184,9 @@ export function renderPod(
   if (!s.vncPasswordRef) args.push('--vnc-no-password');
   if (text) args.push('--commands', text);
   if (s.air) args.push('--air', `${relayHost(s.air)}:${RENDER_LIMITS.airPort}`);
-  if (s.liveCommandsConfigMap) args.push('--live-commands', `${LIVE_DIR}/${LIVE_KEY}`);
+  // The plane follows its deployments ConfigMap through the API (an edit in seconds; a mounted
+  // volume waits for the kubelet's sync, about a minute), as the ServiceAccount of oberonmachine-live.ts.
+  if (s.liveCommandsConfigMap) args.push('--live-configmap', `${s.namespace}/${s.liveCommandsConfigMap}`);
   const env = [
     ...(s.keySecretRef
       ? [
@@ -229,7 +234,10 @@ export function renderPod(
           },
         },
         spec: {
-          automountServiceAccountToken: false,
+          // Only a plane with a live ConfigMap talks to the API (its own narrow Role); no other machine.
+          ...(s.liveCommandsConfigMap
+            ? { serviceAccountName: liveReaderName(s.name), automountServiceAccountToken: true }
+            : { automountServiceAccountToken: false }),
           enableServiceLinks: false,
           terminationGracePeriodSeconds: 0, // no ACPI: the machine has nothing to shut down
           securityContext: restrictedPodSecurity({
@@ -240,10 +248,6 @@ export function renderPod(
           ...placement(s),
           volumes: [
             { name: 'status', emptyDir: { medium: 'Memory', sizeLimit: RENDER_LIMITS.statusVolume } },
-            // optional: the machine boots before the ConfigMap exists, and takes it when it comes
-            ...(s.liveCommandsConfigMap
-              ? [{ name: 'live', configMap: { name: s.liveCommandsConfigMap, optional: true } }]
-              : []),
           ],
           initContainers: [
             {
@@ -277,7 +281,6 @@ export function renderPod(
               volumeMounts: [
                 { name: 'disk', mountPath: '/disk' },
                 { name: 'status', mountPath: STATUS_DIR },
-                ...(s.liveCommandsConfigMap ? [{ name: 'live', mountPath: LIVE_DIR, readOnly: true }] : []),
               ],
               securityContext: restrictedContainerSecurity({ readOnlyRoot: true }),
             },

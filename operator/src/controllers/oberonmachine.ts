@@ -3,6 +3,7 @@
 // PVC, fill Job, VM — Halted until the Job has seeded the disk). Reads top to bottom: watch setup,
 // reconcile, status. Renders live in oberonmachine-render.ts, the status it computes in
 // oberonmachine-status.ts (both pure), LauncherReady in oberonmachine-launcher.ts.
+
 import { CORE, type KubeObject, type ResourceType } from '../runtime/client.ts';
 import { type Condition, isTrue } from '../runtime/conditions.ts';
 import type {
@@ -14,6 +15,7 @@ import type {
 import { CHILD_VERBS, type PolicyRule } from '../runtime/rbac.ts';
 import { defaultImage } from './oberonair.ts';
 import { KUBEVIRT, LAUNCHER_LIMITS, LauncherCheck } from './oberonmachine-launcher.ts';
+import { LIVE_ACCESS_RBAC, RBAC_TYPES, renderLiveAccess } from './oberonmachine-live.ts';
 import {
   bootFromEvents,
   CORE_EVENT,
@@ -76,6 +78,8 @@ export const OBERONMACHINE_RBAC: PolicyRule[] = [
   { apiGroups: ['kubevirt.io'], resources: ['kubevirts'], verbs: ['get', 'list'] },
   { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get'] },
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
+  // A plane's live channel: a ServiceAccount bound to a Role reading its one ConfigMap.
+  ...LIVE_ACCESS_RBAC,
   // Status: the machine's Pod/VM events and its relay's endpoints (read-only, oberonmachine-observe.ts).
   ...OBSERVE_RBAC,
 ];
@@ -189,6 +193,19 @@ async function reconcile(
     const held = !relayReady && !((current?.spec?.replicas ?? 0) >= 1);
     world.relay = s.air ? { ready: relayReady, held: held && s.running } : undefined;
     const d = renderPod(m, s, image, { held });
+    // A plane's live channel: its ServiceAccount and narrow Role before the pod that runs as it.
+    const access = renderLiveAccess(m, s);
+    if (access) {
+      // Not watched (no cluster-wide informer of accounts and Roles for three small objects): read.
+      for (const [type, obj] of [
+        [RBAC_TYPES.serviceAccount, access.serviceAccount],
+        [RBAC_TYPES.role, access.role],
+        [RBAC_TYPES.roleBinding, access.roleBinding],
+      ] as const) {
+        const r = await applyOwned(ctx, m, type, obj, { uncached: true });
+        if ('conflict' in r) conflicts.push(r.conflict);
+      }
+    }
     const [sts] = await Promise.all([
       applyChild(ctx, m, KINDS_OWNED.statefulSet, d.statefulSet, conflicts),
       applyChild(ctx, m, CORE.service, d.service, conflicts),

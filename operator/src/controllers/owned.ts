@@ -35,10 +35,14 @@ export async function applyOwned(
   owner: KubeObject,
   type: ResourceType,
   desired: KubeObject,
+  /** A kind the controller does not watch (no cache): read from the API server. */
+  opts: { uncached?: boolean } = {},
 ): Promise<OwnedApply> {
   const ns = desired.metadata.namespace as string;
   const name = desired.metadata.name as string;
-  const current = ctx.cached(type, ns, name) ?? (await ctx.client.getOrUndefined(type, ns, name));
+  const current =
+    (opts.uncached ? undefined : ctx.cached(type, ns, name)) ??
+    (await ctx.client.getOrUndefined(type, ns, name));
   if (current && !isControlledBy(current, owner.metadata.uid)) return { conflict: `${type.kind} ${name}` };
   const { object, wrote } = await ctx.applyIfChanged(type, desired, current);
   return { object, created: wrote && !current };

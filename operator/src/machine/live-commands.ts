@@ -55,41 +55,56 @@ export interface LiveCommandsOptions {
 }
 
 /**
- * Watches the file and feeds new or changed lines. Polling, not fs.watch: a ConfigMap volume
- * changes by swapping a symlink, which inotify on the file itself does not see.
+ * Turns one reading of the desired lines (full state) into what the serial port needs: the lines
+ * new or changed since the last reading. The file watcher and the ConfigMap watcher
+ * (live-configmap.ts) both hand it every text they read; `where` names the source in warnings.
  */
-export function watchLiveCommands(o: LiveCommandsOptions): { stop(): void; poll(): Promise<void> } {
+export function liveFeeder(o: { where: string; feed(text: string): void; warn(message: string): void }): {
+  offer(text: string): void;
+  problem(message: string): void;
+} {
   const sent = new Set<string>();
   let lastProblem = '';
-  let inFlight: Promise<void> | null = null;
   const problem = (message: string) => {
     if (message !== lastProblem) o.warn(message);
     lastProblem = message;
   };
+  const offer = (text: string) => {
+    if (text.length > LIVE_LIMITS.maxFileBytes) {
+      problem(`${o.where} is ${text.length} bytes, more than ${LIVE_LIMITS.maxFileBytes}; nothing sent`);
+      return;
+    }
+    const { lines, refused } = parseLiveCommands(text);
+    if (refused.length > 0)
+      problem(
+        `${o.where}: refused ${refused.length} line(s) that are not "Kube.Apply name N Module" or "Kube.Hold N": ${refused[0]}`,
+      );
+    else lastProblem = '';
+    const fresh = linesToSend(sent, lines);
+    // The leading line feed ends whatever the port held before (a boot command string need not
+    // end with a separator, and Boot would read our line as the rest of it).
+    if (fresh.length > 0) o.feed(`\n${fresh.join('\n')}\n`);
+    // A line that left the text may come back later and must be sent again then.
+    sent.clear();
+    for (const l of lines) sent.add(l);
+  };
+  return { offer, problem };
+}
+
+/**
+ * Watches the file and feeds new or changed lines. Polling, not fs.watch: a ConfigMap volume
+ * changes by swapping a symlink, which inotify on the file itself does not see.
+ */
+export function watchLiveCommands(o: LiveCommandsOptions): { stop(): void; poll(): Promise<void> } {
+  const feeder = liveFeeder({ where: o.path, feed: o.feed, warn: o.warn });
+  let inFlight: Promise<void> | null = null;
   const readOnce = async () => {
     try {
-      const text = await readFile(o.path, 'latin1');
-      if (text.length > LIVE_LIMITS.maxFileBytes) {
-        problem(`${o.path} is ${text.length} bytes, more than ${LIVE_LIMITS.maxFileBytes}; nothing sent`);
-        return;
-      }
-      const { lines, refused } = parseLiveCommands(text);
-      if (refused.length > 0)
-        problem(
-          `${o.path}: refused ${refused.length} line(s) that are not "Kube.Apply name N Module" or "Kube.Hold N": ${refused[0]}`,
-        );
-      else lastProblem = '';
-      const fresh = linesToSend(sent, lines);
-      // The leading line feed ends whatever the port held before (a boot command string need not
-      // end with a separator, and Boot would read our line as the rest of it).
-      if (fresh.length > 0) o.feed(`\n${fresh.join('\n')}\n`);
-      // A line that left the file may come back later and must be sent again then.
-      sent.clear();
-      for (const l of lines) sent.add(l);
+      feeder.offer(await readFile(o.path, 'latin1'));
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       // A ConfigMap not written yet is normal at first; say it once.
-      problem(
+      feeder.problem(
         code === 'ENOENT' ? `${o.path} does not exist yet; waiting` : `${o.path}: ${(e as Error).message}`,
       );
     }

@@ -4,6 +4,8 @@
 export interface PolicyRule {
   apiGroups: string[];
   resources: string[];
+  /** Only these objects (a Role the operator renders; the operator's own rules never narrow by name). */
+  resourceNames?: string[];
   verbs: string[];
 }
 
