@@ -114,7 +114,10 @@ describe('OberonKube on a real API server', () => {
     );
     const planeArgs = planeSts.spec.template.spec.containers[0].args;
     expect(planeArgs).toContain('Kube.Start;KubeNet.Serve kube $$(RK_KEY)');
-    expect(planeArgs.slice(-2)).toEqual(['--live-commands', '/etc/retrokube/live/deployments']);
+    // The plane's pod watches its deployments ConfigMap through the API (seconds, not the kubelet's
+    // volume refresh), as its own ServiceAccount allowed that one ConfigMap only.
+    expect(planeArgs.slice(-2)).toEqual(['--live-configmap', `${ns}/rk-kube-farm-deployments`]);
+    expect(planeSts.spec.template.spec.serviceAccountName).toBeTruthy();
     const live: Deep = await waitFor('the live deployments ConfigMap', () =>
       k.getOrUndefined(CORE.configMap, ns, 'rk-kube-farm-deployments'),
     );

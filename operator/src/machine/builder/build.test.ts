@@ -157,7 +157,8 @@ describe('disk builder (the image compiles our modules with its own ORP)', () =>
   it('a module compiled by the builder reads the boot command string from the serial port at start', () => {
     const m = boot(built.disk, 'Kube.Start;KubeNet.Join a kube 00c0ffee');
     const probe = OberonVolume.fromBuffer(m.disk.bytes).read('Probe.Text').toString('latin1');
-    expect(probe).toBe('Kube.Start;KubeNet.Join a kube 00c0ffee');
+    // The emulator ends the boot commands with ';' (endCommands): a command typed later stays its own.
+    expect(probe).toBe('Kube.Start;KubeNet.Join a kube 00c0ffee;');
   });
 
   it('the same inputs give the same disk bytes', () => {

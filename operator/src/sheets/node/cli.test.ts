@@ -153,7 +153,8 @@ describe('retrokube sheets node', () => {
       );
       const end = Date.now() + 30_000;
       let message = '';
-      while (Date.now() < end && !message) {
+      // The scheduler's own Pending words ("waiting for plain's agent …") come first; the agent's reason replaces them.
+      while (Date.now() < end && !/needs the process runtime/.test(message)) {
         message = String(store.get('Pods', 'evil-1')?.message ?? '');
         await new Promise((r) => setTimeout(r, 100));
       }
