@@ -4,12 +4,17 @@
 // rate off: deliveries beyond it are dropped and counted, and only delivered frames count here.
 //
 //   node_modules/.bin/node bench/air/run.ts [--seconds 3] [--save]
+//   node_modules/.bin/node bench/air/run.ts --compare [--rounds 3] [--seconds 3] [--save]  # beside the reference (compare.ts)
 import dgram from 'node:dgram';
 import { Worker } from 'node:worker_threads';
 import { RELAY_LIMITS } from '../../operator/src/air/relay.ts';
 import { encodeDatagram } from '../../operator/src/air/wire.ts';
 import { startRecording, writeResults } from '../results.ts';
 
+if (process.argv.includes('--compare')) {
+  await import('./compare.ts');
+  process.exit(0);
+}
 const record = startRecording();
 
 const BENCH = {
