@@ -178,9 +178,9 @@ describe('the relay on loopback', () => {
   });
 
   it('a flooding station cannot starve the others: its excess is dropped and counted', async () => {
-    // a ceiling of 200 frames/s (burst 400), so the flood below exceeds it many times over even on
+    // a ceiling of 100 frames/s (burst 200), so the flood below exceeds it many times over even on
     // a loaded host; the default ceiling has its own test
-    const limit = { perSecond: 200, burst: 400 };
+    const limit = { perSecond: 100, burst: 200 };
     const r = await relay({ rate: limit });
     const honest = await Promise.all([0, 1, 2].map(() => station(r)));
     const flooder = await station(r);
@@ -188,10 +188,10 @@ describe('the relay on loopback', () => {
     let flooding = true;
     let flooded = 0;
     const started = Date.now();
-    // The flooder sends ~5,000 frames/s, 250 times a real station's ~20/s.
+    // The flooder sends ~10,000 frames/s (unloaded), 500 times a real station's ~20/s.
     const flood = (async () => {
       while (flooding) {
-        for (let k = 0; k < 10; k++) void flooder.st.send(frame(99, flooded++));
+        for (let k = 0; k < 20; k++) void flooder.st.send(frame(99, flooded++));
         await settle(2);
       }
     })();
