@@ -11,13 +11,12 @@
 //    the reference's process), and the delay of every 16th frame from send to receiver 0 (p50, p99, max);
 //  - steady: one station sends STEADY_RATE frames/s for STEADY_SECONDS; frames receiver 0 missed.
 import { type ChildProcess, spawn } from 'node:child_process';
-import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { encodeDatagram } from '../../operator/src/air/wire.ts';
 import { startRecording, writeResults } from '../results.ts';
+import { frame, pct, sock } from './stations.ts';
 
 const record = startRecording();
 
@@ -119,21 +118,6 @@ async function reference(): Promise<RelayUnderTest> {
     },
   };
 }
-
-function sock(): Promise<dgram.Socket> {
-  const s = dgram.createSocket({ type: 'udp4', recvBufferSize: 4 << 20 });
-  return new Promise((r) => s.bind(0, '127.0.0.1', () => r(s)));
-}
-function frame(seq: number): Buffer {
-  const p = new Uint8Array(32);
-  p[0] = 1;
-  p[1] = 0xff;
-  p[3] = 0x60;
-  new DataView(p.buffer).setUint32(8, seq, true);
-  return Buffer.from(encodeDatagram(5, p));
-}
-const pct = (xs: number[], p: number) =>
-  xs[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))] ?? Number.NaN;
 
 // 19 receivers that hello twice (ours proves a station heard again after 1 s) and never read.
 const SILENT_RECEIVERS = `
