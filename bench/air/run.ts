@@ -4,12 +4,16 @@
 // rate off: deliveries beyond it are dropped and counted, and only delivered frames count here.
 //
 //   node_modules/.bin/node bench/air/run.ts [--seconds 3] [--save]
-import dgram from 'node:dgram';
+//   node_modules/.bin/node bench/air/run.ts --compare [--rounds 3] [--seconds 3] [--save]  # beside the reference (compare.ts)
 import { Worker } from 'node:worker_threads';
 import { RELAY_LIMITS } from '../../operator/src/air/relay.ts';
-import { encodeDatagram } from '../../operator/src/air/wire.ts';
 import { startRecording, writeResults } from '../results.ts';
+import { frame, pct, sock } from './stations.ts';
 
+if (process.argv.includes('--compare')) {
+  await import('./compare.ts');
+  process.exit(0);
+}
 const record = startRecording();
 
 const BENCH = {
@@ -34,20 +38,7 @@ type Stats = {
 };
 type Answer = { stats: Stats; elu: { idle: number; active: number; utilization: number }; cpuUs: number };
 
-function sock(): Promise<dgram.Socket> {
-  const s = dgram.createSocket({ type: 'udp4', recvBufferSize: 4 << 20 });
-  return new Promise((r) => s.bind(0, '127.0.0.1', () => r(s)));
-}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function frame(seq: number): Buffer {
-  const p = new Uint8Array(32);
-  p[0] = 1;
-  p[1] = 0xff;
-  p[3] = 0x60;
-  new DataView(p.buffer).setUint32(8, seq, true);
-  return Buffer.from(encodeDatagram(5, p));
-}
 
 const worker = new Worker(new URL('./relay-worker.ts', import.meta.url));
 const ask = <T>(type: string, answer: string): Promise<T> =>
@@ -142,8 +133,6 @@ async function latency(targetPort: number, viaRelay: boolean): Promise<number[]>
   }
   return us.sort((a, b) => a - b);
 }
-const pct = (xs: number[], p: number) =>
-  xs[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))] ?? Number.NaN;
 const viaRelay = await latency(port, true);
 const direct = await latency(receivers[0].address().port, false);
 

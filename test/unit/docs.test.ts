@@ -76,7 +76,9 @@ const where = (s: Snippet): string => `${s.file}:${s.line}`;
 
 // --- the CLI tree --------------------------------------------------------------------------------
 
-const cliTree = (): Command => buildProgram();
+// The whole tree, every verb's module loaded (the CLI itself loads only the verb it runs).
+const FULL_TREE = await buildProgram();
+const cliTree = (): Command => FULL_TREE;
 
 const findOption = (chain: Command[], flag: string): Option | undefined =>
   chain

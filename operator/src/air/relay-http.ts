@@ -62,6 +62,7 @@ export function relayRegistry(relay: Relay): Registry {
       this.labels('off').inc(st.droppedOff);
       this.labels('cut').inc(st.droppedCut);
       this.labels('budget').inc(st.droppedBudget);
+      this.labels('late').inc(st.droppedLate);
     },
   });
   new Gauge({

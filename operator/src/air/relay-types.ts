@@ -39,6 +39,8 @@ export interface RelayStats {
   droppedCut: number;
   /** Deliveries not made because the air's output budget was spent, or to silent stations over the cap. */
   droppedBudget: number;
+  /** Deliveries dropped because the kernel still held earlier sends: radio drops rather than queues. */
+  droppedLate: number;
   /** Stations refused or evicted because their address or the table was full. */
   refusedPeers: number;
   sendErrors: number;

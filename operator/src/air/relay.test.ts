@@ -178,17 +178,20 @@ describe('the relay on loopback', () => {
   });
 
   it('a flooding station cannot starve the others: its excess is dropped and counted', async () => {
-    const r = await relay();
+    // a ceiling of 100 frames/s (burst 200), so the flood below exceeds it many times over even on
+    // a loaded host; the default ceiling has its own test
+    const limit = { perSecond: 100, burst: 200 };
+    const r = await relay({ rate: limit });
     const honest = await Promise.all([0, 1, 2].map(() => station(r)));
     const flooder = await station(r);
     await until(() => r.peers().length === 4, 5000, 'four stations');
     let flooding = true;
     let flooded = 0;
     const started = Date.now();
-    // The flooder sends ~5,000 frames/s, 250 times a real station's ~20/s.
+    // The flooder sends ~10,000 frames/s (unloaded), 500 times a real station's ~20/s.
     const flood = (async () => {
       while (flooding) {
-        for (let k = 0; k < 10; k++) void flooder.st.send(frame(99, flooded++));
+        for (let k = 0; k < 20; k++) void flooder.st.send(frame(99, flooded++));
         await settle(2);
       }
     })();
@@ -201,7 +204,7 @@ describe('the relay on loopback', () => {
     await flood;
     const elapsedS = (Date.now() - started) / 1000;
     await settle(300);
-    const ceiling = RELAY_LIMITS.RATE_BURST + RELAY_LIMITS.RATE_PER_SECOND * elapsedS + 5;
+    const ceiling = limit.burst + limit.perSecond * elapsedS + 5;
     honest.forEach((h, i) => {
       const fromOthers = h.got.filter((m) => m[3] !== 99);
       expect(fromOthers.length).toBe(40); // every honest frame of the two others arrived
@@ -210,11 +213,30 @@ describe('the relay on loopback', () => {
       expect(h.got.length - fromOthers.length).toBeLessThanOrEqual(ceiling);
     });
     const st = r.stats();
-    expect(flooded).toBeGreaterThan(1500);
+    expect(flooded).toBeGreaterThan(ceiling + 100); // the flood went well past the ceiling
     expect(st.droppedRate).toBeGreaterThan(flooded - ceiling - 1);
     const flooderPeer = r.peers().find((p) => p.port === flooder.port)!;
     expect(flooderPeer.rateDropped).toBe(st.droppedRate);
   });
+
+  it('with the default limits, a station at the fastest real rate (400 frames/s, see RELAY_LIMITS) loses nothing', async () => {
+    const r = await relay();
+    const tx = await station(r);
+    const rx = await station(r);
+    await until(() => r.peers().length === 2, 5000, 'two stations');
+    const total = 1200; // 3 s at 400 frames/s
+    const started = Date.now();
+    for (let i = 0; i < total; i += 4) {
+      const due = started + (i * 1000) / 400;
+      if (due > Date.now()) await settle(due - Date.now());
+      for (let j = i; j < i + 4; j++) void tx.st.send(frame(1, j));
+    }
+    await until(() => r.stats().framesIn === total, 10_000, 'every frame judged');
+    expect(r.stats().droppedRate).toBe(0);
+    await until(() => rx.got.length === total, 10_000, 'every frame delivered');
+    // a sender at least as fast as the limit would be clipped: the ceiling is above 400/s, not off
+    expect(RELAY_LIMITS.RATE_PER_SECOND).toBeGreaterThanOrEqual(2 * 400);
+  }, 30_000);
 
   it('random datagrams never crash it or a listener on it, and both still work afterwards', async () => {
     const r = await relay({ rate: null });

@@ -17,10 +17,16 @@ import { AIR_PORT, HELLO_BYTE, TYP, LIMITS as WIRE } from './wire.ts';
 export const RELAY_LIMITS = {
   /** Stations hello every 5 s; 60 s of silence (12 missed hellos) means the station is gone. */
   PEER_TTL_MS: WIRE.RELAY_PEER_TTL_MS,
-  /** A station sends at most ~20 frames/s (SCC waits 50 ms per send); 10× that is never a real station. */
-  RATE_PER_SECOND: 200,
-  /** Bursts up to 2 s of the ceiling pass, so a busy but honest plane is never clipped. */
-  RATE_BURST: 400,
+  /**
+   * Per-station ceiling. On the wall clock a RISC5 station sends at most ~20 frames/s (SCC waits
+   * 50 ms per send). But until something from outside reaches it, a machine runs on machine time
+   * (machine.ts), where those 50 ms are 1.25 M instructions: at the translator's ~500 M
+   * instructions/s that is ~400 frames/s, the fastest real Kube traffic a station makes here. The
+   * ceiling is 2.5× that, so a faster host never clips an honest station; a flood is still cut to it.
+   */
+  RATE_PER_SECOND: 1_000,
+  /** Bursts up to 2 s of the ceiling pass. */
+  RATE_BURST: 2_000,
   /** How often silent stations are looked for when no datagram arrives. */
   SWEEP_MS: 1000,
   /** On traffic, look for silent stations at most this often (a flood must not pay per frame). */
@@ -40,8 +46,10 @@ export const RELAY_LIMITS = {
    */
   MAX_SILENT_RECEIVERS: 64,
   /**
-   * Deliveries per second for the whole air (a token bucket): a real air of 9 stations at 20
-   * frames/s makes ~1,500; beyond the budget deliveries are dropped, stations that sent frames first.
+   * Deliveries per second for the whole air (a token bucket), with the per-station ceiling on: a
+   * real air of 21 stations at 20 frames/s makes ~8,400; beyond the budget deliveries are dropped,
+   * stations that sent frames first. The raw air (`rate: null`, `--no-rate-limit`) has no budget,
+   * as the reference relay: the relay's CPU and MAX_DELAY_MS bound it.
    */
   OUT_PER_SECOND: 20_000,
   OUT_BURST: 40_000,
@@ -136,6 +144,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     droppedOff: 0,
     droppedCut: 0,
     droppedBudget: 0,
+    droppedLate: 0,
     refusedPeers: 0,
     sendErrors: 0,
     joined: 0,
@@ -290,6 +299,9 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       return;
     }
     s.framesIn++;
+    fanOut(msg, rinfo, now);
+  });
+  const fanOut = (msg: Buffer, rinfo: dgram.RemoteInfo, now: number): void => {
     if (!on) {
       s.droppedOff++;
       return;
@@ -309,7 +321,9 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     }
     // Stations that sent frames first, then at most MAX_SILENT_RECEIVERS silent ones, all within
     // the air's output budget.
-    refillOut(now);
+    if (rate) refillOut(now);
+    // The kernel refused earlier sends (its send buffer is full): drop, as radio does, not queue.
+    const late = socket.getSendQueueCount() > 0;
     let receivers = 0;
     let silent = 0;
     let unproven = 0;
@@ -332,8 +346,12 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
           if (opts.frameEvents) lost.push(p.address);
           continue;
         }
-        if (outTokens < 1 || (pass === 1 && silent >= RELAY_LIMITS.MAX_SILENT_RECEIVERS)) {
+        if ((rate && outTokens < 1) || (pass === 1 && silent >= RELAY_LIMITS.MAX_SILENT_RECEIVERS)) {
           s.droppedBudget++;
+          continue;
+        }
+        if (late) {
+          s.droppedLate++;
           continue;
         }
         outTokens--;
@@ -346,7 +364,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     }
     if (opts.frameEvents)
       opts.onEvent?.({ type: 'frame', from: publicPeer(from), channel: msg[0], receivers, lost });
-  });
+  };
   // Failed sends (no callback per send: it costs a closure call per delivery) and ICMP errors of
   // earlier sends arrive here; they are counted and never stop the air.
   const onSocketError = (err: Error): void => {

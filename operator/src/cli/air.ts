@@ -3,7 +3,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { FORGERY_KINDS, type ForgeryKind, runInjector } from '../air/inject.ts';
 import { checkClusterName, keyFromHex } from '../air/kubenet.ts';
 import { startListener } from '../air/listen.ts';
-import { checkLoss, type RelayState, relaySummary, startRelay } from '../air/relay.ts';
+import { checkLoss, RELAY_LIMITS, type RelayState, relaySummary, startRelay } from '../air/relay.ts';
 import { DEFAULT_CONTROL_PORT, relayControl } from '../air/relay-http.ts';
 import { parseRelayAddress } from '../air/station.ts';
 import { AIR_PORT, fromHex, LIMITS } from '../air/wire.ts';
@@ -219,7 +219,10 @@ export function registerAirVerbs(program: Command): void {
         .argParser(intIn('summary', 0, 86400))
         .default(CLI_LIMITS.SUMMARY_S),
     )
-    .option('--no-rate-limit', `no per-station ceiling (default ${200} frames/s, burst ${400})`)
+    .option(
+      '--no-rate-limit',
+      `the raw air, as the reference relay: no per-station ceiling (default ${RELAY_LIMITS.RATE_PER_SECOND} frames/s, burst ${RELAY_LIMITS.RATE_BURST}) and no air-wide budget`,
+    )
     .option('-v, --verbose', 'print a line per frame')
     .addHelpText(
       'after',

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The one command of the project: every role (operator, air relay, machine, sheets node, ...) is a verb.
 import { CommanderError } from 'commander';
-import { buildProgram } from './program.ts';
+import { programFor } from './program.ts';
 
 // `retrokube --help | head`: the reader closed the pipe, which is not a failure of ours. Without a
 // listener the EPIPE of the next write is an unhandled 'error' event and a stack trace.
@@ -13,7 +13,7 @@ for (const stream of [process.stdout, process.stderr]) {
 }
 
 try {
-  await buildProgram().parseAsync(process.argv);
+  await (await programFor(process.argv.slice(2))).parseAsync(process.argv);
 } catch (err) {
   if (err instanceof CommanderError) {
     process.exitCode = err.exitCode;

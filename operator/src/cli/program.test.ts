@@ -7,7 +7,8 @@ import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { CHECKOUT_LAUNCHER, cliNameFor } from '../util/cli-name.ts';
 import { VERSION } from '../version.ts';
-import { buildProgram } from './program.ts';
+import { buildProgram, programFor, verbOf } from './program.ts';
+import { VERB_GROUPS, verbNames } from './verbs.ts';
 
 const MAIN = join(import.meta.dirname, 'main.ts');
 
@@ -45,9 +46,9 @@ describe('the first commands', () => {
     expect(r.code).toBe(0);
   }, 60_000);
 
-  it('no option tells its default twice ("(default: any free port) (default: 0)")', () => {
+  it('no option tells its default twice ("(default: any free port) (default: 0)")', async () => {
     const twice: string[] = [];
-    for (const cmd of allCommands(buildProgram())) {
+    for (const cmd of allCommands(await buildProgram())) {
       const help = cmd.createHelp();
       for (const opt of cmd.options) {
         const text = help.optionDescription(opt);
@@ -56,6 +57,54 @@ describe('the first commands', () => {
     }
     expect(twice).toEqual([]);
   });
+});
+
+describe('a command line loads only the verb it names (verbs.ts)', () => {
+  const helpOf = (c: Command): string => c.helpInformation({ error: false });
+
+  it("the list --help shows is exactly what the verbs' modules register, in the same order", async () => {
+    const full = await buildProgram();
+    const index = await programFor(['--help']);
+    expect(index.commands.map((c) => [c.name(), c.description()])).toEqual(
+      full.commands.map((c) => [c.name(), c.description()]),
+    );
+    expect(helpOf(index)).toBe(helpOf(full));
+  });
+
+  it('each group registers the verbs it lists (and those it extends), and no other', async () => {
+    for (const g of VERB_GROUPS) {
+      const tree = await buildProgram([g]);
+      expect(tree.commands.map((c) => c.name()).sort()).toEqual(
+        ['version', ...verbNames(g), ...(g.extends ?? [])].sort(),
+      );
+    }
+  });
+
+  it('a verb that several groups add to gets all of their subcommands', async () => {
+    const full = await buildProgram();
+    for (const verb of full.commands) {
+      const alone = (await programFor([verb.name()])).commands.find((c) => c.name() === verb.name());
+      expect(
+        alone?.commands.map((c) => c.name()),
+        verb.name(),
+      ).toEqual(verb.commands.map((c) => c.name()));
+    }
+  });
+
+  it('finds the verb past options, and after help', async () => {
+    expect(verbOf(['--help'])).toBeUndefined();
+    expect(verbOf(['skctl', '--server', 'http://x', 'get'])).toBe('skctl');
+    expect(verbOf(['help', 'air'])).toBe('air');
+    const tree = await programFor(['air', 'relay', '--help']);
+    expect(tree.commands.map((c) => c.name())).toEqual(['version', 'air']);
+    expect(tree.commands[1]?.commands.length).toBeGreaterThan(3); // the real air verbs, not a listing
+  });
+
+  it('a mistyped verb still gets the "did you mean" hint', async () => {
+    const r = await run(['statsu']);
+    expect(r.code).not.toBe(0);
+    expect(r.err).toMatch(/unknown command 'statsu'[\s\S]*status/);
+  }, 60_000);
 });
 
 describe('hints name the command as the person runs it', () => {
