@@ -67,14 +67,20 @@ elif [ "$(readlink "$KUBELET_PODS_LINK")" != "$R/kubelet/pods" ]; then
 fi
 
 # --- the operator manifest, as the release renders it ----------------------------------------------
-"$BIN/manifest-templator" --process-files --input-file="$KV_SRC/manifests/release/kubevirt-operator.yaml.in" \
-  --generated-manifests-dir="$KV_SRC/manifests/generated" --namespace="$NS" \
-  --container-prefix="${OPERATOR_IMAGE%/*}" --container-tag="${OPERATOR_IMAGE##*:}" \
-  --virt-launcher-image="$LAUNCHER_IMAGE" --sidecar-shim-image="$SHIM_IMAGE" \
+# Two passes, as KubeVirt's release build: the generated manifests into the template, then the
+# variables. (The templator's --virt-launcher-image does not reach the Deployment: it computes the
+# Deployment before reading that flag; the operator's documented environment variables do, below.)
+tmpl=(--kubevirt-logo-path="$KV_SRC/assets/kubevirt_logo.png" --namespace="$NS"
+  --container-prefix="${OPERATOR_IMAGE%/*}" --container-tag="${OPERATOR_IMAGE##*:}")
+"$BIN/manifest-templator" --process-files "${tmpl[@]}" --input-file="$KV_SRC/manifests/release/kubevirt-operator.yaml.in" \
+  --generated-manifests-dir="$KV_SRC/manifests/generated" >"$R/kubevirt-operator.yaml.in"
+"$BIN/manifest-templator" --process-vars "${tmpl[@]}" --input-file="$R/kubevirt-operator.yaml.in" \
   --image-pull-policy=IfNotPresent >"$R/kubevirt-operator.yaml"
+! grep -q '{{' "$R/kubevirt-operator.yaml" || die "manifest-templator left template fields in $R/kubevirt-operator.yaml"
 grep -q 'kind: Deployment' "$R/kubevirt-operator.yaml" || die "manifest-templator wrote no Deployment (see $R/kubevirt-operator.yaml)"
 K apply --server-side -f "$R/kubevirt-operator.yaml" >/dev/null
-say "virt-operator manifest applied ($OPERATOR_IMAGE)"
+K -n "$NS" set env deployment/virt-operator VIRT_LAUNCHER_IMAGE="$LAUNCHER_IMAGE" SIDECAR_SHIM_IMAGE="$SHIM_IMAGE" >/dev/null
+say "virt-operator manifest applied ($OPERATOR_IMAGE, launcher $LAUNCHER_IMAGE)"
 K -n "$NS" rollout status deployment/virt-operator --timeout="${LIMITS_DEPLOYED_S}s" >&2
 
 # --- the KubeVirt CR ----------------------------------------------------------------------------------
