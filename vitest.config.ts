@@ -77,6 +77,9 @@ export default defineConfig({
           exclude: [
             ...(process.env.RETROKUBE_MULTINODE === '1' ? [] : ['test/cluster/nodes.test.ts']),
             ...(process.env.RETROKUBE_SPREAD10 === '1' ? [] : ['test/cluster/oberonkube-spread.test.ts']),
+            // KubeVirt (hack/build-kubevirt.sh + hack/kubevirt-up.sh) is opt-in: its cold build does not
+            // fit CI's budget and the test has not passed whole yet (docs/testing.md).
+            ...(process.env.RETROKUBE_KUBEVIRT === '1' ? [] : ['test/cluster/kubevirt.test.ts']),
           ],
           globalSetup: ['test/cluster/global-setup.ts'],
           testTimeout: 600_000,

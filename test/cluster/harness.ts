@@ -379,15 +379,24 @@ export interface Screen {
  * Service, vncsnapshot (JPEG, its only format) and djpeg decode it, pngjs writes the PNG.
  */
 export async function vncScreen(ns: string, service: string, port = 5900): Promise<Screen> {
+  const fwd = await portForward(ns, `svc/${service}`, port);
+  try {
+    return await vncScreenAt(fwd.port);
+  } finally {
+    fwd.close();
+  }
+}
+
+/** The screen of an RFB server on 127.0.0.1:`port` (vncsnapshot, djpeg, pngjs). */
+export async function vncScreenAt(port: number): Promise<Screen> {
   const { mkdtemp, rm } = await import('node:fs/promises');
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
   const { PNG } = await import('pngjs');
-  const fwd = await portForward(ns, `svc/${service}`, port);
   const dir = await mkdtemp(join(tmpdir(), 'rk-vnc-'));
   try {
     // vncsnapshot names a display (5900 + n) with one colon, a raw port with two.
-    await run('vncsnapshot', ['-quiet', '-quality', '95', `127.0.0.1::${fwd.port}`, join(dir, 'shot.jpg')], {
+    await run('vncsnapshot', ['-quiet', '-quality', '95', `127.0.0.1::${port}`, join(dir, 'shot.jpg')], {
       timeoutMs: 60_000,
     });
     const ppm = await decodeJpeg(join(dir, 'shot.jpg'));
@@ -400,7 +409,6 @@ export async function vncScreen(ns: string, service: string, port = 5900): Promi
     }
     return { width: ppm.width, height: ppm.height, rgba: png.data, png: PNG.sync.write(png) };
   } finally {
-    fwd.close();
     await rm(dir, { recursive: true, force: true });
   }
 }

@@ -1,0 +1,30 @@
+#!/bin/sh
+# node-labeller.sh of retrokube's RISC5 virt-launcher image (hack/build-kubevirt.sh puts it in
+# /usr/bin). virt-handler's init container runs it (`/bin/sh -c node-labeller.sh`) and virt-handler
+# then reads three files from /var/lib/kubevirt-node-labeller: capabilities.xml (it panics without
+# it), virsh_domcapabilities.xml and, on amd64, supported_features.xml.
+# KubeVirt's own script asks libvirt about an x86_64 q35 machine; this launcher carries one QEMU,
+# qemu-system-risc5, so the domain capabilities asked for are the `oberon` machine's, under TCG
+# (this launcher never uses /dev/kvm). All three files come from our libvirt itself; the CPU
+# features file is libvirt's baseline of that machine's CPU (none: the RISC5 CPU has no features
+# libvirt knows), written by hand only in the shape virt-handler parses when virsh has nothing.
+set -eu
+OUT=/var/lib/kubevirt-node-labeller
+export XDG_RUNTIME_DIR=/var/run XDG_CONFIG_HOME=/var/run/kubevirt-private/config XDG_CACHE_HOME=/var/run/kubevirt-private/cache
+mkdir -p "$OUT" /var/run/libvirt "$XDG_CONFIG_HOME" "$XDG_CACHE_HOME"
+cp /etc/libvirt/virtqemud.conf /var/run/libvirt/virtqemud.conf
+/usr/sbin/virtqemud -d -f /var/run/libvirt/virtqemud.conf
+uri=qemu:///system
+[ "$(id -u)" = 0 ] || uri=qemu:///session
+i=0
+until virsh -c "$uri" capabilities >/dev/null 2>&1; do
+  i=$((i + 1))
+  [ "$i" -lt 30 ] || { echo "node-labeller: virtqemud did not answer within 30 s" >&2; exit 1; }
+  sleep 1
+done
+virsh -c "$uri" capabilities >"$OUT/capabilities.xml"
+grep -q "<arch>risc5</arch>\|arch name='risc5'" "$OUT/capabilities.xml" ||
+  { echo "node-labeller: libvirt lists no risc5 guest (is qemu-system-risc5 in the image?)" >&2; exit 1; }
+virsh -c "$uri" domcapabilities --arch risc5 --machine oberon --virttype qemu >"$OUT/virsh_domcapabilities.xml"
+printf "<cpu mode='custom' match='exact'>\n</cpu>\n" >"$OUT/supported_features.xml"
+echo "node-labeller: risc5/oberon capabilities written to $OUT"

@@ -1,0 +1,144 @@
+// KubeVirt for real on the real node (#25), opt-in (RETROKUBE_KUBEVIRT=1; docs/testing.md):
+// KubeVirt v1.8.4 built here from the Go module (hack/build-kubevirt.sh), installed as users install
+// it (hack/kubevirt-up.sh: the release's operator manifest, a KubeVirt CR with useEmulation and the
+// Sidecar gate), our RISC5 launcher; then an OberonKube with runtime: kubevirt as VMs under TCG,
+// heard on the air, and the plane's screen through `virtctl vnc --proxy-only`.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../envtest/control-plane.ts';
+import {
+  apply,
+  type Chart,
+  type Deep,
+  deleteNamespace,
+  freshNamespace,
+  getJson,
+  installChart,
+  kubeconfigPath,
+  noLocalNode,
+  podReady,
+  pods,
+  skipReason,
+  viewersOf,
+  vncScreenAt,
+  waitFor,
+} from './harness.ts';
+
+const LIMITS = {
+  installMs: 1_200_000, // images imported, virt-operator, then virt-api/controller/handler Ready (loaded 2 cores)
+  convergeMs: 900_000, // fill Jobs, 4 launcher pods (3 containers each), QEMU booting under TCG, heard on the air
+  proxyMs: 30_000, // virtctl vnc --proxy-only printing its port
+} as const;
+const KUBE = 'k';
+const KUBEVIRT_NS = 'kubevirt';
+
+function hack(script: string, args: string[] = []): string {
+  return execFileSync('bash', [join(REPO_ROOT, 'hack', script), ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, RETROKUBE_KUBEVIRT_WAIT_S: String(LIMITS.installMs / 1000) },
+  }).trim();
+}
+
+const why = skipReason() || (noLocalNode('KubeVirt on the node of hack/node-up.sh') ? 'no local node' : '');
+
+describe.skipIf(why)('KubeVirt on the real node: our RISC5 machines as VMs (#25)', () => {
+  let ns: string;
+  let chart: Chart | undefined;
+
+  beforeAll(async () => {
+    // Refuse clearly when the build is missing: this test proves the build, it does not make it.
+    try {
+      hack('build-kubevirt.sh', ['--check']);
+    } catch {
+      throw new Error('KubeVirt is not built: run bash hack/build-kubevirt.sh (~1 h cold on 2 busy cores)');
+    }
+    hack('kubevirt-up.sh');
+    ns = await freshNamespace('kv');
+  }, LIMITS.installMs + 60_000);
+  afterAll(async () => {
+    await chart?.uninstall().catch(() => undefined);
+    if (ns) await deleteNamespace(ns);
+    hack('kubevirt-up.sh', ['--down']);
+  }, 600_000);
+
+  it('kubectl get kubevirt: Deployed, every KubeVirt pod Ready', async () => {
+    const kv = await getJson(['kubevirt', '-n', KUBEVIRT_NS, 'kubevirt']);
+    expect(kv.status.phase).toBe('Deployed');
+    expect(kv.status.observedKubeVirtVersion).toBe('v1.8.4');
+    const all: Deep[] = (await getJson(['pods', '-n', KUBEVIRT_NS])).items;
+    const names = all.map((p) => p.metadata.name as string);
+    for (const c of ['virt-operator', 'virt-api', 'virt-controller', 'virt-handler'])
+      expect(names.some((n) => n.startsWith(c))).toBe(true);
+    expect(all.filter((p) => !podReady(p)).map((p) => p.metadata.name)).toEqual([]);
+    // Our launcher is the one virt-controller starts (the tag LauncherReady recognises).
+    const ctrl = await getJson(['deployment', '-n', KUBEVIRT_NS, 'virt-controller']);
+    const args: string[] = ctrl.spec.template.spec.containers[0].args;
+    expect(args[args.indexOf('--launcher-image') + 1]).toMatch(/virt-launcher:v1\.8\.4-risc5-/);
+  });
+
+  it('a 3-node OberonKube with runtime: kubevirt: 4 VMIs Running under TCG, Ready, NODES 3/3 heard', async () => {
+    const release = `rk-${ns.split('-').pop()}`;
+    chart = await installChart(ns, release, ['--set', 'kubevirt.enabled=true']);
+    await apply({
+      apiVersion: 'retrokube.io/v1alpha1',
+      kind: 'OberonKube',
+      metadata: { name: KUBE, namespace: ns },
+      spec: { nodes: 3, runtime: 'kubevirt', deployments: 'web 6 Ticker' },
+    });
+    const o = await waitFor(
+      'the OberonKube Ready, NODES 3/3 heard on the air',
+      async () => {
+        const k = await getJson(['oberonkube', '-n', ns, KUBE]);
+        const ready = (k.status?.conditions ?? []).find((c: Deep) => c.type === 'Ready')?.status === 'True';
+        return ready && k.status.nodes === '3/3' && k.status.planeHeard === true && k;
+      },
+      LIMITS.convergeMs,
+    );
+    expect(o.status.nodes).toBe('3/3');
+    const vmis: Deep[] = (await getJson(['vmi', '-n', ns])).items;
+    expect(vmis.map((v) => v.metadata.name).sort()).toEqual([
+      'rk-m-k-node-a',
+      'rk-m-k-node-b',
+      'rk-m-k-node-c',
+      'rk-m-k-plane',
+    ]);
+    for (const v of vmis) expect(v.status.phase).toBe('Running');
+    // The machines are QEMU's RISC5 board inside KubeVirt's launcher pods, not emulator pods.
+    const launchers = (await pods(ns, 'kubevirt.io=virt-launcher')).filter(podReady);
+    expect(launchers).toHaveLength(4);
+  });
+
+  it("virtctl vnc --proxy-only: a real RFB client takes a PNG of the plane's System.Log", async () => {
+    const virtctl = join(hack('build-kubevirt.sh', ['--print-dir']), 'bin', 'virtctl');
+    const proxy: ChildProcess = spawn(
+      virtctl,
+      ['--kubeconfig', kubeconfigPath(), 'vnc', '--proxy-only', '-n', ns, 'rk-m-k-plane'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    try {
+      const port = await new Promise<number>((ok, fail) => {
+        let out = '';
+        const timer = setTimeout(() => fail(new Error(`virtctl printed no port: ${out}`)), LIMITS.proxyMs);
+        proxy.stdout?.on('data', (b: Buffer) => {
+          out += b;
+          const m = /"port":\s*(\d+)/.exec(out);
+          if (m) {
+            clearTimeout(timer);
+            ok(Number(m[1]));
+          }
+        });
+        proxy.on('exit', (code) => fail(new Error(`virtctl exited ${code}: ${out}`)));
+      });
+      const screen = await vncScreenAt(port);
+      expect([screen.width, screen.height]).toEqual([1024, 768]);
+      expect(screen.png.subarray(1, 4).toString()).toBe('PNG');
+      const track = viewersOf(screen, Math.round(screen.width * 0.63), screen.width);
+      expect(track.length).toBeGreaterThanOrEqual(1);
+      expect(track[0].textLines).toBeGreaterThanOrEqual(10);
+    } finally {
+      proxy.kill();
+    }
+  });
+});
