@@ -8,13 +8,12 @@ import type { Command } from 'commander';
 import { expandKeyReference } from '../machine/boot-key.ts';
 import { buildKubeDisk } from '../machine/kube-disk.ts';
 import { watchLiveCommands } from '../machine/live-commands.ts';
-import { LIVE_CONFIGMAP_KEY, parseConfigMapRef, watchLiveConfigMap } from '../machine/live-configmap.ts';
+import { LIVE_CONFIGMAP_KEY, parseConfigMapRef } from '../machine/live-configmap-ref.ts';
 import { fillPayload, PAYLOAD_LIMITS } from '../machine/payload.ts';
 import { snapshotToPng } from '../machine/png.ts';
 import { type RfbServer, startRfbServer } from '../machine/rfb/server.ts';
 import { MachineRunner, type RunnerOptions } from '../machine/runner.ts';
 import { missingModules, StatusFileWriter } from '../machine/status-file.ts';
-import { KubeClient } from '../runtime/client.ts';
 import { privateSecret } from '../util/private-file.ts';
 import { readSecretFile } from '../util/secret-option.ts';
 
@@ -137,6 +136,11 @@ async function run(disk: string, o: RunOpts): Promise<void> {
     ]);
     if (!booted) return;
     if (liveRef !== undefined) {
+      // Loaded here: only a plane's pod watches a ConfigMap, and the Kubernetes client is large.
+      const [{ watchLiveConfigMap }, { KubeClient }] = await Promise.all([
+        import('../machine/live-configmap.ts'),
+        import('../runtime/client.ts'),
+      ]);
       live = watchLiveConfigMap({
         client: KubeClient.fromDefault(),
         ...liveRef,

@@ -13,7 +13,7 @@ import { joinCommands, nodeRoleCommands, planeRoleCommands } from '../api/oberon
 import { MACHINE_DEFAULTS, type OberonMachineSpecT } from '../api/oberonmachine.ts';
 import { type PlacementSettings, placementSettings } from '../api/placement.ts';
 import { KEY_REFERENCE } from '../machine/boot-key.ts';
-import { LIVE_CONFIGMAP_KEY } from '../machine/live-configmap.ts';
+import { LIVE_CONFIGMAP_KEY } from '../machine/live-configmap-ref.ts';
 import { PAYLOAD_LIMITS } from '../machine/payload.ts';
 import type { KubeObject } from '../runtime/client.ts';
 import { controllerRef, hashOf, MANAGED_BY } from '../runtime/objects.ts';

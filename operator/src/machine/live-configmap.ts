@@ -9,9 +9,6 @@
 import { ApiError, CORE, type KubeClient, type KubeObject } from '../runtime/client.ts';
 import { liveFeeder } from './live-commands.ts';
 
-/** The ConfigMap entry that holds the lines. */
-export const LIVE_CONFIGMAP_KEY = 'deployments';
-
 export const LIVE_API_LIMITS = {
   retryMs: 2_000, // after an error (API server away, not yet allowed): try again this soon
   watchSeconds: 300, // the server ends a watch after this long; it is renewed with a fresh GET
@@ -24,16 +21,6 @@ export interface LiveConfigMapOptions {
   key: string;
   feed(text: string): void;
   warn(message: string): void;
-}
-
-/** Parses `namespace/name` as --live-configmap takes it. */
-export function parseConfigMapRef(text: string): { namespace: string; name: string } {
-  const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/.exec(text);
-  if (!m?.[1] || !m[3])
-    throw new Error(
-      `--live-configmap "${text}" is not NAMESPACE/NAME (for example lab/rk-kube-lab-deployments)`,
-    );
-  return { namespace: m[1], name: m[3] };
 }
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
