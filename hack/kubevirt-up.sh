@@ -66,6 +66,10 @@ elif [ "$(readlink "$KUBELET_PODS_LINK")" != "$R/kubelet/pods" ]; then
   die "$KUBELET_PODS_LINK exists and is not our link to $R/kubelet/pods; remove it if no other kubelet uses it"
 fi
 
+# KubeVirt's operator runs only on a control-plane node (a required node affinity in the release's
+# Deployment). The test node is the control plane's host, so it says so, as kind labels its node.
+K label node --all node-role.kubernetes.io/control-plane= --overwrite >/dev/null
+
 # --- the operator manifest, as the release renders it ----------------------------------------------
 # Two passes, as KubeVirt's release build: the generated manifests into the template, then the
 # variables. (The templator's --virt-launcher-image does not reach the Deployment: it computes the

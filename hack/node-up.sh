@@ -109,6 +109,14 @@ openssl req -newkey rsa:2048 -nodes -keyout "$R/certs/kubelet-client.key" -out "
   -subj "/O=system:masters/CN=kube-apiserver-kubelet-client" 2>/dev/null
 openssl x509 -req -in "$R/certs/kubelet-client.csr" -CA "$R/certs/ca.crt" -CAkey "$R/certs/ca.key" -CAcreateserial \
   -out "$R/certs/kubelet-client.crt" -days 2 2>/dev/null
+# The aggregation layer's front proxy (extension API servers such as KubeVirt's virt-api read its CA
+# from kube-system/extension-apiserver-authentication, and refuse to start without it).
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$R/certs/front-proxy-ca.key" -out "$R/certs/front-proxy-ca.crt" \
+  -days 2 -subj /CN=retrokube-front-proxy-ca 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout "$R/certs/front-proxy-client.key" -out "$R/certs/front-proxy-client.csr" \
+  -subj /CN=front-proxy-client 2>/dev/null
+openssl x509 -req -in "$R/certs/front-proxy-client.csr" -CA "$R/certs/front-proxy-ca.crt" \
+  -CAkey "$R/certs/front-proxy-ca.key" -CAcreateserial -out "$R/certs/front-proxy-client.crt" -days 2 2>/dev/null
 admin_token=$(openssl rand -hex 24)
 node_token=$(openssl rand -hex 24)
 printf '%s,admin,admin,"system:masters"\n%s,system:node:%s,node,"system:nodes,system:masters"\n' \
@@ -136,7 +144,12 @@ start_proc kube-apiserver "$TB/kube-apiserver" \
   --service-cluster-ip-range="$SERVICE_CIDR" --token-auth-file="$R/certs/tokens.csv" \
   --authorization-mode=Node,RBAC --allow-privileged=true --enable-priority-and-fairness=false \
   --kubelet-preferred-address-types=InternalIP \
-  --kubelet-client-certificate="$R/certs/kubelet-client.crt" --kubelet-client-key="$R/certs/kubelet-client.key"
+  --kubelet-client-certificate="$R/certs/kubelet-client.crt" --kubelet-client-key="$R/certs/kubelet-client.key" \
+  --requestheader-client-ca-file="$R/certs/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+  --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+  --requestheader-extra-headers-prefix=X-Remote-Extra- \
+  --proxy-client-cert-file="$R/certs/front-proxy-client.crt" --proxy-client-key-file="$R/certs/front-proxy-client.key" \
+  --enable-aggregator-routing=true
 for u in admin node; do
   tok=$admin_token
   [ $u = node ] && tok=$node_token

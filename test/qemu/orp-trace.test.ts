@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OberonVolume } from '../../operator/src/machine/fs/volume.ts';
+import { endCommands } from '../../operator/src/machine/machine.ts';
 import { kubeDisk } from '../e2e/kube-harness.ts';
 import { LIMITS as H, requireQemu, startQemu, traceWritten } from './qemu-harness.ts';
 import { stepAndCompare, traceMachine } from './trace-reference.ts';
@@ -40,7 +41,12 @@ suite('the ORP compile in QEMU and in the TS emulator, instruction by instructio
     writeFileSync(start, disk);
     const m = await startQemu(qemu as string, {
       disk: start,
-      machine: ['clock=deterministic', `trace=${trace}`, `trace-limit=${n}`, `commands=${COMMAND}`],
+      machine: [
+        'clock=deterministic',
+        `trace=${trace}`,
+        `trace-limit=${n}`,
+        `commands=${endCommands(COMMAND)}`,
+      ],
     });
     let stopped = false;
     try {

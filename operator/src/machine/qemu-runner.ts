@@ -16,6 +16,7 @@ import { createConnection, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bootRom } from './boot-rom.ts';
+import { endCommands } from './machine.ts';
 
 export const LIMITS = {
   memLim: 0xe7ef0, // the board's MemLim (display start − 16), what the boot ROM stores at 12
@@ -76,7 +77,8 @@ export class QemuRunner {
     writeFileSync(prom, romBytes());
     const serialPath = join(dir, 'serial.sock');
     const machine = ['oberon'];
-    if (commands) machine.push(`commands=${machineProperty(commands)}`);
+    // Ended as the emulator ends them: a command typed later must not join the last boot line.
+    if (commands) machine.push(`commands=${machineProperty(endCommands(commands))}`);
     const args = ['-bios', prom, '-drive', `if=none,id=sd0,file=${opts.disk},format=raw`];
     if (opts.air) {
       machine.push('radio=air');
