@@ -38,10 +38,23 @@
 #           libvirt 9.0 headers (virt-launcher links our libvirt.so.0). The six images, 62 s
 #           (178 MB of archives; the launcher 72 MB). Warm: images rebuilt 60 s; all cached, --check
 #           answers at once. manifest-templator renders the release's operator manifest (two passes).
-#   not run yet: hack/kubevirt-up.sh on the node (the node was held by the lead's CI rehearsal
-#           when the build finished), so nothing of KubeVirt has run in a pod: not Deployed, no
-#           VMI, test/cluster/kubevirt.test.ts never run. Not a set-up step: ~62 min cold does not
-#           fit CI's budget (warm < 50 min, cold < 90 min on 2 cores; CI is ~51 min warm today).
+#   ran on the node (2026-12-01, hack/kubevirt-up.sh by hand, not yet a test): the images import;
+#           virt-operator (2 replicas, our image) Running; it deploys virt-api and virt-controller,
+#           both Running. Fixed on the way: the node's API server lacked the aggregation layer's
+#           front proxy (virt-api panicked without kube-system/extension-apiserver-authentication;
+#           node-up.sh has it now); virt-operator requires a control-plane node (kubevirt-up labels
+#           it); virt-handler's Bidirectional hostPaths need shared mounts, and containerd looks up
+#           /var/run/kubevirt without resolving the /var/run symlink, so / itself must be shared (as
+#           on systemd hosts; kubevirt-up makes it so); virt-handler panicked on a host-model mode
+#           without a CPU model (node-labeller.sh names one).
+#   BLOCKED here, next: virt-handler detects SELinux (and later mounts, taps) through virt-chroot
+#           --mount /proc/1/ns/mnt, the host PID 1's mount namespace. On this machine PID 1 is the
+#           sandbox's own process and refuses it even to root ("open /proc/1/ns/mnt: permission
+#           denied"; our processes lack a capability it has). Way forward: run the node's
+#           containerd and kubelet in a PID namespace of their own whose PID 1 is ours (unshare
+#           --pid --fork --mount-proc), so hostPID pods see a PID 1 they may enter. So KubeVirt is
+#           not Deployed, no VMI has run, test/cluster/kubevirt.test.ts has not run. Not a set-up
+#           step: the cold build alone exceeds what CI's budget leaves.
 #
 # Output: ${XDG_CACHE_HOME:-$HOME/.cache}/retrokube/kubevirt/<stamp>/{bin/*,images/*.oci.tar}
 # (printed on the last line); <stamp> = the version + a hash of what the binaries are built from;

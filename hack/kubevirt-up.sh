@@ -34,6 +34,10 @@ if [ "${1:-}" = --down ]; then
   K -n "$NS" delete kubevirt kubevirt --ignore-not-found --wait=true --timeout=300s >&2 || true
   [ -f "$R/kubevirt-operator.yaml" ] && K delete -f "$R/kubevirt-operator.yaml" --ignore-not-found --wait=true --timeout=300s >&2
   [ -L "$KUBELET_PODS_LINK" ] && [ "$(readlink "$KUBELET_PODS_LINK")" = "$R/kubelet/pods" ] && rm -f "$KUBELET_PODS_LINK"
+  if [ -f "$R/kubevirt-made-root-shared" ]; then
+    mount --make-private /
+    rm -f "$R/kubevirt-made-root-shared"
+  fi
   say "KubeVirt removed"
   exit 0
 fi
@@ -69,6 +73,14 @@ fi
 # KubeVirt's operator runs only on a control-plane node (a required node affinity in the release's
 # Deployment). The test node is the control plane's host, so it says so, as kind labels its node.
 K label node --all node-role.kubernetes.io/control-plane= --overwrite >/dev/null
+
+# virt-handler mounts /var/lib/kubelet and /var/run/kubevirt with Bidirectional propagation, which
+# containerd allows only on a shared mount; it looks the path up without resolving the /var/run
+# symlink, so the mount it finds is / itself. Shared, as / is on every systemd host.
+if [ "$(findmnt -no PROPAGATION /)" != shared ]; then
+  mount --make-shared /
+  touch "$R/kubevirt-made-root-shared"
+fi
 
 # --- the operator manifest, as the release renders it ----------------------------------------------
 # Two passes, as KubeVirt's release build: the generated manifests into the template, then the
