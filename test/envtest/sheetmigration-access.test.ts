@@ -42,9 +42,12 @@ describe('a SheetMigration whose Secrets the operator may not read (chart Servic
         return /may not read Secret/.test(o.status?.message ?? '') && o.status;
       });
       expect(refused.phase).toBe('Pending');
+      // Both members' Secrets are read at once: whichever refusal comes back first is named.
+      const first = /may not read Secret (\S+)/.exec(refused.message)?.[1] ?? '';
+      expect(['local-creds', 'peer-creds']).toContain(first);
       expect(refused.message).toContain(
-        `kubectl -n ${ns} create role retrokube-read-local-creds --verb=get --resource=secrets --resource-name=local-creds && ` +
-          `kubectl -n ${ns} create rolebinding retrokube-read-local-creds --role=retrokube-read-local-creds ${subject}`,
+        `kubectl -n ${ns} create role retrokube-read-${first} --verb=get --resource=secrets --resource-name=${first} && ` +
+          `kubectl -n ${ns} create rolebinding retrokube-read-${first} --role=retrokube-read-${first} ${subject}`,
       );
       expect(refused.message).not.toContain(local.token); // no secret value ever reaches status
       expect(hasDeployment(peer, 'mover')).toBe(false);
