@@ -407,7 +407,11 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
       'the ghost pod Pending with a reason in the Pods tab',
       async () =>
         (await s.get('pods')).find(
-          (r) => String(r.deployment) === 'ghost' && r.phase === 'Pending' && String(r.message ?? '') !== '',
+          // the agent's reason, after the scheduler's own "waiting for …'s agent" words
+          (r) =>
+            String(r.deployment) === 'ghost' &&
+            r.phase === 'Pending' &&
+            /Images tab/.test(String(r.message ?? '')),
         ),
       LIMITS.readyMs,
     );

@@ -11,6 +11,7 @@ import { isIP } from 'node:net';
 import type { SheetDeploymentT } from '../api/sheetcluster.ts';
 import { deploymentCells } from '../sheets/apiserver/validate.ts';
 import { HttpStatusError, SheetsClient } from '../sheets/ctl/client.ts';
+import { isStartingMessage } from '../sheets/scheduler/orders.ts';
 
 export const LIMITS = {
   timeoutMs: 4_000, // one read; an apiserver slower than this is reported as not answering
@@ -283,8 +284,14 @@ export function summarize(rows: SheetRows, expected: string[]): SheetSummary {
     stuckPods: rows.pods
       // A pod that ran (an exit code, waiting out its restart back-off) is not stuck, and its
       // message counts the back-off down: listing it would rewrite status at every step.
+      // Nor is a pod the scheduler says is being started: only an agent's reason means stuck.
       .filter(
-        (p) => text(p.phase) === 'Pending' && text(p.node) !== '' && text(p.message) !== '' && !started(p),
+        (p) =>
+          text(p.phase) === 'Pending' &&
+          text(p.node) !== '' &&
+          text(p.message) !== '' &&
+          !isStartingMessage(text(p.message)) &&
+          !started(p),
       )
       .map((p) => `${text(p.name)}: ${text(p.message)}`.slice(0, LIMITS.warningChars))
       .sort()

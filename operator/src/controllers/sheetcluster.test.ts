@@ -184,6 +184,14 @@ describe('SheetCluster status', () => {
             message: 'image nope is not in the Images tab',
           },
           { name: 'web-1', node: 'node-1', phase: 'Pending', message: '' },
+          // the scheduler's words while a start is under way: not stuck
+          {
+            name: 'web-2',
+            node: 'node-1',
+            phase: 'Pending',
+            message: "waiting for node-1's agent to start it",
+          },
+          { name: 'web-3', node: 'node-0', phase: 'Pending', message: "node-0's agent is starting it" },
           // ran, and waits out its restart back-off: not stuck (its message counts down)
           {
             name: 'tick-1',

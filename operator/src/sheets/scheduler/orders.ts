@@ -113,7 +113,7 @@ export function podRows(
       return row;
     }
     // Until its node reports it, a pod is Pending for a reason a person can read (#29.6).
-    row.message = `waiting for ${pl.node}'s agent to start it`;
+    row.message = awaitingAgent(pl.node);
     if (report && report.node === pl.node) {
       const r = reported.get(pl.name);
       if (r) {
@@ -126,7 +126,7 @@ export function podRows(
         row.message = text(
           r.message === undefined ? (row.phase === text(r.phase) ? '' : r.phase) : r.message,
         );
-        if (row.phase === 'Pending' && row.message === '') row.message = `${pl.node}'s agent is starting it`;
+        if (row.phase === 'Pending' && row.message === '') row.message = agentStarting(pl.node);
       }
       return row;
     }
@@ -253,4 +253,17 @@ export function updateHandoffs(i: HandoffInput): Map<string, Handoff> {
     out.set(pl.name, h);
   }
   return out;
+}
+
+/** A Pending pod's words before its agent reports it (#29.6). */
+export function awaitingAgent(node: string): string {
+  return `waiting for ${node}'s agent to start it`;
+}
+/** A Pending pod's words once its agent has it and names no reason. */
+export function agentStarting(node: string): string {
+  return `${node}'s agent is starting it`;
+}
+/** Whether a Pending pod's message is only the scheduler's word that its start is under way (not stuck). */
+export function isStartingMessage(message: string): boolean {
+  return /^(waiting for \S+'s agent to start it|\S+'s agent is starting it)$/.test(message);
 }
