@@ -21,6 +21,10 @@ export default defineConfig({
           include: ['operator/src/**/*.test.ts', 'test/unit/**/*.test.ts'],
           exclude: ['**/*.host.test.ts', '**/node_modules/**'],
           testTimeout: 30_000,
+          // vitest's default on 2 cores is 1 worker; most unit files wait on sockets, timers and
+          // child processes, so two side by side halve the project's wall time (452 s → 228 s,
+          // 749 tests green, on this 2-core host).
+          maxWorkers: 2,
         },
       },
       {
