@@ -50,6 +50,12 @@ export function leftmostInk(s: FrameSnapshot, x0: number, x1: number, y0: number
   return -1;
 }
 
+/** The rightmost x with ink in [x0,x1) × [y0,y1), or −1. */
+export function rightmostInk(s: FrameSnapshot, x0: number, x1: number, y0: number, y1: number): number {
+  for (let x = x1 - 1; x >= x0; x--) for (let y = y0; y < y1; y++) if (inkAt(s, x, y) !== 0) return x;
+  return -1;
+}
+
 /** True if any pixel differs between two snapshots inside the rectangle (picture coordinates). */
 export function regionChanged(
   a: FrameSnapshot,
