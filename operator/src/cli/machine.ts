@@ -136,13 +136,17 @@ async function run(disk: string, o: RunOpts): Promise<void> {
     ]);
     if (!booted) return;
     if (liveRef !== undefined) {
-      // Loaded here: only a plane's pod watches a ConfigMap, and the Kubernetes client is large.
-      const [{ watchLiveConfigMap }, { KubeClient }] = await Promise.all([
+      // Loaded here: only a plane's pod watches a ConfigMap. In a pod it reads as the pod's service
+      // account, without the kubeconfig library (85 MB the pod's 128Mi cannot carry); elsewhere
+      // (a person's shell, tests) through the kubeconfig.
+      const [{ watchLiveConfigMap }, { KubeClient }, { inClusterAuth }] = await Promise.all([
         import('../machine/live-configmap.ts'),
         import('../runtime/client.ts'),
+        import('../runtime/in-cluster-auth.ts'),
       ]);
+      const auth = inClusterAuth();
       live = watchLiveConfigMap({
-        client: KubeClient.fromDefault(),
+        client: auth ? new KubeClient(auth) : KubeClient.fromDefault(),
         ...liveRef,
         key: LIVE_CONFIGMAP_KEY,
         feed: (text) => m.serialFeed(text),
