@@ -3,15 +3,17 @@
 //     hack/node-up.sh started by hand, a real cluster); the product image must already be there
 //     under RETROKUBE_CLUSTER_IMAGE (hack/kind-e2e.sh loads it), else the image is built and its
 //     name taken from the archive (a node of hack/node-up.sh gets it imported).
-//   otherwise: hack/build-image.sh + hack/node-up.sh here, hack/node-down.sh afterwards
+//   otherwise: hack/build-image.sh here, hack/node-up.sh in the background (the files wait for it:
+//     node-ready.ts), hack/node-down.sh afterwards
 //     (RETROKUBE_NODE_KEEP=1 leaves the node running for a post-mortem).
 // A node that cannot start fails the suite under CI=true; elsewhere (not root, no binaries) the
 // suite prints one line saying why it did not run and how to start the node, and every test
 // reports itself skipped.
 // Provides (read through test/cluster/harness.ts): clusterKubeconfig, clusterImage, clusterSkip,
 // clusterTools, clusterNode.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { locateTestBins, REPO_ROOT } from '../envtest/control-plane.ts';
@@ -27,8 +29,13 @@ export interface ClusterNodeInfo {
   containerdSocket: string;
 }
 
+/** What the background node start came to (the file clusterReadyFile names). */
+export type NodeOutcome = { ok: true; seconds: number } | { ok: false; reason: string };
+
 declare module 'vitest' {
   export interface ProvidedContext {
+    /** Where the outcome of the background node start appears ('' when nothing starts). */
+    clusterReadyFile: string;
     clusterKubeconfig: string;
     clusterImage: string;
     clusterSkip: string;
@@ -111,11 +118,32 @@ export function imageNameOf(archive: string): string {
   return name;
 }
 
-function importImage(node: ClusterNodeInfo, archive: string): void {
-  const r = spawnSync('ctr', ['-a', node.containerdSocket, '-n', 'k8s.io', 'images', 'import', archive], {
-    encoding: 'utf8',
+/** Like script(), without blocking vitest's main process while it runs. */
+function scriptAsync(name: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [join(HACK, name)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+    });
+    child.on('error', reject);
+    child.on('close', (code) =>
+      code === 0
+        ? resolve(out.trim().split('\n').pop() ?? '')
+        : reject(new Error(`${name} exited with ${code}`)),
+    );
   });
-  if (r.status !== 0) throw new Error(`ctr images import ${archive}: ${r.stderr}`);
+}
+
+function importImage(node: ClusterNodeInfo, archive: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      'ctr',
+      ['-a', node.containerdSocket, '-n', 'k8s.io', 'images', 'import', archive],
+      { maxBuffer: 16 * 1024 * 1024 },
+      (err, _out, stderr) => (err ? reject(new Error(`ctr images import ${archive}: ${stderr}`)) : resolve()),
+    );
+  });
 }
 
 function skipOrFail(project: TestProject, reason: string): void {
@@ -129,6 +157,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   project.provide('clusterTools', { kubectl: bins.kubectl, helm: bins.helm });
   project.provide('clusterSkip', '');
   project.provide('clusterNode', undefined);
+  project.provide('clusterReadyFile', '');
   const given = process.env.RETROKUBE_CLUSTER_KUBECONFIG;
   if (given) {
     if (!existsSync(given)) {
@@ -143,7 +172,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
       const archive = script('build-image.sh');
       image = imageNameOf(archive);
       if (node && readFileSync(given, 'utf8') === readFileSync(join(NODE_DIR, 'kubeconfig'), 'utf8'))
-        importImage(node, archive);
+        await importImage(node, archive);
     }
     project.provide('clusterImage', image);
     project.provide('clusterNode', node);
@@ -161,31 +190,51 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   const releaseLock = await takeNodeLock();
   const t0 = Date.now();
   let archive: string;
-  let kubeconfig: string;
   try {
     archive = script('build-image.sh');
-    kubeconfig = script('node-up.sh');
   } catch (err) {
     releaseLock();
     skipOrFail(
       project,
-      `the node did not start (${(err as Error).message.split('\n')[0]}); see the lines above, fix, then run bash hack/node-up.sh`,
+      `the product image was not built (${(err as Error).message.split('\n')[0]}); see the lines above, fix, then run bash hack/build-image.sh`,
     );
     return undefined;
   }
   const node = { dir: NODE_DIR, containerdSocket: join(NODE_DIR, 'containerd.sock') };
-  importImage(node, archive);
   const image = imageNameOf(archive);
+  const kubeconfig = join(NODE_DIR, 'kubeconfig'); // where node-up.sh writes it
   project.provide('clusterKubeconfig', kubeconfig);
   project.provide('clusterImage', image);
   project.provide('clusterNode', node);
-  console.log(`[cluster] node up with image ${image} in ${Math.round((Date.now() - t0) / 1000)} s`);
+  // The node starts in the background: the cluster project runs last, so the minute node-up takes
+  // overlaps the other projects instead of delaying every test. Each cluster file waits for the
+  // outcome (node-ready.ts, a setup file of the project); a node that did not start fails them
+  // under CI and makes them skip, saying why, elsewhere.
+  const readyFile = join(tmpdir(), `retrokube-cluster-node-${process.pid}.json`);
+  rmSync(readyFile, { force: true });
+  project.provide('clusterReadyFile', readyFile);
+  const up = (async () => {
+    try {
+      const said = await scriptAsync('node-up.sh');
+      if (said !== kubeconfig)
+        throw new Error(`node-up.sh wrote its kubeconfig to ${said}, not ${kubeconfig}`);
+      await importImage(node, archive);
+      const seconds = Math.round((Date.now() - t0) / 1000);
+      console.log(`[cluster] node up with image ${image} in ${seconds} s`);
+      writeFileSync(readyFile, JSON.stringify({ ok: true, seconds } satisfies NodeOutcome));
+    } catch (err) {
+      const reason = `the node did not start (${(err as Error).message.split('\n')[0]}); see the lines above, fix, then run bash hack/node-up.sh`;
+      writeFileSync(readyFile, JSON.stringify({ ok: false, reason } satisfies NodeOutcome));
+    }
+  })();
   return async () => {
+    await up;
     if (process.env.RETROKUBE_NODE_KEEP) {
       console.log(`[cluster] node left running (RETROKUBE_NODE_KEEP): ${kubeconfig}`);
     } else {
       script('node-down.sh');
     }
+    rmSync(readyFile, { force: true });
     releaseLock();
   };
 }

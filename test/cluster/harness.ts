@@ -2,9 +2,10 @@
 // or any kubeconfig given in RETROKUBE_CLUSTER_KUBECONFIG). Reusable by every kind's tests: the
 // chart installed once per file, namespaces, kubectl/helm, pods, port-forwards, polling.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { inject, onTestFinished } from 'vitest';
 import { KubeClient, type KubeObject } from '../../operator/src/runtime/client.ts';
-import type { ClusterNodeInfo } from './global-setup.ts';
+import type { ClusterNodeInfo, NodeOutcome } from './global-setup.ts';
 
 export { waitFor } from '../envtest/operator-harness.ts';
 export type { KubeObject };
@@ -18,9 +19,16 @@ const LIMITS = {
   outputBytes: 4_000, // how much of a failed command's output goes into the error
 } as const;
 
+/** How the node's background start ended (node-ready.ts waited for it); undefined: none started. */
+export function nodeOutcome(): NodeOutcome | undefined {
+  const file = inject('clusterReadyFile');
+  return file && existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as NodeOutcome) : undefined;
+}
+
 /** Why the suite does not run here ('' when it does). */
 export function skipReason(): string {
-  return inject('clusterSkip');
+  const outcome = nodeOutcome();
+  return inject('clusterSkip') || (outcome && !outcome.ok ? outcome.reason : '');
 }
 let otherCluster: string | undefined;
 /**
