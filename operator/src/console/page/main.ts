@@ -15,7 +15,7 @@ import {
 } from '../types.ts';
 import type { Backend, ScreenLink } from './backend.ts';
 import { plotMetrics, renderRows } from './render.ts';
-import { wireInput } from './screen.ts';
+import { wireInput, wireZoom } from './screen.ts';
 
 export const LIMITS = {
   keepRecords: 10_000, // frames the labs can look back on (about 10 minutes of a 3-machine air)
@@ -80,8 +80,10 @@ function main(backend: Backend): void {
         const status = el('span', { className: 'screen-status' }, '');
         const power = el('button', { className: 'power' });
         const cut = el('button', { className: 'cut' });
-        // The screen fits the page; "1:1" shows it pixel for pixel (scrolled inside its frame).
+        // The screen fits the page at a scale the caption states; "1:1" shows it pixel for pixel
+        // (scrolled inside its frame when the window is narrower than the screen).
         const zoom = el('button', { className: 'zoom', title: 'show the screen pixel for pixel' }, '1:1');
+        const scale = el('span', { className: 'scale' });
         zoom.dataset.machine = m.name;
         power.dataset.machine = m.name;
         cut.dataset.machine = m.name;
@@ -116,15 +118,12 @@ function main(backend: Backend): void {
               cut,
               ' ',
               zoom,
+              ' ',
+              scale,
             ),
           ),
         );
-        zoom.onclick = () => {
-          const big = !canvas.classList.contains('one-to-one');
-          canvas.classList.toggle('one-to-one', big);
-          canvas.style.width = big ? `${canvas.width}px` : '';
-          zoom.textContent = big ? 'fit' : '1:1';
-        };
+        wireZoom(canvas, zoom, scale);
         const setStatus = (t: string): void => {
           status.textContent = t;
         };
