@@ -209,12 +209,17 @@ function main(backend: Backend): void {
     const nodes = v.nodes.map((n) => ({
       node: n.name,
       status: n.ready ? (n.converged ? 'Ready' : 'Ready*') : 'NotReady',
-      heard: n.ageMs === null ? '-' : `${(n.ageMs / 1000).toFixed(1)} s`,
-      runs: n.running.join(' '),
+      heard: n.ageMs === null ? '-' : `${(n.ageMs / 1000).toFixed(1)} s ago`,
+      // A NotReady node's last report is history, not what it runs now (as in the terminal view).
+      runs: n.ready ? n.running.join(' ') || '-' : '-',
       assigned: n.assigned ? n.assigned.join(' ') : '-',
       flaps: n.flaps,
     }));
-    $('nodes').replaceChildren(renderRows(nodes));
+    const syncing = v.nodes.some((n) => n.ready && !n.converged);
+    $('nodes').replaceChildren(
+      renderRows(nodes),
+      ...(syncing ? [el('p', {}, '* Ready, still starting or stopping pods to match its assignment')] : []),
+    );
     // Pods neither assigned nor running are history (replaced by a rollout, scaled away).
     const live = v.pods.filter((p) => p.assignedTo.length > 0 || p.runningOn.length > 0);
     const pods = live.map((p) => ({
