@@ -243,6 +243,42 @@ export async function waitForRows(
   );
 }
 
+/**
+ * Run in the page: what keeps it from fitting its window's width, as a person would meet it — the
+ * page scrolls sideways; a control (button, input, select) lies outside the window or under
+ * something else once scrolled to; a box cuts its content off instead of wrapping or scrolling it.
+ * Empty when the page fits. Scrolls the page (to each control, then back to the top).
+ */
+export function fitProblems(): string[] {
+  const problems: string[] = [];
+  const vw = document.documentElement.clientWidth;
+  const name = (e: Element): string =>
+    `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''}${e.className ? `.${String(e.className).split(' ').join('.')}` : ''} "${(e.textContent ?? '').trim().slice(0, 30)}"`;
+  if (document.documentElement.scrollWidth > vw)
+    problems.push(`the page is ${document.documentElement.scrollWidth} px wide in a ${vw} px window`);
+  const controls = [...document.querySelectorAll<HTMLElement>('button, input, select')].filter(
+    (c) => c.getClientRects().length > 0 && !c.closest('[hidden]'),
+  );
+  for (const c of controls) {
+    c.scrollIntoView({ block: 'center', inline: 'nearest' });
+    const r = c.getBoundingClientRect();
+    if (r.left < 0 || r.right > vw) {
+      problems.push(`${name(c)} spans ${Math.round(r.left)}..${Math.round(r.right)} px`);
+      continue;
+    }
+    const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+    if (!hit || !(c === hit || c.contains(hit)))
+      problems.push(`${name(c)} is under ${hit ? name(hit) : 'nothing'}`);
+  }
+  for (const e of document.querySelectorAll<HTMLElement>('body *')) {
+    const x = getComputedStyle(e).overflowX;
+    if ((x === 'hidden' || x === 'clip') && e.scrollWidth > e.clientWidth + 1)
+      problems.push(`${name(e)} cuts off ${e.scrollWidth - e.clientWidth} px of its content`);
+  }
+  window.scrollTo(0, 0);
+  return problems;
+}
+
 /** Waits for the red banner a page shows when its server went away; returns its text. */
 export async function linkDownMessage(page: Page): Promise<string> {
   await page.waitForSelector('#link.down', { timeout: 20_000 });

@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ClusterView } from '../../operator/src/air/view.ts';
 import {
+  consoleErrors,
+  fitProblems,
   foreignOriginTries,
   linkDownMessage,
   openPage,
@@ -65,6 +67,32 @@ describe.sequential('the web console of retrokube up, in chromium', () => {
       timeout: 30_000,
     });
     await shot(s.page, 'console-start');
+  });
+
+  it('fits a 1400 px window and a 390 px phone: screens scaled as the caption says or 1:1, every control reachable (#29.9)', async () => {
+    const screens = () => s.page.locator('span.scale').allTextContents();
+    const plane = s.page.locator('canvas[data-machine="plane"]');
+    const zoom = s.page.locator('#machine-plane button.zoom');
+    for (const [width, height, fitted] of [
+      [1400, 1100, 'shown at 50 %'], // three 512-px screens, two to a row
+      [390, 844, /^shown at \d\d %$/], // one to a row, as wide as the phone
+    ] as const) {
+      await s.page.setViewportSize({ width, height });
+      await s.page.waitForTimeout(1000); // a redraw at the new width
+      expect(await s.page.evaluate(fitProblems), `at ${width} px`).toEqual([]);
+      for (const label of await screens()) expect(label).toMatch(fitted);
+      // 1:1: every pixel of the screen; where the window is narrower, the frame scrolls, not the page.
+      await zoom.click();
+      expect((await plane.boundingBox())?.width).toBe(1024);
+      expect(await s.page.evaluate(fitProblems), `at ${width} px, 1:1`).toEqual([]);
+      expect((await screens())[0]).toBe(width < 1100 ? '1:1, scroll inside the frame' : '1:1');
+      await shot(s.page, `console-${width}-one-to-one`);
+      await zoom.click();
+    }
+    await s.page.setViewportSize({ width: 1400, height: 1100 });
+    const icon = await fetch(new URL('favicon.ico', s.server.url));
+    expect(icon.status).toBe(200);
+    expect(consoleErrors(s.page)).toEqual([]);
   });
 
   it('refuses a page from another origin (Origin) and a request naming another host (Host)', async () => {

@@ -15,7 +15,7 @@ import {
 } from '../types.ts';
 import type { Backend, ScreenLink } from './backend.ts';
 import { plotMetrics, renderRows } from './render.ts';
-import { wireInput } from './screen.ts';
+import { wireInput, wireZoom } from './screen.ts';
 
 export const LIMITS = {
   keepRecords: 10_000, // frames the labs can look back on (about 10 minutes of a 3-machine air)
@@ -80,8 +80,10 @@ function main(backend: Backend): void {
         const status = el('span', { className: 'screen-status' }, '');
         const power = el('button', { className: 'power' });
         const cut = el('button', { className: 'cut' });
-        // The screen fits the page; "1:1" shows it pixel for pixel (scrolled inside its frame).
+        // The screen fits the page at a scale the caption states; "1:1" shows it pixel for pixel
+        // (scrolled inside its frame when the window is narrower than the screen).
         const zoom = el('button', { className: 'zoom', title: 'show the screen pixel for pixel' }, '1:1');
+        const scale = el('span', { className: 'scale' });
         zoom.dataset.machine = m.name;
         power.dataset.machine = m.name;
         cut.dataset.machine = m.name;
@@ -116,15 +118,12 @@ function main(backend: Backend): void {
               cut,
               ' ',
               zoom,
+              ' ',
+              scale,
             ),
           ),
         );
-        zoom.onclick = () => {
-          const big = !canvas.classList.contains('one-to-one');
-          canvas.classList.toggle('one-to-one', big);
-          canvas.style.width = big ? `${canvas.width}px` : '';
-          zoom.textContent = big ? 'fit' : '1:1';
-        };
+        wireZoom(canvas, zoom, scale);
         const setStatus = (t: string): void => {
           status.textContent = t;
         };
@@ -210,12 +209,17 @@ function main(backend: Backend): void {
     const nodes = v.nodes.map((n) => ({
       node: n.name,
       status: n.ready ? (n.converged ? 'Ready' : 'Ready*') : 'NotReady',
-      heard: n.ageMs === null ? '-' : `${(n.ageMs / 1000).toFixed(1)} s`,
-      runs: n.running.join(' '),
+      heard: n.ageMs === null ? '-' : `${(n.ageMs / 1000).toFixed(1)} s ago`,
+      // A NotReady node's last report is history, not what it runs now (as in the terminal view).
+      runs: n.ready ? n.running.join(' ') || '-' : '-',
       assigned: n.assigned ? n.assigned.join(' ') : '-',
       flaps: n.flaps,
     }));
-    $('nodes').replaceChildren(renderRows(nodes));
+    const syncing = v.nodes.some((n) => n.ready && !n.converged);
+    $('nodes').replaceChildren(
+      renderRows(nodes),
+      ...(syncing ? [el('p', {}, '* Ready, still starting or stopping pods to match its assignment')] : []),
+    );
     // Pods neither assigned nor running are history (replaced by a rollout, scaled away).
     const live = v.pods.filter((p) => p.assignedTo.length > 0 || p.runningOn.length > 0);
     const pods = live.map((p) => ({

@@ -67,3 +67,31 @@ export function drawOberonFrame(
   }
   ctx.putImageData(image, 0, 0);
 }
+
+/**
+ * The screen's size on the page: it fits its frame (scaled down, smoothed, the scale said in
+ * `label`), or the button shows it pixel for pixel (scrolled inside its frame when the window is
+ * narrower). The label follows every resize of the window and every new screen size from RFB.
+ */
+export function wireZoom(canvas: HTMLCanvasElement, button: HTMLButtonElement, label: HTMLElement): void {
+  const say = (): void => {
+    const shown = canvas.getBoundingClientRect().width;
+    if (!shown || !canvas.width) return;
+    const pct = Math.round((100 * shown) / canvas.width);
+    const oneToOne = canvas.classList.contains('one-to-one');
+    const box = canvas.parentElement;
+    const scrolled = oneToOne && box !== null && box.scrollWidth > box.clientWidth + 1;
+    label.textContent = oneToOne ? `1:1${scrolled ? ', scroll inside the frame' : ''}` : `shown at ${pct} %`;
+    label.dataset.percent = String(pct);
+  };
+  button.onclick = () => {
+    const big = !canvas.classList.contains('one-to-one');
+    canvas.classList.toggle('one-to-one', big);
+    canvas.style.width = big ? `${canvas.width}px` : '';
+    button.textContent = big ? 'fit' : '1:1';
+    say();
+  };
+  const watch = new ResizeObserver(say);
+  watch.observe(canvas);
+  if (canvas.parentElement) watch.observe(canvas.parentElement);
+}
