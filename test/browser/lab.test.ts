@@ -93,7 +93,7 @@ describe.sequential('the browser lab, in chromium', () => {
     const page = s.page;
     // A timer of the page's own that would tick ten times a second: how hard the browser throttles.
     await page.evaluate(() => {
-      const g = globalThis as unknown as { hiddenTicks: number; hiddenTimer: number };
+      const g = globalThis as unknown as { hiddenTicks: number; hiddenTimer: ReturnType<typeof setInterval> };
       g.hiddenTicks = 0;
       g.hiddenTimer = setInterval(() => {
         if (document.visibilityState === 'hidden') g.hiddenTicks++;
@@ -116,7 +116,10 @@ describe.sequential('the browser lab, in chromium', () => {
       await new Promise((r) => setTimeout(r, HIDDEN_MS)); // the window the heartbeats are judged over
       to = await page.evaluate(() => Date.now());
       ticks = await page.evaluate(() => {
-        const g = globalThis as unknown as { hiddenTicks: number; hiddenTimer: number };
+        const g = globalThis as unknown as {
+          hiddenTicks: number;
+          hiddenTimer: ReturnType<typeof setInterval>;
+        };
         clearInterval(g.hiddenTimer);
         return g.hiddenTicks;
       });
