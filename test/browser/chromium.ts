@@ -3,7 +3,8 @@
 // containers), nothing phoning home, a fresh profile each time — and what every test does with a
 // page of ours: open it, wait for a converged cluster, run the six labs, poll the server, probe it
 // from another origin and another Host name, type into a machine's screen, save screenshots.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -48,6 +49,84 @@ export async function launch(): Promise<Browser> {
   };
 }
 
+/** The flags (two in ARGS, all three among Playwright's own) that keep a hidden page's timers at full speed. */
+const NO_THROTTLING = [
+  '--disable-background-timer-throttling',
+  '--disable-renderer-backgrounding',
+  '--disable-backgrounding-occluded-windows',
+];
+
+export const THROTTLING_LIMITS = {
+  startMs: 30_000, // chromium writes its DevTools port within this
+  exitMs: 5_000, // ...and exits within this once closed, or is killed
+  // Chromium throttles a hidden page's main-thread timers to one wake-up a second at once, and
+  // chained ones to one a minute after 5 minutes hidden (intensive wake-up throttling); this cuts
+  // that grace period to seconds. (A plain page is then down to one a minute within seconds; the
+  // lab page, busy with its workers' messages, stayed at one a second over 20 s in our runs.)
+  intensiveAfterS: 5,
+} as const;
+
+/**
+ * Chromium as a person runs it, for a test of a page in a background tab: its own throttling of
+ * hidden pages on (none of the flags above), and no focus emulation — Playwright's keeps every page
+ * it drives "visible", so a tab behind another is never hidden. Started here on a loopback DevTools
+ * port and attached with connectOverCDP's `noDefaults`; the same viewport as `launch()`.
+ */
+export async function launchThrottling(): Promise<Browser> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const profile = mkdtempSync(join(tmpdir(), 'retrokube-chromium-'));
+  const proc = spawn(
+    CHROMIUM,
+    [
+      ...ARGS.filter((a) => !NO_THROTTLING.includes(a)),
+      '--headless',
+      '--window-size=1400,1100',
+      `--enable-features=IntensiveWakeUpThrottling:grace_period_seconds/${THROTTLING_LIMITS.intensiveAfterS}`,
+      '--remote-debugging-address=127.0.0.1',
+      '--remote-debugging-port=0',
+      `--user-data-dir=${profile}`,
+      'about:blank',
+    ],
+    { stdio: 'ignore' },
+  );
+  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  const stop = async () => {
+    // Asked to close, it exits on its own; killed after a few seconds if not; its profile goes after it.
+    const late = setTimeout(() => proc.kill('SIGKILL'), THROTTLING_LIMITS.exitMs);
+    if (proc.exitCode === null && proc.signalCode === null) await exited;
+    clearTimeout(late);
+    rmSync(profile, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  };
+  try {
+    // Chromium writes "PORT\n/devtools/browser/ID" once it listens.
+    const portFile = join(profile, 'DevToolsActivePort');
+    const end = Date.now() + THROTTLING_LIMITS.startMs;
+    let lines: string[] = [];
+    while (lines.length < 2 || !lines[1]) {
+      if (proc.exitCode !== null)
+        throw new Error(`${CHROMIUM} exited with ${proc.exitCode} before it listened`);
+      if (Date.now() > end)
+        throw new Error(`${CHROMIUM} wrote no DevToolsActivePort within ${THROTTLING_LIMITS.startMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+      lines = existsSync(portFile) ? readFileSync(portFile, 'utf8').split('\n') : [];
+    }
+    const browser = await chromium.connectOverCDP(`ws://127.0.0.1:${lines[0]}${lines[1]}`, {
+      noDefaults: true,
+    });
+    return {
+      context: browser.contexts()[0],
+      close: async () => {
+        await browser.close().catch(() => undefined);
+        await stop();
+      },
+    };
+  } catch (err) {
+    proc.kill('SIGKILL');
+    await stop();
+    throw err;
+  }
+}
+
 /** What a test opens a page on: `retrokube up`, `retrokube sheets up` (cli-process.ts) or `retrokube lab`. */
 export interface Served {
   url: string;
@@ -68,12 +147,18 @@ export interface PageSession<T extends Served> {
  */
 export function pageSession<T extends Served>(
   start: () => Promise<T>,
-  o: { startTimeoutMs?: number; linkTimeoutMs?: number; cleanup?: () => void } = {},
+  o: {
+    startTimeoutMs?: number;
+    linkTimeoutMs?: number;
+    cleanup?: () => void;
+    /** The browser (default `launch()`: hidden pages never throttled). */
+    browser?: () => Promise<Browser>;
+  } = {},
 ): PageSession<T> {
   const s = {} as PageSession<T>;
   beforeAll(async () => {
     s.server = await start();
-    s.browser = await launch();
+    s.browser = await (o.browser ?? launch)();
     s.page = await openPage(s.browser, s.server.url, o.linkTimeoutMs ?? 60_000);
   }, o.startTimeoutMs ?? 180_000);
   afterAll(async () => {

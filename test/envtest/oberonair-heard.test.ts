@@ -8,6 +8,7 @@ import { startRelay } from '../../operator/src/air/relay.ts';
 import { openStation } from '../../operator/src/air/station.ts';
 import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
 import { derivedKey } from '../../operator/src/controllers/oberonkube-render.ts';
+import type { Manager } from '../../operator/src/runtime/manager.ts';
 import { freshNamespace } from './harness.ts';
 import {
   air,
@@ -35,6 +36,12 @@ async function scriptedAir(everyMs: number, frames: () => Uint8Array[]) {
     await relay.close();
   });
   return { relay, st, address: () => ({ host: '127.0.0.1', port: relay.address.port }) };
+}
+
+/** How many times the operator's `controller` has reconciled (each reconcile of an air reads its census). */
+async function looksAt(mgr: Manager, controller: string): Promise<number> {
+  const { values } = await mgr.metrics.reconcileTotal.get();
+  return values.filter((v) => v.labels.controller === controller).reduce((n, v) => n + v.value, 0);
 }
 
 describe('OberonAir: what the operator hears', () => {
@@ -78,9 +85,20 @@ describe('OberonAir: what the operator hears', () => {
     expect(condition(solo, 'Ready')?.status).toBe('False');
 
     // Steady state: the air keeps talking at the same rate, the operator keeps listening — no writes.
+    // Judged by counters, not by a sleep: the window closes once the relay has carried half a census
+    // window of frames (5 s of talk) to the operator's station and the operator has looked at the
+    // air after that, at least twice in all (its reconcile counter; each look reads the census and
+    // would write a change) — a write would show in its write counter and the resourceVersion.
     const rv = solo.metadata.resourceVersion;
     const writes = mgr.client.writes;
-    await new Promise((r) => setTimeout(r, 12_000));
+    const frames = scripted.relay.stats().framesOut;
+    const looks = await looksAt(mgr, 'oberonair');
+    await waitFor('5 s of talk on the air', async () => scripted.relay.stats().framesOut >= frames + 50);
+    const talked = await looksAt(mgr, 'oberonair');
+    await waitFor('the operator looks at the air after that, twice in all', async () => {
+      const n = await looksAt(mgr, 'oberonair');
+      return n > talked && n >= looks + 2;
+    });
     expect(((await k.get(OBERONAIR, ns, 'solo')) as KubeObject).metadata.resourceVersion).toBe(rv);
     expect(mgr.client.writes).toBe(writes);
 
