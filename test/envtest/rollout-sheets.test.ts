@@ -16,6 +16,7 @@ import { MEMBER_LABEL } from '../../operator/src/controllers/rollout-sheets.ts';
 import { SHEETCLUSTER } from '../../operator/src/controllers/sheetcluster.ts';
 import { SHEETFEDERATION } from '../../operator/src/controllers/sheetfederation.ts';
 import type { LocalProcess } from '../../operator/src/local/pods.ts';
+import { settled } from '../../operator/src/rollout/plan.ts';
 import { ApiError, KubeClient } from '../../operator/src/runtime/client.ts';
 import { SheetsClient } from '../../operator/src/sheets/ctl/client.ts';
 import { installChartRbac } from './chart-rbac.ts';
@@ -126,7 +127,7 @@ describe('Rollout over Sheeternetes targets (real apiservers and agents; the ope
         `rollout ${name} finished`,
         async () => {
           const r = await k.get<Deep>(ROLLOUT, ns, name);
-          return ['Succeeded', 'Failed', 'Aborted'].includes(r.status?.phase) && r;
+          return settled(r.status) && r;
         },
         timeoutMs,
       );
