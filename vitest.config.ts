@@ -12,13 +12,8 @@ import { defineConfig } from 'vitest/config';
 //   kubeconfig in RETROKUBE_CLUSTER_KUBECONFIG; the chart, the image and machine pods for real;
 // - browser: the web console and the browser lab in Debian's chromium (playwright-core), real time.
 // envtest files that run alone, on a server of their own: those that restart kube-apiserver
-// (restartApiServer), and rollout-sheets, whose case "sa is rolled back with sb because it is still
-// in its check window" is a race of two 20 s windows that a busy neighbour can tip (seen once).
-const ENVTEST_ALONE = [
-  'test/envtest/harness.test.ts',
-  'test/envtest/oberonair-restart.test.ts',
-  'test/envtest/rollout-sheets.test.ts',
-];
+// (restartApiServer).
+const ENVTEST_ALONE = ['test/envtest/harness.test.ts', 'test/envtest/oberonair-restart.test.ts'];
 
 export default defineConfig({
   test: {

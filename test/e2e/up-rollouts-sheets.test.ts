@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { LocalRolloutView } from '../../operator/src/local/rollout-runner.ts';
+import { settled } from '../../operator/src/rollout/plan.ts';
 import { SheetsClient } from '../../operator/src/sheets/ctl/client.ts';
 import { UpProcess } from './fleet-harness.ts';
 
@@ -81,7 +82,7 @@ describe.sequential('fleet rollouts over two SheetClusters run by retrokube up',
     expect(resumed.code, resumed.stderr).toBe(0);
     const r = await up.until(
       () => up.get<LocalRolloutView>('/rollouts/ticker'),
-      (x) => ['Succeeded', 'Failed', 'Aborted'].includes(x.status.phase ?? ''),
+      (x) => settled(x.status),
       400_000,
       'the rollout ends',
     );

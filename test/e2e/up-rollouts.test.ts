@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterView } from '../../operator/src/air/view.ts';
 import type { LocalRolloutView } from '../../operator/src/local/rollout-runner.ts';
 import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
+import { settled } from '../../operator/src/rollout/plan.ts';
 import { UpProcess } from './fleet-harness.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'retrokube-rollouts-e2e-'));
@@ -95,7 +96,8 @@ async function heard(cluster: string): Promise<string[]> {
     .sort();
 }
 
-const ended = (r: LocalRolloutView) => ['Succeeded', 'Failed', 'Aborted'].includes(r.status.phase ?? '');
+// Ended and settled: a target rolling back says RolledBack only once it is heard on its old version.
+const ended = (r: LocalRolloutView) => settled(r.status);
 const phases = (r: LocalRolloutView) =>
   Object.fromEntries((r.status.targets ?? []).map((t) => [t.name, t.phase]));
 const attempts = (r: LocalRolloutView) =>

@@ -16,6 +16,7 @@ import { MEMBER_LABEL } from '../../operator/src/controllers/rollout-sheets.ts';
 import { SHEETCLUSTER } from '../../operator/src/controllers/sheetcluster.ts';
 import { SHEETFEDERATION } from '../../operator/src/controllers/sheetfederation.ts';
 import type { LocalProcess } from '../../operator/src/local/pods.ts';
+import { settled } from '../../operator/src/rollout/plan.ts';
 import { ApiError, KubeClient } from '../../operator/src/runtime/client.ts';
 import { SheetsClient } from '../../operator/src/sheets/ctl/client.ts';
 import { installChartRbac } from './chart-rbac.ts';
@@ -37,7 +38,7 @@ const rollout = (ns: string, name: string, spec: Record<string, unknown>) => ({
 });
 
 describe('Rollout over Sheeternetes targets (real apiservers and agents; the operator as the chart ServiceAccount)', () => {
-  it('rolling succeeds across an operator restart; a failure on the second target rolls both back; blue/green switches the active member; bad input touches nothing', async () => {
+  it('rolling succeeds across an operator restart; a failure on the second target is rolled back, and its partner if still checking; blue/green switches the active member; bad input touches nothing', async () => {
     const ns = await freshNamespace('rollout-sheets');
     const k = testClient();
     const sa = await installChartRbac(k, ns);
@@ -126,7 +127,7 @@ describe('Rollout over Sheeternetes targets (real apiservers and agents; the ope
         `rollout ${name} finished`,
         async () => {
           const r = await k.get<Deep>(ROLLOUT, ns, name);
-          return ['Succeeded', 'Failed', 'Aborted'].includes(r.status?.phase) && r;
+          return settled(r.status) && r;
         },
         timeoutMs,
       );
@@ -231,8 +232,8 @@ describe('Rollout over Sheeternetes targets (real apiservers and agents; the ope
     }
 
     // --- A change that fails on the second target: sb cannot place a third replica (CPU), so it
-    // runs fewer pods than the check asks for a whole check window; sa, still in its window, is
-    // rolled back with it, each to exactly the replicas it had.
+    // runs fewer pods than the check asks for a whole check window, and is rolled back to exactly
+    // the replicas it had (sa with it, if still in its own window).
     await k.create(
       ROLLOUT,
       rollout(ns, 'grow', {
@@ -253,17 +254,26 @@ describe('Rollout over Sheeternetes targets (real apiservers and agents; the ope
     const rows = Object.fromEntries(bad.status.targets.map((t: Deep) => [t.name, t]));
     expect(rows.sb).toMatchObject({ phase: 'RolledBack', previous: { image: TICKER, replicas: 2 } });
     expect(rows.sb.message).toMatch(/fewer pods running than the check allows/);
-    expect(rows.sa).toMatchObject({ phase: 'RolledBack', previous: { image: TICKER, replicas: 2 } });
-    for (const name of ['sa', 'sb']) {
+    // sa started with sb (maxParallel 2): rolled back with it while still in its check window, or
+    // Succeeded (whole) if its window ended first — which comes first is a race of two 20 s windows
+    // on a busy machine, decided exactly by the planner's own tests (plan.test.ts). Here each target
+    // must run what its row says.
+    expect(['RolledBack', 'Succeeded']).toContain(rows.sa.phase);
+    expect(rows.sa.previous).toEqual({ image: TICKER, replicas: 2 });
+    const saReplicas = rows.sa.phase === 'RolledBack' ? 2 : 3;
+    for (const [name, replicas] of [
+      ['sa', saReplicas],
+      ['sb', 2],
+    ] as const) {
       await waitFor(
-        `${name}: back to two web pods Running`,
+        `${name}: ${replicas} web pods Running, as its row says`,
         async () => {
           const p = await webPods(name);
-          return p.length === 2 && p.every((x) => x.phase === 'Running');
+          return p.length === replicas && p.every((x) => x.phase === 'Running');
         },
         60_000,
       );
-      expect(await web(name)).toMatchObject({ image: TICKER, replicas: 2 });
+      expect(await web(name)).toMatchObject({ image: TICKER, replicas });
     }
 
     // --- Blue/green over a federation of the two: green (sb) is changed and checked, then the
@@ -310,6 +320,6 @@ describe('Rollout over Sheeternetes targets (real apiservers and agents; the ope
     expect(fed.spec.active).toEqual([{ service: 'web', member: 'green' }]);
     await waitFor('web served by green', async () => (await activeOfWeb()) === 'green', 60_000);
     expect(await web('sb')).toMatchObject({ replicas: 1 });
-    expect(await web('sa')).toMatchObject({ replicas: 2, image: TICKER });
+    expect(await web('sa')).toMatchObject({ replicas: saReplicas, image: TICKER });
   }, 900_000);
 });

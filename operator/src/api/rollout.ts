@@ -251,8 +251,8 @@ const TargetRow = Type.Object({
     description: 'The target: the object name, or federation/member for a SheetFederation member.',
   }),
   phase: Type.Union(
-    ['Pending', 'Updating', 'Checking', 'Succeeded', 'Failed', 'RolledBack', 'Skipped'].map((p) =>
-      Type.Literal(p),
+    ['Pending', 'Updating', 'Checking', 'Succeeded', 'Failed', 'RollingBack', 'RolledBack', 'Skipped'].map(
+      (p) => Type.Literal(p),
     ),
   ),
   attempts: Type.Integer({ minimum: 0 }),
@@ -260,6 +260,12 @@ const TargetRow = Type.Object({
   startedAt: Type.Optional(Type.String({ format: 'date-time' })),
   checkingSince: Type.Optional(Type.String({ format: 'date-time' })),
   troubleSince: Type.Optional(Type.String({ format: 'date-time' })),
+  rollbackSince: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description: 'Since when its previous version is written back (RollingBack).',
+    }),
+  ),
   nextAttemptAt: Type.Optional(Type.String({ format: 'date-time' })),
   finishedAt: Type.Optional(Type.String({ format: 'date-time' })),
   message: Type.Optional(Type.String({ maxLength: 1024 })),

@@ -3,7 +3,8 @@
 // finds it). The walk itself is the operator's (or `up`'s); these verbs only read its status or set
 // the fields the planner obeys (spec.promote, spec.abort, spec.paused).
 import type { Command } from 'commander';
-import { FINAL_PHASES, formatRollout, type RolloutLike } from '../rollout/format.ts';
+import { formatRollout, type RolloutLike } from '../rollout/format.ts';
+import { settled } from '../rollout/plan.ts';
 
 export const LIMITS = {
   watchMs: 1_000, // how often --watch redraws
@@ -107,7 +108,7 @@ export function registerRolloutVerbs(program: Command): void {
           process.stdout.write(
             `${o.watch && process.stdout.isTTY ? '\x1b[H\x1b[2J' : ''}${formatRollout(r, Date.now())}\n`,
           );
-        if (!o.watch || FINAL_PHASES.has(r.status?.phase ?? '')) return;
+        if (!o.watch || settled(r.status)) return;
         await new Promise((res) => setTimeout(res, LIMITS.watchMs));
       }
     });

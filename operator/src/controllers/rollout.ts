@@ -8,7 +8,14 @@
 // federation members read from their sheets (rollout-sheets.ts). This file only walks.
 import type { RolloutSpecT, RolloutStatusT, TargetKind } from '../api/rollout.ts';
 import { GROUP } from '../api/schema.ts';
-import { type Change, decide, type RolloutSpec, type RolloutStatus, type Target } from '../rollout/plan.ts';
+import {
+  type Change,
+  decide,
+  type RolloutSpec,
+  type RolloutStatus,
+  settled,
+  type Target,
+} from '../rollout/plan.ts';
 import type { KubeObject, ResourceType } from '../runtime/client.ts';
 import type {
   ControllerDefinition,
@@ -64,7 +71,7 @@ export function rolloutController(o: RolloutControllerOptions = {}): ControllerD
   const wake = (obj: KubeObject, primary: { list(ns?: string): KubeObject[] }) =>
     primary
       .list(obj.metadata.namespace)
-      .filter((r) => !isFinal((r as Rollout).status?.phase))
+      .filter((r) => !settled((r as Rollout).status))
       .map((r) => `${r.metadata.namespace}/${r.metadata.name}`);
   return {
     name: 'rollout',
@@ -74,9 +81,6 @@ export function rolloutController(o: RolloutControllerOptions = {}): ControllerD
     reconcile: (ctx, key) => reconcile(ctx, key, drivers),
   };
 }
-
-const isFinal = (phase: string | undefined) =>
-  phase === 'Succeeded' || phase === 'Failed' || phase === 'Aborted';
 
 /** The planner's view of a Rollout's spec. */
 export function plannerSpec(spec: RolloutSpecT): RolloutSpec {
@@ -89,7 +93,8 @@ export function plannerSpec(spec: RolloutSpecT): RolloutSpec {
   };
 }
 
-const IN_FLIGHT = new Set(['Updating', 'Checking']);
+// Judged each poll: targets changing, and those rolling back (RolledBack only once seen).
+const IN_FLIGHT = new Set(['Updating', 'Checking', 'RollingBack']);
 const DONE = new Set(['Succeeded', 'Failed', 'RolledBack', 'Skipped']);
 
 async function reconcile(
@@ -99,7 +104,7 @@ async function reconcile(
 ): Promise<ReconcileResult | undefined> {
   const found = ctx.cached<Rollout>(ROLLOUT, key.namespace, key.name);
   if (!found?.spec || found.metadata.deletionTimestamp) return undefined;
-  if (isFinal(found.status?.phase)) return undefined;
+  if (settled(found.status as RolloutStatus | undefined)) return undefined;
   const r = found as RolloutWithSpec;
   const driver = drivers[r.spec.selector.kind ?? 'OberonKube'];
   const spec = plannerSpec(r.spec);
@@ -142,5 +147,5 @@ async function reconcile(
     observedGeneration: r.metadata.generation,
   };
   await ctx.applyStatusIfChanged(ROLLOUT, r, status as unknown as Record<string, unknown>);
-  return isFinal(d.status.phase) ? undefined : { requeueAfterMs: LIMITS.pollMs };
+  return settled(d.status) ? undefined : { requeueAfterMs: LIMITS.pollMs };
 }

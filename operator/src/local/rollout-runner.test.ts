@@ -137,7 +137,12 @@ describe('rollouts carried out by a local up', () => {
     await steps(r, clock, 1);
     const v = r.view('r');
     expect(v?.status.phase).toBe('Aborted');
-    expect(v?.status.targets?.map((t) => t.phase)).toEqual(['RolledBack', 'Skipped', 'Skipped']);
+    // Written back at once; RolledBack once the target is seen running its old version again.
+    expect(v?.status.targets?.map((t) => t.phase)).toEqual(['RollingBack', 'Skipped', 'Skipped']);
+    await steps(r, clock, 1); // the first look after the write still sees the canary version
+    expect(r.view('r')?.status.targets?.[0].phase).toBe('RollingBack');
+    await steps(r, clock, 1);
+    expect(r.view('r')?.status.targets?.map((t) => t.phase)).toEqual(['RolledBack', 'Skipped', 'Skipped']);
     expect(ts[0].applied).toEqual([
       { image: 'Ticker2', replicas: 2 },
       { image: 'Ticker', replicas: 2 },

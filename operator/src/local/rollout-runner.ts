@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import { join } from 'node:path';
 import type { RolloutSpecT, RolloutStatusT } from '../api/rollout.ts';
 import { plannerSpec, SERVING_LABEL } from '../controllers/rollout.ts';
-import { FINAL_PHASES, type RolloutLike } from '../rollout/format.ts';
+import type { RolloutLike } from '../rollout/format.ts';
 import {
   type Action,
   type Change,
@@ -16,6 +16,7 @@ import {
   type Observation,
   type RolloutEvent,
   type RolloutStatus,
+  settled,
   type Target,
   type Version,
 } from '../rollout/plan.ts';
@@ -168,7 +169,7 @@ export class LocalRollouts {
 
   private async step(r: LocalRollout): Promise<boolean> {
     const s = this.saved.get(r.name) as Saved;
-    if (FINAL_PHASES.has(s.status?.phase ?? '')) return false;
+    if (settled(s.status)) return false;
     const spec = plannerSpec({ ...r.spec, ...s.steer });
     const want = Object.entries(r.spec.selector.matchLabels);
     const kind = r.spec.selector.kind ?? 'OberonKube';

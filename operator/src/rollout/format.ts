@@ -17,8 +17,6 @@ export interface RolloutLike {
   status?: RolloutStatusT;
 }
 
-export const FINAL_PHASES: ReadonlySet<string> = new Set(['Succeeded', 'Failed', 'Aborted']);
-
 /** The seed's report as a table: one row per target, a bar for the whole walk. Pure. */
 export function formatRollout(r: RolloutLike, nowMs: number): string {
   const st = r.status ?? {};

@@ -13,6 +13,7 @@ import {
   type RolloutSpec,
   type RolloutStatus,
   type Strategy,
+  settled,
   type Target,
   type Version,
 } from './plan.ts';
@@ -26,6 +27,8 @@ interface SimTarget extends Target {
   unhealthyOnNew: boolean;
   /** Fails this many attempts before behaving (the "made to fail once" target). */
   flakyAttempts: number;
+  /** Once rolled back, never seen converged on its old version again (its nodes gone, say). */
+  neverBack: boolean;
   pollsSinceApply: number;
   attemptsSeen: number;
 }
@@ -37,7 +40,9 @@ function observe(t: SimTarget): Observation {
   if (!t.version) return { converged: true, healthy: true };
   const isNew = t.version.image === CHANGE.image;
   const failingAttempt = isNew && t.attemptsSeen <= t.flakyAttempts;
-  const converged = !isNew || (!failingAttempt && t.pollsSinceApply >= t.slowness);
+  const converged = isNew
+    ? !failingAttempt && t.pollsSinceApply >= t.slowness
+    : !t.neverBack || t.attemptsSeen === 0;
   return { current: t.version, converged, healthy: !(isNew && converged && t.unhealthyOnNew) };
 }
 
@@ -73,6 +78,7 @@ function simulate(
       slowness: f.slowness ?? 1,
       unhealthyOnNew: f.unhealthyOnNew ?? false,
       flakyAttempts: f.flakyAttempts ?? 0,
+      neverBack: f.neverBack ?? false,
       pollsSinceApply: 0,
       attemptsSeen: 0,
     });
@@ -99,7 +105,7 @@ function simulate(
     run.decisions.push(d);
     run.statuses.push(d.status);
     status = d.status;
-    if (['Succeeded', 'Failed', 'Aborted'].includes(status.phase)) break;
+    if (settled(status)) break;
   }
   return run;
 }
@@ -175,6 +181,21 @@ group('rollout strategies on a simulated fleet', () => {
     ]);
     expect(end.targets[2].message).toMatch(/did not converge within 30 s/);
     expect(r.fleet.get('t02')?.version).toEqual(OLD);
+  });
+
+  it('a rollback is RolledBack only once seen: RollingBack until then, Failed if never seen within the deadline', () => {
+    const r = simulate(
+      { type: 'rolling', onFailure: 'abort', stepDeadlineSeconds: 10 },
+      fleetOf(2, (i) => (i === 0 ? { unhealthyOnNew: true, neverBack: true } : {})),
+    );
+    // The rollout ends when it decides to; the target says what it is seen to run.
+    const ended = r.statuses.findIndex((s) => s.phase === 'Failed');
+    expect(r.statuses[ended].targets.map((t) => t.phase)).toEqual(['RollingBack', 'Skipped']);
+    const end = last(r);
+    expect(end.targets[0].phase).toBe('Failed');
+    expect(end.targets[0].message).toMatch(/not seen running Ticker ×4 again within 10 s$/);
+    expect(r.statuses.length - ended).toBeGreaterThan(10);
+    expect(settled(end)).toBe(true);
   });
 
   it('rolling with continue: a failed target is rolled back and the walk goes on', () => {

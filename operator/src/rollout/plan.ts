@@ -18,7 +18,8 @@ export type TargetPhase =
   | 'Checking'
   | 'Succeeded'
   | 'Failed'
-  | 'RolledBack'
+  | 'RollingBack' // its previous version is written back; not yet seen running it
+  | 'RolledBack' // seen running its previous version again
   | 'Skipped';
 export type RolloutPhase =
   | 'Pending'
@@ -88,6 +89,8 @@ export interface TargetStatus {
   /** Since when the check has been failing (it fails the attempt once it lasts the check window). */
   troubleSince?: string;
   nextAttemptAt?: string;
+  /** Since when its previous version has been written back (RollingBack). */
+  rollbackSince?: string;
   finishedAt?: string;
   message?: string;
 }
@@ -120,6 +123,18 @@ export interface Decision {
 const IN_FLIGHT: ReadonlySet<TargetPhase> = new Set(['Updating', 'Checking']);
 const DONE: ReadonlySet<TargetPhase> = new Set(['Succeeded', 'Failed', 'RolledBack', 'Skipped']);
 const FINAL_ROLLOUT: ReadonlySet<RolloutPhase> = new Set(['Succeeded', 'Failed', 'Aborted']);
+
+/**
+ * Nothing left to do or to see: the rollout has ended and no target is still rolling back. (A
+ * rollout ends — Failed, Aborted — the moment it decides to; its targets say RolledBack only once
+ * they are seen running their previous version, so the driver keeps looking until then.)
+ */
+export function settled(status: { phase?: string; targets?: { phase: string }[] } | undefined): boolean {
+  return (
+    FINAL_ROLLOUT.has(status?.phase as RolloutPhase) &&
+    !(status?.targets ?? []).some((t) => t.phase === 'RollingBack')
+  );
+}
 
 /** Problems that make a rollout impossible before anything is touched (null when there are none). */
 export function preflight(
@@ -224,27 +239,30 @@ export function decide(
     say('Normal', 'Started', `${last.targets.length} targets, strategy ${s.type}`);
   }
   const status: RolloutStatus = structuredClone(last);
+  const rows = status.targets;
+  const deadlineMs = 1000 * (s.stepDeadlineSeconds ?? ROLLOUT_DEFAULTS.stepDeadlineSeconds);
+  followRollbacks(rows, seen, now, deadlineMs, actions, say);
   if (FINAL_ROLLOUT.has(status.phase)) return { status, actions, events };
 
   const byName = new Map(targets.map((t) => [t.name, t]));
-  const rows = status.targets;
-  const deadlineMs = 1000 * (s.stepDeadlineSeconds ?? ROLLOUT_DEFAULTS.stepDeadlineSeconds);
   const checkMs = 1000 * (s.checkSeconds ?? ROLLOUT_DEFAULTS.checkSeconds);
   const canaryN = s.type === 'canary' ? canarySize(s, rows.length) : 0;
 
   const rollBack = (row: TargetStatus, why: string) => {
-    if (row.previous) {
-      actions.push({ kind: 'apply', target: row.name, version: row.previous, why: 'rollback' });
-      row.phase = 'RolledBack';
-    } else {
-      row.phase = 'Failed';
-    }
-    row.message = why;
-    row.finishedAt = iso;
     delete row.nextAttemptAt;
     delete row.checkingSince;
     delete row.troubleSince;
-    say('Warning', row.phase, `${row.name}: ${why}`);
+    row.message = why;
+    if (row.previous) {
+      actions.push({ kind: 'apply', target: row.name, version: row.previous, why: 'rollback' });
+      row.phase = 'RollingBack';
+      row.rollbackSince = iso;
+      say('Warning', 'RollingBack', `${row.name}: ${why}; back to ${describe(row.previous)}`);
+    } else {
+      row.phase = 'Failed';
+      row.finishedAt = iso;
+      say('Warning', 'Failed', `${row.name}: ${why}`);
+    }
   };
 
   // Blue/green: the serving group is never touched; it is the way back.
@@ -462,6 +480,44 @@ export function decide(
   return finish(status, 'Succeeded', `${changed} of ${rows.length} targets changed`, events, actions);
 }
 
+/**
+ * Targets rolling back: written back again while they run something else (level-triggered),
+ * RolledBack once seen running their previous version, Failed if that is not seen within the step
+ * deadline (the target's own trouble is then for a person to see, not hidden behind RolledBack).
+ */
+function followRollbacks(
+  rows: TargetStatus[],
+  seen: Map<string, Observation>,
+  now: Date,
+  deadlineMs: number,
+  actions: Action[],
+  say: (type: RolloutEvent['type'], reason: string, message: string) => void,
+): void {
+  const iso = now.toISOString();
+  for (const row of rows) {
+    if (row.phase !== 'RollingBack' || !row.previous) continue;
+    const o = seen.get(row.name);
+    if (o && !o.problem && o.current !== undefined) {
+      if (!sameVersion(o.current, row.previous)) {
+        actions.push({ kind: 'apply', target: row.name, version: row.previous, why: 'rollback' });
+      } else if (o.converged) {
+        row.phase = 'RolledBack';
+        row.finishedAt = iso;
+        delete row.rollbackSince;
+        say('Normal', 'RolledBack', `${row.name} runs ${describe(row.previous)} again`);
+        continue;
+      }
+    }
+    if (now.getTime() - Date.parse(row.rollbackSince ?? iso) > deadlineMs) {
+      row.phase = 'Failed';
+      row.finishedAt = iso;
+      row.message = `${row.message ?? 'rolled back'}; not seen running ${describe(row.previous)} again within ${deadlineMs / 1000} s${o?.problem ? ` (${o.problem})` : ''}`;
+      delete row.rollbackSince;
+      say('Warning', 'Failed', `${row.name}: ${row.message}`);
+    }
+  }
+}
+
 function earlierStagesDone(
   spec: RolloutSpec,
   rows: TargetStatus[],
@@ -477,7 +533,9 @@ function earlierStagesDone(
 }
 
 function failedSummary(rows: TargetStatus[]): string {
-  const bad = rows.filter((r) => r.phase === 'Failed' || r.phase === 'RolledBack');
+  const bad = rows.filter(
+    (r) => r.phase === 'Failed' || r.phase === 'RollingBack' || r.phase === 'RolledBack',
+  );
   return `${bad.length} target(s) failed: ${bad.map((r) => `${r.name} (${r.message ?? r.phase})`).join('; ')}`;
 }
 
