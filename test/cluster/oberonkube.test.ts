@@ -27,6 +27,10 @@ const LIMITS = {
   convergeMs: 540_000, // ~1 min on a quiet node; 332 s was seen at load 71 (a cold Go build beside)
   recoverMs: 300_000, // a machine's pod is recreated, seeded, booted and heard again
   settleMs: 20_000, // after a new operator leads: long enough for it to reconcile everything once
+  // A live change: the API watch hears it at once, the plane assigns within a round or two, the
+  // nodes start pods and are heard: seconds on a quiet node. Through a kubelet-refreshed volume it
+  // took 56 s in the report (#31.3), so this bound still tells the two apart on a busy one.
+  liveChangeMs: 45_000,
 } as const;
 
 const KUBE = 'k';
@@ -388,6 +392,35 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
         ),
       LIMITS.recoverMs,
     );
+  });
+
+  // #31.3: a running plane follows its deployments through the API (its pod watches the ConfigMap as
+  // its own service account); through a kubelet-refreshed volume this took about a minute.
+  it('a changed deployments list reaches the running plane in seconds: web 6 → 8 heard running, and back', async () => {
+    const patch = (deployments: string) =>
+      kubectl([
+        'patch',
+        'oberonkube',
+        '-n',
+        ns,
+        KUBE,
+        '--type=merge',
+        '-p',
+        JSON.stringify({ spec: { deployments } }),
+      ]);
+    const planeBefore = (await pods(ns, MACHINES)).find((p) => p.metadata.name === 'rk-m-k-plane-0');
+    const t0 = Date.now();
+    await patch('web 8 Ticker');
+    await waitFor('8/8 pods heard running', () => heardReady(ns, 3, 8), LIMITS.liveChangeMs);
+    console.log(
+      `[oberonkube] web 6 → 8: 8 pods heard running ${((Date.now() - t0) / 1000).toFixed(1)} s after the patch`,
+    );
+    await patch('web 6 Ticker');
+    await waitFor('6/6 pods heard running again', () => heardReady(ns, 3, 6), LIMITS.liveChangeMs);
+    // The same plane did it, live: no restart, no new pod.
+    const planeAfter = (await pods(ns, MACHINES)).find((p) => p.metadata.name === 'rk-m-k-plane-0');
+    expect(planeAfter?.metadata.uid).toBe(planeBefore?.metadata.uid);
+    expect(restartsOf([planeAfter])).toEqual(restartsOf([planeBefore]));
   });
 
   it('the OberonKube deleted: every child is gone through the garbage collector', async () => {
