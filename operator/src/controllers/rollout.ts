@@ -14,6 +14,8 @@ import {
   type RolloutSpec,
   type RolloutStatus,
   settled,
+  TARGET_DONE,
+  TARGET_JUDGED,
   type Target,
 } from '../rollout/plan.ts';
 import type { KubeObject, ResourceType } from '../runtime/client.ts';
@@ -93,10 +95,6 @@ export function plannerSpec(spec: RolloutSpecT): RolloutSpec {
   };
 }
 
-// Judged each poll: targets changing, and those rolling back (RolledBack only once seen).
-const IN_FLIGHT = new Set(['Updating', 'Checking', 'RollingBack']);
-const DONE = new Set(['Succeeded', 'Failed', 'RolledBack', 'Skipped']);
-
 async function reconcile(
   ctx: ReconcileContext,
   key: ObjectKeyRef,
@@ -114,9 +112,9 @@ async function reconcile(
   for (const row of r.status?.targets ?? [])
     if (!known.has(row.name)) targets.push({ name: row.name, labels: driver.labelsOf(ctx, r, row.name) });
   const rows = r.status?.targets ?? [];
-  const judge = new Set(rows.filter((t) => IN_FLIGHT.has(t.phase)).map((t) => t.name));
+  const judge = new Set(rows.filter((t) => TARGET_JUDGED.has(t.phase)).map((t) => t.name));
   // A finished target is never looked at again by the planner: no reads of its cluster.
-  const done = new Set(rows.filter((t) => DONE.has(t.phase)).map((t) => t.name));
+  const done = new Set(rows.filter((t) => TARGET_DONE.has(t.phase)).map((t) => t.name));
   const seen = await driver.observe(
     ctx,
     r,

@@ -2,6 +2,7 @@
 // Pure rendering, shared by `retrokube rollout status` (Kubernetes or a local `up`) and the live
 // view of `retrokube up` with a fleet FILE.
 import type { RolloutStatusT } from '../api/rollout.ts';
+import { TARGET_DONE } from './plan.ts';
 
 export const FORMAT_LIMITS = {
   barWidth: 20, // characters of the progress bar
@@ -22,7 +23,7 @@ export function formatRollout(r: RolloutLike, nowMs: number): string {
   const st = r.status ?? {};
   const rows = st.targets ?? [];
   const done = rows.filter((t) => t.phase === 'Succeeded').length;
-  const ended = rows.filter((t) => ['Succeeded', 'Failed', 'RolledBack', 'Skipped'].includes(t.phase)).length;
+  const ended = rows.filter((t) => TARGET_DONE.has(t.phase)).length;
   const filled = rows.length ? Math.round((FORMAT_LIMITS.barWidth * ended) / rows.length) : 0;
   const c = r.spec?.change ?? {};
   const change = [c.image, c.replicas !== undefined ? `×${c.replicas}` : undefined].filter(Boolean).join(' ');

@@ -122,6 +122,10 @@ export interface Decision {
 
 const IN_FLIGHT: ReadonlySet<TargetPhase> = new Set(['Updating', 'Checking']);
 const DONE: ReadonlySet<TargetPhase> = new Set(['Succeeded', 'Failed', 'RolledBack', 'Skipped']);
+/** Target phases that are over: decide() never looks at such a target again. */
+export const TARGET_DONE: ReadonlySet<string> = DONE;
+/** Target phases whose observation decide() judges (health, convergence): changing, or rolling back. */
+export const TARGET_JUDGED: ReadonlySet<string> = new Set([...IN_FLIGHT, 'RollingBack']);
 const FINAL_ROLLOUT: ReadonlySet<RolloutPhase> = new Set(['Succeeded', 'Failed', 'Aborted']);
 
 /**
