@@ -100,16 +100,6 @@ async function takeNodeLock(): Promise<() => void> {
   }
 }
 
-function script(name: string, args: string[] = [], env: NodeJS.ProcessEnv = process.env): string {
-  // Progress goes to the terminal (stderr inherited); the path is the last line of stdout.
-  const out = execFileSync('bash', [join(HACK, name), ...args], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env,
-  });
-  return out.trim().split('\n').pop() ?? '';
-}
-
 /** The image name inside an OCI archive of hack/build-image.sh. */
 export function imageNameOf(archive: string): string {
   const index = execFileSync('tar', ['-xOf', archive, 'index.json'], { encoding: 'utf8' });
@@ -118,8 +108,11 @@ export function imageNameOf(archive: string): string {
   return name;
 }
 
-/** Like script(), without blocking vitest's main process while it runs. */
-function scriptAsync(name: string): Promise<string> {
+/**
+ * Runs hack/NAME; its progress goes to the terminal (stderr inherited), its answer (a path) is the
+ * last line of stdout. Asynchronous: vitest's main process keeps serving the workers meanwhile.
+ */
+function script(name: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn('bash', [join(HACK, name)], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -169,7 +162,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
       : undefined;
     let image = process.env.RETROKUBE_CLUSTER_IMAGE;
     if (!image) {
-      const archive = script('build-image.sh');
+      const archive = await script('build-image.sh');
       image = imageNameOf(archive);
       if (node && readFileSync(given, 'utf8') === readFileSync(join(NODE_DIR, 'kubeconfig'), 'utf8'))
         await importImage(node, archive);
@@ -191,7 +184,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   const t0 = Date.now();
   let archive: string;
   try {
-    archive = script('build-image.sh');
+    archive = await script('build-image.sh');
   } catch (err) {
     releaseLock();
     skipOrFail(
@@ -215,7 +208,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   project.provide('clusterReadyFile', readyFile);
   const up = (async () => {
     try {
-      const said = await scriptAsync('node-up.sh');
+      const said = await script('node-up.sh');
       if (said !== kubeconfig)
         throw new Error(`node-up.sh wrote its kubeconfig to ${said}, not ${kubeconfig}`);
       await importImage(node, archive);
@@ -232,7 +225,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     if (process.env.RETROKUBE_NODE_KEEP) {
       console.log(`[cluster] node left running (RETROKUBE_NODE_KEEP): ${kubeconfig}`);
     } else {
-      script('node-down.sh');
+      await script('node-down.sh');
     }
     rmSync(readyFile, { force: true });
     releaseLock();
