@@ -7,7 +7,8 @@
 # virt-controller and virt-handler itself. The images are ours (hack/build-kubevirt.sh), imported
 # into the node's containerd (no registry); the launcher is our RISC5 one.
 # The CR: useEmulation (RISC5 runs under TCG; nothing may need /dev/kvm), the Sidecar feature gate
-# (our onDefineDomain hook), one replica of virt-api and virt-controller (one node).
+# (our onDefineDomain hook), the machine type oberon allowed, one replica of virt-api and
+# virt-controller (one node).
 #
 # Usage: hack/kubevirt-up.sh [--down]   (as root, with the node up; prints the kubeconfig)
 #   --down  deletes the KubeVirt CR and the operator manifest, waits for KubeVirt's pods to go,
@@ -35,13 +36,20 @@ if [ "${1:-}" = --down ]; then
   [ -f "$R/kubevirt-operator.yaml" ] && K delete -f "$R/kubevirt-operator.yaml" --ignore-not-found --wait=true --timeout=300s >&2
   [ -L "$KUBELET_PODS_LINK" ] && [ "$(readlink "$KUBELET_PODS_LINK")" = "$R/kubelet/pods" ] && rm -f "$KUBELET_PODS_LINK"
   if [ -f "$R/kubevirt-made-root-shared" ]; then
-    mount --make-private /
+    in_node mount --make-private /
     rm -f "$R/kubevirt-made-root-shared"
   fi
   say "KubeVirt removed"
   exit 0
 fi
 [ $# = 0 ] || die "unknown argument '$1'; usage: hack/kubevirt-up.sh [--down]"
+
+# virt-handler (a hostPID pod) enters the node's mount namespace through /proc/1/ns/mnt. Where this
+# machine's PID 1 refuses that (a sandbox's or a container's init), the node must run in a PID
+# namespace of its own.
+if [ -z "$(node_init_pid)" ] && ! nsenter --mount=/proc/1/ns/mnt true 2>/dev/null; then
+  die "virt-handler could not enter this machine's PID 1 (nsenter --mount=/proc/1/ns/mnt is refused here); start the node in a PID namespace of its own: sudo bash hack/node-down.sh && sudo RETROKUBE_NODE_PIDNS=1 bash hack/node-up.sh"
+fi
 
 bash "$HACK/build-kubevirt.sh" --check || die "KubeVirt is not built: run bash hack/build-kubevirt.sh first"
 BIN="$(bash "$HACK/build-kubevirt.sh" --print-dir)/bin"
@@ -77,8 +85,9 @@ K label node --all node-role.kubernetes.io/control-plane= --overwrite >/dev/null
 # virt-handler mounts /var/lib/kubelet and /var/run/kubevirt with Bidirectional propagation, which
 # containerd allows only on a shared mount; it looks the path up without resolving the /var/run
 # symlink, so the mount it finds is / itself. Shared, as / is on every systemd host.
-if [ "$(findmnt -no PROPAGATION /)" != shared ]; then
-  mount --make-shared /
+# (A node in its own namespace has it shared already: hack/lib-node.sh.)
+if [ "$(in_node findmnt -no PROPAGATION /)" != shared ]; then
+  in_node mount --make-shared /
   touch "$R/kubevirt-made-root-shared"
 fi
 
@@ -115,6 +124,11 @@ spec:
     developerConfiguration:
       useEmulation: true
       featureGates: [Sidecar]
+    # Our VMs name the machine type oberon (the RISC5 board our launcher's libvirt lists); KubeVirt
+    # admits only the types listed here (the defaults for amd64 kept).
+    architectureConfiguration:
+      amd64:
+        emulatedMachines: [q35*, pc-q35*, oberon]
   customizeComponents: {}
   workloadUpdateStrategy: {}
 Y

@@ -43,15 +43,68 @@ free_port() {
   return 1
 }
 
+# --- the node's own PID namespace (RETROKUBE_NODE_PIDNS=1) -----------------------------------------
+# KubeVirt's virt-handler (a hostPID pod) enters "the host" through /proc/1/ns/mnt. On a machine
+# whose PID 1 is not ours (a sandbox's or a container's init) even root may not open that, so
+# containerd and the kubelet run in a PID and mount namespace whose PID 1 is a small init of ours:
+# hostPID pods then see that init as PID 1, with the node's mounts behind it. The namespace's
+# mounts (pod volumes, container root filesystems, network namespaces) live and die with it;
+# / is shared inside, as on a systemd host (Bidirectional mount propagation needs it).
+NODE_PIDNS=${RETROKUBE_NODE_PIDNS:-0}
+NODE_NS_PROCS="containerd kubelet" # what runs inside; the control plane and kube-proxy need not
+# PID 1 of the namespace: shares /, reaps the orphans the kernel hands it (bash reaps any child on
+# SIGCHLD), and ends on SIGTERM, which takes every process of the namespace with it.
+NODE_INIT_SCRIPT='mount --make-rshared /; trap "exit 0" TERM; while :; do sleep 60 & wait $!; done'
+
+node_init_pid() { cat "$R/pids/node-init.pid" 2>/dev/null || true; }
+
+# start_node_init: the namespace and its init, recorded as the process "node-init".
+start_node_init() {
+  local u pid
+  setsid unshare --pid --fork --mount-proc bash -c "$NODE_INIT_SCRIPT" >"$R/logs/node-init.log" 2>&1 </dev/null &
+  u=$!
+  pid=$(child_running "$u" "$(command -v bash)") || return 1
+  echo "$pid" >"$R/pids/node-init.pid"
+  command -v bash >"$R/pids/node-init.exe"
+}
+
+# in_node CMD...: CMD inside the node's namespaces (the host's when the node has none).
+in_node() {
+  local init
+  init=$(node_init_pid)
+  if [ -n "$init" ]; then nsenter -t "$init" -p -m -- "$@"; else "$@"; fi
+}
+
+# child_running PARENT EXE: the PID of PARENT's child once it runs EXE (up to 5 s).
+child_running() {
+  local parent=$1 exe=$2 c i
+  for i in $(seq 1 50); do
+    for c in $(pgrep -P "$parent"); do
+      [ "$(readlink "/proc/$c/exe" 2>/dev/null)" = "$exe" ] && { echo "$c"; return 0; }
+    done
+    sleep 0.1
+  done
+  echo "no child of $parent ran $exe within 5 s" >&2
+  return 1
+}
+
 # start_proc NAME BIN ARGS...: in its own session, log to $R/logs/NAME.log, PID and binary recorded
-# (node-down stops only a PID whose executable is still that binary).
+# (node-down stops only a PID whose executable is still that binary). NODE_NS_PROCS start inside
+# the node's namespace when it has one; their recorded PID is the host's view of them.
 start_proc() {
-  local name=$1 bin
+  local name=$1 bin init pid
   shift
   bin=$(command -v "$1")
   shift
-  setsid "$bin" "$@" >"$R/logs/$name.log" 2>&1 </dev/null &
-  echo $! >"$R/pids/$name.pid"
+  init=$(node_init_pid)
+  if [ -n "$init" ] && [[ " $NODE_NS_PROCS " == *" $name "* ]]; then
+    setsid nsenter -t "$init" -p -m -- "$bin" "$@" >"$R/logs/$name.log" 2>&1 </dev/null &
+    pid=$(child_running $! "$bin") || return 1
+  else
+    setsid "$bin" "$@" >"$R/logs/$name.log" 2>&1 </dev/null &
+    pid=$!
+  fi
+  echo "$pid" >"$R/pids/$name.pid"
   echo "$bin" >"$R/pids/$name.exe"
 }
 

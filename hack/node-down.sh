@@ -39,6 +39,9 @@ for pid in $pids; do kill -9 "$pid" 2>/dev/null; done
 shims() { for d in /proc/[0-9]*; do grep -qsF -- "$SOCK" "$d/cmdline" && [ "$(readlink "$d/exe")" = "$(command -v containerd-shim-runc-v2)" ] && echo "${d#/proc/}"; done; }
 stop_proc containerd
 for pid in $(shims); do kill -9 "$pid" 2>/dev/null; done
+# The node's PID namespace, if it has one: its init's end takes what is left inside, and the
+# namespace's mounts with it.
+stop_proc node-init
 
 stop_proc kube-proxy
 if [ -f "$R/kube-proxy.yaml" ]; then

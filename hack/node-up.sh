@@ -13,6 +13,8 @@
 # A start over the leftovers of a crashed one cleans them first (hack/node-down.sh). A start that
 # fails prints one line saying what failed and how to fix it, then cleans up (logs are kept in
 # $RETROKUBE_NODE_DIR/logs). Stop with hack/node-down.sh.
+# RETROKUBE_NODE_PIDNS=1 runs containerd and the kubelet in a PID namespace of their own (KubeVirt's
+# virt-handler needs a PID 1 it may enter; see hack/lib-node.sh).
 # Usage: hack/node-up.sh              one node (this file)
 #        hack/node-up.sh --nodes N    a control plane and N worker nodes (hack/nodes-up.sh)
 set -euo pipefail
@@ -164,6 +166,14 @@ mv "$R/node.kubeconfig.tmp" "$R/node.kubeconfig"
 K() { "$TB/kubectl" --kubeconfig "$R/admin.kubeconfig" "$@"; }
 say "kube-apiserver ready at $server"
 
+# --- the node's PID namespace (opt-in; KubeVirt needs it: hack/lib-node.sh) -------------------------
+if [ "$NODE_PIDNS" = 1 ]; then
+  step="starting the node's PID namespace"
+  fix="check that 'unshare --pid --fork --mount-proc true' works here (see logs/node-init.log)"
+  start_node_init
+  say "containerd and the kubelet run in a PID namespace of their own (init $(node_init_pid))"
+fi
+
 # --- containerd, with the sandbox (pause) and add-ons images imported --------------------------------
 step="starting containerd"
 fix="see logs/containerd.log (is another containerd using /run/containerd?)"
@@ -259,6 +269,7 @@ RETROKUBE_NODE_SERVER=$server
 RETROKUBE_NODE_SOCK=$SOCK
 RETROKUBE_NODE_NAME=$NODE_NAME
 RETROKUBE_NODE_KUBECTL=$TB/kubectl
+RETROKUBE_NODE_PIDNS=$NODE_PIDNS
 E
 say "node up in $(($(date +%s) - t0)) s; kubeconfig: $R/kubeconfig"
 echo "$R/kubeconfig"
