@@ -244,6 +244,9 @@ rootfs_launcher() {
   kv_base_root "$1"
   kv_users "$1" "qemu:$QEMU_UID"
   bin_to "$1" virt-launcher virt-launcher-monitor virt-freezer virt-probe virt-tail
+  # The monitor starts virt-launcher (as the qemu user) with CAP_NET_BIND_SERVICE as an ambient
+  # capability, which it may raise only if it holds it: the file capability KubeVirt's image gives it.
+  setcap cap_net_bind_service=+ep "$1/usr/bin/virt-launcher-monitor"
   install -m 755 "$HACK/kubevirt/node-labeller.sh" "$1/usr/bin/node-labeller.sh"
   kv_copy_tree "$libvirt" "$1"
   # Only the daemons and the client KubeVirt runs (the rest of libvirt's tools stay out).

@@ -4,10 +4,12 @@
 
 # oci_layer ROOTFS LAYER_TAR
 # A deterministic tar of ROOTFS: names sorted, mtime 0, owner root, no atime/ctime, hard links
-# stored as files (the folder may hard-link into caches).
+# stored as files (the folder may hard-link into caches); file capabilities kept (a binary that
+# needs one carries it in the image, as KubeVirt's virt-launcher-monitor does).
 oci_layer() {
   local root=$1 out=$2
   (cd "$root" && tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner --hard-dereference \
+    --xattrs --xattrs-include=security.capability \
     --format=posix --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime -cf "$out" .)
 }
 

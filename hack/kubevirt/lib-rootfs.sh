@@ -4,15 +4,19 @@
 # kv_base_root ROOT
 # The folders every image has, usrmerge links (/lib -> usr/lib, as Debian), busybox-static for
 # /bin/sh and the few applets KubeVirt's pods run (virt-handler's init container is
-# `/bin/sh -c node-labeller.sh`; the launcher's init copies with cp), nsswitch (files, then DNS).
+# `/bin/sh -c node-labeller.sh`; the launcher's init copies with cp; virt-handler asks sysctl
+# whether the node can run realtime guests), nsswitch (files, then DNS).
 kv_base_root() {
   local root=$1 a
-  mkdir -p "$root"/{bin,sbin,etc,tmp,proc,sys,dev,run,var/run,var/lib,var/log,usr/bin,usr/sbin,usr/lib/x86_64-linux-gnu,usr/lib64,root,home}
+  mkdir -p "$root"/{bin,sbin,etc,tmp,proc,sys,dev,run,var/lib,var/log,usr/bin,usr/sbin,usr/lib/x86_64-linux-gnu,usr/lib64,root,home}
+  # /var/run is /run, as on every distribution KubeVirt builds on: the pod mounts its private
+  # volume at /var/run/kubevirt-private, and virt-handler looks for it at /run/kubevirt-private.
+  ln -s ../run "$root/var/run"
   ln -s usr/lib "$root/lib"
   ln -s usr/lib64 "$root/lib64"
   chmod 1777 "$root/tmp"
   cp /bin/busybox "$root/bin/busybox"
-  for a in sh cat cp mv rm mkdir ls test '[' sleep echo env id head tail grep cut chmod mknod uname sync ps; do
+  for a in sh cat cp mv rm mkdir ls test '[' sleep echo env id head tail grep cut chmod mknod uname sync ps sysctl; do
     ln -s busybox "$root/bin/$a"
   done
   ln -s ../../bin/busybox "$root/usr/bin/env"

@@ -28,14 +28,17 @@ grep -q "<arch>risc5</arch>\|arch name='risc5'" "$OUT/capabilities.xml" ||
 # virt-handler on an amd64 host expects its host-model mode to name a CPU model, and panics
 # without one ("host model mode is expected to contain a model"); the oberon machine has no
 # host-model CPU, so the mode gets the RISC5 CPU's name, not usable (nothing asks for host-model).
+# It labels the node with the mode's vendor too (cpu-vendor.node.kubevirt.io/<vendor>), and an
+# empty vendor makes that label invalid, which fails the whole node update: the RISC5's designer.
 awk=awk
 command -v awk >/dev/null 2>&1 || awk='busybox awk' # the launcher image has busybox, not awk
 virsh -c "$uri" domcapabilities --arch risc5 --machine oberon --virttype qemu |
   $awk '
-    /<mode name=.host-model./ && /\/>/ { sub(/\/>/, ">"); print; print "      <model fallback=\x27forbid\x27>risc5</model>"; print "    </mode>"; next }
-    /<mode name=.host-model./ { print; inhost = 1; seen = 0; next }
+    /<mode name=.host-model./ && /\/>/ { sub(/\/>/, ">"); print; print "      <model fallback=\x27forbid\x27>risc5</model>"; print "      <vendor>Wirth</vendor>"; print "    </mode>"; next }
+    /<mode name=.host-model./ { print; inhost = 1; seen = 0; vendor = 0; next }
     inhost && /<model/ { seen = 1 }
-    inhost && /<\/mode>/ { if (!seen) print "      <model fallback=\x27forbid\x27>risc5</model>"; inhost = 0 }
+    inhost && /<vendor/ { vendor = 1 }
+    inhost && /<\/mode>/ { if (!seen) print "      <model fallback=\x27forbid\x27>risc5</model>"; if (!vendor) print "      <vendor>Wirth</vendor>"; inhost = 0 }
     { print }
   ' >"$OUT/virsh_domcapabilities.xml"
 printf "<cpu mode='custom' match='exact'>\n</cpu>\n" >"$OUT/supported_features.xml"
