@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-# retrokube's OnDefineDomain hook for KubeVirt's stock sidecar-shim (hook API v1alpha2).
+# retrokube's OnDefineDomain hook for KubeVirt's stock sidecar-shim (hook API v1alpha3; its
+# OnDefineDomain hands the hook the same two arguments as v1alpha2).
 # Called as: onDefineDomain --vmi <VMI JSON> --domain <libvirt domain XML>
 # Prints the domain rewritten for the RISC5 "oberon" machine, or exits non-zero with a reason on
 # stderr and prints nothing (KubeVirt then retries). Written independently for retrokube.

@@ -288,6 +288,10 @@ describe('LauncherReady with KubeVirt present (read, never patched)', () => {
       // Allowed (the chart's launcher.allowWorkloadUpdate): its one entry joins the others.
       expect(await pass(true)).toMatchObject({ state: 'Applying', wrote: true });
       expect(await patches()).toEqual([theirs, launcherPatch(OURS)]);
+      // …and KubeVirt admits our VMs' machine type; the rest of its configuration is kept.
+      const conf: Deep = ((await c.get(KINDS_OWNED.kubevirt, kvNs, 'kubevirt')) as Deep).spec.configuration;
+      expect(conf.architectureConfiguration.amd64.emulatedMachines).toEqual(['q35*', 'pc-q35*', 'oberon']);
+      expect(conf.developerConfiguration.featureGates).toContain('Sidecar');
       expect(await pass(true)).toMatchObject({ state: 'Rolling', wrote: false });
       expect((await checkLauncher(c)).ready).toBe(false);
 

@@ -173,9 +173,10 @@ describe('OberonMachine on a real API server', () => {
     expect(t.spec.terminationGracePeriodSeconds).toBe(0);
     expect(t.spec.domain.resources.requests.memory).toBe('256Mi');
     expect(t.spec.domain.devices.autoattachPodInterface).toBe(false);
+    expect(t.spec.domain.machine.type).toBe('oberon'); // scheduled to nodes whose launcher has the RISC5 board
     expect(JSON.parse(t.metadata.annotations['hooks.kubevirt.io/hookSidecars'])).toEqual([
       {
-        args: ['--version', 'v1alpha2'],
+        args: ['--version', 'v1alpha3'],
         configMap: { name: 'rk-m-plane-hook', key: 'onDefineDomain', hookPath: '/usr/bin/onDefineDomain' },
         pvc: { name: 'rk-m-plane-disk', volumePath: '/payload', sharedComputePath: '/payload' },
       },

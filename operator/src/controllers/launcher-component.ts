@@ -38,6 +38,12 @@ type KubeVirtObject = KubeObject & {
   spec?: {
     workloadUpdateStrategy?: { workloadUpdateMethods?: string[] };
     customizeComponents?: { patches?: CustomizePatch[] } & Record<string, unknown>;
+    configuration?: {
+      architectureConfiguration?: { amd64?: { emulatedMachines?: string[] } & Record<string, unknown> } & Record<
+        string,
+        unknown
+      >;
+    } & Record<string, unknown>;
   };
   status?: { observedKubeVirtVersion?: string; targetKubeVirtVersion?: string };
 };
@@ -75,23 +81,39 @@ export async function launcherPass(
         workloadUpdateMethods: kv.spec?.workloadUpdateStrategy?.workloadUpdateMethods ?? [],
         annotations: (kv.metadata.annotations as Record<string, string> | undefined) ?? {},
         patches: kv.spec?.customizeComponents?.patches ?? [],
+        emulatedMachines: kv.spec?.configuration?.architectureConfiguration?.amd64?.emulatedMachines,
       },
       controller: c0 ? { name: c0.name ?? '', image: c0.image ?? '', args: c0.args ?? [] } : undefined,
       table: opts.table,
       allowWorkloadUpdate: opts.allowWorkloadUpdate,
     });
-    if (plan.patches) {
+    if (plan.patches || plan.emulatedMachines) {
       // Read-modify-write: the patches list is atomic (no server-side apply); the test of the
       // resourceVersion makes a write based on a stale read fail instead of dropping others' entries.
-      await client.request('PATCH', resourcePath(KUBEVIRT, opts.namespace, kv.metadata.name as string), {
-        body: [
-          { op: 'test', path: '/metadata/resourceVersion', value: kv.metadata.resourceVersion },
-          {
-            op: 'add',
-            path: '/spec/customizeComponents',
-            value: { ...(kv.spec?.customizeComponents ?? {}), patches: plan.patches },
+      const ops: unknown[] = [{ op: 'test', path: '/metadata/resourceVersion', value: kv.metadata.resourceVersion }];
+      if (plan.patches)
+        ops.push({
+          op: 'add',
+          path: '/spec/customizeComponents',
+          value: { ...(kv.spec?.customizeComponents ?? {}), patches: plan.patches },
+        });
+      if (plan.emulatedMachines) {
+        const conf = kv.spec?.configuration ?? {};
+        const arch = conf.architectureConfiguration ?? {};
+        ops.push({
+          op: 'add',
+          path: '/spec/configuration',
+          value: {
+            ...conf,
+            architectureConfiguration: {
+              ...arch,
+              amd64: { ...(arch.amd64 ?? {}), emulatedMachines: plan.emulatedMachines },
+            },
           },
-        ],
+        });
+      }
+      await client.request('PATCH', resourcePath(KUBEVIRT, opts.namespace, kv.metadata.name as string), {
+        body: ops,
         contentType: 'application/json-patch+json',
       });
       wrote = true;

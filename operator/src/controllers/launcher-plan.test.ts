@@ -5,6 +5,7 @@ import {
   LAUNCHER_COMPONENT,
   type LauncherInputs,
   launcherPatch,
+  machinesWithOberon,
   planLauncher,
 } from './launcher-plan.ts';
 
@@ -27,6 +28,7 @@ function inputs(over: Partial<LauncherInputs['kubevirt']> = {}, args1 = STOCK): 
       workloadUpdateMethods: [],
       annotations: {},
       patches: [FOREIGN],
+      emulatedMachines: ['q35*', 'oberon'],
       ...over,
     },
     controller: {
@@ -112,5 +114,18 @@ describe('the launcher component plan', () => {
     expect(planLauncher({ ...inputs(moving), allowWorkloadUpdate: true }).state).toBe('Applying');
     const removing = planLauncher(inputs({ ...moving, deleting: true, patches: [launcherPatch(IMAGE)] }));
     expect(removing).toMatchObject({ state: 'Doubt', patches: [] });
+  });
+
+  it("allows KubeVirt to admit our machine type, keeping every type already there, once", () => {
+    expect(machinesWithOberon(undefined)).toEqual(['q35*', 'pc-q35*', 'oberon']);
+    expect(machinesWithOberon(['q35*'])).toEqual(['q35*', 'oberon']);
+    expect(machinesWithOberon(['oberon', 'q35*'])).toBeUndefined();
+    // Switching the launcher writes both; once the entry is there, a missing type is added alone.
+    const first = planLauncher(inputs({ emulatedMachines: undefined }));
+    expect(first).toMatchObject({ state: 'Applying', emulatedMachines: ['q35*', 'pc-q35*', 'oberon'] });
+    const entryOnly = planLauncher(inputs({ patches: first.patches, emulatedMachines: ['pc-q35*'] }, IMAGE));
+    expect(entryOnly).toMatchObject({ state: 'Applying', emulatedMachines: ['pc-q35*', 'oberon'] });
+    expect(entryOnly.patches).toBeUndefined();
+    expect(planLauncher(inputs({ patches: first.patches }, IMAGE)).emulatedMachines).toBeUndefined();
   });
 });

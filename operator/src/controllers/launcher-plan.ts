@@ -17,6 +17,19 @@ export const LAUNCHER_COMPONENT = {
   controller: 'virt-controller',
 } as const;
 
+/** The machine type our VMs name (the RISC5 board our launcher's libvirt lists). KubeVirt admits a
+ * VMI only with a type its CR's emulatedMachines allow, so the component adds this one for amd64
+ * nodes (the architecture our launcher image is built for), keeping every type already there. */
+export const KUBEVIRT_MACHINE_TYPE = 'oberon';
+/** KubeVirt's own amd64 list when the CR names none (v1.8: pkg/virt-config defaults). */
+export const KUBEVIRT_DEFAULT_AMD64_MACHINES = ['q35*', 'pc-q35*'] as const;
+
+/** The CR's amd64 emulatedMachines with our machine type added; undefined when it is already allowed. */
+export function machinesWithOberon(current: string[] | undefined): string[] | undefined {
+  const list = current ?? [...KUBEVIRT_DEFAULT_AMD64_MACHINES];
+  return list.includes(KUBEVIRT_MACHINE_TYPE) ? undefined : [...list, KUBEVIRT_MACHINE_TYPE];
+}
+
 export type LauncherStateName =
   | 'Applied' // our entry is in place and virt-controller runs with it
   | 'Applying' // we write our entry now
@@ -42,6 +55,8 @@ export interface LauncherInputs {
     workloadUpdateMethods: string[];
     annotations: Record<string, string>;
     patches: CustomizePatch[];
+    /** spec.configuration.architectureConfiguration.amd64.emulatedMachines (undefined: unset). */
+    emulatedMachines?: string[];
   };
   /** virt-controller's first container (undefined when the Deployment is missing). */
   controller?: { name: string; image: string; args: string[] };
@@ -56,6 +71,8 @@ export interface LauncherPlan {
   image?: string;
   /** The CR's new customizeComponents.patches, when a write is needed; undefined: write nothing. */
   patches?: CustomizePatch[];
+  /** The CR's new amd64 emulatedMachines, when our machine type must be added; undefined: unchanged. */
+  emulatedMachines?: string[];
 }
 
 /** Our entry for an image: test the container and the flag, then replace the flag's value. */
@@ -130,7 +147,15 @@ export function planLauncher(i: LauncherInputs): LauncherPlan {
     };
 
   const wanted = launcherPatch(image);
+  const emulatedMachines = machinesWithOberon(kv.emulatedMachines);
   if (ours.length === 1 && ours[0]?.patch === wanted.patch) {
+    if (emulatedMachines)
+      return {
+        state: 'Applying',
+        reason: `allowing the machine type ${KUBEVIRT_MACHINE_TYPE} in the KubeVirt CR (emulatedMachines)`,
+        image,
+        emulatedMachines,
+      };
     return c.args[1] === image
       ? { state: 'Applied', reason: `virt-controller runs launcher ${image}`, image }
       : { state: 'Rolling', reason: `virt-controller has not rolled out launcher ${image} yet`, image };
@@ -146,5 +171,5 @@ export function planLauncher(i: LauncherInputs): LauncherPlan {
   const at = kv.patches.findIndex(isOurPatch);
   const patches = [...others];
   patches.splice(at < 0 ? patches.length : Math.min(at, patches.length), 0, wanted);
-  return { state: 'Applying', reason: `switching virt-controller to launcher ${image}`, image, patches };
+  return { state: 'Applying', reason: `switching virt-controller to launcher ${image}`, image, patches, emulatedMachines };
 }

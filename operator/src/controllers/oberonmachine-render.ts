@@ -17,6 +17,7 @@ import { LIVE_CONFIGMAP_KEY } from '../machine/live-configmap-ref.ts';
 import { PAYLOAD_LIMITS } from '../machine/payload.ts';
 import type { KubeObject } from '../runtime/client.ts';
 import { controllerRef, hashOf, MANAGED_BY } from '../runtime/objects.ts';
+import { KUBEVIRT_MACHINE_TYPE } from './launcher-plan.ts';
 import { machinePlacement, type PodPlacement, ROLE_LABEL } from './placement.ts';
 import { restrictedContainerSecurity, restrictedPodSecurity } from './pod-security.ts';
 
@@ -467,7 +468,10 @@ export function renderKubeVirt(
             [DESCRIPTOR_ANNOTATION]: JSON.stringify(descriptor(s)),
             'hooks.kubevirt.io/hookSidecars': JSON.stringify([
               {
-                args: ['--version', 'v1alpha2'],
+                // v1alpha3: the shim also takes KubeVirt's Shutdown call, so it ends with the VM;
+                // under v1alpha2 it outlived a launcher whose QEMU had exited, the pod never
+                // finished and the VMI sat in Scheduled instead of failing and being restarted.
+                args: ['--version', 'v1alpha3'],
                 configMap: { name: hookName, key: 'onDefineDomain', hookPath: '/usr/bin/onDefineDomain' },
                 pvc: { name: pvcName, volumePath: '/payload', sharedComputePath: '/payload' },
               },
@@ -479,6 +483,9 @@ export function renderKubeVirt(
           terminationGracePeriodSeconds: 0,
           ...placement(s),
           domain: {
+            // KubeVirt schedules a VMI only to nodes labelled with its machine type (our launcher's
+            // libvirt lists the RISC5 board as oberon) and admits only types its CR allows.
+            machine: { type: KUBEVIRT_MACHINE_TYPE },
             resources: { requests: { memory: s.memory } },
             devices: { autoattachPodInterface: false },
           },
