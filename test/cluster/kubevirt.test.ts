@@ -16,6 +16,7 @@ import {
   getJson,
   installChart,
   kubeconfigPath,
+  kubectl,
   noLocalNode,
   podReady,
   pods,
@@ -29,6 +30,9 @@ const LIMITS = {
   installMs: 1_200_000, // images imported, virt-operator, then virt-api/controller/handler Ready (loaded 2 cores)
   convergeMs: 900_000, // fill Jobs, 4 launcher pods (3 containers each), QEMU booting under TCG, heard on the air
   proxyMs: 30_000, // virtctl vnc --proxy-only printing its port
+  heardMs: 60_000, // a node gone or a relay restarted, heard by the operator (the plane's window is 6 s)
+  healMs: 600_000, // a new launcher pod, QEMU booting under TCG, rejoining (loaded 2 cores)
+  goneMs: 300_000, // the garbage collector deleting VMs, VMIs, PVCs and Jobs
 } as const;
 const KUBE = 'k';
 const KUBEVIRT_NS = 'kubevirt';
@@ -40,6 +44,18 @@ function hack(script: string, args: string[] = []): string {
     env: { ...process.env, RETROKUBE_KUBEVIRT_WAIT_S: String(LIMITS.installMs / 1000) },
   }).trim();
 }
+
+interface NodeRow {
+  name: string;
+  ready: boolean;
+  assigned: number[];
+  running: number[];
+}
+const status = async (ns: string): Promise<Deep> =>
+  (await getJson(['oberonkube', '-n', ns, KUBE])).status ?? {};
+const readyNow = (st: Deep): boolean =>
+  st.nodes === '3/3' && (st.conditions ?? []).find((c: Deep) => c.type === 'Ready')?.status === 'True';
+const rows = (st: Deep): NodeRow[] => st.nodeTable ?? [];
 
 const why = skipReason() || (noLocalNode('KubeVirt on the node of hack/node-up.sh') ? 'no local node' : '');
 
@@ -79,37 +95,41 @@ describe.skipIf(why)('KubeVirt on the real node: our RISC5 machines as VMs (#25)
     expect(args[args.indexOf('--launcher-image') + 1]).toMatch(/virt-launcher:v1\.8\.4-risc5-/);
   });
 
-  it('a 3-node OberonKube with runtime: kubevirt: 4 VMIs Running under TCG, Ready, NODES 3/3 heard', async () => {
-    const release = `rk-${ns.split('-').pop()}`;
-    chart = await installChart(ns, release, ['--set', 'kubevirt.enabled=true']);
-    await apply({
-      apiVersion: 'retrokube.io/v1alpha1',
-      kind: 'OberonKube',
-      metadata: { name: KUBE, namespace: ns },
-      spec: { nodes: 3, runtime: 'kubevirt', deployments: 'web 6 Ticker' },
-    });
-    const o = await waitFor(
-      'the OberonKube Ready, NODES 3/3 heard on the air',
-      async () => {
-        const k = await getJson(['oberonkube', '-n', ns, KUBE]);
-        const ready = (k.status?.conditions ?? []).find((c: Deep) => c.type === 'Ready')?.status === 'True';
-        return ready && k.status.nodes === '3/3' && k.status.planeHeard === true && k;
-      },
-      LIMITS.convergeMs,
-    );
-    expect(o.status.nodes).toBe('3/3');
-    const vmis: Deep[] = (await getJson(['vmi', '-n', ns])).items;
-    expect(vmis.map((v) => v.metadata.name).sort()).toEqual([
-      'rk-m-k-node-a',
-      'rk-m-k-node-b',
-      'rk-m-k-node-c',
-      'rk-m-k-plane',
-    ]);
-    for (const v of vmis) expect(v.status.phase).toBe('Running');
-    // The machines are QEMU's RISC5 board inside KubeVirt's launcher pods, not emulator pods.
-    const launchers = (await pods(ns, 'kubevirt.io=virt-launcher')).filter(podReady);
-    expect(launchers).toHaveLength(4);
-  }, LIMITS.convergeMs + 360_000);
+  it(
+    'a 3-node OberonKube with runtime: kubevirt: 4 VMIs Running under TCG, Ready, NODES 3/3 heard',
+    async () => {
+      const release = `rk-${ns.split('-').pop()}`;
+      chart = await installChart(ns, release, ['--set', 'kubevirt.enabled=true']);
+      await apply({
+        apiVersion: 'retrokube.io/v1alpha1',
+        kind: 'OberonKube',
+        metadata: { name: KUBE, namespace: ns },
+        spec: { nodes: 3, runtime: 'kubevirt', deployments: 'web 6 Ticker' },
+      });
+      const o = await waitFor(
+        'the OberonKube Ready, NODES 3/3 heard on the air',
+        async () => {
+          const k = await getJson(['oberonkube', '-n', ns, KUBE]);
+          const ready = (k.status?.conditions ?? []).find((c: Deep) => c.type === 'Ready')?.status === 'True';
+          return ready && k.status.nodes === '3/3' && k.status.planeHeard === true && k;
+        },
+        LIMITS.convergeMs,
+      );
+      expect(o.status.nodes).toBe('3/3');
+      const vmis: Deep[] = (await getJson(['vmi', '-n', ns])).items;
+      expect(vmis.map((v) => v.metadata.name).sort()).toEqual([
+        'rk-m-k-node-a',
+        'rk-m-k-node-b',
+        'rk-m-k-node-c',
+        'rk-m-k-plane',
+      ]);
+      for (const v of vmis) expect(v.status.phase).toBe('Running');
+      // The machines are QEMU's RISC5 board inside KubeVirt's launcher pods, not emulator pods.
+      const launchers = (await pods(ns, 'kubevirt.io=virt-launcher')).filter(podReady);
+      expect(launchers).toHaveLength(4);
+    },
+    LIMITS.convergeMs + 360_000,
+  );
 
   it("virtctl vnc --proxy-only: a real RFB client takes a PNG of the plane's System.Log", async () => {
     const virtctl = join(hack('build-kubevirt.sh', ['--print-dir']), 'bin', 'virtctl');
@@ -142,4 +162,79 @@ describe.skipIf(why)('KubeVirt on the real node: our RISC5 machines as VMs (#25)
       proxy.kill();
     }
   });
+
+  it(
+    "a node VM's launcher pod deleted: NotReady heard, its pods move, the VM comes back and rejoins",
+    async () => {
+      const before = rows(
+        await waitFor(
+          'the cluster Ready',
+          async () => readyNow(await status(ns)) && status(ns),
+          LIMITS.healMs,
+        ),
+      );
+      const victim = before.find((r) => r.assigned.length > 0) as NodeRow;
+      const launcher = (await pods(ns, `vm.kubevirt.io/name=rk-m-k-${victim.name}`))[0];
+      await kubectl(['delete', 'pod', '-n', ns, launcher.metadata.name, '--wait=false']);
+      await waitFor(
+        `${victim.name} heard gone`,
+        async () => rows(await status(ns)).find((r) => r.name === victim.name)?.ready === false,
+        LIMITS.heardMs,
+      );
+      await waitFor(
+        `${victim.name}'s pods ${victim.assigned} running on the other nodes`,
+        async () => {
+          const others = rows(await status(ns)).filter((r) => r.name !== victim.name);
+          return victim.assigned.every((id) => others.some((r) => r.running.includes(id)));
+        },
+        LIMITS.healMs,
+      );
+      await waitFor(
+        'the VM back and rejoined: NODES 3/3, Ready',
+        async () => readyNow(await status(ns)),
+        LIMITS.healMs,
+      );
+      const again = (await pods(ns, `vm.kubevirt.io/name=rk-m-k-${victim.name}`)).filter(podReady);
+      expect(again.map((p) => p.metadata.name)).not.toContain(launcher.metadata.name);
+    },
+    LIMITS.heardMs + 2 * LIMITS.healMs + 60_000,
+  );
+
+  it(
+    'the relay pod deleted: every VM rejoins the new relay',
+    async () => {
+      const relay = (await pods(ns, 'app.kubernetes.io/component=air-relay'))[0];
+      await kubectl(['delete', 'pod', '-n', ns, relay.metadata.name, '--wait=false']);
+      // Silence on the air first (no machine hears another), then the VMs on the new relay.
+      await waitFor('the air heard silent', async () => !readyNow(await status(ns)), LIMITS.heardMs);
+      await waitFor(
+        'NODES 3/3 and Ready on the new relay',
+        async () => readyNow(await status(ns)),
+        LIMITS.healMs,
+      );
+      const now = (await pods(ns, 'app.kubernetes.io/component=air-relay')).filter(podReady);
+      expect(now.map((p) => p.metadata.name)).not.toContain(relay.metadata.name);
+      expect((await getJson(['vmi', '-n', ns])).items.every((v: Deep) => v.status.phase === 'Running')).toBe(
+        true,
+      );
+    },
+    LIMITS.heardMs + LIMITS.healMs + 60_000,
+  );
+
+  it(
+    'the OberonKube deleted: its VMs, VMIs, disks (PVCs) and fill Jobs gone through the garbage collector',
+    async () => {
+      await kubectl(['delete', 'oberonkube', '-n', ns, KUBE, '--wait=false']);
+      const left = await waitFor(
+        'no VM, VMI, PVC or Job left',
+        async () => {
+          const items: Deep[] = (await getJson(['vm,vmi,pvc,job', '-n', ns])).items;
+          return items.length === 0 && items;
+        },
+        LIMITS.goneMs,
+      );
+      expect(left).toEqual([]);
+    },
+    LIMITS.goneMs + 60_000,
+  );
 });
