@@ -17,6 +17,7 @@ NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 DNS = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 PRINTABLE = re.compile(r"^[ -~]{1,240}$")
 PROP = re.compile(r"^[^,= ]+$")
+SOCKET_PATH = re.compile(r"^/[A-Za-z0-9_./-]{1,200}$")  # no comma: it goes into a QEMU option
 DROP_DEVICES = ("controller", "video", "memballoon", "sound", "channel", "rng", "watchdog", "redirdev",
                 "hostdev", "input", "interface", "disk", "serial", "console", "tpm", "smartcard", "filesystem")
 DROP_TOP = ("features", "cpu", "clock", "pm", "cputune", "numatune", "launchSecurity", "iothreads", "vcpus")
@@ -68,6 +69,19 @@ def check(desc):
     return dom, payload, props, host, text
 
 
+def serial_socket(devices):
+    """KubeVirt's serial console socket (virtctl console, and the operator's live channel, reach it
+    through virt-handler), wired to the board's RS-232 port; None when the VMI has no console."""
+    for el in devices.findall("serial"):
+        src = el.find("source")
+        if el.get("type") == "unix" and src is not None and src.get("path"):
+            path = src.get("path")
+            if not SOCKET_PATH.match(path) or "/../" in path + "/":
+                raise Refuse("the serial console socket %r is not a plain path" % path)
+            return path
+    return None
+
+
 def rewrite(xml, dom, payload, props, host, text, air_port=7524):
     root = ET.fromstring(xml)
     if root.get("type") == "kvm":
@@ -93,6 +107,7 @@ def rewrite(xml, dom, payload, props, host, text, air_port=7524):
     devices = root.find("devices")
     if devices is None:
         devices = ET.SubElement(root, "devices")
+    serial = serial_socket(devices)
     for child in list(devices):
         if child.tag in DROP_DEVICES or (child.tag == "graphics" and (child.get("type") != "vnc" or dom.get("graphics") == "none")):
             devices.remove(child)
@@ -115,6 +130,10 @@ def rewrite(xml, dom, payload, props, host, text, air_port=7524):
         port = int(air_port)
         args += ["-chardev", "udp,id=air,host=%s,port=%d,localaddr=0.0.0.0,localport=%d" % (host, port, port),
                  "-machine", "radio=air"]
+    if serial:
+        # QEMU listens on the socket KubeVirt named; the board reads its RS-232 from it, so lines
+        # written there reach the running Oberon (Boot keeps reading the port after the commands).
+        args += ["-chardev", "socket,id=serial0,path=%s,server=on,wait=off" % serial, "-serial", "chardev:serial0"]
     if text:
         args += ["-machine", "commands=" + text.replace(",", ",,")]
     ET.register_namespace("qemu", QEMU_NS)

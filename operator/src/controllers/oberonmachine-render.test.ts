@@ -125,7 +125,7 @@ describe("the machine pod is ready on the emulator's own word", () => {
 });
 
 describe.runIf(python)('our onDefineDomain hook (python3, a real process)', () => {
-  const run = (payload: string, key?: string) => {
+  const run = (payload: string, key?: string, domain = DOMAIN) => {
     if (key !== undefined) writeFileSync(join(payload, 'key'), `${key}\n`);
     const desc = {
       ...descriptor(machineSettings(plane)),
@@ -134,8 +134,13 @@ describe.runIf(python)('our onDefineDomain hook (python3, a real process)', () =
     const vmi = JSON.stringify({
       metadata: { annotations: { 'paleocomputing.io/machine': JSON.stringify(desc) } },
     });
-    return spawnSync('python3', [HOOK, '--vmi', vmi, '--domain', DOMAIN], { encoding: 'utf8' });
+    return spawnSync('python3', [HOOK, '--vmi', vmi, '--domain', domain], { encoding: 'utf8' });
   };
+  const withSerial = (path: string) =>
+    DOMAIN.replace(
+      '<serial/>',
+      `<serial type="unix"><target port="0"/><source mode="bind" path="${path}"/></serial>`,
+    );
 
   it('refuses with no output while the machine files are not on the volume', () => {
     const r = run(mkdtempSync(join(tmpdir(), 'hook-')));
@@ -176,5 +181,29 @@ describe.runIf(python)('our onDefineDomain hook (python3, a real process)', () =
         input: xml,
       }).length,
     ).toBe(0);
+  });
+
+  it("wires KubeVirt's serial console socket to the board's RS-232 (virtctl console, live lines); refuses an odd path", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hook-'));
+    writeFileSync(join(dir, 'prom.bin'), 'x');
+    writeFileSync(join(dir, 'oberon.dsk'), 'x');
+    const sock = '/var/run/kubevirt-private/6a1c0a2e/virt-serial0';
+    const r = run(dir, '00c0ffee00c0ffee', withSerial(sock));
+    expect(r.stderr).toBe('');
+    expect(r.stdout).not.toMatch(/<serial/); // QEMU's own chardev, not libvirt's device
+    const args = [...r.stdout.matchAll(/<qemu:arg value="([^"]*)"/g)].map((m) => m[1]);
+    const at = args.indexOf(`socket,id=serial0,path=${sock},server=on,wait=off`);
+    expect(args.slice(at - 1, at + 3)).toEqual([
+      '-chardev',
+      `socket,id=serial0,path=${sock},server=on,wait=off`,
+      '-serial',
+      'chardev:serial0',
+    ]);
+    for (const bad of ['/run/x,server=off/s', '/run/../etc/s']) {
+      const refused = run(dir, '00c0ffee00c0ffee', withSerial(bad));
+      expect(refused.status).not.toBe(0);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toMatch(/serial console socket .* is not a plain path/);
+    }
   });
 });
