@@ -33,6 +33,7 @@ const LIMITS = {
   heardMs: 60_000, // a node gone or a relay restarted, heard by the operator (the plane's window is 6 s)
   healMs: 600_000, // a new launcher pod, QEMU booting under TCG, rejoining (loaded 2 cores)
   goneMs: 300_000, // the garbage collector deleting VMs, VMIs, PVCs and Jobs
+  liveMs: 180_000, // a deployments change sent through the console, rolled out by the plane, heard running
 } as const;
 const KUBE = 'k';
 const KUBEVIRT_NS = 'kubevirt';
@@ -162,6 +163,41 @@ describe.skipIf(why)('KubeVirt on the real node: our RISC5 machines as VMs (#25)
       proxy.kill();
     }
   });
+
+  it(
+    'a changed deployments list reaches the running kubevirt plane through its serial console, no restart',
+    async () => {
+      const plane = async (): Promise<Deep> => getJson(['vmi', '-n', ns, 'rk-m-k-plane']);
+      const before = await plane();
+      const deploy = async (line: string, n: number) => {
+        await kubectl([
+          'patch',
+          'oberonkube',
+          '-n',
+          ns,
+          KUBE,
+          '--type',
+          'merge',
+          '-p',
+          JSON.stringify({ spec: { deployments: line } }),
+        ]);
+        // Heard on the air: the plane has the new list and its nodes run it.
+        await waitFor(
+          `${line} heard running`,
+          async () => (await status(ns)).runningPods === n,
+          LIMITS.liveMs,
+        );
+      };
+      await deploy('web 8 Ticker', 8);
+      await deploy('web 6 Ticker', 6);
+      const after = await plane();
+      expect(after.metadata.uid).toBe(before.metadata.uid); // the same VMI: no restart
+      const events = (await getJson(['events', '-n', ns, '--field-selector', `involvedObject.name=${KUBE}`]))
+        .items;
+      expect(events.some((e: Deep) => e.reason === 'DeploymentsSent')).toBe(true);
+    },
+    2 * LIMITS.liveMs + 60_000,
+  );
 
   it(
     "a node VM's launcher pod deleted: NotReady heard, its pods move, the VM comes back and rejoins",

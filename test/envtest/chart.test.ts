@@ -503,6 +503,14 @@ describe('RBAC of the chart, impersonating its ServiceAccount', () => {
         subresource: 'restart',
       },
       ...['get', 'list'].map((verb) => ({ verb, group: 'kubevirt.io', resource: 'kubevirts' })),
+      // A kubevirt plane's live deployments: which VMI runs, and its serial console.
+      { verb: 'get', group: 'kubevirt.io', resource: 'virtualmachineinstances' },
+      {
+        verb: 'get',
+        group: 'subresources.kubevirt.io',
+        resource: 'virtualmachineinstances',
+        subresource: 'console',
+      },
       { verb: 'create', resource: 'secrets' },
       // Machine status: its pod's/VM's Events and its relay's EndpointSlices, read-only.
       ...['list', 'watch'].map((verb) => ({ verb, resource: 'events' })),
@@ -523,6 +531,18 @@ describe('RBAC of the chart, impersonating its ServiceAccount', () => {
         resource: 'kubevirts',
       })),
       { verb: 'delete', group: 'retrokube.io', resource: 'oberonairs' },
+      // The console only: no VNC, no changes to a VMI.
+      ...['update', 'patch', 'delete', 'list'].map((verb) => ({
+        verb,
+        group: 'kubevirt.io',
+        resource: 'virtualmachineinstances',
+      })),
+      {
+        verb: 'get',
+        group: 'subresources.kubevirt.io',
+        resource: 'virtualmachineinstances',
+        subresource: 'vnc',
+      },
     ];
     for (const n of never) {
       expect(await can(sa, { ...n, namespace: other }), `${n.verb} ${n.group ?? ''}/${n.resource}`).toBe(

@@ -39,10 +39,9 @@ type KubeVirtObject = KubeObject & {
     workloadUpdateStrategy?: { workloadUpdateMethods?: string[] };
     customizeComponents?: { patches?: CustomizePatch[] } & Record<string, unknown>;
     configuration?: {
-      architectureConfiguration?: { amd64?: { emulatedMachines?: string[] } & Record<string, unknown> } & Record<
-        string,
-        unknown
-      >;
+      architectureConfiguration?: {
+        amd64?: { emulatedMachines?: string[] } & Record<string, unknown>;
+      } & Record<string, unknown>;
     } & Record<string, unknown>;
   };
   status?: { observedKubeVirtVersion?: string; targetKubeVirtVersion?: string };
@@ -90,7 +89,9 @@ export async function launcherPass(
     if (plan.patches || plan.emulatedMachines) {
       // Read-modify-write: the patches list is atomic (no server-side apply); the test of the
       // resourceVersion makes a write based on a stale read fail instead of dropping others' entries.
-      const ops: unknown[] = [{ op: 'test', path: '/metadata/resourceVersion', value: kv.metadata.resourceVersion }];
+      const ops: unknown[] = [
+        { op: 'test', path: '/metadata/resourceVersion', value: kv.metadata.resourceVersion },
+      ];
       if (plan.patches)
         ops.push({
           op: 'add',

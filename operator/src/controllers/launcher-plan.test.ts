@@ -116,7 +116,7 @@ describe('the launcher component plan', () => {
     expect(removing).toMatchObject({ state: 'Doubt', patches: [] });
   });
 
-  it("allows KubeVirt to admit our machine type, keeping every type already there, once", () => {
+  it('allows KubeVirt to admit our machine type, keeping every type already there, once', () => {
     expect(machinesWithOberon(undefined)).toEqual(['q35*', 'pc-q35*', 'oberon']);
     expect(machinesWithOberon(['q35*'])).toEqual(['q35*', 'oberon']);
     expect(machinesWithOberon(['oberon', 'q35*'])).toBeUndefined();

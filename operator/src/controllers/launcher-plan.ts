@@ -171,5 +171,11 @@ export function planLauncher(i: LauncherInputs): LauncherPlan {
   const at = kv.patches.findIndex(isOurPatch);
   const patches = [...others];
   patches.splice(at < 0 ? patches.length : Math.min(at, patches.length), 0, wanted);
-  return { state: 'Applying', reason: `switching virt-controller to launcher ${image}`, image, patches, emulatedMachines };
+  return {
+    state: 'Applying',
+    reason: `switching virt-controller to launcher ${image}`,
+    image,
+    patches,
+    emulatedMachines,
+  };
 }

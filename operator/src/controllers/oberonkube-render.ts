@@ -4,9 +4,7 @@
 import { createHmac } from 'node:crypto';
 import {
   type DeploymentItem,
-  ensureCommands,
   holdCommand,
-  joinCommands,
   KUBE_DEFAULTS,
   kubeNodeName,
   liveApplyLines,
@@ -140,9 +138,9 @@ export function renderKube(
       );
     return { air, machines, budget, liveCommands };
   }
-  if (withPlane) {
-    const commands = joinCommands([holdCommand(planeHold), ensureCommands(s.deployments)]);
-    machines.push(machine(`${s.name}-plane`, { role: 'plane', ...(commands ? { commands } : {}) }, 'plane'));
-  }
+  // kubevirt: Hold is a boot command; the deployments reach the running VM through its serial
+  // console (oberonkube-plane-console.ts), so changing them never restarts the plane.
+  if (withPlane)
+    machines.push(machine(`${s.name}-plane`, { role: 'plane', commands: holdCommand(planeHold) }, 'plane'));
   return { air, machines, budget };
 }

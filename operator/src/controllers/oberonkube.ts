@@ -9,9 +9,8 @@
 // lines in a ConfigMap the plane's pod mounts, and the emulator sends each new or changed line to
 // the serial port — a changed `web 6 Ticker2` is a rolling update, and the plane restarts only when
 // its role or key changes. The lines are the whole desired state, so a plane that restarts gets
-// them again. The kubevirt runtime has no such channel yet (its serial port belongs to QEMU inside
-// virt-launcher): there deployments stay boot commands (`Kube.Ensure`), and a change restarts the
-// plane; Ensure creates what is missing and never resets a rollout.
+// them again. A kubevirt plane has no kubelet volume: the operator sends it the same lines through
+// KubeVirt's serial console (oberonkube-plane-console.ts), again for every new VMI.
 //
 // Reads top to bottom: watch setup, reconcile, the events it tells. What it renders (settings, key,
 // children) is in oberonkube-render.ts, the status it computes in oberonkube-status.ts (both pure).
@@ -33,6 +32,7 @@ import { logger } from '../util/log.ts';
 import { type AirAddress, AirEars } from './air-ears.ts';
 import { keyReadProblem } from './key-access.ts';
 import { OBERONAIR } from './oberonair.ts';
+import { PlaneConsole } from './oberonkube-plane-console.ts';
 import { derivedKey, kubeAirName, kubeSettings, type OberonKube, renderKube } from './oberonkube-render.ts';
 import { computeKubeStatus, heardFullWindow } from './oberonkube-status.ts';
 import { OBERONMACHINE } from './oberonmachine.ts';
@@ -91,6 +91,9 @@ export const OBERONKUBE_RBAC: PolicyRule[] = [
     resources: ['configmaps'],
     verbs: ['get', 'list', 'watch', 'create', 'patch', 'update'],
   },
+  // A kubevirt plane's live deployments: its VMI (which one runs now) and its serial console.
+  { apiGroups: ['kubevirt.io'], resources: ['virtualmachineinstances'], verbs: ['get'] },
+  { apiGroups: ['subresources.kubevirt.io'], resources: ['virtualmachineinstances/console'], verbs: ['get'] },
 ];
 
 export interface KubeControllerOptions {
@@ -110,12 +113,13 @@ export function oberonKubeController(
   const ears = opts.ears ?? new AirEars({ address: opts.airAddress });
   const seed = opts.keySeed || randomBytes(32).toString('hex');
   const memo = new Map<string, Memo>();
+  const planeConsole = new PlaneConsole();
   return {
     name: 'oberonkube',
     primary: OBERONKUBE,
     owns: [OBERONAIR, OBERONMACHINE, CORE.configMap, PDB],
     ears,
-    reconcile: (ctx, key) => reconcile(ctx, key, { ears, seed, memo }),
+    reconcile: (ctx, key) => reconcile(ctx, key, { ears, seed, memo, planeConsole }),
   };
 }
 
@@ -136,6 +140,7 @@ interface Deps {
   ears: AirEars;
   seed: string;
   memo: Map<string, Memo>;
+  planeConsole: PlaneConsole;
 }
 
 // --- reconcile -----------------------------------------------------------------------------------
@@ -153,6 +158,7 @@ async function reconcile(
     // The air's own controller stops listening when the air goes; if it never existed, stop here.
     if (!ctx.cached(OBERONAIR, airRef.namespace, airRef.air)) d.ears.close(airRef);
     d.memo.delete(id);
+    d.planeConsole.forget(id);
     return undefined;
   }
   const forgedBefore = lastForged(k);
@@ -285,6 +291,8 @@ async function reconcile(
       );
     }
   }
+
+  if (s.runtime === 'kubevirt' && existingPlane) await d.planeConsole.sync(ctx, k, s, id);
 
   // Status from the air, at most one write per cluster every few seconds — but not before the
   // station has heard a full window: until then the last status stands (a new leader must not
