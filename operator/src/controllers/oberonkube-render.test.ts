@@ -13,7 +13,7 @@ describe('renderKube: where the deployments go', () => {
   it('kubevirt: the plane boots with Kube.Hold only; its deployments go live through the console, so a change never restarts it', () => {
     const out = renderKube(kube('kubevirt'), kubeSettings(kube('kubevirt')), true);
     const plane = out.machines.find((m) => m.metadata.name === 'farm-plane');
-    expect((plane?.spec as { commands?: string }).commands).toBe('Kube.Hold 3');
+    expect((plane?.spec as { commands?: string } | undefined)?.commands).toBe('Kube.Hold 3');
     expect(out.liveCommands).toBeUndefined();
     const changed = {
       ...kube('kubevirt'),
