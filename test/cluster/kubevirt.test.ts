@@ -273,4 +273,42 @@ describe.skipIf(why)('KubeVirt on the real node: our RISC5 machines as VMs (#25)
     },
     LIMITS.goneMs + 60_000,
   );
+
+  it(
+    'mixed runtimes converge: a VM plane with pod nodes, and a pod plane with VM nodes',
+    async () => {
+      const kinds = { vmPlane: 'mx', podPlane: 'mv' };
+      await apply({
+        apiVersion: 'retrokube.io/v1alpha1',
+        kind: 'OberonKube',
+        metadata: { name: kinds.vmPlane, namespace: ns },
+        spec: { nodes: 2, runtime: 'pod', planeRuntime: 'kubevirt', deployments: 'web 4 Ticker' },
+      });
+      await apply({
+        apiVersion: 'retrokube.io/v1alpha1',
+        kind: 'OberonKube',
+        metadata: { name: kinds.podPlane, namespace: ns },
+        spec: { nodes: 2, runtime: 'kubevirt', planeRuntime: 'pod', deployments: 'web 2 Ticker' },
+      });
+      for (const [name, n] of [
+        [kinds.vmPlane, 4],
+        [kinds.podPlane, 2],
+      ] as const) {
+        await waitFor(
+          `${name}: Ready, NODES 2/2, ${n} pods heard running`,
+          async () => {
+            const st = (await getJson(['oberonkube', '-n', ns, name])).status ?? {};
+            const ready = (st.conditions ?? []).find((c: Deep) => c.type === 'Ready')?.status === 'True';
+            return ready && st.nodes === '2/2' && st.runningPods === n;
+          },
+          LIMITS.convergeMs,
+        );
+      }
+      const vmis = (await getJson(['vmi', '-n', ns])).items.map((v: Deep) => v.metadata.name).sort();
+      expect(vmis).toEqual(['rk-m-mv-node-a', 'rk-m-mv-node-b', 'rk-m-mx-plane']);
+      const sets = (await getJson(['statefulsets', '-n', ns])).items.map((x: Deep) => x.metadata.name).sort();
+      expect(sets).toEqual(['rk-m-mv-plane', 'rk-m-mx-node-a', 'rk-m-mx-node-b']);
+    },
+    LIMITS.convergeMs * 2 + 60_000,
+  );
 });

@@ -70,7 +70,13 @@ export const OberonKubeSpec = Type.Object(
     runtime: Type.Optional(
       Type.Union([Type.Literal('pod'), Type.Literal('kubevirt')], {
         default: KUBE_DEFAULTS.runtime,
-        description: 'Runtime of every machine.',
+        description: 'Runtime of every machine (of the nodes, when planeRuntime is set).',
+      }),
+    ),
+    planeRuntime: Type.Optional(
+      Type.Union([Type.Literal('pod'), Type.Literal('kubevirt')], {
+        description:
+          "Runtime of the plane, when it differs from the nodes' (a VM plane with pod nodes, or the reverse). Default: runtime.",
       }),
     ),
     memory: Type.Optional(

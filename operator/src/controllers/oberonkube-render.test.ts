@@ -31,4 +31,23 @@ describe('renderKube: where the deployments go', () => {
       deployments: 'Kube.Hold 3\nKube.Apply web 6 Ticker\nKube.Apply api 2 Ticker2\n',
     });
   });
+
+  it('mixed runtimes: planeRuntime sets the plane alone; the live path follows the plane', () => {
+    const mixed = (runtime: 'pod' | 'kubevirt', planeRuntime: 'pod' | 'kubevirt') => {
+      const k = { ...kube(runtime), spec: { ...kube(runtime).spec, planeRuntime } } as OberonKube;
+      const out = renderKube(k, kubeSettings(k), true);
+      const runtimes = out.machines.map(
+        (m) => `${m.metadata.name}=${(m.spec as { runtime: string }).runtime}`,
+      );
+      return { runtimes, live: !!out.liveCommands };
+    };
+    expect(mixed('pod', 'kubevirt')).toEqual({
+      runtimes: ['farm-node-a=pod', 'farm-node-b=pod', 'farm-node-c=pod', 'farm-plane=kubevirt'],
+      live: false, // through the VM's console
+    });
+    expect(mixed('kubevirt', 'pod')).toEqual({
+      runtimes: ['farm-node-a=kubevirt', 'farm-node-b=kubevirt', 'farm-node-c=kubevirt', 'farm-plane=pod'],
+      live: true, // the ConfigMap the plane pod follows
+    });
+  });
 });

@@ -1,6 +1,6 @@
 // What an OberonKube wants (pure): its settings with defaults, the generated key, and the desired
 // children — one OberonAir, N node OberonMachines, the plane OberonMachine once the nodes are
-// heard, and (pod runtime) the ConfigMap of live deployment lines. Used by oberonkube.ts.
+// heard, and (a pod plane) the ConfigMap of live deployment lines. Used by oberonkube.ts.
 import { createHmac } from 'node:crypto';
 import {
   type DeploymentItem,
@@ -28,7 +28,8 @@ export interface KubeSettings {
   nodes: number;
   cluster: string;
   deployments: DeploymentItem[];
-  runtime: 'pod' | 'kubevirt';
+  runtime: 'pod' | 'kubevirt'; // the nodes'
+  planeRuntime: 'pod' | 'kubevirt';
   memory: string;
   storageClass?: string;
   loss: number;
@@ -52,6 +53,7 @@ export function kubeSettings(k: OberonKube): KubeSettings {
     cluster: s.cluster ?? KUBE_DEFAULTS.cluster,
     deployments: parseDeploymentList(s.deployments),
     runtime: s.runtime ?? KUBE_DEFAULTS.runtime,
+    planeRuntime: s.planeRuntime ?? s.runtime ?? KUBE_DEFAULTS.runtime,
     memory: s.memory ?? KUBE_DEFAULTS.memory,
     storageClass: s.storageClass,
     loss: s.loss ?? KUBE_DEFAULTS.loss,
@@ -120,7 +122,9 @@ export function renderKube(
     [AIR_LABEL]: kubeAirName(s.name),
     [ROLE_LABEL]: 'node',
   });
-  if (s.runtime === 'pod') {
+  const plane = (spec: Record<string, unknown>): KubeObject =>
+    machine(`${s.name}-plane`, { role: 'plane', runtime: s.planeRuntime, ...spec }, 'plane');
+  if (s.planeRuntime === 'pod') {
     const liveCommands: KubeObject = {
       apiVersion: 'v1',
       kind: 'ConfigMap',
@@ -128,19 +132,11 @@ export function renderKube(
       // Hold first: a new plane waits for every node before it binds the pods these lines create.
       data: { [LIVE_KEY]: `${holdCommand(s.nodes)}\n${liveApplyLines(s.deployments)}` },
     };
-    if (withPlane)
-      machines.push(
-        machine(
-          `${s.name}-plane`,
-          { role: 'plane', liveCommandsConfigMap: liveCommandsName(s.name) },
-          'plane',
-        ),
-      );
+    if (withPlane) machines.push(plane({ liveCommandsConfigMap: liveCommandsName(s.name) }));
     return { air, machines, budget, liveCommands };
   }
   // kubevirt: Hold is a boot command; the deployments reach the running VM through its serial
   // console (oberonkube-plane-console.ts), so changing them never restarts the plane.
-  if (withPlane)
-    machines.push(machine(`${s.name}-plane`, { role: 'plane', commands: holdCommand(planeHold) }, 'plane'));
+  if (withPlane) machines.push(plane({ commands: holdCommand(planeHold) }));
   return { air, machines, budget };
 }

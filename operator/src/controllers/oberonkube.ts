@@ -292,7 +292,7 @@ async function reconcile(
     }
   }
 
-  if (s.runtime === 'kubevirt' && existingPlane) await d.planeConsole.sync(ctx, k, s, id);
+  if (s.planeRuntime === 'kubevirt' && existingPlane) await d.planeConsole.sync(ctx, k, s, id);
 
   // Status from the air, at most one write per cluster every few seconds — but not before the
   // station has heard a full window: until then the last status stands (a new leader must not
