@@ -61,7 +61,20 @@ function startServer(file: string, main: string): Promise<{ proc: ChildProcess; 
   return new Promise((resolve, reject) => {
     const proc = spawn(
       process.execPath,
-      [...prof, main, '--workbook', file, '--port', '0', '--token', TOKEN, '--key', KEY, '--no-samples', ...flush],
+      [
+        ...prof,
+        main,
+        '--workbook',
+        file,
+        '--port',
+        '0',
+        '--token',
+        TOKEN,
+        '--key',
+        KEY,
+        '--no-samples',
+        ...flush,
+      ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     let out = '';
@@ -76,7 +89,10 @@ function startServer(file: string, main: string): Promise<{ proc: ChildProcess; 
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
 
-function post(port: number, body: Record<string, unknown>): Promise<{ status: number; json: unknown; ms: number }> {
+function post(
+  port: number,
+  body: Record<string, unknown>,
+): Promise<{ status: number; json: unknown; ms: number }> {
   const raw = JSON.stringify({ token: TOKEN, ...body });
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
@@ -88,7 +104,11 @@ function post(port: number, body: Record<string, unknown>): Promise<{ status: nu
         path: '/',
         agent,
         timeout: TIMEOUT_MS,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(raw), ...signRequest(KEY, raw) },
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(raw),
+          ...signRequest(KEY, raw),
+        },
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -115,7 +135,9 @@ function getCount(port: number, kind: string): Promise<number> {
       .get({ host: '127.0.0.1', port, path: `/?token=${TOKEN}&kind=${kind}`, agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve((JSON.parse(Buffer.concat(chunks).toString()) as { items: unknown[] }).items.length));
+        res.on('end', () =>
+          resolve((JSON.parse(Buffer.concat(chunks).toString()) as { items: unknown[] }).items.length),
+        );
       })
       .on('error', reject);
   });
@@ -132,7 +154,13 @@ async function scaleBench(nodes: number, main: string) {
   const { proc, port } = await startServer(path.join(dir, 'cluster.xlsx'), main);
   try {
     const pods = nodes * PODS_PER_NODE;
-    const deps = Array.from({ length: 10 }, (_, i) => ({ name: `app${i}`, image: 'x', replicas: pods / 10, cpu_req: 100, mem_req: 64 }));
+    const deps = Array.from({ length: 10 }, (_, i) => ({
+      name: `app${i}`,
+      image: 'x',
+      replicas: pods / 10,
+      cpu_req: 100,
+      mem_req: 64,
+    }));
     await post(port, { action: 'apply', deployments: deps });
     const names = Array.from({ length: nodes }, (_, i) => `node-${i}`);
     const reported = new Map<string, unknown[]>();
@@ -178,7 +206,13 @@ async function scaleBench(nodes: number, main: string) {
         }
         busy.add(i);
         const n = names[i];
-        const p = post(port, { node: n, ip: '10.0.0.1', cpu_total: 4000, mem_total: 8192, pods: reported.get(n) ?? [] })
+        const p = post(port, {
+          node: n,
+          ip: '10.0.0.1',
+          cpu_total: 4000,
+          mem_total: 8192,
+          pods: reported.get(n) ?? [],
+        })
           .then((r) => {
             if (r.status !== 200) {
               failed++;
@@ -256,7 +290,9 @@ writeResults(
     seconds: SECONDS,
     signed: true,
     runs,
-    ...(BASELINE ? { baseline: { tree: 'the checkout before this change (--baseline)', runs: baselineRuns } } : {}),
+    ...(BASELINE
+      ? { baseline: { tree: 'the checkout before this change (--baseline)', runs: baselineRuns } }
+      : {}),
   },
   record,
 );

@@ -19,7 +19,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { logger } from '../../util/log.ts';
-import { Book, Grid, type StoredCell } from './model.ts';
+import { type Book, Grid, type StoredCell } from './model.ts';
 
 const log = logger('sheets-store-journal');
 
@@ -156,9 +156,10 @@ export class Journal {
         );
       }
       for (const g of gens)
-        await (records > 0 ? fsp.rename(g.file, `${g.file}.unapplied`) : fsp.rm(g.file, { force: true })).catch(
-          () => {},
-        );
+        await (records > 0
+          ? fsp.rename(g.file, `${g.file}.unapplied`)
+          : fsp.rm(g.file, { force: true })
+        ).catch(() => {});
       return { records: [], files: gens.length };
     }
     return { records: gens.slice(from).flatMap((g) => g.records), files: gens.length };
@@ -229,7 +230,8 @@ export class Journal {
         }
       }
     });
-    for (const g of await this.gens()) if (g < gen) await fsp.rm(this.fileOf(g), { force: true }).catch(() => {});
+    for (const g of await this.gens())
+      if (g < gen) await fsp.rm(this.fileOf(g), { force: true }).catch(() => {});
   }
 
   private async gens(): Promise<number[]> {

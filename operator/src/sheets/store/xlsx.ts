@@ -37,9 +37,9 @@ import { processAlive } from '../../util/process.ts';
 import { StoreBase } from './base.ts';
 import { diffTabs, mergeBooks, sameRow } from './merge.ts';
 import { Book, type Formula, Grid, type StoredCell } from './model.ts';
-import { ABSENT, deltaOf, Journal, replay } from './xlsx-journal.ts';
 import type { Durability } from './types.ts';
 import type { SheetData } from './xlsx-cells.ts';
+import { ABSENT, deltaOf, Journal, replay } from './xlsx-journal.ts';
 import type { Stamp, TabChange } from './xlsx-worker.ts';
 
 const log = logger('sheets-store-xlsx');
