@@ -6,12 +6,16 @@
 //   {"tabs":[{name, headers?, n, rows:[[i,row],…]}]}   a record: the tabs' rows that changed since the
 //                                                   previous record (absolute row index, whole row; `n`
 //                                                   the tab's row count), so records replay in order
-//   {"base":"<sha256>"}                           appended once a workbook save holding everything
-//                                                   before this generation is on disk
+//   {"next":"<sha256>"}                           appended before a save's temp file (holding everything
+//                                                   before this generation) is renamed over the workbook:
+//                                                   the file this generation starts from, if the rename
+//                                                   happens (a kill -9 may fall between rename and base)
+//   {"base":"<sha256>"}                           appended once that save is on disk
 // Generations: a workbook save starts a new generation at its snapshot (the last record of the old one
 // sweeps in every buffered change, so old generation's end state == the snapshot being saved); when
 // the save is on disk the new generation learns the file's hash and the older generations are deleted.
-// Recovery: the newest generation whose base is the workbook's hash, then every later one, in order.
+// Recovery: the newest generation whose base (or next) is the workbook's hash, then every later one,
+// in order.
 // A torn last line (kill -9 mid-append) was never acknowledged and is ignored.
 // If no generation matches (the file was replaced while the apiserver was down), the journals are
 // renamed `….unapplied` and a warning says so: nothing is applied to a workbook it was not written for.
@@ -37,6 +41,8 @@ interface GenFile {
   gen: number;
   file: string;
   base: string | undefined;
+  /** Hashes of files a save was about to rename into place when this generation began. */
+  next: Set<string>;
   records: TabDelta[][];
 }
 
@@ -116,19 +122,21 @@ export class Journal {
       const file = path.join(this.dir, n);
       const text = await fsp.readFile(file, 'utf8').catch(() => '');
       let base: string | undefined;
+      const next = new Set<string>();
       const records: TabDelta[][] = [];
       for (const line of text.split('\n')) {
         if (!line) continue;
-        let v: { base?: string; tabs?: TabDelta[]; journal?: number };
+        let v: { base?: string; next?: string; tabs?: TabDelta[]; journal?: number };
         try {
           v = JSON.parse(line);
         } catch {
           break; // a torn last append: never acknowledged
         }
         if (typeof v.base === 'string') base = v.base;
+        if (typeof v.next === 'string') next.add(v.next);
         if (Array.isArray(v.tabs)) records.push(v.tabs);
       }
-      out.push({ gen, file, base, records });
+      out.push({ gen, file, base, next, records });
     }
     return out.sort((a, b) => a.gen - b.gen);
   }
@@ -143,7 +151,7 @@ export class Journal {
     if (gens.length === 0) return { records: [], files: 0 };
     let from = -1;
     for (let i = gens.length - 1; i >= 0; i--)
-      if (gens[i].base === hash) {
+      if (gens[i].base === hash || gens[i].next.has(hash)) {
         from = i;
         break;
       }
@@ -216,22 +224,31 @@ export class Journal {
     return this.enqueue(() => this.writeSync({ tabs }));
   }
 
+  /**
+   * Before the save of the snapshot that began generation `gen` renames its temp file (bytes hashing
+   * to `hash`) over the workbook: from then on, either the old file (an older generation's base) or
+   * this one is on disk, and recovery finds a generation starting from either.
+   */
+  intend(gen: number, hash: string): Promise<void> {
+    return this.enqueue(() => this.writeTo(gen, { next: hash }));
+  }
+
   /** After a save of the snapshot that began generation `gen`: its base is that file; older ones go. */
   async saved(gen: number, hash: string): Promise<void> {
-    await this.enqueue(async () => {
-      if (gen === this.gen) await this.writeSync({ base: hash });
-      else {
-        const fh = await fsp.open(this.fileOf(gen), 'a');
-        try {
-          await fh.write(`${JSON.stringify({ base: hash })}\n`);
-          await fh.datasync();
-        } finally {
-          await fh.close();
-        }
-      }
-    });
+    await this.enqueue(() => this.writeTo(gen, { base: hash }));
     for (const g of await this.gens())
       if (g < gen) await fsp.rm(this.fileOf(g), { force: true }).catch(() => {});
+  }
+
+  private async writeTo(gen: number, line: object): Promise<void> {
+    if (gen === this.gen) return this.writeSync(line);
+    const fh = await fsp.open(this.fileOf(gen), 'a');
+    try {
+      await fh.write(`${JSON.stringify(line)}\n`);
+      await fh.datasync();
+    } finally {
+      await fh.close();
+    }
   }
 
   private async gens(): Promise<number[]> {

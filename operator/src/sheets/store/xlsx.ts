@@ -5,13 +5,16 @@
 // the event loop. The worker keeps the loaded workbook, so a person's formatting, column widths,
 // extra sheets and formulas survive our saves: only rows whose content changed are sent and written.
 //
-// Saving (write-behind): a commit marks its tabs dirty. A save writes the whole workbook to a temp
-// file `.~sk-<name>.<pid>.<n>` in the same directory, fsyncs it, renames it over the workbook and
-// fsyncs the directory — so the file on disk is always either the old or the new complete workbook,
-// even under kill -9 or power loss. Saves never overlap; all commits that arrive while one runs
-// share the next one (group commit).
-//   - durable transactions resolve after the save that contains them;
-//   - buffered ones resolve at once and are saved at most LIMITS.flushDelayMs later.
+// Durable transactions resolve once their changes are appended to the journal beside the workbook
+// and fsynced (xlsx-journal.ts; the commits of one event-loop turn share one append: group commit);
+// buffered ones resolve at once. Either kind reaches the workbook file at the next save.
+// Saving (write-behind, paced): a save writes the whole workbook to a temp file
+// `.~sk-<name>.<pid>.<n>` in the same directory, fsyncs it, records the temp file's hash in the
+// journal, renames it over the workbook and fsyncs the directory — so the file on disk is always
+// either the old or the new complete workbook, even under kill -9 or power loss, and the journal
+// always knows which of its generations starts from it. Saves never overlap; all commits that arrive
+// while one runs share the next one. A save is due LIMITS.flushDelayMs after a change, or 3× the
+// last save's duration if that is longer (LIMITS.savePacing).
 //
 // External edits: the file's (size, mtime, inode) is polled every LIMITS.watchMs; when it differs from
 // what we last wrote and the bytes' sha256 differs too, the file is reloaded and MERGED, cell by cell,
@@ -314,8 +317,27 @@ export class XlsxStore extends StoreBase {
       const changes = this.diff(snapshot, tabs);
       let r: { stamp?: Stamp; conflict?: boolean };
       try {
-        await gen; // the journal holds everything in this snapshot before the file can replace its base
-        r = await this.io.call({ op: 'save', file: this.file, tabs: changes, expect: this.stamp });
+        // The journal holds everything in this snapshot before the file can replace its base, and the
+        // new generation names the file it will start from before that file takes the workbook's name.
+        const next = await gen;
+        const p = await this.io.call<{ tmp: string; hash: string }>({
+          op: 'prepare',
+          file: this.file,
+          tabs: changes,
+        });
+        try {
+          await this.journal.intend(next, p.hash);
+        } catch (e) {
+          await this.io.call({ op: 'discard', tmp: p.tmp }).catch(() => {});
+          throw e;
+        }
+        r = await this.io.call({
+          op: 'commit',
+          file: this.file,
+          tmp: p.tmp,
+          hash: p.hash,
+          expect: this.stamp,
+        });
       } catch (e) {
         for (const t of tabs) this.dirty.add(t);
         // The worker's workbook may hold part of this save: reload it so the next diff is exact.
