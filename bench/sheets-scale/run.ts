@@ -5,8 +5,8 @@
 // heartbeat is its registration, spread evenly over the first period, so the run starts with the
 // registration storm). A node whose heartbeat is still in flight when its next one is due skips it
 // (the reference kubelet's loop is sequential); a skipped or failed heartbeat counts as not served.
-// Meanwhile a person's durable write (`scale`) every DURABLE_EVERY_MS, one at a time: its
-// acknowledgement latency is the durable-write figure.
+// Meanwhile a person's durable write (`scale`, signed with a nonce as our CLI signs it) every
+// DURABLE_EVERY_MS, one at a time: its acknowledgement latency is the durable-write figure.
 // `--baseline DIR` also runs the apiserver of another checkout (e.g. `/work/main`, the code before a
 // change) at each size, interleaved with ours, so before and after are measured in the same run.
 // Writes bench/results/sheets-scale.json (with --save).
@@ -17,7 +17,7 @@ import http from 'node:http';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { signRequest } from '../../operator/src/sheets/signing.ts';
+import { signRequest, withNonce } from '../../operator/src/sheets/signing.ts';
 import { startRecording, writeResults } from '../results.ts';
 
 const record = startRecording();
@@ -175,6 +175,7 @@ async function scaleBench(nodes: number, main: string) {
     const inflight = new Set<Promise<void>>();
     const durable: number[] = [];
     let durableFailed = 0;
+    const durableFailedBy: Record<string, number> = {}; // HTTP status (or "error") → count
     // A person's durable writes, one at a time, from the end of the first period.
     const durableLoop = (async () => {
       await new Promise((r) => setTimeout(r, PERIOD_S * 1000));
@@ -182,11 +183,19 @@ async function scaleBench(nodes: number, main: string) {
       while (performance.now() - t0 < SECONDS * 1000) {
         const next = performance.now() + DURABLE_EVERY_MS;
         try {
-          const r = await post(port, { action: 'scale', name: 'app0', replicas: pods / 10 + (k++ % 2) });
+          // As our CLI sends it: with a nonce, so two writes of one body in one second are not a replay.
+          const r = await post(
+            port,
+            withNonce({ action: 'scale', name: 'app0', replicas: pods / 10 + (k++ % 2) }),
+          );
           if (r.status === 200) durable.push(r.ms);
-          else durableFailed++;
+          else {
+            durableFailed++;
+            durableFailedBy[r.status] = (durableFailedBy[r.status] ?? 0) + 1;
+          }
         } catch {
           durableFailed++;
+          durableFailedBy.error = (durableFailedBy.error ?? 0) + 1;
         }
         await new Promise((r) => setTimeout(r, Math.max(0, next - performance.now())));
       }
@@ -254,6 +263,7 @@ async function scaleBench(nodes: number, main: string) {
       registered_nodes: registered,
       durable_writes: durable.length,
       durable_failed: durableFailed,
+      durable_failed_by: durableFailedBy,
       durable_p50_ms: r2(pct(durable, 50)),
       durable_p99_ms: r2(pct(durable, 99)),
       durable_max_ms: r2(pct(durable, 100)),
