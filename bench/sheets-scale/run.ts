@@ -19,6 +19,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { signRequest, withNonce } from '../../operator/src/sheets/signing.ts';
 import { startRecording, writeResults } from '../results.ts';
+import { spreadDeployments } from '../sheets/deployments.ts';
 
 const record = startRecording();
 const MAIN = fileURLToPath(new URL('../../operator/src/sheets/apiserver/main.ts', import.meta.url));
@@ -154,14 +155,7 @@ async function scaleBench(nodes: number, main: string) {
   const { proc, port } = await startServer(path.join(dir, 'cluster.xlsx'), main);
   try {
     const pods = nodes * PODS_PER_NODE;
-    const deps = Array.from({ length: 10 }, (_, i) => ({
-      name: `app${i}`,
-      image: 'x',
-      replicas: pods / 10,
-      cpu_req: 100,
-      mem_req: 64,
-    }));
-    await post(port, { action: 'apply', deployments: deps });
+    await post(port, { action: 'apply', deployments: spreadDeployments(pods) });
     const names = Array.from({ length: nodes }, (_, i) => `node-${i}`);
     const reported = new Map<string, unknown[]>();
     const busy = new Set<number>();
