@@ -447,8 +447,9 @@ describe('xlsx durability', () => {
       let seen = 0;
       let crashed = '';
       let buf = '';
+      // 'close', not 'exit': the last lines (the crash point, the last acks) may still be in the pipe.
       const exited = new Promise<void>((resolve, reject) => {
-        child.once('exit', () => resolve());
+        child.once('close', () => resolve());
         child.once('error', reject);
       });
       const guard = setTimeout(() => child.kill('SIGKILL'), 60_000); // a point never reached fails below
@@ -487,9 +488,9 @@ describe('xlsx durability', () => {
     const lost = [...acked].filter(([name, v]) => !(Number(s.get('Deployments', name)?.replicas ?? -1) >= v));
     expect(lost, 'acknowledged writes lost ([row, value])').toEqual([]);
     await s.close();
-    expect(writes).toBeGreaterThan(100);
+    expect(writes).toBeGreaterThan(KILLS.length * 5); // every round wrote under way, not just at its kill
     // Temp files of killed saves are removed by the next open; no journal was set aside as unapplied.
     const left = await fsp.readdir(dir);
     expect(left.filter((n) => n.startsWith(TEMP_PREFIX) || n.endsWith('.unapplied'))).toEqual([]);
-  }, 180_000); // 7 writer processes and one reopening: seconds idle, minutes only under heavy load
+  }, 300_000); // 7 writer processes and one reopening: 17-38 s at load 6-11; a deadline, not a cost
 });

@@ -1,8 +1,9 @@
 // Test helper process: writes to an xlsx store as fast as it can and prints "ack <name> <value>"
-// after each durable transaction resolves. The durability test kills it with SIGKILL — from outside after a
-// number of acknowledgements, or from inside at a named point of the save/journal protocol
-// (argv[4] = "<point>:<n>": the n-th time that point is passed with a write acknowledged since the
-// journal's last cut, the process prints "crash <point>" and sends itself SIGKILL):
+// after each durable transaction resolves. The durability test kills it with SIGKILL — from outside
+// after a number of acknowledgements, or from inside at a named point of the save/journal protocol
+// (argv[4] = "<point>:<n>": the n-th time that point is passed with writes acknowledged — since the
+// journal's last cut, for the points after one — the save stops there, the process prints
+// "crash <point>" and sends itself SIGKILL):
 //   cut       a journal generation was cut at a save's snapshot; the save has not started writing
 //   prepared  the save's temp file is written and fsynced; the journal does not know its hash yet
 //   intended  the journal holds the temp file's hash; the file is not renamed into place yet
@@ -14,32 +15,39 @@ import { Journal } from '../xlsx-journal.ts';
 
 const [file, startArg, crashAt] = process.argv.slice(2);
 
+let acks = 0;
 let acksSinceCut = 0;
 if (crashAt) {
   const [point, nth] = crashAt.split(':');
   let passed = 0;
-  const at = (name: string) => {
-    if (name !== point || (name !== 'cut' && acksSinceCut === 0) || ++passed < Number(nth)) return;
-    process.stdout.write(`crash ${name}\n`); // stdout to a pipe is synchronous: the test sees it
-    process.kill(process.pid, 'SIGKILL');
+  // A point counts once this process has a write acknowledged (and, past a cut, one since the cut):
+  // a kill there then always has acknowledged writes of its own to lose.
+  const at = (name: string): boolean =>
+    name === point && acks > 0 && (name === 'cut' || acksSinceCut > 0) && ++passed === Number(nth);
+  // The save stops where it is (this never resolves) until the test has read "crash <point>" —
+  // under load the pipe can be full, and a line still queued here would die with the process —
+  // then SIGKILL. Writes go on meanwhile, acknowledged through the journal as always.
+  const crash = (name: string): Promise<never> => {
+    process.stdout.write(`crash ${name}\n`, () => process.kill(process.pid, 'SIGKILL'));
+    return new Promise<never>(() => {});
   };
   const proto = Journal.prototype;
   const { cut, intend, saved } = proto;
   proto.cut = async function (this: Journal, ...a: Parameters<typeof cut>) {
     const gen = await cut.apply(this, a);
     acksSinceCut = 0;
-    at('cut');
+    if (at('cut')) await crash('cut');
     return gen;
   };
   proto.intend = async function (this: Journal, ...a: Parameters<typeof intend>) {
-    at('prepared');
+    if (at('prepared')) await crash('prepared');
     await intend.apply(this, a);
-    at('intended');
+    if (at('intended')) await crash('intended');
   };
   proto.saved = async function (this: Journal, ...a: Parameters<typeof saved>) {
-    at('renamed');
+    if (at('renamed')) await crash('renamed');
     await saved.apply(this, a);
-    at('saved');
+    if (at('saved')) await crash('saved');
   };
 }
 
@@ -60,6 +68,7 @@ for (;;) {
       return store
         .transact((tx) => tx.upsert('Deployments', { name, replicas: n, image: 'x'.repeat(n % 50) }))
         .then(() => {
+          acks++;
           acksSinceCut++;
           process.stdout.write(`ack ${name} ${n}\n`);
         });
