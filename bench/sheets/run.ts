@@ -23,6 +23,7 @@ import { schedule } from '../../operator/src/sheets/scheduler/schedule.ts';
 import { openGoogleStore } from '../../operator/src/sheets/store/google.ts';
 import { testAuth } from '../../operator/src/sheets/store/testing.ts';
 import { startRecording, writeResults } from '../results.ts';
+import { spreadDeployments } from './deployments.ts';
 
 const record = startRecording();
 
@@ -93,14 +94,7 @@ async function heartbeatBench(nodes: number) {
   const { proc, url } = await startServer(path.join(dir, 'cluster.xlsx'));
   try {
     const pods = nodes * 2;
-    const deps = Array.from({ length: 10 }, (_, i) => ({
-      name: `app${i}`,
-      image: 'x',
-      replicas: pods / 10,
-      cpu_req: 100,
-      mem_req: 64,
-    }));
-    await post(url, { action: 'apply', deployments: deps });
+    await post(url, { action: 'apply', deployments: spreadDeployments(pods) });
     const names = Array.from({ length: nodes }, (_, i) => `node-${i}`);
     const reported = new Map<string, unknown[]>();
     // A node's heartbeat: its capacity and the pods it last reported Running.

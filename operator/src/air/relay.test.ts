@@ -65,6 +65,36 @@ function frame(from: number, n = 0): Uint8Array {
 }
 
 describe('the relay on loopback', () => {
+  it.each([
+    ['a host name (resolved once, at bind)', 'localhost', '127.0.0.1'],
+    ['IPv6 loopback', '::1', '::1'],
+  ])(
+    'bound by %s, it sends to the stations it heard at once and they get every frame',
+    async (_what, bind, host) => {
+      const r = await startRelay({ port: 0, bind });
+      open.push(r);
+      const s = await Promise.all(
+        [0, 1, 2].map(async () => {
+          const got: Buffer[] = [];
+          const st = await openStation({
+            host,
+            port: r.address.port,
+            bind: host,
+            helloIntervalMs: 0,
+            onDatagram: (m) => got.push(m),
+          });
+          open.push(st);
+          return { st, got };
+        }),
+      );
+      await until(() => r.peers().length === 3, 5000, 'three stations');
+      for (let n = 0; n < 50; n++) await s[0].st.send(frame(0, n));
+      await until(() => s[1].got.length === 50 && s[2].got.length === 50, 5000, 'fifty frames at both');
+      expect(s[1].got.map((m) => m[9] + m[10] * 256)).toEqual([...Array(50).keys()]); // in order
+      expect(r.stats()).toMatchObject({ framesIn: 50, framesOut: 100, sendErrors: 0 });
+    },
+  );
+
   it('hands each frame to every other station and never back to its sender', async () => {
     const r = await relay();
     const s = await Promise.all([0, 1, 2, 3].map(() => station(r)));

@@ -5,7 +5,8 @@
 // probability `loss`. Added: a per-peer rate ceiling, runtime control (air off/on, cut a station),
 // and counters for Prometheus.
 import dgram from 'node:dgram';
-import { isIPv6 } from 'node:net';
+import dns from 'node:dns';
+import { isIP, isIPv6 } from 'node:net';
 import { type Logger, logger } from '../util/log.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { decodeKubeData } from './kubenet.ts';
@@ -118,6 +119,17 @@ interface PeerEntry extends RelayPeer {
 const publicPeer = (p: PeerEntry): RelayPeer => {
   const { tokens: _t, refillAt: _r, learnedAt: _l, proven: _p, ...rest } = p;
   return { ...rest };
+};
+
+/**
+ * The relay sends only to addresses it heard from (IP literals), yet dgram resolves the address of
+ * every send, answering on the next tick: a callback and a deferral per delivery on the flood path.
+ * An IP literal is answered at once; a name (a --bind given as a host name) still goes to DNS.
+ */
+const literalLookup: NonNullable<dgram.SocketOptions['lookup']> = (host, options, callback) => {
+  const family = isIP(host);
+  if (family === 0) dns.lookup(host, options, callback);
+  else callback(null, host, family);
 };
 
 /** Starts a relay on a UDP socket. Resolves once it listens. */
@@ -280,6 +292,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   const socket = dgram.createSocket({
     type: isIPv6(bind) ? 'udp6' : 'udp4',
     recvBufferSize: RELAY_LIMITS.RECV_BUFFER_BYTES,
+    lookup: literalLookup,
   });
 
   let expiredAt = Number.NEGATIVE_INFINITY;

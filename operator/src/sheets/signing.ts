@@ -10,7 +10,7 @@
 // reference apiserver accepts (it ignores fields it does not know) and the signed string stays
 // "<ts>.<body>"; a reference client's identical repeat within one second is still refused, since
 // nothing tells it from a replay.
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const TIMESTAMP_HEADER = 'X-SNCF-Timestamp';
 export const SIGNATURE_HEADER = 'X-SNCF-Signature';
@@ -27,8 +27,17 @@ export function withNonce<T extends Record<string, unknown>>(body: T): T & { non
   return { ...body, nonce: randomBytes(LIMITS.nonceBytes).toString('hex') };
 }
 
+// createHmac given the key as a Buffer imports it anew on every call, which costs several times the
+// HMAC itself (the largest single cost of a signed heartbeat in a profile of bench/sheets-scale); an
+// apiserver verifies every request with one key, so the imported key is kept (the last one used).
+let lastKey: { key: string; object: KeyObject } | undefined;
+function keyObject(key: string): KeyObject {
+  if (lastKey?.key !== key) lastKey = { key, object: createSecretKey(Buffer.from(key, 'utf8')) };
+  return lastKey.object;
+}
+
 export function sign(key: string, timestamp: string, body: string | Uint8Array): string {
-  const h = createHmac('sha256', Buffer.from(key, 'utf8'));
+  const h = createHmac('sha256', keyObject(key));
   h.update(`${timestamp}.`);
   h.update(typeof body === 'string' ? Buffer.from(body, 'utf8') : body);
   return h.digest('hex');

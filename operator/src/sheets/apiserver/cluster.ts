@@ -1,41 +1,24 @@
-// The control loop of a spreadsheet cluster, without HTTP: verbs, heartbeats, reconcile, timer-driven
-// failover, Events. Every change is one synchronous store transaction (read → schedule → write),
-// so concurrent requests can never lose an update, and a failed write changes nothing.
+// The control loop of a spreadsheet cluster, without HTTP: heartbeats, the verbs, timer-driven
+// failover. Every change is one synchronous store transaction (read → schedule → write), so
+// concurrent requests can never lose an update, and a failed write changes nothing. The pass itself
+// is reconcile.ts, the verbs verbs.ts, the Events tab events.ts; this file holds the state between
+// passes (the last schedule, the hand-offs) and decides when a pass runs.
 
 import { logger } from '../../util/log.ts';
-import {
-  type DeploymentIn,
-  deploymentsFromRows,
-  type ExistingPod,
-  existingFromRow,
-  intOr,
-  type NodeIn,
-  nodeFromRow,
-  text,
-  truthyCell,
-} from '../scheduler/model.ts';
+import { intOr, type NodeIn, nodeFromRow, text } from '../scheduler/model.ts';
 import {
   type Handoff,
   nodeOrders,
-  normalizePhase,
   LIMITS as ORDER_LIMITS,
   type Order,
-  podRows,
   type Report,
-  updateHandoffs,
 } from '../scheduler/orders.ts';
-import { type Placement, type ScheduleResult, schedule } from '../scheduler/schedule.ts';
 import { setupCluster } from '../store/setup.ts';
 import type { Durability, Row, Store, Tx } from '../store/types.ts';
-import {
-  applyLabel,
-  applyTaint,
-  deploymentCells,
-  gatewayCells,
-  type HeartbeatBody,
-  routeCells,
-  secretCells,
-} from './validate.ts';
+import { EventLog, type EventRow } from './events.ts';
+import { type CachedSchedule, foldReport, reconcilePass, scheduleKey } from './reconcile.ts';
+import type { HeartbeatBody } from './validate.ts';
+import * as verbs from './verbs.ts';
 
 const log = logger('sheets-apiserver');
 
@@ -58,23 +41,9 @@ export interface ClusterOptions {
   eventsMax?: number;
 }
 
-export type ApplyResult = { applied: string[]; gateways?: string[]; routes?: string[]; secrets?: string[] };
+export type { ApplyResult } from './verbs.ts';
 
-interface CachedSchedule {
-  key: string;
-  /** Nodes that were fresh, and each node's "cpu|mem", when this schedule was made. */
-  fresh: Set<string>;
-  caps: Map<string, string>;
-  result: ScheduleResult;
-  byNode: Map<string, Placement[]>;
-  deployments: Map<string, DeploymentIn>;
-}
-
-interface EventRow {
-  kind: string;
-  object: string;
-  message: string;
-}
+type PassOptions = { now: number; report?: Report; exclude?: Set<string>; pins?: Map<string, string> };
 
 export class Cluster {
   readonly store: Store;
@@ -82,7 +51,7 @@ export class Cluster {
   readonly portRange: [number, number];
   readonly #now: () => number;
   readonly #tickMs: number;
-  readonly #eventsMax: number;
+  readonly #events: EventLog;
   #timer: NodeJS.Timeout | undefined;
   #handoffs = new Map<string, Handoff>();
   #cache: CachedSchedule | undefined;
@@ -94,10 +63,18 @@ export class Cluster {
   #lastReconcileEnd = 0;
   /** Heartbeats answered from the last schedule while a big cluster's reconcile was deferred. */
   deferred = 0;
-  #eventCount: number | undefined;
   reconciles = 0;
   /** Unix seconds when start() ran (0 before): the floor of a Ready node's last heartbeat. */
   #startedAt = 0;
+  /** What the verbs need of this cluster. */
+  readonly #verbs: verbs.VerbContext = {
+    writeEvents: (tx, events, now) => this.#events.write(tx, events, now),
+    reconcile: (tx, o) => void this.#reconcile(tx, o),
+    nodeFresh: (r, now) => {
+      const n = this.#nodeIn(r);
+      return n !== null && n.lastHeartbeat > 0 && now - n.lastHeartbeat < this.nodeTtlSec;
+    },
+  };
 
   constructor(o: ClusterOptions) {
     this.store = o.store;
@@ -105,12 +82,12 @@ export class Cluster {
     this.portRange = o.portRange ?? [30000, 32767];
     this.#now = o.now ?? (() => Math.floor(Date.now() / 1000));
     this.#tickMs = o.tickMs ?? Math.min(LIMITS.tickMs, Math.max(50, (this.nodeTtlSec * 1000) / 10));
-    this.#eventsMax = o.eventsMax ?? LIMITS.eventsMax;
+    this.#events = new EventLog(o.eventsMax ?? LIMITS.eventsMax, LIMITS.eventsTrimSlack);
     this.#unsubscribe = this.store.onChange((ev) => {
       if (ev.source === 'external') {
         this.#externalDirty = true;
         this.#cache = undefined;
-        this.#eventCount = undefined;
+        this.#events.forget();
       }
     });
   }
@@ -142,8 +119,7 @@ export class Cluster {
     this.#tickRunning = true;
     try {
       const now = this.#now();
-      const nodes = this.#nodes();
-      const key = this.#scheduleKey(nodes, now);
+      const key = scheduleKey(this.#nodes(), now, this.nodeTtlSec);
       const handoffExpired = [...this.#handoffs.values()].some(
         (h) => now - h.since > ORDER_LIMITS.handoffMaxSec,
       );
@@ -157,8 +133,6 @@ export class Cluster {
       this.#tickRunning = false;
     }
   }
-
-  // ---- reads -----------------------------------------------------------------------------
 
   /**
    * A Nodes row as placement sees it. A node the workbook still holds as Ready counts as heard no
@@ -182,157 +156,28 @@ export class Cluster {
     return out;
   }
 
-  /** What the schedule depends on besides Deployments and Pods: node set, capacity, freshness, flags. */
-  #scheduleKey(nodes: NodeIn[], now: number): string {
-    const parts: string[] = [];
-    for (const n of nodes) {
-      const fresh = n.lastHeartbeat > 0 && now - n.lastHeartbeat < this.nodeTtlSec;
-      parts.push(
-        `${n.name}|${n.cpuTotal}|${n.memTotal}|${fresh ? 1 : 0}|${n.schedulable ? 1 : 0}|${JSON.stringify(n.labels)}|${JSON.stringify(n.taints)}`,
-      );
-    }
-    return parts.join('\n');
-  }
-
-  // ---- reconcile ---------------------------------------------------------------------------
-
-  /**
-   * Schedule everything and write Pods and the nodes' cpu_used/status. Runs inside a transaction.
-   * `pins` rewrites a pod's node before scheduling (migrate); `exclude` drains nodes for this pass.
-   */
-  #reconcile(
-    tx: Tx,
-    o: { now: number; report?: Report; exclude?: Set<string>; pins?: Map<string, string> },
-  ): CachedSchedule {
+  /** One reconcile pass (reconcile.ts) inside a transaction, timed for the heartbeat's deferral. */
+  #reconcile(tx: Tx, o: PassOptions): CachedSchedule {
     this.reconciles++;
     const t0 = performance.now();
     try {
-      return this.#reconcileInner(tx, o);
+      const pass = reconcilePass(tx, {
+        ...o,
+        nodeTtlSec: this.nodeTtlSec,
+        portRange: this.portRange,
+        nodeIn: (r) => this.#nodeIn(r),
+        handoffs: this.#handoffs,
+      });
+      this.#reportSheetProblems(pass.problems);
+      this.#handoffs = pass.handoffs;
+      this.#events.write(tx, pass.events, o.now);
+      this.#cache = pass.cache;
+      this.#externalDirty = false;
+      return pass.cache;
     } finally {
       this.#lastReconcileEnd = performance.now();
       this.#lastReconcileMs = this.#lastReconcileEnd - t0;
     }
-  }
-
-  #reconcileInner(
-    tx: Tx,
-    o: { now: number; report?: Report; exclude?: Set<string>; pins?: Map<string, string> },
-  ): CachedSchedule {
-    const { deployments, problems } = deploymentsFromRows(tx.rows('Deployments'));
-    this.#reportSheetProblems(problems);
-    const nodeRows = tx.rows('Nodes');
-    const nodes: NodeIn[] = [];
-    for (const r of nodeRows) {
-      const n = this.#nodeIn(r);
-      if (n) nodes.push(n);
-    }
-    const podRowsBefore = tx.rows('Pods');
-    const before = new Map<string, Row>();
-    const existing = new Map<string, ExistingPod>();
-    for (const r of podRowsBefore) {
-      const p = existingFromRow(r);
-      if (!p || before.has(p.name)) continue;
-      before.set(p.name, r);
-      const pin = o.pins?.get(p.name);
-      existing.set(p.name, pin ? { ...p, node: pin } : p);
-    }
-    const result = schedule({
-      deployments,
-      nodes,
-      existing,
-      now: o.now,
-      nodeTtlSec: this.nodeTtlSec,
-      exclude: o.exclude,
-      portRange: this.portRange,
-    });
-
-    // Pods tab: rewrite only when the set or order of pods changed, else update changed rows.
-    const policies = new Map(deployments.map((d) => [d.name, d.restartPolicy]));
-    const rows = podRows(result.placements, before, o.report, (d) => policies.get(d) ?? '');
-    const sameShape =
-      rows.length === podRowsBefore.length && rows.every((r, i) => text(podRowsBefore[i].name) === r.name);
-    const events: EventRow[] = [];
-    for (const r of rows) {
-      const b = before.get(r.name);
-      if (!b)
-        events.push(
-          r.node
-            ? { kind: 'Pod', object: r.name, message: `scheduled to ${r.node}` }
-            : { kind: 'Pod', object: r.name, message: 'Unschedulable: no node fits' },
-        );
-      else if (text(b.node) !== r.node) {
-        events.push(
-          r.node
-            ? {
-                kind: 'Pod',
-                object: r.name,
-                message: text(b.node) ? `moved ${text(b.node)} -> ${r.node}` : `scheduled to ${r.node}`,
-              }
-            : { kind: 'Pod', object: r.name, message: `Unschedulable: left ${text(b.node)}, no node fits` },
-        );
-      }
-    }
-    const want = new Set(rows.map((r) => r.name));
-    for (const name of before.keys())
-      if (!want.has(name))
-        events.push({ kind: 'Pod', object: name, message: 'deleted (scaled down or deployment removed)' });
-    if (sameShape) {
-      for (const r of rows) {
-        const b = before.get(r.name) as Row;
-        if (differs(b, r as unknown as Row)) tx.update('Pods', r.name, r as unknown as Row);
-      }
-    } else {
-      tx.replaceAll('Pods', rows as unknown as Row[]);
-    }
-
-    // Nodes: cpu_used and status.
-    const rowByName = new Map(nodeRows.map((r) => [text(r.name).trim(), r]));
-    for (const n of result.nodes) {
-      const r = rowByName.get(n.name);
-      if (!r) continue;
-      if (text(r.status) !== n.status && text(r.status) !== '') {
-        events.push({
-          kind: 'Node',
-          object: n.name,
-          message:
-            n.status === 'NotReady'
-              ? `NotReady: no heartbeat for ${this.nodeTtlSec}s or more`
-              : `status ${n.status}`,
-        });
-      }
-      if (intOr(r.cpu_used, -1) !== n.cpuUsed || text(r.status) !== n.status)
-        tx.update('Nodes', n.name, { cpu_used: n.cpuUsed, status: n.status });
-    }
-
-    // Make-before-break hand-offs.
-    const fresh = new Set(result.nodes.filter((n) => n.fresh).map((n) => n.name));
-    this.#handoffs = updateHandoffs({
-      previous: this.#handoffs,
-      before,
-      placements: result.placements,
-      freshNodes: fresh,
-      now: o.now,
-      report: o.report,
-    });
-
-    this.#writeEvents(tx, events, o.now);
-    const byNode = new Map<string, Placement[]>();
-    for (const p of result.placements) {
-      const l = byNode.get(p.node);
-      if (l) l.push(p);
-      else byNode.set(p.node, [p]);
-    }
-    const cache: CachedSchedule = {
-      key: this.#scheduleKey(nodes, o.now),
-      fresh,
-      caps: new Map(nodes.map((n) => [n.name, `${n.cpuTotal}|${n.memTotal}`])),
-      result,
-      byNode,
-      deployments: new Map(deployments.map((d) => [d.name, d])),
-    };
-    this.#cache = cache;
-    this.#externalDirty = false;
-    return cache;
   }
 
   // Cells the scheduler left out are logged once per distinct set (reconciles repeat every second).
@@ -346,20 +191,6 @@ export class Cluster {
         { problems: problems.slice(0, 20) },
         'some Deployments cells were not used as typed; fix them in the sheet',
       );
-  }
-
-  #writeEvents(tx: Tx, events: EventRow[], now: number): void {
-    if (events.length === 0) return;
-    const ts = new Date(now * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
-    // The row count is tracked, not re-read: reading the whole Events tab per write would cost O(events).
-    this.#eventCount ??= tx.rows('Events').length;
-    for (const e of events) tx.insert('Events', { ts, kind: e.kind, object: e.object, message: e.message });
-    this.#eventCount += events.length;
-    if (this.#eventCount > this.#eventsMax + LIMITS.eventsTrimSlack) {
-      const all = tx.rows('Events');
-      tx.replaceAll('Events', all.slice(Math.max(0, all.length - this.#eventsMax)));
-      this.#eventCount = Math.min(all.length, this.#eventsMax);
-    }
   }
 
   // ---- heartbeat ---------------------------------------------------------------------------
@@ -409,7 +240,7 @@ export class Cluster {
             message: `registered (${cpuTotal}m, ${memTotal}Mi)`,
           });
         }
-        this.#writeEvents(tx, events, now);
+        this.#events.write(tx, events, now);
         // Fast path: a known, fresh node re-reporting the same capacity changes nothing placement
         // depends on (other nodes going silent is the timer's job), so the last schedule stands.
         let cache = this.#cache;
@@ -428,7 +259,7 @@ export class Cluster {
           performance.now() - this.#lastReconcileEnd < LIMITS.dutyFactor * this.#lastReconcileMs;
         if ((fast || busy) && cache) {
           if (!fast) this.deferred++;
-          this.#foldReport(tx, cache, report);
+          foldReport(tx, cache, report, this.#handoffs);
         } else cache = this.#reconcile(tx, { now, report });
         // Only this node's placements matter unless it still carries a hand-off (rare): scanning
         // every placement per heartbeat cost O(pods) each.
@@ -447,191 +278,46 @@ export class Cluster {
     return { pods: value };
   }
 
-  /** Fast path: placement unchanged, so only this node's pods' observed state is written. */
-  #foldReport(tx: Tx, cache: CachedSchedule, report: Report): void {
-    const mine = cache.byNode.get(report.node) ?? [];
-    if (mine.length > 0) {
-      const prev = new Map<string, Row>();
-      for (const p of mine) {
-        const r = tx.get('Pods', p.name);
-        if (r) prev.set(p.name, r);
-      }
-      const policyOf = (d: string) => cache.deployments.get(d)?.restartPolicy ?? '';
-      for (const r of podRows(mine, prev, report, policyOf)) {
-        const b = prev.get(r.name);
-        if (b && differs(b, r as unknown as Row)) tx.update('Pods', r.name, r as unknown as Row);
-      }
-    }
-    // A hand-off is made once its target reports the pod Running: the old copy may now stop.
-    for (const p of report.pods) {
-      const h = this.#handoffs.get(p.name);
-      if (h && h.to === report.node && normalizePhase(p.phase) === 'Running') this.#handoffs.delete(p.name);
-    }
-  }
-
-  // ---- verbs -------------------------------------------------------------------------------
+  // ---- verbs (verbs.ts), each one durable transaction ----------------------------------------
 
   async #mutate<T>(fn: (tx: Tx, now: number) => T, durability: Durability = 'durable'): Promise<T> {
     const { value } = await this.store.transact((tx) => fn(tx, this.#now()), { durability });
     return value;
   }
 
-  async apply(body: {
-    deployments?: Record<string, unknown>[] | null;
-    gateways?: Record<string, unknown>[] | null;
-    routes?: Record<string, unknown>[] | null;
-    secrets?: Record<string, unknown>[] | null;
-  }): Promise<ApplyResult> {
-    return this.#mutate((tx, now) => {
-      const out: ApplyResult = { applied: [] };
-      const events: EventRow[] = [];
-      const one = (
-        tab: string,
-        kind: string,
-        cells: (o: Record<string, unknown>) => Row,
-        objs: Record<string, unknown>[],
-      ) =>
-        objs.map((obj) => {
-          try {
-            const row = cells(obj);
-            const r = tx.upsert(tab, row);
-            events.push({
-              kind,
-              object: String(row.name),
-              message: kind === 'Secret' ? r : `${r}: ${summary(row)}`,
-            });
-            return r;
-          } catch (err) {
-            return `invalid: ${err instanceof Error ? err.message : String(err)}`;
-          }
-        });
-      out.applied = one('Deployments', 'Deployment', deploymentCells, body.deployments ?? []);
-      if (body.gateways) out.gateways = one('Gateways', 'Gateway', gatewayCells, body.gateways);
-      if (body.routes) out.routes = one('Routes', 'Route', routeCells, body.routes);
-      if (body.secrets) out.secrets = one('Secrets', 'Secret', secretCells, body.secrets);
-      this.#writeEvents(tx, events, now);
-      this.#reconcile(tx, { now });
-      return out;
-    });
+  apply(body: verbs.ApplyBody): Promise<verbs.ApplyResult> {
+    return this.#mutate((tx, now) => verbs.applyObjects(this.#verbs, tx, now, body));
   }
 
-  async scale(name: string, replicas: number): Promise<string> {
-    return this.#mutate((tx, now) => {
-      if (!tx.update('Deployments', name, { replicas })) return 'not found';
-      this.#writeEvents(tx, [{ kind: 'Deployment', object: name, message: `scaled to ${replicas}` }], now);
-      this.#reconcile(tx, { now });
-      return 'scaled';
-    });
+  scale(name: string, replicas: number): Promise<string> {
+    return this.#mutate((tx, now) => verbs.scaleDeployment(this.#verbs, tx, now, name, replicas));
   }
 
   async delete(name: string, kind: string): Promise<string> {
-    const tab =
-      kind === 'deployment'
-        ? 'Deployments'
-        : kind === 'gateway'
-          ? 'Gateways'
-          : kind === 'route'
-            ? 'Routes'
-            : kind === 'secret'
-              ? 'Secrets'
-              : '';
+    const tab = verbs.tabOfKind(kind);
     if (!tab) return 'unknown kind';
-    return this.#mutate((tx, now) => {
-      if (!tx.delete(tab, name)) return 'not found';
-      this.#writeEvents(
-        tx,
-        [{ kind: kind[0].toUpperCase() + kind.slice(1), object: name, message: 'deleted' }],
-        now,
-      );
-      this.#reconcile(tx, { now });
-      return 'deleted';
-    });
+    return this.#mutate((tx, now) => verbs.deleteObject(this.#verbs, tx, now, tab, kind, name));
   }
 
-  async cordon(name: string, on: boolean): Promise<string> {
-    return this.#mutate((tx, now) => {
-      if (!tx.update('Nodes', name, { schedulable: !on })) return 'not found';
-      this.#writeEvents(tx, [{ kind: 'Node', object: name, message: on ? 'cordoned' : 'uncordoned' }], now);
-      this.#reconcile(tx, { now });
-      return on ? 'cordoned' : 'uncordoned';
-    });
+  cordon(name: string, on: boolean): Promise<string> {
+    return this.#mutate((tx, now) => verbs.cordonNode(this.#verbs, tx, now, name, on));
   }
 
-  async drain(name: string): Promise<string> {
-    return this.#mutate((tx, now) => {
-      if (!tx.update('Nodes', name, { schedulable: false })) return 'not found';
-      this.#writeEvents(
-        tx,
-        [
-          {
-            kind: 'Node',
-            object: name,
-            message: 'drained: pods move to other nodes (old copies stop once new ones run)',
-          },
-        ],
-        now,
-      );
-      this.#reconcile(tx, { now, exclude: new Set([name]) });
-      return 'drained';
-    });
+  drain(name: string): Promise<string> {
+    return this.#mutate((tx, now) => verbs.drainNode(this.#verbs, tx, now, name));
   }
 
-  async migrate(pod: string, target: string): Promise<string> {
-    return this.#mutate((tx, now) => {
-      const n = tx.get('Nodes', target);
-      if (!n) return 'unknown node';
-      const node = this.#nodeIn(n);
-      const fresh = node !== null && node.lastHeartbeat > 0 && now - node.lastHeartbeat < this.nodeTtlSec;
-      if (!fresh || !truthyCell(n.schedulable)) return 'target not schedulable';
-      const p = tx.get('Pods', pod);
-      if (!p) return 'pod not found';
-      this.#writeEvents(
-        tx,
-        [
-          {
-            kind: 'Pod',
-            object: pod,
-            message: `migrating ${text(p.node) || '(unscheduled)'} -> ${target} (make-before-break)`,
-          },
-        ],
-        now,
-      );
-      this.#reconcile(tx, { now, pins: new Map([[pod, target]]) });
-      return `migrating ${pod} -> ${target}`;
-    });
+  migrate(pod: string, target: string): Promise<string> {
+    return this.#mutate((tx, now) => verbs.migratePod(this.#verbs, tx, now, pod, target));
   }
 
   /** label/taint: edit a node cell and reschedule. Throws (→ 400) on a malformed spec. */
-  async editNode(verb: 'label' | 'taint', name: string, spec: string): Promise<string> {
-    return this.#mutate((tx, now) => {
-      const n = tx.get('Nodes', name);
-      if (!n) return 'not found';
-      if (verb === 'label') tx.update('Nodes', name, { labels: applyLabel(n.labels, spec) });
-      else tx.update('Nodes', name, { taints: applyTaint(n.taints, spec) });
-      this.#writeEvents(tx, [{ kind: 'Node', object: name, message: `${verb} ${spec}` }], now);
-      this.#reconcile(tx, { now });
-      return 'ok';
-    });
+  editNode(verb: 'label' | 'taint', name: string, spec: string): Promise<string> {
+    return this.#mutate((tx, now) => verbs.editNode(this.#verbs, tx, now, verb, name, spec));
   }
 
   /** Pending make-before-break hand-offs (for status and tests). */
   handoffs(): Handoff[] {
     return [...this.#handoffs.values()];
   }
-}
-
-function differs(a: Row, b: Row): boolean {
-  for (const [k, v] of Object.entries(b)) {
-    const x = a[k];
-    if ((x === null || x === undefined ? '' : String(x)) !== (v === null || v === undefined ? '' : String(v)))
-      return true;
-  }
-  return false;
-}
-
-function summary(row: Row): string {
-  return Object.entries(row)
-    .filter(([k]) => k !== 'name')
-    .map(([k, v]) => `${k}=${String(v).slice(0, 40)}`)
-    .join(' ');
 }

@@ -1,5 +1,9 @@
 // kill -9 the apiserver (a real child process on the xlsx backend) in the middle of a burst of
-// writes, 20 times over the same workbook: it always opens again, and no acknowledged change is lost.
+// writes, 6 times over the same workbook: it always opens again, and no acknowledged change is lost.
+// What this proves is the HTTP edge: a 200 is sent only once the change is durable. The store's own
+// crash points (a save's temp file, rename and journal records) are each killed at on purpose in
+// operator/src/sheets/store/store.test.ts, which random kills here would hit only by luck; so a few
+// rounds suffice (SK_KILL_ROUNDS=20 or more for a longer soak).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,7 +14,7 @@ import { openXlsxStore } from '../store/xlsx.ts';
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 const TOKEN = 'durable';
-const ROUNDS = Number(process.env.SK_KILL_ROUNDS ?? 20);
+const ROUNDS = Number(process.env.SK_KILL_ROUNDS ?? 6);
 let dir = '';
 let child: ChildProcess | undefined;
 afterAll(async () => {
@@ -52,8 +56,8 @@ async function post(url: string, body: Record<string, unknown>): Promise<number>
 }
 
 describe('durability', () => {
-  it('20 × kill -9 during a write burst: the workbook opens and every acknowledged write is there', {
-    timeout: 900_000,
+  it(`${ROUNDS} × kill -9 during a write burst: the workbook opens and every acknowledged write is there`, {
+    timeout: 120_000 + ROUNDS * 30_000, // seconds per round idle; generous for a loaded machine
   }, async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'sk-kill-'));
     const file = path.join(dir, 'cluster.xlsx');
@@ -123,7 +127,7 @@ describe('durability', () => {
         await store.close();
       }
     }
-    expect(acked.size).toBeGreaterThan(20);
+    expect(acked.size).toBeGreaterThanOrEqual(ROUNDS); // every round acknowledged 1..8 writes before its kill
     child = undefined;
     // Temp files of interrupted saves may remain after kill -9 but never replace the workbook.
     const names = await readdir(dir);

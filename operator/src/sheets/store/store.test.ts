@@ -291,6 +291,7 @@ describe('xlsx backend specifics', () => {
     const file = path.join(tmp, 'external.xlsx');
     const s = await openXlsxStore(file, { watchMs: 50, flushDelayMs: 5_000 });
     await setupCluster(s);
+    await s.flush(); // durable writes are in the journal at once, in the workbook after the save delay
     const seen: string[] = [];
     s.onChange((ev) => ev.source === 'external' && seen.push(...ev.tabs));
     // Our buffered change (not yet on disk) to a cell the person does not touch, and one they do.
@@ -402,49 +403,94 @@ async function waitFor(pred: () => boolean, ms = 5_000): Promise<void> {
 }
 
 describe('xlsx durability', () => {
-  it('kill -9 during a burst of writes, 20 times: the workbook always opens and no acknowledged write is lost', async () => {
+  // One chain of writer processes on one workbook, each killed with SIGKILL — at a random moment of
+  // a write burst, or at a chosen point of the save/journal protocol (testdata/crash-writer.ts) — and
+  // each opening what the previous one left, so every open replays a crash's journal and the
+  // replaying process's own first save is among the kill points. Values only grow, so an
+  // acknowledged write lost at any step still shows at the end (its row holds a smaller value).
+  // Chosen points rather than many random kills: a random kill almost never lands in the
+  // milliseconds between a save's rename and the journal recording it, which lost every write
+  // acknowledged during the save before the journal learned the new file's hash first.
+  const KILLS: { point?: string; why: string }[] = [
+    { why: 'a burst on a new workbook: a torn journal append, no workbook file yet' },
+    { point: 'cut:2', why: 'a generation was just cut; its save has not begun' },
+    {
+      point: 'prepared:1',
+      why: 'a temp file is written but unknown to the journal (removed by the next open)',
+    },
+    { point: 'intended:1', why: 'the journal names the temp file; the old workbook is still in place' },
+    {
+      point: 'renamed:1',
+      why: 'a save is in place, not yet recorded as the base; writes acknowledged meanwhile',
+    },
+    { point: 'saved:1', why: 'the base is recorded; older generations deleted' },
+    { why: 'a burst again, after all of the above' },
+  ];
+
+  it(`kill -9 at ${KILLS.length} chosen points of the save and journal protocol: the workbook always opens and no acknowledged write is lost`, async () => {
     const { spawn } = await import('node:child_process');
-    const file = path.join(tmp, 'crash.xlsx');
+    const dir = await fsp.mkdtemp(path.join(tmp, 'crash-'));
+    const file = path.join(dir, 'crash.xlsx');
     const script = new URL('./testdata/crash-writer.ts', import.meta.url).pathname;
-    const acked = new Set<string>();
+    const acked = new Map<string, number>(); // row → the largest value acknowledged for it
+    let writes = 0;
     let next = 0;
-    for (let round = 0; round < 20; round++) {
-      const child = spawn(process.execPath, [script, file, String(next)], {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
+    for (const [round, kill] of KILLS.entries()) {
+      const child = spawn(
+        process.execPath,
+        [script, file, String(next), ...(kill.point ? [kill.point] : [])],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
       const target = 5 + Math.floor(Math.random() * 40);
       let seen = 0;
+      let crashed = '';
       let buf = '';
-      await new Promise<void>((resolve, reject) => {
-        child.stdout.on('data', (b: Buffer) => {
-          buf += b.toString();
-          const lines = buf.split('\n');
-          buf = lines.pop() ?? '';
-          for (const l of lines) {
-            if (l.startsWith('ack ')) {
-              acked.add(l.slice(4));
-              seen++;
-            }
-          }
-          if (seen >= target) {
-            child.kill('SIGKILL');
-            resolve();
-          }
-        });
-        child.once('exit', () => resolve());
+      // 'close', not 'exit': the last lines (the crash point, the last acks) may still be in the pipe.
+      const exited = new Promise<void>((resolve, reject) => {
+        child.once('close', () => resolve());
         child.once('error', reject);
       });
-      await new Promise((r) =>
-        child.exitCode !== null || child.signalCode ? r(null) : child.once('exit', r),
-      );
-      const s = await openXlsxStore(file, { watchMs: 0 });
-      const names = new Set(s.rows('Deployments').map((d) => String(d.name)));
-      for (const a of acked) expect(names.has(a), `acknowledged ${a} lost in round ${round}`).toBe(true);
-      next = Math.max(...[...names].map((n) => Number(n.slice(1))), next) + 100;
-      await s.close();
+      const guard = setTimeout(() => child.kill('SIGKILL'), 60_000); // a point never reached fails below
+      child.stdout.on('data', (b: Buffer) => {
+        buf += b.toString();
+        const lines = buf.split('\n');
+        buf = lines.pop() ?? '';
+        for (const l of lines) {
+          const [word, name, value] = l.split(' ');
+          if (word === 'ack') {
+            const v = Number(value);
+            acked.set(name, Math.max(acked.get(name) ?? -1, v));
+            seen++;
+            next = Math.max(next, v + 1000); // beyond any value (and new row name) the writer tried
+          } else if (word === 'crash') crashed = name;
+        }
+        if (!kill.point && seen >= target) child.kill('SIGKILL');
+      });
+      await exited;
+      clearTimeout(guard);
+      writes += seen;
+      const context = `round ${round} (${kill.point ?? 'burst'}: ${kill.why})`;
+      expect(child.signalCode, `${context}: the writer died otherwise`).toBe('SIGKILL');
+      if (kill.point)
+        expect(crashed, `${context}: the point was never reached`).toBe(kill.point.split(':')[0]);
+      expect(seen, `${context}: nothing was acknowledged`).toBeGreaterThan(0);
+      // What kill -9 left is a whole workbook, readable by exceljs itself (or, before the first save
+      // of a new workbook, none: everything is in the journal).
+      if (round > 0 || (await fsp.stat(file).catch(() => null))) {
+        const wb = new ExcelJS.Workbook();
+        await wb.xlsx.readFile(file);
+        expect(wb.getWorksheet('Deployments'), context).toBeDefined();
+      }
     }
-    expect(acked.size).toBeGreaterThan(100);
-    // Temp files of killed saves are cleaned up by the next open.
-    expect((await fsp.readdir(tmp)).filter((n) => n.startsWith(`${TEMP_PREFIX}crash.xlsx`))).toEqual([]);
-  }, 240_000);
+    const s = await openXlsxStore(file, { watchMs: 0 });
+    const lost = [...acked].filter(([name, v]) => !(Number(s.get('Deployments', name)?.replicas ?? -1) >= v));
+    expect(lost, 'acknowledged writes lost ([row, value])').toEqual([]);
+    await s.close();
+    expect(writes).toBeGreaterThan(KILLS.length * 5); // every round wrote under way, not just at its kill
+    // Temp files of killed saves are removed by the next open; no journal was set aside as unapplied.
+    const left = await fsp.readdir(dir);
+    expect(left.filter((n) => n.startsWith(TEMP_PREFIX) || n.endsWith('.unapplied'))).toEqual([]);
+  }, 300_000); // 7 writer processes and one reopening: 17-38 s at load 6-11; a deadline, not a cost
 });

@@ -1,11 +1,15 @@
 // The xlsx backend's I/O thread: owns the exceljs workbook, parses files and serialises saves, so
 // the CPU-heavy zip/XML work never stalls the apiserver's event loop.
 // Protocol (one request at a time from XlsxStore):
-//   load {file}                → {exists, sheets: SheetData[], hash}
-//   save {file, tabs, expect}  → {stamp} | {conflict: true}
-// A save applies the changed rows to the workbook, writes a temp file, fsyncs it, checks that the
-// workbook on disk is still the one we last saw (else: conflict, nothing renamed), renames it into
-// place and fsyncs the directory.
+//   load {file}                      → {exists, sheets: SheetData[], hash}
+//   prepare {file, tabs}             → {tmp, hash}
+//   commit {file, tmp, hash, expect} → {stamp} | {conflict: true}
+//   discard {tmp}                    → {}
+// A save is two steps, so the journal can learn the new file's hash before the file exists under
+// the workbook's name (xlsx-journal.ts): prepare applies the changed rows to the workbook, writes a
+// temp file and fsyncs it; commit checks that the workbook on disk is still the one we last saw
+// (else: conflict, the temp file is removed, nothing renamed), renames the temp file into place and
+// fsyncs the directory.
 
 import { createHash } from 'node:crypto';
 import { constants, promises as fsp } from 'node:fs';
@@ -115,12 +119,11 @@ async function changedOnDisk(file: string, expect: Stamp | undefined): Promise<b
   }
 }
 
-async function save(file: string, tabs: TabChange[], expect: Stamp | undefined) {
+async function prepare(file: string, tabs: TabChange[]) {
   apply(tabs);
   const written = Buffer.from(await wb.xlsx.writeBuffer());
   const bytes = quoted ? await markQuotePrefix(written) : written;
-  const dir = path.dirname(file);
-  const tmp = path.join(dir, `${TEMP_PREFIX}${path.basename(file)}.${process.pid}.${++seq}`);
+  const tmp = path.join(path.dirname(file), `${TEMP_PREFIX}${path.basename(file)}.${process.pid}.${++seq}`);
   try {
     const fh = await fsp.open(tmp, 'w', 0o644);
     try {
@@ -129,6 +132,16 @@ async function save(file: string, tabs: TabChange[], expect: Stamp | undefined) 
     } finally {
       await fh.close();
     }
+  } catch (e) {
+    await fsp.rm(tmp, { force: true }).catch(() => {});
+    throw e;
+  }
+  return { tmp, hash: createHash('sha256').update(bytes).digest('hex') };
+}
+
+async function commit(file: string, tmp: string, hash: string, expect: Stamp | undefined) {
+  const dir = path.dirname(file);
+  try {
     if (await changedOnDisk(file, expect)) {
       await fsp.rm(tmp, { force: true });
       return { conflict: true };
@@ -147,17 +160,38 @@ async function save(file: string, tabs: TabChange[], expect: Stamp | undefined) 
   } finally {
     await dh?.close();
   }
-  return { stamp: await stampOf(file, bytes) };
+  const st = await fsp.stat(file);
+  const stamp: Stamp = { size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, hash };
+  return { stamp };
 }
 
-parentPort?.on(
-  'message',
-  async (m: { id: number; op: 'load' | 'save'; file: string; tabs?: TabChange[]; expect?: Stamp }) => {
-    try {
-      const result = m.op === 'load' ? await load(m.file) : await save(m.file, m.tabs ?? [], m.expect);
-      parentPort?.postMessage({ id: m.id, ok: true, result });
-    } catch (e) {
-      parentPort?.postMessage({ id: m.id, ok: false, error: e instanceof Error ? e.message : String(e) });
-    }
-  },
-);
+interface Request {
+  id: number;
+  op: 'load' | 'prepare' | 'commit' | 'discard';
+  file: string;
+  tabs?: TabChange[];
+  tmp?: string;
+  hash?: string;
+  expect?: Stamp;
+}
+
+function run(m: Request): Promise<unknown> {
+  switch (m.op) {
+    case 'load':
+      return load(m.file);
+    case 'prepare':
+      return prepare(m.file, m.tabs ?? []);
+    case 'commit':
+      return commit(m.file, m.tmp ?? '', m.hash ?? '', m.expect);
+    case 'discard':
+      return fsp.rm(m.tmp ?? '', { force: true }).then(() => ({}));
+  }
+}
+
+parentPort?.on('message', async (m: Request) => {
+  try {
+    parentPort?.postMessage({ id: m.id, ok: true, result: await run(m) });
+  } catch (e) {
+    parentPort?.postMessage({ id: m.id, ok: false, error: e instanceof Error ? e.message : String(e) });
+  }
+});

@@ -5,13 +5,16 @@
 // the event loop. The worker keeps the loaded workbook, so a person's formatting, column widths,
 // extra sheets and formulas survive our saves: only rows whose content changed are sent and written.
 //
-// Saving (write-behind): a commit marks its tabs dirty. A save writes the whole workbook to a temp
-// file `.~sk-<name>.<pid>.<n>` in the same directory, fsyncs it, renames it over the workbook and
-// fsyncs the directory — so the file on disk is always either the old or the new complete workbook,
-// even under kill -9 or power loss. Saves never overlap; all commits that arrive while one runs
-// share the next one (group commit).
-//   - durable transactions resolve after the save that contains them;
-//   - buffered ones resolve at once and are saved at most LIMITS.flushDelayMs later.
+// Durable transactions resolve once their changes are appended to the journal beside the workbook
+// and fsynced (xlsx-journal.ts; the commits of one event-loop turn share one append: group commit);
+// buffered ones resolve at once. Either kind reaches the workbook file at the next save.
+// Saving (write-behind, paced): a save writes the whole workbook to a temp file
+// `.~sk-<name>.<pid>.<n>` in the same directory, fsyncs it, records the temp file's hash in the
+// journal, renames it over the workbook and fsyncs the directory — so the file on disk is always
+// either the old or the new complete workbook, even under kill -9 or power loss, and the journal
+// always knows which of its generations starts from it. Saves never overlap; all commits that arrive
+// while one runs share the next one. A save is due LIMITS.flushDelayMs after a change, or 3× the
+// last save's duration if that is longer (LIMITS.savePacing).
 //
 // External edits: the file's (size, mtime, inode) is polled every LIMITS.watchMs; when it differs from
 // what we last wrote and the bytes' sha256 differs too, the file is reloaded and MERGED, cell by cell,
@@ -39,6 +42,7 @@ import { diffTabs, mergeBooks, sameRow } from './merge.ts';
 import { Book, type Formula, Grid, type StoredCell } from './model.ts';
 import type { Durability } from './types.ts';
 import type { SheetData } from './xlsx-cells.ts';
+import { ABSENT, deltaOf, Journal, replay } from './xlsx-journal.ts';
 import type { Stamp, TabChange } from './xlsx-worker.ts';
 
 const log = logger('sheets-store-xlsx');
@@ -46,7 +50,9 @@ const log = logger('sheets-store-xlsx');
 export const LIMITS = {
   maxCellChars: 32_767, // Excel's per-cell maximum; longer strings would be truncated by Excel
   maxCells: 10_000_000, // bounds memory and save time; same as Google so clusters can move between backends
-  flushDelayMs: 1_000, // buffered (heartbeat) changes reach the disk within this delay
+  flushDelayMs: 1_000, // changes reach the workbook file within this delay (durable ones are in the journal at once)
+  savePacing: 3, // a save of T ms is followed by at least 3T without one: the worker's serialising
+  // of a big workbook (seconds at 10,000 rows) takes at most a quarter of a core, never the whole machine
   watchMs: 500, // how often the file is checked for a person's edits
 } as const;
 
@@ -120,6 +126,12 @@ export class XlsxStore extends StoreBase {
   private readonly flushDelayMs: number;
   private readonly watchMs: number;
   private checkingNow: Promise<void> | undefined;
+  private readonly journal: Journal;
+  private journaled = new Map<string, Grid>(); // per tab, the grid as the journal's records end
+  private journalDirty = new Set<string>(); // tabs changed since the last journal record
+  private journalWaiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
+  private journalBusy = false;
+  private lastSaveMs = 0;
   saves = 0; // number of completed saves (tests and benchmarks read it)
   externalReloads = 0;
 
@@ -129,6 +141,12 @@ export class XlsxStore extends StoreBase {
     this.base = new Book();
     this.flushDelayMs = opts.flushDelayMs ?? LIMITS.flushDelayMs;
     this.watchMs = opts.watchMs ?? LIMITS.watchMs;
+    this.journal = new Journal(this.file);
+  }
+
+  // The delay before the next save: the configured one, stretched after a slow save (LIMITS.savePacing).
+  private saveDelay(): number {
+    return Math.max(this.flushDelayMs, LIMITS.savePacing * this.lastSaveMs);
   }
 
   // Started only once the initial load is done, so the first poll compares against a real stamp.
@@ -149,12 +167,24 @@ export class XlsxStore extends StoreBase {
         op: 'load',
         file: s.file,
       });
-      const book = bookFromData(r.sheets);
+      const disk = bookFromData(r.sheets);
+      // Durable writes acknowledged after the last save live in the journal: replay them.
+      const { records } = await s.journal.recover(r.stamp?.hash ?? ABSENT);
+      const book = disk.snapshot();
+      const touched = replay(book, records);
       s.book = book;
-      s.base = book.snapshot();
-      s.rememberWritten(book);
+      s.base = disk;
+      s.rememberWritten(disk);
       s.stamp = r.stamp;
+      s.journaled = new Map(book.grids);
+      await s.journal.start(records.length > 0 ? undefined : (r.stamp?.hash ?? ABSENT));
+      if (touched.size > 0) {
+        log.info({ file: s.file, records: records.length, tabs: [...touched] }, 'replayed the journal');
+        for (const t of touched) s.dirty.add(t);
+        s.timer = setTimeout(() => void s.saveSoon().catch(() => {}), 0);
+      }
     } catch (e) {
+      await s.journal.close();
       await s.io.close();
       throw e;
     }
@@ -190,19 +220,52 @@ export class XlsxStore extends StoreBase {
     }
   }
 
+  // Every commit marks its tabs for the next save (write-behind, paced). A durable one also waits for
+  // the journal: the commits of one turn of the event loop share one append and one fsync.
   protected persist(changed: string[], durability: Durability): Promise<void> {
-    for (const t of changed) this.dirty.add(t);
-    if (durability === 'buffered') {
-      if (!this.timer && !this.saving) {
-        this.timer = setTimeout(() => void this.saveSoon().catch(() => {}), this.flushDelayMs);
-      }
-      return Promise.resolve();
+    for (const t of changed) {
+      this.dirty.add(t);
+      this.journalDirty.add(t);
     }
+    if (!this.timer && !this.saving) {
+      this.timer = setTimeout(() => void this.saveSoon().catch(() => {}), this.saveDelay());
+    }
+    if (durability === 'buffered') return Promise.resolve();
     return new Promise((resolve, reject) => {
-      this.waiters.push({ resolve, reject });
-      // One turn of the event loop lets every commit of this burst join the same save.
-      setImmediate(() => void this.saveSoon().catch(() => {}));
+      this.journalWaiters.push({ resolve, reject });
+      if (this.journalWaiters.length === 1 && !this.journalBusy) setImmediate(() => void this.journalFlush());
     });
+  }
+
+  private async journalFlush(): Promise<void> {
+    if (this.journalBusy) return;
+    this.journalBusy = true;
+    try {
+      while (this.journalWaiters.length > 0) {
+        const waiters = this.journalWaiters.splice(0);
+        const delta = deltaOf(this.book, this.journaled, this.journalDirty);
+        this.journaled = new Map(this.book.grids);
+        this.journalDirty.clear();
+        try {
+          if (delta.length > 0) await this.journal.append(delta);
+          for (const w of waiters) w.resolve();
+        } catch (e) {
+          log.error({ err: String(e), file: this.file }, 'writing the journal failed');
+          for (const w of waiters) w.reject(e);
+        }
+      }
+    } finally {
+      this.journalBusy = false;
+    }
+  }
+
+  // The journal's stream is cut where a save's snapshot is taken: everything before is in that save.
+  private cutJournal(snapshot: Book, next: { base?: string; first?: Book } = {}): Promise<number> {
+    const sweep = deltaOf(snapshot, this.journaled, this.journalDirty);
+    this.journalDirty.clear();
+    const first = next.first ? deltaOf(this.book, next.first.grids, this.book.grids.keys()) : undefined;
+    this.journaled = new Map(this.book.grids);
+    return this.journal.cut(next.base ? [] : sweep, { base: next.base, first });
   }
 
   async flush(): Promise<void> {
@@ -238,7 +301,7 @@ export class XlsxStore extends StoreBase {
     }
     if (this.waiters.length > 0) void this.saveSoon().catch(() => {});
     else if (this.dirty.size > 0 && !this.timer && !this.closed) {
-      this.timer = setTimeout(() => void this.saveSoon().catch(() => {}), this.flushDelayMs);
+      this.timer = setTimeout(() => void this.saveSoon().catch(() => {}), this.saveDelay());
     }
   }
 
@@ -249,10 +312,32 @@ export class XlsxStore extends StoreBase {
       const tabs = [...this.dirty];
       this.dirty.clear();
       const snapshot = this.book.snapshot();
+      const t0 = performance.now();
+      const gen = this.cutJournal(snapshot);
       const changes = this.diff(snapshot, tabs);
       let r: { stamp?: Stamp; conflict?: boolean };
       try {
-        r = await this.io.call({ op: 'save', file: this.file, tabs: changes, expect: this.stamp });
+        // The journal holds everything in this snapshot before the file can replace its base, and the
+        // new generation names the file it will start from before that file takes the workbook's name.
+        const next = await gen;
+        const p = await this.io.call<{ tmp: string; hash: string }>({
+          op: 'prepare',
+          file: this.file,
+          tabs: changes,
+        });
+        try {
+          await this.journal.intend(next, p.hash);
+        } catch (e) {
+          await this.io.call({ op: 'discard', tmp: p.tmp }).catch(() => {});
+          throw e;
+        }
+        r = await this.io.call({
+          op: 'commit',
+          file: this.file,
+          tmp: p.tmp,
+          hash: p.hash,
+          expect: this.stamp,
+        });
       } catch (e) {
         for (const t of tabs) this.dirty.add(t);
         // The worker's workbook may hold part of this save: reload it so the next diff is exact.
@@ -278,6 +363,8 @@ export class XlsxStore extends StoreBase {
       this.stamp = r.stamp;
       this.base = snapshot;
       this.saves++;
+      this.lastSaveMs = performance.now() - t0;
+      if (r.stamp) await this.journal.saved(await gen, r.stamp.hash);
       return;
     }
   }
@@ -375,6 +462,8 @@ export class XlsxStore extends StoreBase {
       this.rememberWritten(theirs);
       this.base = theirs.snapshot();
       this.book = merged.book;
+      // The journal now starts from their file: its first record is what we still hold on top of it.
+      if (r.stamp) await this.cutJournal(this.book, { base: r.stamp.hash, first: theirs });
       for (const t of merged.oursStillPending) this.dirty.add(t);
       this.stamp = r.stamp;
       this.externalReloads++;
@@ -382,7 +471,7 @@ export class XlsxStore extends StoreBase {
       log.info({ file: this.file, tabs: changedTabs }, 'reloaded the workbook after an external edit');
       this.emit({ source: 'external', tabs: changedTabs, version: this.ver });
       if (!insideSave && this.dirty.size > 0 && !this.timer) {
-        this.timer = setTimeout(() => void this.saveSoon().catch(() => {}), this.flushDelayMs);
+        this.timer = setTimeout(() => void this.saveSoon().catch(() => {}), this.saveDelay());
       }
     } finally {
       this.checking = false;
@@ -393,12 +482,18 @@ export class XlsxStore extends StoreBase {
     if (this.closed) return;
     if (this.watcher) clearInterval(this.watcher);
     await this.checkingNow;
+    let clean = false;
     try {
       await this.flush();
+      clean = this.dirty.size === 0;
     } finally {
       this.closed = true;
       if (this.timer) clearTimeout(this.timer);
       while (this.saving) await this.saving.catch(() => {});
+      while (this.journalBusy) await new Promise((r) => setImmediate(r));
+      // Saved whole: the workbook alone is the truth. Otherwise the journal stays for the next open.
+      if (clean) await this.journal.removeAll();
+      else await this.journal.close();
       await this.io.close();
     }
   }

@@ -1,0 +1,302 @@
+// Sheeternetes at the largest scale (`node_modules/.bin/node bench/sheets-scale/run.ts [--nodes N]
+// [--seconds S] [--cpu-prof DIR] [--save]`): the apiserver (xlsx backend, HMAC signing required) in
+// its own process, N nodes that each heartbeat every 10 s — the reference kubelet's INTERVAL — with
+// signed bodies exactly as the reference kubelet sends them (no pre-registration: every node's first
+// heartbeat is its registration, spread evenly over the first period, so the run starts with the
+// registration storm). A node whose heartbeat is still in flight when its next one is due skips it
+// (the reference kubelet's loop is sequential); a skipped or failed heartbeat counts as not served.
+// Meanwhile a person's durable write (`scale`, signed with a nonce as our CLI signs it) every
+// DURABLE_EVERY_MS, one at a time: its acknowledgement latency is the durable-write figure.
+// `--baseline DIR` also runs the apiserver of another checkout (e.g. `/work/main`, the code before a
+// change) at each size, interleaved with ours, so before and after are measured in the same run.
+// Writes bench/results/sheets-scale.json (with --save).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import os, { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { signRequest, withNonce } from '../../operator/src/sheets/signing.ts';
+import { startRecording, writeResults } from '../results.ts';
+import { spreadDeployments } from '../sheets/deployments.ts';
+
+const record = startRecording();
+const MAIN = fileURLToPath(new URL('../../operator/src/sheets/apiserver/main.ts', import.meta.url));
+const TOKEN = 'bench';
+const KEY = 'bench-signing-key';
+const PERIOD_S = 10; // the reference kubelet's INTERVAL
+const TIMEOUT_MS = 30_000; // the reference kubelet's curl timeout
+const DURABLE_EVERY_MS = 250;
+const PODS_PER_NODE = 1; // 10,000 nodes → 10,000 pods
+const MAX_SOCKETS = 512; // the bench's connection pool (one process cannot hold 10,000 sockets cheaply)
+
+const arg = (name: string): string | undefined =>
+  process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined;
+const SIZES = arg('--nodes') ? [Number(arg('--nodes'))] : [5_000, 10_000];
+const SECONDS = Number(arg('--seconds') ?? 40);
+const PROF_DIR = arg('--cpu-prof');
+const FLUSH_MS = arg('--flush-ms');
+const BASELINE = arg('--baseline');
+const mainOf = (tree: string) => path.join(path.resolve(tree), 'operator/src/sheets/apiserver/main.ts');
+
+const pct = (xs: number[], p: number) => {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+const r2 = (x: number) => Math.round(x * 100) / 100;
+const procStat = (pid: number | undefined) => {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    const hwm = /VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return { cpuS: (Number(f[11]) + Number(f[12])) / 100, peakMiB: hwm ? Number(hwm[1]) / 1024 : Number.NaN };
+  } catch {
+    return { cpuS: Number.NaN, peakMiB: Number.NaN };
+  }
+};
+
+function startServer(file: string, main: string): Promise<{ proc: ChildProcess; port: number }> {
+  const prof = PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROF_DIR] : [];
+  const flush = FLUSH_MS ? ['--flush-ms', FLUSH_MS] : [];
+  return new Promise((resolve, reject) => {
+    const proc = spawn(
+      process.execPath,
+      [
+        ...prof,
+        main,
+        '--workbook',
+        file,
+        '--port',
+        '0',
+        '--token',
+        TOKEN,
+        '--key',
+        KEY,
+        '--no-samples',
+        ...flush,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    proc.stdout?.on('data', (d) => {
+      out += d;
+      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
+      if (m) resolve({ proc, port: Number(m[1]) });
+    });
+    proc.once('exit', (c) => reject(new Error(`apiserver exited ${c}`)));
+  });
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
+
+function post(
+  port: number,
+  body: Record<string, unknown>,
+): Promise<{ status: number; json: unknown; ms: number }> {
+  const raw = JSON.stringify({ token: TOKEN, ...body });
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/',
+        agent,
+        timeout: TIMEOUT_MS,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(raw),
+          ...signRequest(KEY, raw),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const ms = performance.now() - t0;
+          let json: unknown = null;
+          try {
+            json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+          } catch {}
+          resolve({ status: res.statusCode ?? 0, json, ms });
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end(raw);
+  });
+}
+
+function getCount(port: number, kind: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: `/?token=${TOKEN}&kind=${kind}`, agent }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve((JSON.parse(Buffer.concat(chunks).toString()) as { items: unknown[] }).items.length),
+        );
+      })
+      .on('error', reject);
+  });
+}
+
+type Orders = { pods?: { name: string; desired: string }[] };
+const runningOf = (o: Orders) =>
+  (o.pods ?? [])
+    .filter((p) => p.desired === 'Running')
+    .map((p) => ({ name: p.name, phase: 'Running', container_id: `c-${p.name}` }));
+
+async function scaleBench(nodes: number, main: string) {
+  const dir = await mkdtemp(path.join(tmpdir(), 'sk-scale-'));
+  const { proc, port } = await startServer(path.join(dir, 'cluster.xlsx'), main);
+  try {
+    const pods = nodes * PODS_PER_NODE;
+    await post(port, { action: 'apply', deployments: spreadDeployments(pods) });
+    const names = Array.from({ length: nodes }, (_, i) => `node-${i}`);
+    const reported = new Map<string, unknown[]>();
+    const busy = new Set<number>();
+    const lat: number[] = [];
+    const steady: number[] = []; // heartbeats sent after the first period (registration done)
+    let due = 0;
+    let skipped = 0;
+    let failed = 0;
+    const s0 = procStat(proc.pid);
+    const t0 = performance.now();
+    const inflight = new Set<Promise<void>>();
+    const durable: number[] = [];
+    let durableFailed = 0;
+    const durableFailedBy: Record<string, number> = {}; // HTTP status (or "error") → count
+    // A person's durable writes, one at a time, from the end of the first period.
+    const durableLoop = (async () => {
+      await new Promise((r) => setTimeout(r, PERIOD_S * 1000));
+      let k = 0;
+      while (performance.now() - t0 < SECONDS * 1000) {
+        const next = performance.now() + DURABLE_EVERY_MS;
+        try {
+          // As our CLI sends it: with a nonce, so two writes of one body in one second are not a replay.
+          const r = await post(
+            port,
+            withNonce({ action: 'scale', name: 'app0', replicas: pods / 10 + (k++ % 2) }),
+          );
+          if (r.status === 200) durable.push(r.ms);
+          else {
+            durableFailed++;
+            durableFailedBy[r.status] = (durableFailedBy[r.status] ?? 0) + 1;
+          }
+        } catch {
+          durableFailed++;
+          durableFailedBy.error = (durableFailedBy.error ?? 0) + 1;
+        }
+        await new Promise((r) => setTimeout(r, Math.max(0, next - performance.now())));
+      }
+    })();
+    let sent = 0; // heartbeats scheduled so far (node i's k-th is due at (k·nodes + i)·PERIOD/nodes)
+    while (performance.now() - t0 < SECONDS * 1000) {
+      const now = (performance.now() - t0) / 1000;
+      const target = Math.floor((now / PERIOD_S) * nodes);
+      while (sent < target) {
+        const i = sent % nodes;
+        const sentAt = (sent / nodes) * PERIOD_S;
+        sent++;
+        due++;
+        if (busy.has(i)) {
+          skipped++;
+          continue;
+        }
+        busy.add(i);
+        const n = names[i];
+        const p = post(port, {
+          node: n,
+          ip: '10.0.0.1',
+          cpu_total: 4000,
+          mem_total: 8192,
+          pods: reported.get(n) ?? [],
+        })
+          .then((r) => {
+            if (r.status !== 200) {
+              failed++;
+              return;
+            }
+            reported.set(n, runningOf(r.json as Orders));
+            lat.push(r.ms);
+            if (sentAt >= PERIOD_S) steady.push(r.ms);
+          })
+          .catch(() => {
+            failed++;
+          })
+          .finally(() => {
+            busy.delete(i);
+            inflight.delete(p);
+          });
+        inflight.add(p);
+      }
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    const elapsed = (performance.now() - t0) / 1000;
+    const s1 = procStat(proc.pid);
+    await Promise.all([...inflight, durableLoop]);
+    const registered = await getCount(port, 'nodes');
+    const r = {
+      nodes,
+      pods,
+      seconds: r2(elapsed),
+      offered_hb_per_s: r2(nodes / PERIOD_S),
+      heartbeats_due: due,
+      served_pct: r2((100 * lat.length) / due),
+      skipped_in_flight: skipped,
+      failed,
+      p50_ms: r2(pct(lat, 50)),
+      p99_ms: r2(pct(lat, 99)),
+      max_ms: r2(pct(lat, 100)),
+      after_first_period_p50_ms: r2(pct(steady, 50)),
+      after_first_period_p99_ms: r2(pct(steady, 99)),
+      registered_nodes: registered,
+      durable_writes: durable.length,
+      durable_failed: durableFailed,
+      durable_failed_by: durableFailedBy,
+      durable_p50_ms: r2(pct(durable, 50)),
+      durable_p99_ms: r2(pct(durable, 99)),
+      durable_max_ms: r2(pct(durable, 100)),
+      server_cpu_s: r2(s1.cpuS - s0.cpuS),
+      server_peak_rss_mib: Math.round(s1.peakMiB),
+      load_average: os.loadavg()[0],
+    };
+    return r;
+  } finally {
+    proc.kill('SIGTERM');
+    await new Promise((r) => proc.once('exit', r));
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const runs = [];
+const baselineRuns = [];
+for (const n of SIZES) {
+  if (BASELINE) {
+    const b = await scaleBench(n, mainOf(BASELINE));
+    console.log('baseline', b);
+    baselineRuns.push(b);
+  }
+  const r = await scaleBench(n, MAIN);
+  console.log('scale', r);
+  runs.push(r);
+}
+agent.destroy();
+writeResults(
+  'sheets-scale',
+  {
+    date: new Date().toISOString(),
+    period_s: PERIOD_S,
+    seconds: SECONDS,
+    signed: true,
+    runs,
+    ...(BASELINE
+      ? { baseline: { tree: 'the checkout before this change (--baseline)', runs: baselineRuns } }
+      : {}),
+  },
+  record,
+);

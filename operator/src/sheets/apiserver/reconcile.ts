@@ -1,0 +1,223 @@
+// One reconcile pass of a spreadsheet cluster, inside a store transaction: schedule everything, write
+// the Pods tab and the nodes' cpu_used/status, say what changed as Events, carry the make-before-break
+// hand-offs forward, and keep the schedule for the heartbeats that follow (the fast path). Also the
+// fast path itself: a heartbeat that changes nothing placement depends on folds its node's report
+// into the Pods rows of the last schedule. No timers, no HTTP, no state of its own.
+
+import {
+  type DeploymentIn,
+  deploymentsFromRows,
+  type ExistingPod,
+  existingFromRow,
+  intOr,
+  type NodeIn,
+  text,
+} from '../scheduler/model.ts';
+import { type Handoff, normalizePhase, podRows, type Report, updateHandoffs } from '../scheduler/orders.ts';
+import { type Placement, type ScheduleResult, schedule } from '../scheduler/schedule.ts';
+import type { Row, Tx } from '../store/types.ts';
+import type { EventRow } from './events.ts';
+
+export interface CachedSchedule {
+  key: string;
+  /** Nodes that were fresh, and each node's "cpu|mem", when this schedule was made. */
+  fresh: Set<string>;
+  caps: Map<string, string>;
+  result: ScheduleResult;
+  byNode: Map<string, Placement[]>;
+  deployments: Map<string, DeploymentIn>;
+}
+
+export interface PassInput {
+  now: number;
+  nodeTtlSec: number;
+  portRange: [number, number];
+  /** A Nodes row as placement sees it (the cluster's view of a node heard before its start). */
+  nodeIn: (r: Row) => NodeIn | null;
+  handoffs: Map<string, Handoff>;
+  report?: Report;
+  /** Nodes drained for this pass. */
+  exclude?: Set<string>;
+  /** Pods whose node is rewritten before scheduling (migrate). */
+  pins?: Map<string, string>;
+}
+
+export interface PassResult {
+  cache: CachedSchedule;
+  handoffs: Map<string, Handoff>;
+  events: EventRow[];
+  /** Deployments cells the scheduler could not use as typed. */
+  problems: string[];
+}
+
+/** What the schedule depends on besides Deployments and Pods: node set, capacity, freshness, flags. */
+export function scheduleKey(nodes: NodeIn[], now: number, nodeTtlSec: number): string {
+  const parts: string[] = [];
+  for (const n of nodes) {
+    const fresh = n.lastHeartbeat > 0 && now - n.lastHeartbeat < nodeTtlSec;
+    parts.push(
+      `${n.name}|${n.cpuTotal}|${n.memTotal}|${fresh ? 1 : 0}|${n.schedulable ? 1 : 0}|${JSON.stringify(n.labels)}|${JSON.stringify(n.taints)}`,
+    );
+  }
+  return parts.join('\n');
+}
+
+/** Schedule everything and write Pods and the nodes' cpu_used/status (the caller writes the Events). */
+export function reconcilePass(tx: Tx, o: PassInput): PassResult {
+  const { deployments, problems } = deploymentsFromRows(tx.rows('Deployments'));
+  const nodeRows = tx.rows('Nodes');
+  const nodes: NodeIn[] = [];
+  for (const r of nodeRows) {
+    const n = o.nodeIn(r);
+    if (n) nodes.push(n);
+  }
+  const podRowsBefore = tx.rows('Pods');
+  const before = new Map<string, Row>();
+  const existing = new Map<string, ExistingPod>();
+  for (const r of podRowsBefore) {
+    const p = existingFromRow(r);
+    if (!p || before.has(p.name)) continue;
+    before.set(p.name, r);
+    const pin = o.pins?.get(p.name);
+    existing.set(p.name, pin ? { ...p, node: pin } : p);
+  }
+  const result = schedule({
+    deployments,
+    nodes,
+    existing,
+    now: o.now,
+    nodeTtlSec: o.nodeTtlSec,
+    exclude: o.exclude,
+    portRange: o.portRange,
+  });
+
+  // Pods tab: rewrite only when the set or order of pods changed, else update changed rows.
+  const policies = new Map(deployments.map((d) => [d.name, d.restartPolicy]));
+  const rows = podRows(result.placements, before, o.report, (d) => policies.get(d) ?? '');
+  const sameShape =
+    rows.length === podRowsBefore.length && rows.every((r, i) => text(podRowsBefore[i].name) === r.name);
+  const events = podEvents(rows, before);
+  if (sameShape) {
+    for (const r of rows) {
+      const b = before.get(r.name) as Row;
+      if (differs(b, r as unknown as Row)) tx.update('Pods', r.name, r as unknown as Row);
+    }
+  } else {
+    tx.replaceAll('Pods', rows as unknown as Row[]);
+  }
+
+  // Nodes: cpu_used and status.
+  const rowByName = new Map(nodeRows.map((r) => [text(r.name).trim(), r]));
+  for (const n of result.nodes) {
+    const r = rowByName.get(n.name);
+    if (!r) continue;
+    if (text(r.status) !== n.status && text(r.status) !== '') {
+      events.push({
+        kind: 'Node',
+        object: n.name,
+        message:
+          n.status === 'NotReady'
+            ? `NotReady: no heartbeat for ${o.nodeTtlSec}s or more`
+            : `status ${n.status}`,
+      });
+    }
+    if (intOr(r.cpu_used, -1) !== n.cpuUsed || text(r.status) !== n.status)
+      tx.update('Nodes', n.name, { cpu_used: n.cpuUsed, status: n.status });
+  }
+
+  // Make-before-break hand-offs.
+  const fresh = new Set(result.nodes.filter((n) => n.fresh).map((n) => n.name));
+  const handoffs = updateHandoffs({
+    previous: o.handoffs,
+    before,
+    placements: result.placements,
+    freshNodes: fresh,
+    now: o.now,
+    report: o.report,
+  });
+
+  const byNode = new Map<string, Placement[]>();
+  for (const p of result.placements) {
+    const l = byNode.get(p.node);
+    if (l) l.push(p);
+    else byNode.set(p.node, [p]);
+  }
+  const cache: CachedSchedule = {
+    key: scheduleKey(nodes, o.now, o.nodeTtlSec),
+    fresh,
+    caps: new Map(nodes.map((n) => [n.name, `${n.cpuTotal}|${n.memTotal}`])),
+    result,
+    byNode,
+    deployments: new Map(deployments.map((d) => [d.name, d])),
+  };
+  return { cache, handoffs, events, problems };
+}
+
+/** Pods scheduled, moved, left unschedulable or deleted between two versions of the Pods tab. */
+function podEvents(rows: { name: string; node: string }[], before: Map<string, Row>): EventRow[] {
+  const events: EventRow[] = [];
+  for (const r of rows) {
+    const b = before.get(r.name);
+    if (!b)
+      events.push(
+        r.node
+          ? { kind: 'Pod', object: r.name, message: `scheduled to ${r.node}` }
+          : { kind: 'Pod', object: r.name, message: 'Unschedulable: no node fits' },
+      );
+    else if (text(b.node) !== r.node) {
+      events.push(
+        r.node
+          ? {
+              kind: 'Pod',
+              object: r.name,
+              message: text(b.node) ? `moved ${text(b.node)} -> ${r.node}` : `scheduled to ${r.node}`,
+            }
+          : { kind: 'Pod', object: r.name, message: `Unschedulable: left ${text(b.node)}, no node fits` },
+      );
+    }
+  }
+  const want = new Set(rows.map((r) => r.name));
+  for (const name of before.keys())
+    if (!want.has(name))
+      events.push({ kind: 'Pod', object: name, message: 'deleted (scaled down or deployment removed)' });
+  return events;
+}
+
+/**
+ * The fast path: placement unchanged, so only this node's pods' observed state is written. A
+ * hand-off whose target now reports the pod Running is made (removed from `handoffs`): the old copy
+ * may stop.
+ */
+export function foldReport(
+  tx: Tx,
+  cache: CachedSchedule,
+  report: Report,
+  handoffs: Map<string, Handoff>,
+): void {
+  const mine = cache.byNode.get(report.node) ?? [];
+  if (mine.length > 0) {
+    const prev = new Map<string, Row>();
+    for (const p of mine) {
+      const r = tx.get('Pods', p.name);
+      if (r) prev.set(p.name, r);
+    }
+    const policyOf = (d: string) => cache.deployments.get(d)?.restartPolicy ?? '';
+    for (const r of podRows(mine, prev, report, policyOf)) {
+      const b = prev.get(r.name);
+      if (b && differs(b, r as unknown as Row)) tx.update('Pods', r.name, r as unknown as Row);
+    }
+  }
+  for (const p of report.pods) {
+    const h = handoffs.get(p.name);
+    if (h && h.to === report.node && normalizePhase(p.phase) === 'Running') handoffs.delete(p.name);
+  }
+}
+
+function differs(a: Row, b: Row): boolean {
+  for (const [k, v] of Object.entries(b)) {
+    const x = a[k];
+    if ((x === null || x === undefined ? '' : String(x)) !== (v === null || v === undefined ? '' : String(v)))
+      return true;
+  }
+  return false;
+}
