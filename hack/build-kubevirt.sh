@@ -9,7 +9,7 @@
 # node: localhost/kubevirt/{virt-operator,virt-api,virt-controller,virt-handler,sidecar-shim}:v1.8.4
 # and our RISC5 launcher localhost/kubevirt/virt-launcher:v1.8.4-risc5-local.
 #
-# STATUS (honest; see the report of #25): NOT part of hack/setup.ts nor of CI (cost below).
+# STATUS: NOT part of hack/setup.ts nor of CI (cost below); proven on the real node (below).
 #   works:  the module. kubevirt.io/kubevirt requires its staging modules kubevirt.io/api and
 #           kubevirt.io/client-go through `replace => ./staging/...`, which the go command ignores
 #           outside the main module (and the module zip leaves out nested modules), so a small
@@ -47,14 +47,14 @@
 #           /var/run/kubevirt without resolving the /var/run symlink, so / itself must be shared (as
 #           on systemd hosts; kubevirt-up makes it so); virt-handler panicked on a host-model mode
 #           without a CPU model (node-labeller.sh names one).
-#   BLOCKED here, next: virt-handler detects SELinux (and later mounts, taps) through virt-chroot
-#           --mount /proc/1/ns/mnt, the host PID 1's mount namespace. On this machine PID 1 is the
-#           sandbox's own process and refuses it even to root ("open /proc/1/ns/mnt: permission
-#           denied"; our processes lack a capability it has). Way forward: run the node's
-#           containerd and kubelet in a PID namespace of their own whose PID 1 is ours (unshare
-#           --pid --fork --mount-proc), so hostPID pods see a PID 1 they may enter. So KubeVirt is
-#           not Deployed, no VMI has run, test/cluster/kubevirt.test.ts has not run. Not a set-up
-#           step: the cold build alone exceeds what CI's budget leaves.
+#   runs on the node (2026-12-02, test/cluster/kubevirt.test.ts, opt-in RETROKUBE_KUBEVIRT=1):
+#           with the node in a PID namespace of its own (RETROKUBE_NODE_PIDNS=1 hack/node-up.sh:
+#           virt-handler enters /proc/1/ns/mnt, which this machine's own PID 1 refuses even to
+#           root), KubeVirt is Deployed with every pod Ready, an OberonKube with runtime: kubevirt
+#           runs as VMs of our launcher, virtctl vnc shows their screens, faults heal. What the
+#           images needed on the way: /var/run -> /run, the monitor's file capability, sysctl,
+#           a CPU vendor in the node labeller (docs/qemu.md). Not a set-up step: the cold build
+#           alone exceeds what CI's budget leaves.
 #
 # Output: ${XDG_CACHE_HOME:-$HOME/.cache}/retrokube/kubevirt/<stamp>/{bin/*,images/*.oci.tar}
 # (printed on the last line); <stamp> = the version + a hash of what the binaries are built from;
