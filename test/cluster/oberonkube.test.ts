@@ -411,7 +411,24 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
     const planeBefore = (await pods(ns, MACHINES)).find((p) => p.metadata.name === 'rk-m-k-plane-0');
     const t0 = Date.now();
     await patch('web 8 Ticker');
-    await waitFor('8/8 pods heard running', () => heardReady(ns, 3, 8), LIMITS.liveChangeMs);
+    // Applied is True only once the plane's pods are heard running the new list: never for a status
+    // of the new generation that still hears fewer (#31.3's last sentence).
+    const early: string[] = [];
+    const appliedHeard = async () => {
+      const o = await kube(ns);
+      const applied = o.status?.conditions?.find((c: Deep) => c.type === 'Applied');
+      if (
+        o.status?.observedGeneration === o.metadata.generation &&
+        applied?.status === 'True' &&
+        o.status.pods !== '8/8'
+      )
+        early.push(`pods ${o.status.pods}: Applied ${applied.message}`);
+      return (
+        applied?.status === 'True' && applied.message === 'heard running Ticker ×8' && heardReady(ns, 3, 8)
+      );
+    };
+    await waitFor('8/8 pods heard running, Applied', appliedHeard, LIMITS.liveChangeMs);
+    expect(early).toEqual([]);
     console.log(
       `[oberonkube] web 6 → 8: 8 pods heard running ${((Date.now() - t0) / 1000).toFixed(1)} s after the patch`,
     );

@@ -82,3 +82,93 @@ describe('a new station keeps the last status until it has heard a full window',
     expect(heardFullWindow({ ...h, listeningMs: 6_000 + 4 * 2_000 }, limits)).toBe(true);
   });
 });
+
+describe('Applied: the plane has spec.deployments only when its pods are heard running it (#31 item 3)', () => {
+  const TAG = clusterTag('kube');
+  // What a station hears from a plane running `running` (pod id → module) on two Ready nodes; a
+  // module of null is a pod whose spec frame has not come by yet.
+  const air = (running: Record<number, string | null>) => {
+    const v = new AirView({ cluster: 'kube' });
+    const ids = Object.keys(running).map(Number);
+    const a = ids.filter((_, i) => i % 2 === 0);
+    const b = ids.filter((_, i) => i % 2 === 1);
+    let ctr = 1;
+    for (const [node, mine] of [
+      ['node-a', a],
+      ['node-b', b],
+    ] as const) {
+      v.ingest(0, heartbeatDatagram({ cluster: TAG, node, ids: mine, counter: ctr++ }, ZERO_KEY));
+      v.ingest(0, assignDatagram({ cluster: TAG, node, ids: mine, counter: ctr++ }, ZERO_KEY));
+    }
+    for (const [id, image] of Object.entries(running))
+      if (image)
+        v.ingest(0, specDatagram({ cluster: TAG, podId: Number(id), image, counter: ctr++ }, ZERO_KEY));
+    return v.view(0);
+  };
+  const status = (deployments: string, running: Record<number, string | null>) => {
+    const k = kube({ nodes: 2, deployments });
+    const st = computeKubeStatus(k, kubeSettings(k), {
+      view: air(running),
+      keyProblem: '',
+      conflicts: [],
+      withPlane: true,
+      forgedRecent: false,
+    });
+    const cond = (t: string) => (st.conditions as Array<{ type: string }>).find((c) => c.type === t);
+    return { applied: cond('Applied'), converged: cond('Converged') };
+  };
+
+  it('a changed module with the same count is not Applied while the old module runs (Converged alone would say yes)', () => {
+    const old = { 1: 'Ticker', 2: 'Ticker', 3: 'Ticker', 4: 'Ticker' };
+    expect(status('web 4 Ticker', old).applied).toMatchObject({
+      status: 'True',
+      reason: 'HeardRunning',
+      message: 'heard running Ticker ×4',
+    });
+    const st = status('web 4 Ticker2', old);
+    expect(st.converged).toMatchObject({ status: 'True' });
+    expect(st.applied).toMatchObject({
+      status: 'False',
+      reason: 'NotHeardRunning',
+      message: 'ordered Ticker2 ×4; heard running Ticker ×4',
+    });
+    expect(
+      status('web 4 Ticker2', { 1: 'Ticker', 2: 'Ticker2', 5: 'Ticker2', 6: 'Ticker2' }).applied,
+    ).toMatchObject({ status: 'False' });
+    expect(
+      status('web 4 Ticker2', { 5: 'Ticker2', 6: 'Ticker2', 7: 'Ticker2', 8: 'Ticker2' }).applied,
+    ).toMatchObject({ status: 'True' });
+  });
+
+  it('a pod whose module is not heard yet, a scale not yet reached, or an extra pod is not Applied', () => {
+    expect(status('web 2 Ticker', { 1: 'Ticker', 2: null }).applied).toMatchObject({
+      status: 'False',
+      message: 'ordered Ticker ×2; heard running Ticker ×1 and 1 pod(s) whose module is not heard yet',
+    });
+    expect(status('web 3 Ticker', { 1: 'Ticker', 2: 'Ticker' }).applied).toMatchObject({ status: 'False' });
+    expect(status('web 1 Ticker', { 1: 'Ticker', 2: 'Ticker' }).applied).toMatchObject({ status: 'False' });
+    expect(status('web 0 Ticker', {}).applied).toMatchObject({
+      status: 'True',
+      message: 'heard running nothing',
+    });
+    expect(
+      status('web 2 Ticker; api 1 Ticker2', { 1: 'Ticker', 2: 'Ticker2', 3: 'Ticker' }).applied,
+    ).toMatchObject({
+      status: 'True',
+      message: 'heard running Ticker ×2, Ticker2 ×1',
+    });
+  });
+
+  it('before the air is judged it is Unknown, never True', () => {
+    const k = kube({ nodes: 2, deployments: 'web 4 Ticker' });
+    const st = computeKubeStatus(k, kubeSettings(k), {
+      keyProblem: '',
+      conflicts: [],
+      withPlane: true,
+      forgedRecent: false,
+    });
+    expect((st.conditions as Array<{ type: string }>).find((c) => c.type === 'Applied')).toMatchObject({
+      status: 'Unknown',
+    });
+  });
+});
