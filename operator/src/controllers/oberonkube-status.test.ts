@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { assignDatagram, clusterTag, heartbeatDatagram, specDatagram, ZERO_KEY } from '../air/kubenet.ts';
-import { AirView } from '../air/view.ts';
+import { AirView, type ClusterView } from '../air/view.ts';
 import { kubeSettings, type OberonKube } from './oberonkube-render.ts';
 import { computeKubeStatus, heardFullWindow, planeRefusal } from './oberonkube-status.ts';
 
@@ -10,6 +10,15 @@ const kube = (spec: Record<string, unknown>): OberonKube => ({
   metadata: { name: 'farm', namespace: 'ns', generation: 1, uid: 'u' },
   spec,
 });
+/** Status of `k` with nothing wrong but what `view` (or its absence) says. */
+const plainStatus = (k: OberonKube, view?: ClusterView) =>
+  computeKubeStatus(k, kubeSettings(k), {
+    view,
+    keyProblem: '',
+    conflicts: [],
+    withPlane: true,
+    forgedRecent: false,
+  });
 const degraded = (status: Record<string, unknown>) =>
   (status.conditions as Array<{ type: string; status: string; reason: string; message: string }>).find(
     (c) => c.type === 'Degraded',
@@ -24,13 +33,7 @@ describe('OberonKube status: what the plane will refuse is said in status', () =
     expect(
       planeRefusal(kubeSettings(kube({ nodes: 20, deployments: 'web 200 Ticker; api 50 Ticker2' }))),
     ).toMatch(/need 274 objects; the plane's store holds 256/);
-    const k = kube({ nodes: 1, deployments: 'web 11 Ticker' });
-    const st = computeKubeStatus(k, kubeSettings(k), {
-      keyProblem: '',
-      conflicts: [],
-      withPlane: true,
-      forgedRecent: false,
-    });
+    const st = plainStatus(kube({ nodes: 1, deployments: 'web 11 Ticker' }));
     expect(degraded(st)).toMatchObject({ status: 'True', reason: 'PlaneCannotPlace' });
   });
 
@@ -106,14 +109,7 @@ describe('Applied: the plane has spec.deployments only when its pods are heard r
     return v.view(0);
   };
   const status = (deployments: string, running: Record<number, string | null>) => {
-    const k = kube({ nodes: 2, deployments });
-    const st = computeKubeStatus(k, kubeSettings(k), {
-      view: air(running),
-      keyProblem: '',
-      conflicts: [],
-      withPlane: true,
-      forgedRecent: false,
-    });
+    const st = plainStatus(kube({ nodes: 2, deployments }), air(running));
     const cond = (t: string) => (st.conditions as Array<{ type: string }>).find((c) => c.type === t);
     return { applied: cond('Applied'), converged: cond('Converged') };
   };
@@ -160,13 +156,7 @@ describe('Applied: the plane has spec.deployments only when its pods are heard r
   });
 
   it('before the air is judged it is Unknown, never True', () => {
-    const k = kube({ nodes: 2, deployments: 'web 4 Ticker' });
-    const st = computeKubeStatus(k, kubeSettings(k), {
-      keyProblem: '',
-      conflicts: [],
-      withPlane: true,
-      forgedRecent: false,
-    });
+    const st = plainStatus(kube({ nodes: 2, deployments: 'web 4 Ticker' }));
     expect((st.conditions as Array<{ type: string }>).find((c) => c.type === 'Applied')).toMatchObject({
       status: 'Unknown',
     });
