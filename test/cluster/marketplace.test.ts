@@ -143,6 +143,7 @@ describe.skipIf(skipReason())(
       expect(o.spec).toMatchObject(KUBE_APP.example);
       expect(Object.keys(o.spec)).not.toContain('_cluster');
       expect(o.status).toBeUndefined();
+      expect(o.metadata.finalizers).toBeUndefined();
       // Judged by what would write a status, not by a wait (#30 item 8): no operator runs anywhere
       // in the cluster — no pod of our image runs `operator` (the NOTES above found no Lease
       // renewed either) — and a watch on the resource, ended by a sentinel write of our own (events
@@ -153,12 +154,20 @@ describe.skipIf(skipReason())(
         { watch: 'true', fieldSelector: 'metadata.name=farm', resourceVersion: o.metadata.resourceVersion },
         (ev) => seen.push(ev),
       );
-      const operators = (await getJson(['pods', '-A'])).items.filter((p: Deep) =>
-        [...(p.spec.containers ?? []), ...(p.spec.initContainers ?? [])].some(
-          (c: Deep) => c.image === productImage().ref && c.args?.[0] === 'operator',
-        ),
+      // The operator just uninstalled may still be terminating: wait until no pod of ours runs it.
+      const operators = async (): Promise<string[]> =>
+        (await getJson(['pods', '-A'])).items
+          .filter((p: Deep) =>
+            [...(p.spec.containers ?? []), ...(p.spec.initContainers ?? [])].some(
+              (c: Deep) => c.image?.startsWith(`${productImage().repository}:`) && c.args?.[0] === 'operator',
+            ),
+          )
+          .map((p: Deep) => `${p.metadata.namespace}/${p.metadata.name}`);
+      await waitFor(
+        'no operator pod of ours anywhere in the cluster',
+        async () => (await operators()).length === 0,
+        90_000,
       );
-      expect(operators.map((p: Deep) => `${p.metadata.namespace}/${p.metadata.name}`)).toEqual([]);
       const sentinel = String(Date.now());
       await kubectl([
         'annotate',
