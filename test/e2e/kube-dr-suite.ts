@@ -97,6 +97,11 @@ export function describeKubeDr(title: string, qemu?: ClusterOptions['qemu']): vo
           (r) => r.t >= from && r.cluster === c.tag && (r.kind === 'assign' || r.kind === 'spec'),
         );
       const lastCounter = planeFrames(0).at(-1)?.counter ?? 0;
+      // The plane's store on its disk holds what was heard: a cut within its 500-ms store period
+      // after the scale lost web 6 (at load 11, scale converged in 0.5 s: the plane came back with
+      // web 4). This scenario is a restart of a plane whose state is saved, so wait for its disk.
+      const writes = await c.diskQuiet('plane', 1_500);
+      figure(`4 the plane's disk quiet for 1.5 s before the cut (${writes} writes meanwhile)`);
       const off = Date.now();
       await c.off('plane');
       await sleep(10_000);
