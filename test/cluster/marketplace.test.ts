@@ -16,12 +16,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
 import { APPS, type App, CATALOG } from '../../operator/src/marketplace/apps.ts';
 import { APPS_REPO, prefixOf } from '../../operator/src/marketplace/render.ts';
+import { resourcePath } from '../../operator/src/runtime/client.ts';
 import { REPO_ROOT } from '../envtest/control-plane.ts';
 import {
   apply,
   type Chart,
+  client,
   type Deep,
   deleteNamespace,
   freshNamespace,
@@ -30,6 +33,7 @@ import {
   helmRun,
   installChart,
   kubectl,
+  productImage,
   skipReason,
   waitFor,
 } from './harness.ts';
@@ -37,7 +41,6 @@ import {
 const LIMITS = {
   convergeMs: 540_000, // an OberonKube of 2 nodes: ~1 min quiet, minutes on a loaded machine (see oberonkube.test.ts)
   sheetReadyMs: 300_000, // a SheetCluster's apiserver and agent pods from the imported image
-  noStatusWatchMs: 15_000, // how long a resource without an operator is watched for a status that never comes
   goneMs: 180_000, // helm uninstall → the garbage collector removes every child
 } as const;
 
@@ -139,8 +142,48 @@ describe.skipIf(skipReason())(
       const o = await getJson(['oberonkube', '-n', tenant, 'farm']);
       expect(o.spec).toMatchObject(KUBE_APP.example);
       expect(Object.keys(o.spec)).not.toContain('_cluster');
-      await new Promise((r) => setTimeout(r, LIMITS.noStatusWatchMs));
-      expect((await getJson(['oberonkube', '-n', tenant, 'farm'])).status).toBeUndefined();
+      expect(o.status).toBeUndefined();
+      expect(o.metadata.finalizers).toBeUndefined();
+      // Judged by what would write a status, not by a wait (#30 item 8): no operator runs anywhere
+      // in the cluster — no pod of our image runs `operator` (the NOTES above found no Lease
+      // renewed either) — and a watch on the resource, ended by a sentinel write of our own (events
+      // come in resourceVersion order), saw nothing else happen to it since it was read.
+      const seen: Deep[] = [];
+      const watch = await client().stream(
+        resourcePath(OBERONKUBE, tenant),
+        { watch: 'true', fieldSelector: 'metadata.name=farm', resourceVersion: o.metadata.resourceVersion },
+        (ev) => seen.push(ev),
+      );
+      // The operator just uninstalled may still be terminating: wait until no pod of ours runs it.
+      const operators = async (): Promise<string[]> =>
+        (await getJson(['pods', '-A'])).items
+          .filter((p: Deep) =>
+            [...(p.spec.containers ?? []), ...(p.spec.initContainers ?? [])].some(
+              (c: Deep) => c.image?.startsWith(`${productImage().repository}:`) && c.args?.[0] === 'operator',
+            ),
+          )
+          .map((p: Deep) => `${p.metadata.namespace}/${p.metadata.name}`);
+      await waitFor(
+        'no operator pod of ours anywhere in the cluster',
+        async () => (await operators()).length === 0,
+        90_000,
+      );
+      const sentinel = String(Date.now());
+      await kubectl([
+        'annotate',
+        'oberonkube',
+        '-n',
+        tenant,
+        'farm',
+        `test.retrokube.io/sentinel=${sentinel}`,
+      ]);
+      const isSentinel = (e: Deep) =>
+        e.object?.metadata?.annotations?.['test.retrokube.io/sentinel'] === sentinel;
+      await waitFor('the sentinel on the watch', async () => seen.some(isSentinel), 30_000);
+      watch.abort();
+      expect(seen.filter((e) => !isSentinel(e)).map((e) => [e.type, e.object?.status])).toEqual([]);
+      expect(seen.find(isSentinel)?.object).not.toHaveProperty('status');
+      expect(seen.find(isSentinel)?.object.metadata.finalizers).toBeUndefined();
       const row = await kubectl(['get', 'oberonkube', '-n', tenant, 'farm', '--no-headers']);
       expect(row.trim().split(/\s+/)).toHaveLength(2); // NAME and AGE only: NODES, PODS, READY empty
       expect(await getJson(['oberonairs,oberonmachines,pods', '-n', tenant])).toMatchObject({ items: [] });

@@ -26,7 +26,6 @@ import {
 const LIMITS = {
   convergeMs: 540_000, // ~1 min on a quiet node; 332 s was seen at load 71 (a cold Go build beside)
   recoverMs: 300_000, // a machine's pod is recreated, seeded, booted and heard again
-  settleMs: 20_000, // after a new operator leads: long enough for it to reconcile everything once
   // A live change: the API watch hears it at once, the plane assigns within a round or two, the
   // nodes start pods and are heard: seconds on a quiet node. Through a kubelet-refreshed volume it
   // took 56 s in the report (#31.3), so this bound still tells the two apart on a busy one.
@@ -369,10 +368,51 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
         (await kubectl(['logs', '-n', ns, next.metadata.name])).includes('Heard a full window of the air'),
       120_000,
     );
-    await new Promise((r) => setTimeout(r, LIMITS.settleMs));
+    // Judged by the new leader's own reconcile counter, not by a wait: each reconcile of an
+    // OberonKube (every 2 s) applies its children, sends the air's Events and writes status if it
+    // differs — so once the counter has risen by three per OberonKube the operator watches, a new
+    // leader that rewrites anything has done so (#30 item 8).
+    const reconciles = async (): Promise<number> =>
+      (
+        await kubectl([
+          'get',
+          '--raw',
+          `/api/v1/namespaces/${ns}/pods/${next.metadata.name}:8080/proxy/metrics`,
+        ])
+      )
+        .split('\n')
+        .filter(
+          (l) => l.startsWith('controller_runtime_reconcile_total{') && l.includes('controller="oberonkube"'),
+        )
+        .reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    const kubes = (await getJson(['oberonkubes', '-A'])).items.length;
+    const looked = await waitFor(
+      'the metrics of the new operator',
+      () => reconciles().catch(() => undefined),
+      30_000,
+    );
+    await waitFor(
+      `${3 * kubes} more OberonKube reconciles by the new leader`,
+      async () => (await reconciles()) >= looked + 3 * kubes,
+      LIMITS.recoverMs,
+    );
+    // A sentinel write of our own ends the watch's record: events come in resourceVersion order, so
+    // any status the operator wrote before it has arrived by the time the sentinel has.
+    const sentinel = String(Date.now());
+    await kubectl(['annotate', 'oberonkube', '-n', ns, KUBE, `test.retrokube.io/sentinel=${sentinel}`]);
+    await waitFor(
+      'the sentinel on the watch',
+      async () =>
+        seen.some((e) => e.object?.metadata?.annotations?.['test.retrokube.io/sentinel'] === sentinel),
+      30_000,
+    );
     watch.abort();
     expect(await children()).toEqual(before);
-    expect(seen.map((e) => [e.type, e.object?.status])).toEqual([]);
+    const at = seen.findIndex(
+      (e) => e.object?.metadata?.annotations?.['test.retrokube.io/sentinel'] === sentinel,
+    );
+    expect(seen[at].object.status).toEqual(atRest.status);
+    expect(seen.filter((_, i) => i !== at).map((e) => [e.type, e.object?.status])).toEqual([]);
     expect(await nodeReadyEvents()).toBe(joinedBefore);
     await waitFor('the OberonKube still Ready 3/3', () => heardReady(ns, 3, 6), LIMITS.recoverMs);
   });
@@ -411,7 +451,24 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
     const planeBefore = (await pods(ns, MACHINES)).find((p) => p.metadata.name === 'rk-m-k-plane-0');
     const t0 = Date.now();
     await patch('web 8 Ticker');
-    await waitFor('8/8 pods heard running', () => heardReady(ns, 3, 8), LIMITS.liveChangeMs);
+    // Applied is True only once the plane's pods are heard running the new list: never for a status
+    // of the new generation that still hears fewer (#31.3's last sentence).
+    const early: string[] = [];
+    const appliedHeard = async () => {
+      const o = await kube(ns);
+      const applied = o.status?.conditions?.find((c: Deep) => c.type === 'Applied');
+      if (
+        o.status?.observedGeneration === o.metadata.generation &&
+        applied?.status === 'True' &&
+        o.status.pods !== '8/8'
+      )
+        early.push(`pods ${o.status.pods}: Applied ${applied.message}`);
+      return (
+        applied?.status === 'True' && applied.message === 'heard running Ticker ×8' && heardReady(ns, 3, 8)
+      );
+    };
+    await waitFor('8/8 pods heard running, Applied', appliedHeard, LIMITS.liveChangeMs);
+    expect(early).toEqual([]);
     console.log(
       `[oberonkube] web 6 → 8: 8 pods heard running ${((Date.now() - t0) / 1000).toFixed(1)} s after the patch`,
     );

@@ -97,6 +97,11 @@ export function describeKubeDr(title: string, qemu?: ClusterOptions['qemu']): vo
           (r) => r.t >= from && r.cluster === c.tag && (r.kind === 'assign' || r.kind === 'spec'),
         );
       const lastCounter = planeFrames(0).at(-1)?.counter ?? 0;
+      // The plane's store on its disk holds what was heard: a cut within its 500-ms store period
+      // after the scale lost web 6 (at load 11, scale converged in 0.5 s: the plane came back with
+      // web 4). This scenario is a restart of a plane whose state is saved, so wait for its disk.
+      const writes = await c.diskQuiet('plane', 1_500);
+      figure(`4 the plane's disk quiet for 1.5 s before the cut (${writes} writes meanwhile)`);
       const off = Date.now();
       await c.off('plane');
       await sleep(10_000);
@@ -194,8 +199,15 @@ export function describeKubeDr(title: string, qemu?: ClusterOptions['qemu']): vo
 
     describe.sequential('7: intruders send "run nothing" to the busiest node right after the plane', () => {
       let busiest = '';
+      // When the last round's forgeries went out: "the next 1.5 s" are counted from there (the
+      // injector's return comes later, and a node's quick report may already be heard by then).
+      let sentAt = 0;
+      let returnedAt = 0;
       const inject = async (forgeries: ForgeryKind[], raw?: Uint8Array[]) => {
         const r = await runInjector({
+          onInject: () => {
+            sentAt = Date.now();
+          },
           host: '127.0.0.1',
           port: c.relay.address.port,
           node: busiest,
@@ -207,8 +219,18 @@ export function describeKubeDr(title: string, qemu?: ClusterOptions['qemu']): vo
           rounds: 3,
         });
         expect(r.timedOut).toBe(false);
-        return Date.now();
+        returnedAt = Date.now();
+        return sentAt;
       };
+      /** The air around an injection, for a verdict that went wrong: what the node heard, in order. */
+      const timeline = (t: number) =>
+        c.records
+          .filter((r) => r.t >= t - 1_200 && r.t <= t + 1_500 && r.cluster === c.tag && r.kind !== undefined)
+          .map(
+            (r) =>
+              `  ${String(r.t - t).padStart(6)} ms ${r.kind} ${r.node ?? `id ${r.id}`} ${r.ids ? sorted(r.ids) : (r.image ?? '')} ctr ${r.counter} ${r.verdict}${r.reason ? ` (${r.reason})` : ''}`,
+          )
+          .join('\n');
       const heartbeatsAfter = async (t: number) => {
         await sleep(1500);
         return c.records.filter(
@@ -247,10 +269,16 @@ export function describeKubeDr(title: string, qemu?: ClusterOptions['qemu']): vo
       });
 
       it('7d: the control, signed with the key and a fresh counter, empties the node', async () => {
+        const drops0 = await c.radioDrops();
         const t = await inject(['signed']);
         const beats = await heartbeatsAfter(t);
+        const drops = (await c.radioDrops()).get(busiest)! - drops0.get(busiest)!;
         const empty = beats.filter((b) => (b.ids ?? []).length === 0);
-        figure(`7d signed control: ${empty.length} empty heartbeats of ${beats.length}`);
+        const early = empty.filter((b) => b.t < returnedAt).length;
+        figure(
+          `7d signed control: ${empty.length} empty heartbeats of ${beats.length} (${early} heard before the injector returned, ${returnedAt - t} ms after the send; ${busiest}'s radio dropped ${drops} frames meanwhile)`,
+        );
+        if (empty.length === 0) figure(`7d the air around the last injection (0 = sent):\n${timeline(t)}`);
         expect(empty.length).toBeGreaterThan(0);
       });
 

@@ -189,6 +189,34 @@ export class KubeCluster {
     this.machines.set(name, m);
   }
 
+  /**
+   * Waits until the machine's disk has been quiet for `quietMs` (its clock, the host's time): the plane's
+   * store task writes a changed store every 500 ms, so a power cut sooner after a change loses it
+   * (the restarted plane comes back with the older state). Resolves with the writes seen meanwhile.
+   * A QEMU machine does not report its disk writes: there the wait is `quietMs` of wall time.
+   */
+  async diskQuiet(name: string, quietMs: number, timeoutMs = 30_000): Promise<number> {
+    if (this.qemuMachines.has(name)) {
+      await sleep(quietMs);
+      return Number.NaN;
+    }
+    const m = this.machines.get(name);
+    if (!m) throw new Error(`${name} is not running`);
+    const first = await m.state();
+    let last = first;
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      await sleep(100);
+      const now = await m.state();
+      if (now.diskWrites !== last.diskWrites) last = now;
+      else if (now.timerMs - last.timerMs >= quietMs) return now.diskWrites - first.diskWrites;
+      if (Date.now() > end)
+        throw new Error(
+          `${name}'s disk was never quiet for ${quietMs} ms of its clock within ${timeoutMs} ms`,
+        );
+    }
+  }
+
   /** Power off: the machine stops at once; its disk keeps what was written. */
   async off(name: string): Promise<void> {
     const q = this.qemuMachines.get(name);

@@ -80,6 +80,17 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
       const ids = s.status.nodeTable.flatMap((n: Deep) => n.running);
       expect(ids).toHaveLength(3);
       expect(s.status.nodeTable.flatMap((n: Deep) => n.images)).toEqual(['Ticker', 'Ticker', 'Ticker']);
+      // #31.3: the plane has the deployments, heard running module by module.
+      const applied = (o: Deep) => condition(o, 'Applied');
+      const heard: Deep = await waitFor(
+        'Applied: web 3 Ticker heard running',
+        async () => {
+          const o: Deep = await k.get(OBERONKUBE, ns, 'e2e');
+          return applied(o)?.status === 'True' && o;
+        },
+        30_000,
+      );
+      expect(applied(heard)?.message).toBe('heard running Ticker ×3');
 
       // A new operator at rest (an upgrade, a new leader) hears the air anew: the status it finds
       // stands (not one write: no "0/2 nodes" while its station has heard nobody yet) and no Event
@@ -111,18 +122,23 @@ describe('OberonKube end to end (runtime pod, the test plays kubelet)', () => {
         body: { spec: { deployments: 'web 4 Ticker2' } },
         contentType: 'application/merge-patch+json',
       });
+      // Applied only once the plane's pods are heard running the new list: never before (#31.3).
+      const early: string[] = [];
       const rolled: Deep = await waitFor(
-        'web 4 Ticker2 heard on the air',
+        'web 4 Ticker2 heard on the air, Applied',
         async () => {
           await kubelet.sync();
           const o: Deep = await k.get(OBERONKUBE, ns, 'e2e');
           const images = (o.status?.nodeTable ?? []).flatMap((n: Deep) => n.images ?? []);
-          return (
-            o.status?.converged && images.length === 4 && images.every((i: string) => i === 'Ticker2') && o
-          );
+          const all = images.length === 4 && images.every((i: string) => i === 'Ticker2');
+          if (o.status?.observedGeneration === o.metadata.generation && applied(o)?.status === 'True' && !all)
+            early.push(`${images.join(',')}: ${applied(o)?.message}`);
+          return o.status?.converged && all && applied(o)?.status === 'True' && o;
         },
         120_000,
       );
+      expect(early).toEqual([]);
+      expect(applied(rolled)?.message).toBe('heard running Ticker2 ×4');
       expect(rolled.status).toMatchObject({ pods: '4/4' });
       expect(procs.get('rk-m-e2e-plane')).toBe(planeProc);
       expect(planeProc?.exitCode).toBeNull();

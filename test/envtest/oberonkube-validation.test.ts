@@ -57,6 +57,15 @@ describe('OberonMachine and OberonKube validation on a real API server', () => {
     expect(await m({ memory: '64Mi' })).toMatch(/memory must be 128Mi to 1Gi/);
     expect(await m({ runtime: 'docker' })).toMatch(/spec\.runtime/);
     expect(await m({}, 'Upper')).toMatch(/metadata\.name/);
+    // #28.11: a screen that takes input is not served beyond the pod without a password.
+    expect(await m({ vnc: { expose: true } })).toMatch(
+      /vnc\.expose needs vnc\.passwordSecretRef: anyone who reaches the pod address could type into the machine/,
+    );
+    await k.create(
+      MACHINE,
+      obj('OberonMachine', ns, 'exposed', { vnc: { expose: true, passwordSecretRef: { name: 'vnc' } } }),
+    );
+    await k.create(MACHINE, obj('OberonMachine', ns, 'private', { vnc: { expose: false } }));
 
     expect(await kb({ nodes: 0 })).toMatch(/spec\.nodes/);
     expect(await kb({ nodes: 21 })).toMatch(/spec\.nodes/);

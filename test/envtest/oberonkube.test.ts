@@ -259,6 +259,32 @@ describe('OberonKube on a real API server', () => {
         { name: 'node-b', ready: true, running: [3], assigned: [3], images: ['Ticker'] },
       ]);
 
+      expect(condition({ status: s } as Deep, 'Applied')).toMatchObject({
+        status: 'True',
+        message: 'heard running Ticker ×3',
+      });
+
+      // A changed list is not Applied while the plane's pods still run the old module (#31.3), even
+      // though the counts alone (Converged) are all there.
+      await k.request('PATCH', resourcePath(OBERONKUBE, ns, 'lab'), {
+        body: { spec: { deployments: 'web 3 Ticker2' } },
+        ...merge,
+      });
+      s = await waitFor(
+        'the new generation observed',
+        async () => {
+          const o: Deep = await k.get(OBERONKUBE, ns, 'lab');
+          return o.status?.observedGeneration === o.metadata.generation && o.status;
+        },
+        30_000,
+      );
+      expect(s.converged).toBe(true);
+      expect(condition({ status: s } as Deep, 'Applied')).toMatchObject({
+        status: 'False',
+        reason: 'NotHeardRunning',
+        message: 'ordered Ticker2 ×3; heard running Ticker ×3',
+      });
+
       // Rollout: new ids with a new image replace the old ones.
       images.clear();
       for (const id of [4, 5, 6]) images.set(id, 'Ticker2');
@@ -273,6 +299,15 @@ describe('OberonKube on a real API server', () => {
         30_000,
       );
       expect(s.pods).toBe('3/3');
+      s = await waitFor(
+        'Applied once Ticker2 is heard running',
+        async () => {
+          const x: Deep = await status();
+          return condition({ status: x } as Deep, 'Applied')?.status === 'True' && x;
+        },
+        30_000,
+      );
+      expect(condition({ status: s } as Deep, 'Applied')?.message).toBe('heard running Ticker2 ×3');
 
       // Node loss: node-b goes silent → NotReady after 5 s, Degraded, an Event.
       running.delete('node-b');

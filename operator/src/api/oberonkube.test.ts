@@ -30,3 +30,20 @@ describe('OberonKube boot commands', () => {
     expect(() => parseDeploymentList('web four Ticker')).toThrow(/name replicas Module/);
   });
 });
+
+describe('OberonKube keySecretRef words match the behaviour (#31 item 8)', () => {
+  it('the CRD and the catalog form say a missing keySecretRef generates a random key, never "the all-zero key"', async () => {
+    const { readFileSync } = await import('node:fs');
+    const root = new URL('../../../', import.meta.url);
+    const crd = readFileSync(new URL('crds/oberonkubes.retrokube.io.yaml', root), 'utf8');
+    const form = readFileSync(new URL('marketplace/forms/oberon-kube.txt', root), 'utf8');
+    const { OberonKubeSpec } = await import('./oberonkube.ts');
+    const words = (OberonKubeSpec.properties.keySecretRef as { description?: string }).description ?? '';
+    for (const text of [words, crd, form]) {
+      expect(text).not.toMatch(/all-zero key/);
+      expect(text).toMatch(
+        /generates a random key and keeps it in Secret rk-kube-<name>-key \(Event KeyGenerated\)/,
+      );
+    }
+  });
+});

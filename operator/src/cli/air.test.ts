@@ -323,6 +323,20 @@ describe('#28.5 secrets off the command line', () => {
     }
   });
 
+  it('skctl warns about --token and --key on argv (they still work, as the reference takes them)', async () => {
+    // Nothing listens on port 9 of loopback: the verb fails after reading its flags, having warned.
+    const r = await cli(['skctl', '-s', 'http://127.0.0.1:9', '--token', 'x', '--key', 'y', 'get', 'nodes']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(
+      /warning: --token on the command line is visible .* TOKEN=… or --token-file FILE/,
+    );
+    expect(r.stderr).toMatch(
+      /warning: --key on the command line is visible .* SIGNING_KEY=… or --key-file FILE/,
+    );
+    const quiet = await cli(['skctl', '-s', 'http://127.0.0.1:9', 'get', 'nodes']);
+    expect(quiet.stderr).not.toMatch(/on the command line is visible/);
+  }, 120_000);
+
   it('no help example shows a secret on the command line', async () => {
     for (const verb of [['air', 'listen'], ['air', 'inject'], ['skctl'], ['sheets', 'bridge', 'migrate']]) {
       const r = await cli([...verb, '--help']);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { assignDatagram, clusterTag, heartbeatDatagram, specDatagram, ZERO_KEY } from '../air/kubenet.ts';
-import { AirView } from '../air/view.ts';
+import { AirView, type ClusterView } from '../air/view.ts';
 import { kubeSettings, type OberonKube } from './oberonkube-render.ts';
 import { computeKubeStatus, heardFullWindow, planeRefusal } from './oberonkube-status.ts';
 
@@ -10,6 +10,15 @@ const kube = (spec: Record<string, unknown>): OberonKube => ({
   metadata: { name: 'farm', namespace: 'ns', generation: 1, uid: 'u' },
   spec,
 });
+/** Status of `k` with nothing wrong but what `view` (or its absence) says. */
+const plainStatus = (k: OberonKube, view?: ClusterView) =>
+  computeKubeStatus(k, kubeSettings(k), {
+    view,
+    keyProblem: '',
+    conflicts: [],
+    withPlane: true,
+    forgedRecent: false,
+  });
 const degraded = (status: Record<string, unknown>) =>
   (status.conditions as Array<{ type: string; status: string; reason: string; message: string }>).find(
     (c) => c.type === 'Degraded',
@@ -24,13 +33,7 @@ describe('OberonKube status: what the plane will refuse is said in status', () =
     expect(
       planeRefusal(kubeSettings(kube({ nodes: 20, deployments: 'web 200 Ticker; api 50 Ticker2' }))),
     ).toMatch(/need 274 objects; the plane's store holds 256/);
-    const k = kube({ nodes: 1, deployments: 'web 11 Ticker' });
-    const st = computeKubeStatus(k, kubeSettings(k), {
-      keyProblem: '',
-      conflicts: [],
-      withPlane: true,
-      forgedRecent: false,
-    });
+    const st = plainStatus(kube({ nodes: 1, deployments: 'web 11 Ticker' }));
     expect(degraded(st)).toMatchObject({ status: 'True', reason: 'PlaneCannotPlace' });
   });
 
@@ -80,5 +83,82 @@ describe('a new station keeps the last status until it has heard a full window',
     const h = heard(6_000);
     expect(heardFullWindow({ ...h, listeningMs: 6_000 + 4 * 2_000 - 1 }, limits)).toBe(false);
     expect(heardFullWindow({ ...h, listeningMs: 6_000 + 4 * 2_000 }, limits)).toBe(true);
+  });
+});
+
+describe('Applied: the plane has spec.deployments only when its pods are heard running it (#31 item 3)', () => {
+  const TAG = clusterTag('kube');
+  // What a station hears from a plane running `running` (pod id → module) on two Ready nodes; a
+  // module of null is a pod whose spec frame has not come by yet.
+  const air = (running: Record<number, string | null>) => {
+    const v = new AirView({ cluster: 'kube' });
+    const ids = Object.keys(running).map(Number);
+    const a = ids.filter((_, i) => i % 2 === 0);
+    const b = ids.filter((_, i) => i % 2 === 1);
+    let ctr = 1;
+    for (const [node, mine] of [
+      ['node-a', a],
+      ['node-b', b],
+    ] as const) {
+      v.ingest(0, heartbeatDatagram({ cluster: TAG, node, ids: mine, counter: ctr++ }, ZERO_KEY));
+      v.ingest(0, assignDatagram({ cluster: TAG, node, ids: mine, counter: ctr++ }, ZERO_KEY));
+    }
+    for (const [id, image] of Object.entries(running))
+      if (image)
+        v.ingest(0, specDatagram({ cluster: TAG, podId: Number(id), image, counter: ctr++ }, ZERO_KEY));
+    return v.view(0);
+  };
+  const status = (deployments: string, running: Record<number, string | null>) => {
+    const st = plainStatus(kube({ nodes: 2, deployments }), air(running));
+    const cond = (t: string) => (st.conditions as Array<{ type: string }>).find((c) => c.type === t);
+    return { applied: cond('Applied'), converged: cond('Converged') };
+  };
+
+  it('a changed module with the same count is not Applied while the old module runs (Converged alone would say yes)', () => {
+    const old = { 1: 'Ticker', 2: 'Ticker', 3: 'Ticker', 4: 'Ticker' };
+    expect(status('web 4 Ticker', old).applied).toMatchObject({
+      status: 'True',
+      reason: 'HeardRunning',
+      message: 'heard running Ticker ×4',
+    });
+    const st = status('web 4 Ticker2', old);
+    expect(st.converged).toMatchObject({ status: 'True' });
+    expect(st.applied).toMatchObject({
+      status: 'False',
+      reason: 'NotHeardRunning',
+      message: 'ordered Ticker2 ×4; heard running Ticker ×4',
+    });
+    expect(
+      status('web 4 Ticker2', { 1: 'Ticker', 2: 'Ticker2', 5: 'Ticker2', 6: 'Ticker2' }).applied,
+    ).toMatchObject({ status: 'False' });
+    expect(
+      status('web 4 Ticker2', { 5: 'Ticker2', 6: 'Ticker2', 7: 'Ticker2', 8: 'Ticker2' }).applied,
+    ).toMatchObject({ status: 'True' });
+  });
+
+  it('a pod whose module is not heard yet, a scale not yet reached, or an extra pod is not Applied', () => {
+    expect(status('web 2 Ticker', { 1: 'Ticker', 2: null }).applied).toMatchObject({
+      status: 'False',
+      message: 'ordered Ticker ×2; heard running Ticker ×1 and 1 pod(s) whose module is not heard yet',
+    });
+    expect(status('web 3 Ticker', { 1: 'Ticker', 2: 'Ticker' }).applied).toMatchObject({ status: 'False' });
+    expect(status('web 1 Ticker', { 1: 'Ticker', 2: 'Ticker' }).applied).toMatchObject({ status: 'False' });
+    expect(status('web 0 Ticker', {}).applied).toMatchObject({
+      status: 'True',
+      message: 'heard running nothing',
+    });
+    expect(
+      status('web 2 Ticker; api 1 Ticker2', { 1: 'Ticker', 2: 'Ticker2', 3: 'Ticker' }).applied,
+    ).toMatchObject({
+      status: 'True',
+      message: 'heard running Ticker ×2, Ticker2 ×1',
+    });
+  });
+
+  it('before the air is judged it is Unknown, never True', () => {
+    const st = plainStatus(kube({ nodes: 2, deployments: 'web 4 Ticker' }));
+    expect((st.conditions as Array<{ type: string }>).find((c) => c.type === 'Applied')).toMatchObject({
+      status: 'Unknown',
+    });
   });
 });

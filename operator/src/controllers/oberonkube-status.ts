@@ -40,6 +40,45 @@ export function heardFullWindow(
   return unknown.length === 0 || h.listeningMs >= limits.hearWindowMs + limits.specRoundPerPodMs * ids.size;
 }
 
+/**
+ * Whether the plane runs what spec.deployments orders, as heard on the air: per module, the pods
+ * heard running on Ready nodes whose image the plane announced. Only then is it `Applied`: a
+ * changed list is in the ConfigMap within seconds, but the plane has it only when its pods run it.
+ * Pods of one module are counted together (the air names a pod's module, not its deployment).
+ */
+export function appliedCondition(s: KubeSettings, v: ClusterView | undefined): ConditionInput {
+  if (!v) return { type: 'Applied', status: 'Unknown', reason: 'AirNotJudged', message: 'not listening yet' };
+  const count = (m: Map<string, number>, k: string, n: number) => m.set(k, (m.get(k) ?? 0) + n);
+  const want = new Map<string, number>();
+  for (const d of s.deployments) if (d.replicas > 0) count(want, d.module, d.replicas);
+  const heard = new Map<string, number>();
+  let unnamed = 0;
+  for (const p of v.pods) {
+    if (!p.runningOn.length) continue;
+    if (p.image === null) unnamed++;
+    else count(heard, p.image, 1);
+  }
+  const words = (m: Map<string, number>) =>
+    [...m]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, n]) => `${k} ×${n}`)
+      .join(', ') || 'nothing';
+  const same = want.size === heard.size && [...want].every(([k, n]) => heard.get(k) === n);
+  if (same && unnamed === 0)
+    return {
+      type: 'Applied',
+      status: 'True',
+      reason: 'HeardRunning',
+      message: `heard running ${words(want)}`,
+    };
+  return {
+    type: 'Applied',
+    status: 'False',
+    reason: 'NotHeardRunning',
+    message: `ordered ${words(want)}; heard running ${words(heard)}${unnamed ? ` and ${unnamed} pod(s) whose module is not heard yet` : ''}`,
+  };
+}
+
 export function computeKubeStatus(
   k: OberonKube,
   s: KubeSettings,
@@ -120,6 +159,7 @@ export function computeKubeStatus(
           message: `${running}/${desiredPods} pods running`,
         },
   );
+  conds.push(appliedCondition(s, v));
   const notReadyHeard = table
     .filter((r) => !r.ready && v?.nodes.some((n) => n.name === r.name))
     .map((r) => r.name);
