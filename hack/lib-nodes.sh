@@ -74,18 +74,20 @@ worker_shims() {
 
 # worker_power_off I: the power cut — kubelet, kube-proxy and containerd killed (SIGKILL, no
 # goodbye to the API server), then its containers and their shims. Its state stays on disk.
+# A process may end between being listed and being killed (a container dies with its shim): a kill
+# that finds nobody is not a failure, and must not end a caller running under errexit.
 worker_power_off() {
   local i=$1 p pid
   for p in kubelet kube-proxy containerd; do
     pid=$(cat "$R/pids/w$i-$p.pid" 2>/dev/null) || continue
-    [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(cat "$R/pids/w$i-$p.exe")" ] && kill -9 "$pid" 2>/dev/null
+    [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(cat "$R/pids/w$i-$p.exe")" ] && { kill -9 "$pid" 2>/dev/null || true; }
     rm -f "$R/pids/w$i-$p.pid" "$R/pids/w$i-$p.exe"
   done
   for _ in 1 2 3; do
-    for pid in $(worker_pod_pids "$i"); do kill -9 "$pid" 2>/dev/null; done
+    for pid in $(worker_pod_pids "$i"); do kill -9 "$pid" 2>/dev/null || true; done
     sleep 0.2
   done
-  for pid in $(worker_shims "$i"); do kill -9 "$pid" 2>/dev/null; done
+  for pid in $(worker_shims "$i"); do kill -9 "$pid" 2>/dev/null || true; done
   return 0
 }
 

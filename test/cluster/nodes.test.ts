@@ -177,7 +177,9 @@ describe.skipIf(skipReason() || !localNode())('several real nodes (hack/nodes-up
       kind: 'Pod',
       metadata: { name: 'writer', namespace: ns },
       spec: {
-        nodeName: 'rk-w3',
+        // Through the scheduler (not nodeName): the class binds a volume when its first pod is
+        // scheduled (WaitForFirstConsumer), and a pod placed by nodeName is never scheduled.
+        nodeSelector: { 'kubernetes.io/hostname': 'rk-w3' },
         restartPolicy: 'Never',
         containers: [
           {
