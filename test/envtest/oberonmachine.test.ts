@@ -90,13 +90,16 @@ describe('OberonMachine on a real API server', () => {
       { name: 'RK_KEY', valueFrom: { secretKeyRef: { name: 'farm-key', key: 'key' } } },
     ]);
     expect(pod.initContainers[0].name).toBe('seed');
-    // Placement (docs/operator.md): node machines of one air spread softly over the hosts.
+    // Placement (docs/operator.md): the plane and node machines of one air spread softly over the hosts.
     expect(pod.topologySpreadConstraints).toEqual([
       {
         maxSkew: 1,
         topologyKey: 'kubernetes.io/hostname',
         whenUnsatisfiable: 'ScheduleAnyway',
-        labelSelector: { matchLabels: { 'retrokube.io/air': 'lab', 'retrokube.io/role': 'node' } },
+        labelSelector: {
+          matchLabels: { 'retrokube.io/air': 'lab' },
+          matchExpressions: [{ key: 'retrokube.io/role', operator: 'In', values: ['plane', 'node'] }],
+        },
       },
     ]);
     expect(sts.spec.template.metadata.labels['retrokube.io/role']).toBe('node');

@@ -6,14 +6,7 @@ import type { KubeObject } from '../runtime/client.ts';
 import { defaultImage } from './oberonair.ts';
 import { kubeSettings, type OberonKube, renderKube } from './oberonkube-render.ts';
 import { machineSettings, type OberonMachine, renderKubeVirt, renderPod } from './oberonmachine-render.ts';
-import {
-  apart,
-  disruptionBudget,
-  machinePlacement,
-  PLACEMENT_LIMITS,
-  ROLE_LABEL,
-  spread,
-} from './placement.ts';
+import { disruptionBudget, type LabelSelector, machinePlacement, ROLE_LABEL, spread } from './placement.ts';
 import { renderSheetCluster, sheetSettings } from './sheetcluster-render.ts';
 
 const kube = (spec: Record<string, unknown> = {}): OberonKube => ({
@@ -45,56 +38,52 @@ function machinePods(k: OberonKube) {
   return { out, pods };
 }
 
-const selects = (sel: Record<string, string>, labels: Record<string, string>) =>
-  Object.entries(sel).every(([k, v]) => labels[k] === v);
+const selects = (sel: LabelSelector, labels: Record<string, string>) =>
+  Object.entries(sel.matchLabels).every(([k, v]) => labels[k] === v) &&
+  (sel.matchExpressions ?? []).every((e) => e.values.includes(labels[e.key] ?? ''));
+const spreadOf = (pod: Pod) =>
+  (pod.spec.topologySpreadConstraints ?? [])[0] as { labelSelector: LabelSelector };
 
 describe('placement of an OberonKube', () => {
-  it('spreads node machines softly by hostname and keeps the plane apart, by default', () => {
+  it('spreads the plane and its node machines together, the plane softly, by hostname, by default', () => {
     const { pods } = machinePods(kube());
-    const nodes = pods.filter((p) => p.name !== 'lab-plane');
-    expect(nodes).toHaveLength(3);
-    for (const { pod } of nodes) {
-      expect(pod.metadata.labels[ROLE_LABEL]).toBe('node');
-      const [c] = pod.spec.topologySpreadConstraints ?? [];
-      expect(c).toEqual({
-        maxSkew: 1,
-        topologyKey: 'kubernetes.io/hostname',
-        whenUnsatisfiable: 'ScheduleAnyway',
-        labelSelector: { matchLabels: { 'retrokube.io/air': 'lab-air', [ROLE_LABEL]: 'node' } },
-      });
-      // the constraint counts exactly the node machines of this cluster
-      for (const other of pods)
-        expect(
-          selects(
-            (c.labelSelector as { matchLabels: Record<string, string> }).matchLabels,
-            other.pod.metadata.labels,
-          ),
-        ).toBe(other.name !== 'lab-plane');
-    }
-    const plane = pods.find((p) => p.name === 'lab-plane')?.pod as Pod;
-    expect(plane.metadata.labels[ROLE_LABEL]).toBe('plane');
-    expect(plane.spec.topologySpreadConstraints).toBeUndefined();
-    expect(plane.spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution).toEqual([
-      {
-        weight: PLACEMENT_LIMITS.planeApartWeight,
-        podAffinityTerm: {
-          labelSelector: { matchLabels: { 'retrokube.io/air': 'lab-air', [ROLE_LABEL]: 'node' } },
+    const together = {
+      matchLabels: { 'retrokube.io/air': 'lab-air' },
+      matchExpressions: [{ key: ROLE_LABEL, operator: 'In', values: ['plane', 'node'] }],
+    };
+    expect(pods).toHaveLength(4);
+    for (const { name, pod } of pods) {
+      expect(pod.metadata.labels[ROLE_LABEL]).toBe(name === 'lab-plane' ? 'plane' : 'node');
+      expect(pod.spec.topologySpreadConstraints).toEqual([
+        {
+          maxSkew: 1,
           topologyKey: 'kubernetes.io/hostname',
+          whenUnsatisfiable: 'ScheduleAnyway',
+          labelSelector: together,
         },
-      },
-    ]);
+      ]);
+      // No anti-affinity: the scheduler would weigh the plane's against its node machines too,
+      // and pile them on the hosts without the plane.
+      expect(pod.spec.affinity).toBeUndefined();
+      // the constraint counts exactly this cluster's plane and node machines
+      for (const other of pods)
+        expect(selects(spreadOf(pod).labelSelector, other.pod.metadata.labels)).toBe(true);
+    }
+    const foreign = { 'retrokube.io/air': 'other-air', [ROLE_LABEL]: 'node' };
+    expect(selects(together as LabelSelector, foreign)).toBe(false);
+    expect(
+      selects(together as LabelSelector, { 'retrokube.io/air': 'lab-air', [ROLE_LABEL]: 'standalone' }),
+    ).toBe(false);
   });
 
   it('renders a budget that covers the node machines only, one unavailable at a time', () => {
     const { out, pods } = machinePods(kube());
-    const b = out.budget as KubeObject & { spec: { selector: { matchLabels: Record<string, string> } } };
+    const b = out.budget as KubeObject & { spec: { selector: LabelSelector } };
     expect(b.kind).toBe('PodDisruptionBudget');
     expect(b.metadata.name).toBe('rk-kube-lab-nodes');
     expect(b.metadata.ownerReferences?.[0]?.uid).toBe('k-1');
     expect(b.spec).toMatchObject({ maxUnavailable: 1, unhealthyPodEvictionPolicy: 'AlwaysAllow' });
-    const covered = pods
-      .filter((p) => selects(b.spec.selector.matchLabels, p.pod.metadata.labels))
-      .map((p) => p.name);
+    const covered = pods.filter((p) => selects(b.spec.selector, p.pod.metadata.labels)).map((p) => p.name);
     expect(covered.sort()).toEqual(['lab-node-a', 'lab-node-b', 'lab-node-c']);
   });
 
@@ -114,9 +103,10 @@ describe('placement of an OberonKube', () => {
     });
     // the plane stays a preference even then: a one-node cluster must still get its plane
     const plane = pods.find((p) => p.name === 'lab-plane')?.pod as Pod;
-    expect(
-      plane.spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution,
-    ).toHaveLength(1);
+    expect(plane.spec.topologySpreadConstraints?.[0]).toMatchObject({
+      whenUnsatisfiable: 'ScheduleAnyway',
+      topologyKey: 'topology.kubernetes.io/zone',
+    });
   });
 
   it('spread none leaves the scheduler alone (no affinity, no constraints), the budget stays', () => {
@@ -152,7 +142,7 @@ describe('placement of a machine', () => {
 
   it('standalone machines on one air spread among themselves', () => {
     expect(machinePlacement('a', 'standalone', 'air', { spread: 'soft', topologyKey: 'h' })).toEqual(
-      spread({ air: 'a', [ROLE_LABEL]: 'standalone' }, { spread: 'soft', topologyKey: 'h' }),
+      spread({ matchLabels: { air: 'a', [ROLE_LABEL]: 'standalone' } }, { spread: 'soft', topologyKey: 'h' }),
     );
   });
 
@@ -164,14 +154,17 @@ describe('placement of a machine', () => {
     expect(vm.spec.template.metadata.labels[ROLE_LABEL]).toBe('node');
     expect(vm.spec.template.spec.topologySpreadConstraints?.[0]).toMatchObject({
       whenUnsatisfiable: 'ScheduleAnyway',
-      labelSelector: { matchLabels: { 'retrokube.io/air': 'lab-air', [ROLE_LABEL]: 'node' } },
+      labelSelector: {
+        matchLabels: { 'retrokube.io/air': 'lab-air' },
+        matchExpressions: [{ key: ROLE_LABEL, operator: 'In', values: ['plane', 'node'] }],
+      },
     });
   });
 
-  it('apart and spread render nothing for spread none', () => {
+  it('spread renders nothing for spread none', () => {
     const none = { spread: 'none', topologyKey: 'h' } as const;
-    expect(apart({ a: 'b' }, none)).toEqual({});
-    expect(spread({ a: 'b' }, none)).toEqual({});
+    expect(spread({ matchLabels: { a: 'b' } }, none)).toEqual({});
+    expect(machinePlacement('a', 'plane', 'air', none)).toEqual({});
     expect(disruptionBudget({ name: 'x', namespace: 'y' }, { a: 'b' }).spec).toEqual({
       maxUnavailable: 1,
       selector: { matchLabels: { a: 'b' } },
@@ -189,32 +182,35 @@ describe('placement of a SheetCluster', () => {
   });
   const values = { token: 't', signingKey: 'k' };
 
-  it('spreads the agents, keeps the apiserver apart from them and budgets one agent at a time', () => {
+  it('spreads the apiserver and the agents together (the apiserver softly) and budgets one agent at a time', () => {
     const c = sheet({ nodes: 3 });
     const r = renderSheetCluster(c, sheetSettings(c, 'img:1'), values);
     const agents = podOf(r.agents);
     const api = podOf(r.deployment);
     const [tsc] = agents.spec.topologySpreadConstraints ?? [];
-    const agentSel = (tsc.labelSelector as { matchLabels: Record<string, string> }).matchLabels;
     expect(tsc).toMatchObject({
       maxSkew: 1,
       whenUnsatisfiable: 'ScheduleAnyway',
       topologyKey: 'kubernetes.io/hostname',
     });
-    expect(selects(agentSel, agents.metadata.labels)).toBe(true);
-    expect(selects(agentSel, api.metadata.labels)).toBe(false);
-    const term = api.spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution[0] as {
-      podAffinityTerm: { labelSelector: { matchLabels: Record<string, string> } };
-    };
-    expect(term.podAffinityTerm.labelSelector.matchLabels).toEqual(agentSel);
-    const b = r.budget as KubeObject & { spec: { selector: { matchLabels: Record<string, string> } } };
+    expect(api.spec.topologySpreadConstraints).toEqual([tsc]);
+    expect(api.spec.affinity).toBeUndefined();
+    const together = (tsc as { labelSelector: LabelSelector }).labelSelector;
+    expect(selects(together, agents.metadata.labels)).toBe(true);
+    expect(selects(together, api.metadata.labels)).toBe(true);
+    expect(selects(together, { ...agents.metadata.labels, 'app.kubernetes.io/instance': 'other' })).toBe(
+      false,
+    );
+    const b = r.budget as KubeObject & { spec: { selector: LabelSelector } };
     expect(b.metadata.name).toBe('rk-sheets-demo-node');
-    expect(b.spec.selector.matchLabels).toEqual(agentSel);
+    expect(selects(b.spec.selector, agents.metadata.labels)).toBe(true);
+    expect(selects(b.spec.selector, api.metadata.labels)).toBe(false); // one pod: no budget (docs)
   });
 
   it('required spread refuses a second agent on a node', () => {
     const c = sheet({ placement: { spread: 'required' } });
     const r = renderSheetCluster(c, sheetSettings(c, 'img:1'), values);
     expect(podOf(r.agents).spec.topologySpreadConstraints?.[0]?.whenUnsatisfiable).toBe('DoNotSchedule');
+    expect(podOf(r.deployment).spec.topologySpreadConstraints?.[0]?.whenUnsatisfiable).toBe('ScheduleAnyway');
   });
 });

@@ -17,8 +17,6 @@ export const PLACEMENT_LIMITS = {
   // pods unscheduled until a person brings a node back. A SheetCluster's scheduler moves a lost
   // agent's pods to the others: one at a time keeps N-1 agents to take them.
   maxUnavailable: 1,
-  // Preference weight (1-100) of "the plane not on a node machine's host".
-  planeApartWeight: 100,
 } as const;
 
 export const PDB: ResourceType = {
@@ -31,46 +29,61 @@ export const PDB: ResourceType = {
 
 type Labels = Record<string, string>;
 
+/** A Kubernetes label selector: every label of `matchLabels`, and each expression. */
+export interface LabelSelector {
+  matchLabels: Labels;
+  matchExpressions?: { key: string; operator: 'In'; values: string[] }[];
+}
+
 export interface PodPlacement {
   affinity?: Record<string, unknown>;
   topologySpreadConstraints?: Record<string, unknown>[];
 }
 
-/** Pods matching `selector` spread over the domains of `p.topologyKey` (none: no constraint). */
-export function spread(selector: Labels, p: PlacementSettings): PodPlacement {
+/** The pods carrying every label of `common` and one of `values` under `key`. */
+export function oneOf(common: Labels, key: string, values: string[]): LabelSelector {
+  return { matchLabels: common, matchExpressions: [{ key, operator: 'In', values }] };
+}
+
+/**
+ * Pods matching `selector` spread over the domains of `p.topologyKey` (none: no constraint).
+ * `alwaysSoft`: a preference even when the user asked for `required`.
+ */
+export function spread(selector: LabelSelector, p: PlacementSettings, alwaysSoft = false): PodPlacement {
   if (p.spread === 'none') return {};
   return {
     topologySpreadConstraints: [
       {
         maxSkew: PLACEMENT_LIMITS.maxSkew,
         topologyKey: p.topologyKey,
-        whenUnsatisfiable: p.spread === 'required' ? 'DoNotSchedule' : 'ScheduleAnyway',
-        labelSelector: { matchLabels: selector },
+        whenUnsatisfiable: p.spread === 'required' && !alwaysSoft ? 'DoNotSchedule' : 'ScheduleAnyway',
+        labelSelector: selector,
       },
     ],
   };
 }
 
-/** Prefer a domain without pods matching `others` ("where possible": never a hard rule). */
-export function apart(others: Labels, p: PlacementSettings): PodPlacement {
-  if (p.spread === 'none') return {};
-  return {
-    affinity: {
-      podAntiAffinity: {
-        preferredDuringSchedulingIgnoredDuringExecution: [
-          {
-            weight: PLACEMENT_LIMITS.planeApartWeight,
-            podAffinityTerm: { labelSelector: { matchLabels: others }, topologyKey: p.topologyKey },
-          },
-        ],
-      },
-    },
-  };
+/**
+ * One cluster's leader (a plane, an apiserver) and its members (node machines, agents) spread
+ * together: the members by the user's rule, the leader always softly (a cluster with fewer
+ * Kubernetes nodes than pods must still get it). Counting the leader is what keeps it apart from
+ * its members where there is room: it goes to the emptiest domain. A preferred anti-affinity did
+ * that worse — the scheduler weighs it for the members too (symmetrically), so after a drain to two
+ * hosts it stacked four of five node machines on the host without the plane.
+ */
+export function spreadTogether(
+  common: Labels,
+  key: string,
+  roles: { leader: string; member: string },
+  who: 'leader' | 'member',
+  p: PlacementSettings,
+): PodPlacement {
+  return spread(oneOf(common, key, [roles.leader, roles.member]), p, who === 'leader');
 }
 
 /**
- * A machine's placement: the node machines of one air spread over the domains; the plane kept
- * apart from them where it can; standalone machines sharing an air spread among themselves.
+ * A machine's placement: the plane and the node machines of one air spread together (the plane
+ * softly); standalone machines sharing an air spread among themselves.
  */
 export function machinePlacement(
   air: string | undefined,
@@ -79,8 +92,9 @@ export function machinePlacement(
   p: PlacementSettings,
 ): PodPlacement {
   if (!air) return {};
-  if (role === 'plane') return apart({ [airLabel]: air, [ROLE_LABEL]: 'node' }, p);
-  return spread({ [airLabel]: air, [ROLE_LABEL]: role }, p);
+  if (role === 'standalone') return spread({ matchLabels: { [airLabel]: air, [ROLE_LABEL]: role } }, p);
+  const roles = { leader: 'plane', member: 'node' };
+  return spreadTogether({ [airLabel]: air }, ROLE_LABEL, roles, role === 'plane' ? 'leader' : 'member', p);
 }
 
 /**

@@ -14,7 +14,7 @@ import {
 } from '../api/sheetcluster.ts';
 import type { KubeObject } from '../runtime/client.ts';
 import { controllerRef, MANAGED_BY } from '../runtime/objects.ts';
-import { apart, disruptionBudget, type PodPlacement, spread } from './placement.ts';
+import { disruptionBudget, type PodPlacement, spreadTogether } from './placement.ts';
 import { restrictedContainerSecurity, restrictedPodSecurity } from './pod-security.ts';
 
 export const LIMITS = {
@@ -129,11 +129,15 @@ export function serviceUrl(s: Pick<SheetSettings, 'name' | 'namespace'>): string
   return `http://${sheetChild(s.name)}.${s.namespace}.svc.cluster.local:${SHEET_DEFAULTS.port}`;
 }
 
+const COMPONENT = 'app.kubernetes.io/component';
+/** The apiserver and the agents spread together, the apiserver softly (placement.ts). */
+const SHEET_ROLES = { leader: 'apiserver', member: 'node' };
+
 function labels(s: SheetSettings, component?: string): Record<string, string> {
   return {
     'app.kubernetes.io/name': 'retrokube-sheets',
     'app.kubernetes.io/instance': s.name,
-    ...(component ? { 'app.kubernetes.io/component': component } : {}),
+    ...(component ? { [COMPONENT]: component } : {}),
   };
 }
 
@@ -316,7 +320,7 @@ export function renderSheetCluster(
           volumeMounts: [storeMount, tmpMount],
         },
         [storeVolume, tmpVolume],
-        apart(labels(s, 'node'), s.placement), // the apiserver off the agents' nodes, where it can
+        spreadTogether(labels(s), COMPONENT, SHEET_ROLES, 'leader', s.placement), // off the agents' nodes, where it can
       ),
     },
   };
@@ -380,7 +384,7 @@ export function renderSheetCluster(
           tmpVolume,
           ...(docker ? [{ name: 'docker', hostPath: { path: s.dockerSocket, type: 'Socket' } }] : []),
         ],
-        spread(agentSelector, s.placement),
+        spreadTogether(labels(s), COMPONENT, SHEET_ROLES, 'member', s.placement),
       ),
     },
   };
