@@ -23,6 +23,7 @@ export interface VitestReport {
 /** The vitest project of a test file, by the include patterns of vitest.config.ts. */
 export function projectOf(file: string): string {
   if (/\.host\.test\.ts$/.test(file)) return 'host';
+  if (/\/test\/cluster\/nodes\.test\.ts$/.test(file)) return 'nodes';
   const m = /\/test\/(envtest|qemu|e2e|cluster|browser)\//.exec(file);
   return m ? m[1] : 'unit';
 }

@@ -192,11 +192,12 @@ Y
   start_ns_proc "w$i-kube-proxy" "$ns" "$nb/kube-proxy" --config="$wd/kube-proxy.yaml"
 }
 
-# The machine's real-node lock (test/cluster/global-setup.ts): a file naming the pid that holds it.
+# The machine's lock of the several nodes (test/cluster/nodes-setup.ts; the single node has its own,
+# /tmp/retrokube-node.lock, and shares nothing with these): a file naming the pid that holds it.
 # Held by an ancestor of ours (the suite's process), the cluster runs under it; free, the cluster
 # takes it in the name of its kube-apiserver (released by nodes-down); held by anyone else alive,
 # the caller refuses.
-NODE_LOCK=/tmp/retrokube-node.lock
+NODE_LOCK=/tmp/retrokube-nodes.lock
 lock_holder() { { tr -d ' \n' <"$NODE_LOCK"; } 2>/dev/null || true; }
 is_ancestor() {
   local p=$$ want=$1
@@ -214,5 +215,5 @@ lock_problem() {
   [ -d "/proc/$h" ] || return 0
   is_ancestor "$h" && return 0
   [ "$h" = "$(cat "$R/pids/kube-apiserver.pid" 2>/dev/null)" ] && return 0
-  echo "the real node is in use by pid $h ($NODE_LOCK: a test run or another cluster); wait for it to finish"
+  echo "the several nodes are in use by pid $h ($NODE_LOCK: a test run, a benchmark or a cluster started by hand); wait for it to finish"
 }

@@ -1,15 +1,16 @@
 // Several real nodes (hack/nodes-up.sh, run here as root): node join time, memory and CPU of one
 // more worker node, a 5-node OberonKube apply → Ready on 1 vs all nodes, and a node's power cut →
-// converged again. Prints figures and writes bench/results/nodes.json (with CPU model and load).
-// Usage: node bench/nodes/run.ts [--nodes 3] [--steady-s 20]
-// Starts and stops its own cluster (it takes /tmp/retrokube-node.lock like the suite); needs the
+// converged again. Prints figures and writes nodes.json (bench/results/ with --save; results.ts).
+// Usage: node bench/nodes/run.ts [--nodes 3] [--steady-s 20] [--save]
+// Starts and stops its own cluster (it takes /tmp/retrokube-nodes.lock like the suite); needs the
 // node binaries (npm run setup) and root.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { locateTestBins, REPO_ROOT } from '../../test/envtest/control-plane.ts';
+import { startRecording, writeResults } from '../results.ts';
 
 const LIMITS = {
   convergeMs: 900_000, // 6 machines booting on 2 shared cores
@@ -17,12 +18,16 @@ const LIMITS = {
   notReadyMs: 180_000,
 } as const;
 const { values: args } = parseArgs({
-  options: { nodes: { type: 'string', default: '3' }, 'steady-s': { type: 'string', default: '20' } },
+  options: {
+    nodes: { type: 'string', default: '3' },
+    'steady-s': { type: 'string', default: '20' },
+    save: { type: 'boolean', default: false },
+  },
 });
 const workers = Number(args.nodes);
 const steadyS = Number(args['steady-s']);
 const DIR = process.env.RETROKUBE_NODES_DIR ?? '/tmp/retrokube-nodes';
-const LOCK = '/tmp/retrokube-node.lock';
+const LOCK = '/tmp/retrokube-nodes.lock';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const say = (s: string) => console.log(`[bench/nodes ${new Date().toISOString().slice(11, 19)}] ${s}`);
@@ -90,19 +95,13 @@ function kubeReady(ns: string, name: string, nodes: number): boolean {
   );
 }
 
-const results: Record<string, unknown> = {
-  bench: 'nodes',
-  date: new Date().toISOString(),
-  cpuModel: cpus()[0]?.model,
-  cores: cpus().length,
-  workers,
-  loadavgStart: loadavg()[0],
-};
+const record = startRecording();
+const results: Record<string, unknown> = { workers };
 try {
   writeFileSync(LOCK, `${process.pid}\n`, { flag: 'wx' });
 } catch {
   console.error(
-    `bench/nodes: ${LOCK} is held (pid ${readFileSync(LOCK, 'utf8').trim()}): a test run uses the real node; wait for it`,
+    `bench/nodes: ${LOCK} is held (pid ${readFileSync(LOCK, 'utf8').trim()}): a test run or a cluster started by hand uses the several nodes; wait for it`,
   );
   process.exit(1);
 }
@@ -221,7 +220,5 @@ try {
   if (kubeconfig && !process.env.RETROKUBE_NODE_KEEP) hack('nodes-down.sh', []);
   if (readFileSync(LOCK, 'utf8').trim() === String(process.pid)) rmSync(LOCK, { force: true });
 }
-results.loadavgEnd = loadavg()[0];
-mkdirSync(join(REPO_ROOT, 'bench/results'), { recursive: true });
-writeFileSync(join(REPO_ROOT, 'bench/results/nodes.json'), `${JSON.stringify(results, null, 2)}\n`);
+writeResults('nodes', results, record);
 console.log(JSON.stringify(results, null, 2));

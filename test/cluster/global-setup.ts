@@ -49,6 +49,8 @@ const NODE_DIR = process.env.RETROKUBE_NODE_DIR ?? '/tmp/retrokube-node';
 // One node per machine (the bridge, the pod cgroups and kube-proxy's chains are machine-wide), so
 // two runs of this project take turns: node-up.sh would otherwise clean the other run's node away.
 const NODE_LOCK = '/tmp/retrokube-node.lock';
+/** Likewise the several nodes of hack/nodes-up.sh (their own names, addresses and cgroups). */
+export const NODES_LOCK = '/tmp/retrokube-nodes.lock';
 const LIMITS = {
   lockWaitMs: 90 * 60_000, // a whole cold run of the other holder, then give up with its pid
   lockPollMs: 2_000,
@@ -64,36 +66,35 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Waits until this process holds the machine's node lock (a file holding the owner's pid). */
-async function takeNodeLock(): Promise<() => void> {
+/** Waits until this process holds a lock of the machine's nodes (a file holding the owner's pid). */
+export async function takeNodeLock(lock = NODE_LOCK): Promise<() => void> {
   const t0 = Date.now();
   let reported = t0;
   for (;;) {
     try {
-      writeFileSync(NODE_LOCK, `${process.pid}\n`, { flag: 'wx' });
+      writeFileSync(lock, `${process.pid}\n`, { flag: 'wx' });
       const release = () => {
-        if (readFileSync(NODE_LOCK, 'utf8').trim() === String(process.pid))
-          rmSync(NODE_LOCK, { force: true });
+        if (readFileSync(lock, 'utf8').trim() === String(process.pid)) rmSync(lock, { force: true });
       };
       return release;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
-    const owner = Number(readFileSync(NODE_LOCK, 'utf8').trim());
+    const owner = Number(readFileSync(lock, 'utf8').trim());
     if (!Number.isInteger(owner) || owner <= 0 || !alive(owner)) {
-      rmSync(NODE_LOCK, { force: true }); // left by a run that died
+      rmSync(lock, { force: true }); // left by a run that died
       continue;
     }
     const waited = Date.now() - t0;
     if (waited > LIMITS.lockWaitMs) {
       throw new Error(
-        `cluster: the real node is held by pid ${owner} (${NODE_LOCK}) for over ${(waited / 60_000) | 0} min; stop that run or remove the file if it is not a test run`,
+        `cluster: the real node is held by pid ${owner} (${lock}) for over ${(waited / 60_000) | 0} min; stop that run or remove the file if it is not a test run`,
       );
     }
     if (Date.now() - reported >= LIMITS.lockReportMs) {
       reported = Date.now();
       console.log(
-        `[cluster] waiting for the real node: pid ${owner} holds ${NODE_LOCK} (${Math.round(waited / 1000)} s so far)`,
+        `[cluster] waiting for the real node: pid ${owner} holds ${lock} (${Math.round(waited / 1000)} s so far)`,
       );
     }
     await new Promise((r) => setTimeout(r, LIMITS.lockPollMs));
@@ -112,7 +113,7 @@ export function imageNameOf(archive: string): string {
  * Runs hack/NAME; its progress goes to the terminal (stderr inherited), its answer (a path) is the
  * last line of stdout. Asynchronous: vitest's main process keeps serving the workers meanwhile.
  */
-function script(name: string): Promise<string> {
+export function script(name: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn('bash', [join(HACK, name)], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -139,7 +140,7 @@ function importImage(node: ClusterNodeInfo, archive: string): Promise<void> {
   });
 }
 
-function skipOrFail(project: TestProject, reason: string): void {
+export function skipOrFail(project: TestProject, reason: string): void {
   if (process.env.CI === 'true') throw new Error(`cluster: ${reason}`);
   console.log(`[cluster] not run: ${reason}`);
   project.provide('clusterSkip', reason);

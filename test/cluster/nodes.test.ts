@@ -1,20 +1,24 @@
 // Several real nodes (hack/nodes-up.sh): one control plane and three worker nodes on this machine,
-// started once for this file while the suite's node lock is held (the global setup's). Proves the
-// cluster itself (node IPs, pod networks routed between nodes, DNS, a volume any node can take),
-// then an OberonKube of 5 node machines spread over the nodes, a drain that keeps to the
-// machines' disruption budget, and a whole node's power cut: its machines NotReady on the air,
-// their pods moved and the cluster converged, the node back and Ready.
+// started once for this file while the machine's lock of the several nodes is held (the `nodes`
+// project's global setup, nodes-setup.ts). Proves the cluster itself (node IPs, pod networks routed
+// between nodes, DNS, a volume any node can take), then an OberonKube of 5 node machines spread over
+// the nodes with its plane, a drain that keeps to the machines' disruption budget, a whole node's
+// power cut (its machines NotReady on the air, their pods moved, the cluster converged, the node
+// back and Ready), and a SheetCluster whose agents spread over the nodes: a node's power cut moves
+// its tickers to the other agents through the sheet's own scheduler, nothing twice.
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { SheetsClient } from '../../operator/src/sheets/ctl/client.ts';
 import { REPO_ROOT } from '../envtest/control-plane.ts';
 import {
+  apiProxy,
   apply,
   type Deep,
+  freshNamespace,
   getJson,
   installChart,
   kubectl,
-  localNode,
   podReady,
   pods,
   run,
@@ -44,6 +48,22 @@ function hack(name: string, args: string[], env: NodeJS.ProcessEnv = process.env
   return out.trim().split('\n').pop() ?? '';
 }
 
+/**
+ * Cuts the power of worker `name` (hack/nodes-worker.sh off). `restore` — always called, in a
+ * `finally`, so one failed case leaves the next a whole cluster — lifts an out-of-service taint
+ * a case may have set and powers the worker on again (the script waits until it is Ready).
+ */
+function powerCut(name: string): { restore(): Promise<void> } {
+  const index = name.replace('rk-w', '');
+  hack('nodes-worker.sh', ['off', index]);
+  return {
+    async restore() {
+      await kubectl(['taint', 'node', name, 'node.kubernetes.io/out-of-service-']).catch(() => '');
+      hack('nodes-worker.sh', ['on', index]);
+    },
+  };
+}
+
 const cond = (o: Deep, type: string) =>
   (o?.status?.conditions ?? []).find((c: Deep) => c.type === type)?.status;
 const nodeOf = (p: Deep): string => p.spec?.nodeName ?? '';
@@ -57,8 +77,9 @@ async function workerNodes(): Promise<{ name: string; ip: string; ready: boolean
   }));
 }
 
-// Only where the suite started its own node as root: the scripts act on this machine.
-describe.skipIf(skipReason() || !localNode())('several real nodes (hack/nodes-up.sh)', () => {
+// The `nodes` project's global setup (nodes-setup.ts) says why when it cannot run (not root, the
+// suite pointed at another cluster); under CI=true that is a failure, never a skip.
+describe.skipIf(skipReason())('several real nodes (hack/nodes-up.sh)', () => {
   let kubeconfig: string;
   let ns: string;
 
@@ -207,6 +228,12 @@ describe.skipIf(skipReason() || !localNode())('several real nodes (hack/nodes-up
     let kns: string;
     const kube = () => getJson(['oberonkube', '-n', kns, KUBE]);
     const machinePods = () => pods(kns, 'app.kubernetes.io/name=retrokube-machine');
+    /** How many of the given pods each Kubernetes node holds. */
+    const perHost = (ps: Deep[]) => {
+      const m = new Map<string, number>();
+      for (const p of ps) m.set(nodeOf(p), (m.get(nodeOf(p)) ?? 0) + 1);
+      return m;
+    };
     /** Ready and converged on the air with every node heard, and every machine pod Ready. */
     const allUp = async () => {
       const o = await kube();
@@ -243,17 +270,36 @@ describe.skipIf(skipReason() || !localNode())('several real nodes (hack/nodes-up
       });
       await waitFor('5 nodes heard Ready, converged, 6 machine pods Ready', allUp, LIMITS.convergeMs);
       const nodesUsed = new Set((await pods(kns, NODE_MACHINES)).map(nodeOf));
-      expect(nodesUsed.size).toBe(WORKERS); // soft spread: 2 + 2 + 1
+      expect(nodesUsed.size).toBe(WORKERS); // soft spread of the plane and its nodes: 2 + 2 + 2
+      expect(Math.max(...perHost(await machinePods()).values())).toBeLessThanOrEqual(3);
       const pdb = await getJson(['pdb', '-n', kns, `rk-kube-${KUBE}-nodes`]);
       expect(pdb.status).toMatchObject({ expectedPods: 5, currentHealthy: 5, disruptionsAllowed: 1 });
     });
 
     it('kubectl drain evicts a node’s machines one at a time (the budget) and the cluster converges again', async () => {
-      const perNode = new Map<string, number>();
-      for (const p of await pods(kns, NODE_MACHINES))
-        perNode.set(nodeOf(p), (perNode.get(nodeOf(p)) ?? 0) + 1);
-      const [target] = [...perNode.entries()].sort((a, b) => b[1] - a[1])[0];
+      // A node with two node machines and neither the relay nor the operator (with 2 + 2 + 1 and a
+      // plane, there is one): evicting the relay silences the air, its machines go unready, and
+      // the budget rightly lets unhealthy pods go (AlwaysAllow) — not the case under test here.
+      const perNode = perHost(await pods(kns, NODE_MACHINES));
+      const target = await busiestHost(perNode);
       expect(perNode.get(target)).toBeGreaterThanOrEqual(2);
+      await waitFor(
+        'the budget allowing one disruption, all five healthy',
+        async () => {
+          const st = (await getJson(['pdb', '-n', kns, `rk-kube-${KUBE}-nodes`])).status;
+          return st?.currentHealthy === 5 && st.disruptionsAllowed === 1;
+        },
+        LIMITS.convergeMs,
+      );
+      try {
+        await drainOne(target);
+      } finally {
+        await kubectl(['uncordon', target]);
+      }
+    });
+
+    /** kubectl drain of `target`: one machine at a time, then converged again on the others. */
+    async function drainOne(target: string): Promise<void> {
       const r = await run(
         inject('clusterTools').kubectl,
         [
@@ -273,15 +319,43 @@ describe.skipIf(skipReason() || !localNode())('several real nodes (hack/nodes-up
       expect(`${r.stdout}${r.stderr}`).toMatch(/disruption budget/);
       expect((await pods(kns, NODE_MACHINES)).filter((p) => nodeOf(p) === target)).toHaveLength(0);
       await waitFor('converged after the drain', allUp, LIMITS.recoverMs);
-      await kubectl(['uncordon', target]);
-    });
+      // Two hosts left for six machines (the plane and five nodes): spread 3 + 3, not stacked. The
+      // plane's anti-affinity once pushed four node machines onto the host without it.
+      expect(Math.max(...perHost(await machinePods()).values())).toBeLessThanOrEqual(3);
+    }
+
+    /**
+     * The host with the most node machines; among equals, one without the relay or the operator
+     * where there is one (a case about the machines should not lose the air or the status writer).
+     */
+    async function busiestHost(counts: Map<string, number>): Promise<string> {
+      const busy = new Set(
+        [
+          ...(await pods(kns, 'app.kubernetes.io/name=retrokube')),
+          ...(await pods(kns, 'app.kubernetes.io/component=air-relay')),
+        ].map(nodeOf),
+      );
+      return [...counts.entries()].sort(
+        (a, b) => b[1] - a[1] || Number(busy.has(a[0])) - Number(busy.has(b[0])),
+      )[0][0];
+    }
 
     it('a node’s power cut: its machines NotReady on the air, their pods moved, converged; the node rejoins', async () => {
-      const byNode = new Map<string, number>();
-      for (const p of await pods(kns, NODE_MACHINES)) byNode.set(nodeOf(p), (byNode.get(nodeOf(p)) ?? 0) + 1);
-      const [victim] = [...byNode.entries()].sort((a, b) => b[1] - a[1])[0];
-      const index = victim.replace('rk-w', '');
-      hack('nodes-worker.sh', ['off', index]);
+      // The operator's and the relay's own losses are healed by their Deployments; this case is
+      // about the machines, so it spares those where it can (busiestHost).
+      const victim = await busiestHost(perHost(await pods(kns, NODE_MACHINES)));
+      const cut = powerCut(victim);
+      try {
+        await machinesMove(victim);
+      } finally {
+        await cut.restore();
+      }
+      expect((await workerNodes()).every((n) => n.ready)).toBe(true);
+      expect(await waitFor('still converged', allUp, LIMITS.convergeMs)).toBeTruthy();
+    });
+
+    /** The machines of the dead node `victim` heard lost, moved, and the cluster converged again. */
+    async function machinesMove(victim: string): Promise<void> {
       await waitFor(
         `${victim} NotReady`,
         async () =>
@@ -293,7 +367,7 @@ describe.skipIf(skipReason() || !localNode())('several real nodes (hack/nodes-up
       await waitFor(
         'fewer nodes heard Ready',
         async () => ((await kube()).status?.readyNodes ?? 5) < 5,
-        120_000,
+        LIMITS.recoverMs,
       );
       // The kubelet is gone, so the evicted pods can never confirm they stopped: the StatefulSets
       // would wait for them forever. The node is declared out of service (Kubernetes' non-graceful
@@ -305,11 +379,158 @@ describe.skipIf(skipReason() || !localNode())('several real nodes (hack/nodes-up
         LIMITS.recoverMs,
       );
       await waitFor('converged on the live nodes', allUp, LIMITS.recoverMs);
-      // Power back: the node rejoins under its name.
-      await kubectl(['taint', 'node', victim, 'node.kubernetes.io/out-of-service-']);
-      hack('nodes-worker.sh', ['on', index]);
-      expect((await workerNodes()).every((n) => n.ready)).toBe(true);
-      expect(await waitFor('still converged', allUp, LIMITS.convergeMs)).toBeTruthy();
+    }
+  });
+  describe('a SheetCluster of 3 agents', () => {
+    const NAME = 'farm';
+    const CHILD = `rk-sheets-${NAME}`;
+    const AGENTS = `app.kubernetes.io/instance=${NAME},app.kubernetes.io/component=node`;
+    const APISERVER = `app.kubernetes.io/instance=${NAME},app.kubernetes.io/component=apiserver`;
+    const AGENT_NAMES = ['node-0', 'node-1', 'node-2'];
+    const TICKERS = 6;
+    const TTL_S = 15; // the sheet's failover TTL under test: long enough for a loaded 2-core machine
+    type Row = Record<string, unknown>;
+    let sns: string;
+    let proxy: { url: string; close(): void } | undefined;
+    let sheet: SheetsClient;
+    const rows = (kind: string): Promise<Row[] | undefined> => sheet.get(kind).catch(() => undefined);
+    /** Every ticker Running on an agent of `on`, exactly TICKERS of them, no name twice. */
+    const tickersOn = async (on: string[]): Promise<Row[] | undefined> => {
+      const t = (await rows('pods'))?.filter((p) => p.deployment === 'ticker');
+      return t &&
+        t.length === TICKERS &&
+        new Set(t.map((p) => p.name)).size === TICKERS &&
+        t.every((p) => p.phase === 'Running' && on.includes(String(p.node)))
+        ? t
+        : undefined;
+    };
+    const nodesInSheet = async (want: Record<string, string>): Promise<boolean> => {
+      const n = await rows('nodes');
+      return (
+        !!n && Object.entries(want).every(([name, st]) => n.some((r) => r.name === name && r.status === st))
+      );
+    };
+    const secretValue = async (name: string, entry: string): Promise<string> =>
+      Buffer.from((await getJson(['secret', '-n', sns, name])).data[entry], 'base64').toString();
+
+    beforeAll(async () => {
+      sns = await freshNamespace('nodes-sheets');
+      await installChart(sns, `rk-${sns.split('-').pop()}`);
+      proxy = await apiProxy();
+    }, LIMITS.upMs);
+    afterAll(() => proxy?.close());
+
+    const sheetCluster = (tickers: number) =>
+      apply({
+        apiVersion: 'retrokube.io/v1alpha1',
+        kind: 'SheetCluster',
+        metadata: { name: NAME, namespace: sns },
+        spec: {
+          nodes: 3,
+          failoverSeconds: TTL_S,
+          store: { type: 'xlsx', xlsx: { size: '64Mi' } },
+          deployments: [{ name: 'ticker', replicas: tickers }],
+        },
+      });
+
+    it('its agents spread over the three nodes; the tickers run on all of them, as the sheet says', async () => {
+      // No tickers until every agent is in the sheet: the sheet's scheduler places pods on the
+      // agents it has, and the first agent to register would otherwise take them all.
+      await sheetCluster(0);
+      await waitFor(
+        'the apiserver and 3 agents Ready',
+        async () =>
+          (await pods(sns, APISERVER)).filter(podReady).length === 1 &&
+          (await pods(sns, AGENTS)).filter(podReady).length === 3,
+        LIMITS.convergeMs,
+      );
+      // Spread: one agent on each node (the apiserver shares one of them: four pods, three hosts).
+      expect(new Set((await pods(sns, AGENTS)).map(nodeOf)).size).toBe(WORKERS);
+      if (!proxy) throw new Error('no kubectl proxy');
+      sheet = new SheetsClient({
+        url: `${proxy.url}/api/v1/namespaces/${sns}/services/${CHILD}:http/proxy/`,
+        token: await secretValue(`${CHILD}-token`, 'token'),
+        key: await secretValue(`${CHILD}-signing`, 'key'),
+        timeoutMs: 10_000,
+      });
+      await waitFor(
+        'the 3 agents Ready in the sheet',
+        () => nodesInSheet(Object.fromEntries(AGENT_NAMES.map((n) => [n, 'Ready']))),
+        LIMITS.convergeMs,
+      );
+      await sheetCluster(TICKERS);
+      const t = await waitFor(
+        '6 tickers Running on the agents',
+        () => tickersOn(AGENT_NAMES),
+        LIMITS.convergeMs,
+      );
+      // Our scheduler spreads them too (least loaded agent first): every agent runs some.
+      expect(new Set(t.map((p) => p.node)).size).toBe(3);
     });
+
+    it('a node’s power cut: its agent NotReady in the sheet after the TTL, its tickers rescheduled on the others, nothing twice; the node back, the agent rejoins', async () => {
+      const agentHost = new Map((await pods(sns, AGENTS)).map((p) => [nodeOf(p), p.metadata.name as string]));
+      const apiHost = nodeOf((await pods(sns, APISERVER))[0]);
+      // Not the apiserver's node: its workbook is the cluster (a node-local volume's loss is in
+      // docs/operator.md); an agent's node is the loss a Sheeternetes cluster heals by itself.
+      const host = [...agentHost.keys()].find((h) => h !== apiHost) ?? '';
+      const victim = (agentHost.get(host) ?? '').replace(`${CHILD}-`, '');
+      const moving = ((await tickersOn(AGENT_NAMES)) ?? [])
+        .filter((p) => p.node === victim)
+        .map((p) => p.name);
+      expect(moving.length).toBeGreaterThan(0);
+      const t0 = Date.now();
+      const cut = powerCut(host);
+      try {
+        await agentLost(victim, moving, t0);
+      } finally {
+        await cut.restore();
+      }
+      await waitFor(
+        `${victim} Ready again in the sheet`,
+        () => nodesInSheet({ [victim]: 'Ready' }),
+        LIMITS.recoverMs,
+      );
+      await waitFor(
+        'the SheetCluster Ready 3/3 again',
+        async () => {
+          const c = await getJson(['sheetcluster', '-n', sns, NAME]);
+          return cond(c, 'Ready') === 'True' && c.status?.nodes === '3/3';
+        },
+        LIMITS.recoverMs,
+      );
+      expect(await tickersOn(AGENT_NAMES)).toBeTruthy();
+    });
+
+    /** The agent `victim` of a dead node: NotReady in the sheet, its tickers on the others, status says so. */
+    async function agentLost(victim: string, moving: unknown[], t0: number): Promise<void> {
+      const survivors = AGENT_NAMES.filter((n) => n !== victim);
+      await waitFor(
+        `${victim} NotReady in the sheet`,
+        () => nodesInSheet({ [victim]: 'NotReady' }),
+        LIMITS.recoverMs,
+      );
+      const lostS = (Date.now() - t0) / 1000;
+      const moved = await waitFor(
+        `${moving.join(', ')} Running on ${survivors.join(' or ')}`,
+        () => tickersOn(survivors),
+        LIMITS.recoverMs,
+      );
+      console.log(
+        `[nodes] sheet: ${victim} NotReady ${lostS.toFixed(1)} s after its node's power cut (TTL ${TTL_S} s); its tickers on the survivors after ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+      );
+      expect(lostS).toBeGreaterThanOrEqual(TTL_S - 5 - 2); // not before the TTL (a heartbeat, slack)
+      for (const m of moving) expect(moved.some((p) => p.name === m)).toBe(true);
+      const o = await waitFor(
+        'the SheetCluster Degraded naming the lost agent',
+        async () => {
+          const c = await getJson(['sheetcluster', '-n', sns, NAME]);
+          const d = (c.status?.conditions ?? []).find((x: Deep) => x.type === 'Degraded');
+          return d?.reason === 'NodesNotReady' && d;
+        },
+        LIMITS.recoverMs,
+      );
+      expect(o.message).toContain(victim);
+    }
   });
 });

@@ -9,6 +9,7 @@ describe('.ci/timings.ts', () => {
     expect(projectOf('/r/operator/src/machine/vnc.host.test.ts')).toBe('host');
     expect(projectOf('/r/test/envtest/chart.test.ts')).toBe('envtest');
     expect(projectOf('/r/test/cluster/node.test.ts')).toBe('cluster');
+    expect(projectOf('/r/test/cluster/nodes.test.ts')).toBe('nodes');
     expect(projectOf('/r/test/unit/docs.test.ts')).toBe('unit');
   });
   it('a project lasts from its first file start to its last file end', () => {
