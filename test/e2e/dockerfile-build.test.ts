@@ -47,19 +47,25 @@ function unpack(archive: string, work: string): Image {
   const manifest = JSON.parse(readFileSync(blob(index.manifests[0].digest), 'utf8'));
   const config = JSON.parse(readFileSync(blob(manifest.config.digest), 'utf8'));
   for (const l of manifest.layers as { digest: string }[]) {
-    execFileSync('tar', ['-xzf', blob(l.digest), '-C', root]);
-    // Whiteouts of this layer remove what lower layers put there (then the marker itself).
-    const marks = execFileSync('find', [root, '-name', '.wh.*'], { encoding: 'utf8' })
-      .split('\n')
-      .filter(Boolean);
-    for (const m of marks) {
-      const parent = m.replace(/\/[^/]*$/, '');
-      const base = m.split('/').pop() ?? '';
+    // tar names what it extracts (-v): this layer's whiteouts are among those names, so no walk of
+    // the whole tree per layer is needed to find them.
+    const names = new Set(
+      execFileSync('tar', ['-xzvf', blob(l.digest), '-C', root], { encoding: 'utf8', maxBuffer: 64 << 20 })
+        .split('\n')
+        .filter(Boolean)
+        .map((n) => n.replace(/^\.\//, '').replace(/\/$/, '')),
+    );
+    // Whiteouts of this layer remove what lower layers put there (then the marker itself): `.wh.X`
+    // hides X; `.wh..wh..opq` hides every entry of its folder that this layer did not bring.
+    for (const mark of [...names].filter((n) => /(^|\/)\.wh\.[^/]*$/.test(n))) {
+      const folder = mark.includes('/') ? mark.replace(/\/[^/]*$/, '') : '';
+      const base = mark.split('/').pop() ?? '';
       if (base === '.wh..wh..opq') {
-        for (const e of readdirSync(parent))
-          if (e !== base) rmSync(join(parent, e), { recursive: true, force: true });
-      } else rmSync(join(parent, base.slice(4)), { recursive: true, force: true });
-      rmSync(m, { force: true });
+        for (const e of readdirSync(join(root, folder)))
+          if (!names.has(folder ? `${folder}/${e}` : e))
+            rmSync(join(root, folder, e), { recursive: true, force: true });
+      } else rmSync(join(root, folder, base.slice(4)), { recursive: true, force: true });
+      rmSync(join(root, mark), { force: true });
     }
   }
   return { root, config: config.config, layers: manifest.layers.length };
