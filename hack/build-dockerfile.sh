@@ -109,10 +109,11 @@ say "base: pull oci-archive:$base"
 base_id=$("${B[@]}" pull --quiet "oci-archive:$base" | tail -1)
 "${B[@]}" tag "$base_id" "localhost/node-base:$base_tag"
 say "buildah build --layers (cold: npm ci from the registry, the Kube disk by ORP in the emulator) ($(($(date +%s) - t0)) s)"
+# --force-rm: a failed step leaves no working container (with its layers mounted) behind.
 # --layers: each instruction's result is a cached layer keyed by its parent, its text and build
 # arguments, and for COPY the copied files' content: after a change in operator/ only the final
 # COPY runs again; a changed package.json or lock runs npm ci again (the deps stage's first COPY).
-nice -n 10 "${B[@]}" build --isolation chroot --network host --layers \
+nice -n 10 "${B[@]}" build --isolation chroot --network host --layers --force-rm \
   --build-arg "NODE_IMAGE=localhost/node-base:$base_tag" \
   --build-arg "OBERON_BASE_URL=http://127.0.0.1:$port/$(basename "$disk")" \
   -t "localhost/retrokube:buildah-$key" -f "$ctx/Dockerfile" "$ctx" >&2

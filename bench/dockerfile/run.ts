@@ -10,6 +10,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
   appendFileSync,
+  existsSync,
   mkdirSync,
   readFileSync,
   realpathSync,
@@ -35,7 +36,16 @@ if (process.getuid?.() !== 0) {
 }
 
 const WORK = join(REPO, '.cache/bench-dockerfile');
-rmSync(WORK, { recursive: true, force: true });
+const STORE = join(WORK, 'cache/retrokube/image-work/buildah');
+/** Removes the work folder; first buildah's working containers, whose layers may be mounted there. */
+function clean(): void {
+  if (existsSync(join(STORE, 'store')))
+    spawnSync('buildah', ['--root', join(STORE, 'store'), '--runroot', join(STORE, 'run'), 'rm', '--all'], {
+      stdio: 'ignore',
+    });
+  rmSync(WORK, { recursive: true, force: true });
+}
+clean();
 mkdirSync(WORK, { recursive: true });
 const clone = join(WORK, 'repo');
 execFileSync('git', ['clone', '--quiet', '--shared', REPO, clone]);
@@ -120,7 +130,7 @@ function build(name: string, change: string): Build {
     archiveCached: /\] cached/.test(r.stderr),
     steps: stepsOf(r.stderr),
     archiveMiB: mib(statSync(archive).size),
-    storeMiB: duMiB(join(WORK, 'cache/retrokube/image-work/buildah/store')),
+    storeMiB: duMiB(join(STORE, 'store')),
   };
   const ran = b.steps.filter((s) => !s.cached).map((s) => s.step.split(' ').slice(0, 2).join(' '));
   process.stdout.write(
@@ -169,7 +179,7 @@ const lock = build('lock', 'a newline added to package-lock.json');
 builds.push(lock);
 expectRan(lock, [DEPS], []);
 
-rmSync(WORK, { recursive: true, force: true });
+clean();
 writeResults('dockerfile', { builds, problems }, record);
 for (const p of problems) process.stderr.write(`bench/dockerfile: ${p}\n`);
 process.exit(problems.length === 0 ? 0 : 1);
