@@ -119,6 +119,7 @@ function build(name: string, change: string): Build {
     process.stderr.write(
       `${log.slice(-4000)}\nbench/dockerfile: the ${name} build failed (exit ${r.status})\n`,
     );
+    clean();
     process.exit(1);
   }
   const archive = r.stdout.trim().split('\n').pop() ?? '';
