@@ -46,6 +46,9 @@ function clean(): void {
   rmSync(WORK, { recursive: true, force: true });
 }
 clean();
+// Each build's whole output, kept after the run (the work folder goes).
+const LOGS = join(REPO, '.cache/bench-dockerfile-logs');
+mkdirSync(LOGS, { recursive: true });
 mkdirSync(WORK, { recursive: true });
 const clone = join(WORK, 'repo');
 execFileSync('git', ['clone', '--quiet', '--shared', REPO, clone]);
@@ -114,7 +117,7 @@ function build(name: string, change: string): Build {
   const wallS = (performance.now() - wall0) / 1000;
   const cpuS = childCpuS() - cpu0;
   const log = `${r.stdout}\n${r.stderr}`;
-  writeFileSync(join(WORK, `${name}.log`), log);
+  writeFileSync(join(LOGS, `${name}.log`), log);
   if (r.status !== 0) {
     process.stderr.write(
       `${log.slice(-4000)}\nbench/dockerfile: the ${name} build failed (exit ${r.status})\n`,
@@ -128,7 +131,7 @@ function build(name: string, change: string): Build {
     change,
     wallS: Math.round(wallS * 10) / 10,
     cpuS: Math.round(cpuS * 10) / 10,
-    archiveCached: /\] cached/.test(r.stderr),
+    archiveCached: /^\[build-dockerfile [^\]]*\] cached/m.test(r.stderr),
     steps: stepsOf(r.stderr),
     archiveMiB: mib(statSync(archive).size),
     storeMiB: duMiB(join(STORE, 'store')),
