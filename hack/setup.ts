@@ -176,7 +176,7 @@ const STEPS: Step[] = [
   },
   {
     name: 'the product image (an OCI archive, built without Docker)',
-    why: 'cluster: imported into containerd for the chart, the relay and the machine pods (hack/build-image.sh)',
+    why: 'cluster: imported into containerd for the chart, the relay and the machine pods; e2e: what the Dockerfile built by buildah is compared with (hack/build-image.sh)',
     coldEstimate: 'about a minute (production npm install, the Kube disk built by ORP in the emulator)',
     ready: () => isFile(scriptPath('hack/build-image.sh', '--print-path')),
     command: ['bash', join(REPO, 'hack/build-image.sh')],
@@ -185,7 +185,7 @@ const STEPS: Step[] = [
     name: 'the root Dockerfile built by buildah (an OCI archive)',
     why: 'e2e: test/e2e/dockerfile-build.test.ts compares it with the product image and runs it (hack/build-dockerfile.sh)',
     coldEstimate:
-      'about 3 min on 2 busy cores (the node base, npm ci in the build, the Kube disk); after a change in operator/ only its COPY runs again (bench/dockerfile)',
+      'about 4 min on a busy 2-core machine (the node base, npm ci inside the build, the Kube disk); after a change in operator/ only its COPY runs again: about 40 CPU-s, 1-2 min on a busy machine (bench/dockerfile)',
     ready: () => isFile(scriptPath('hack/build-dockerfile.sh', '--print-path')),
     command: ['bash', join(REPO, 'hack/build-dockerfile.sh')],
     needsRoot: 'buildah mounts the layers it builds',
