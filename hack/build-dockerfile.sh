@@ -5,7 +5,9 @@
 #   OBERON_BASE_URL  a loopback server handing out the local copy of the Oberon base disk (the
 #                    build checks its sha256 as it checks the public download)
 # and --network host for `npm ci` (the npm registry is reachable). buildah keeps its images in its
-# own store under the cache (never the machine's /var/lib/containers).
+# own store under the cache (never the machine's /var/lib/containers), with --layers: every
+# instruction's result stays a cached layer, so after a change in operator/ only the Dockerfile's
+# last COPY runs again (bench/dockerfile measures it and checks which steps ran). A set-up step;
 # test/e2e/dockerfile-build.test.ts compares the result with hack/build-image.sh's archive.
 #
 # Output: ${XDG_CACHE_HOME:-$HOME/.cache}/retrokube/image/retrokube-buildah-<key>.oci.tar (image
