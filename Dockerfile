@@ -18,27 +18,36 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 
 # --- disks: the base image (downloaded, sha256 checked) and the prebuilt Kube disk -----------------
 # A machine pod's seed container then finds both in the image: no network and no compile at run time.
+# Only what builds them is copied in — the emulator and the disk builder (operator/src/machine), the
+# two util modules they import, our Oberon sources — so a change anywhere else in operator/ leaves
+# this stage a cached layer (ORP compiling Kube in the emulator takes seconds, the COPYs less);
+# a module they import that is not copied fails the build here.
 FROM deps AS disks
-COPY operator ./operator
-COPY images ./images
+COPY operator/src/machine ./operator/src/machine
+COPY operator/src/util/log.ts operator/src/util/cli-name.ts ./operator/src/util/
+COPY images/oberon ./images/oberon
 ENV XDG_CACHE_HOME=/app/cache
 # Empty: the public URL. Any URL must serve the same bytes (the sha256 is checked either way).
 ARG OBERON_BASE_URL=
-RUN RETROKUBE_OBERON_BASE_URL="$OBERON_BASE_URL" node operator/src/cli/main.ts disk base && \
-  node operator/src/cli/main.ts disk build-kube
+RUN RETROKUBE_OBERON_BASE_URL="$OBERON_BASE_URL" node --input-type=module -e ' \
+  import { findBaseImage } from "./operator/src/machine/base-image.ts"; \
+  import { buildKubeDisk } from "./operator/src/machine/kube-disk.ts"; \
+  console.log((await findBaseImage()).path, (await buildKubeDisk()).cachePath);'
 
 # --- runtime ------------------------------------------------------------------------------------
 # hack/build-image.sh builds the same /app and config without Docker, reading this stage: keep its
 # instructions to ENV, WORKDIR, COPY, USER, ENTRYPOINT and CMD (test/cluster/image.test.ts checks).
+# The sources come last: after a change there, a build with a layer cache (docker build, buildah
+# --layers) reuses every layer above and copies operator/ again.
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production XDG_CACHE_HOME=/app/cache
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json LICENSE ./
 COPY crds ./crds
-COPY operator ./operator
 COPY images ./images
 COPY --from=disks /app/cache/retrokube ./cache/retrokube
+COPY operator ./operator
 # The `node` user (uid 1000) of the official image; the chart runs with runAsUser 1000 too.
 USER 1000:1000
 ENTRYPOINT ["node", "operator/src/cli/main.ts"]

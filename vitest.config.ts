@@ -82,9 +82,6 @@ export default defineConfig({
           name: 'e2e',
           sequence: { groupOrder: 5 },
           include: ['test/e2e/**/*.test.ts'],
-          // The Dockerfile built by buildah (hack/build-dockerfile.sh, ~10 min cold) is opt-in until
-          // its comparison test has passed whole on this machine (docs/testing.md).
-          exclude: process.env.RETROKUBE_DOCKERFILE === '1' ? [] : ['test/e2e/dockerfile-build.test.ts'],
           testTimeout: 600_000,
           hookTimeout: 600_000,
           fileParallelism: false,

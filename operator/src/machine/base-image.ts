@@ -3,6 +3,8 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { get as httpGet, type IncomingMessage } from 'node:http';
+import { get as httpsGet } from 'node:https';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +23,7 @@ export const BASE_IMAGE = {
 export const LIMITS = {
   downloadTimeoutMs: 120_000, // a 1 MB file; anything slower is a broken network, not a slow one
   maxDownloadBytes: 64 * 1024 * 1024, // an Oberon disk is at most 64 MiB; more is not our file
+  maxRedirects: 5, // the public URL redirects once (GitHub's raw link to its content host)
 } as const;
 
 export type BaseImageSource = 'env' | 'cache' | 'shared' | 'download';
@@ -130,6 +133,35 @@ export async function findBaseImage(opts: FindOptions = {}): Promise<BaseImage> 
 }
 
 /** Downloads to a temporary name next to `target`, checks the hash, then renames into place. */
+/**
+ * GET with Node's own HTTP client, following redirects; resolves with a 200 response to read.
+ * Not fetch: the fetch of Node 24.21 (undici) kills the process with an uncatchable
+ * `assert(!this.paused)` when the server closes the connection while the body waits under
+ * backpressure (nodejs/undici#5360) — as busybox httpd did, serving the disk to a loaded build.
+ */
+function get(url: string, signal: AbortSignal, redirectsLeft: number): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:')
+      return reject(new Error(`${url} is not an http(s) URL`));
+    const req = (u.protocol === 'https:' ? httpsGet : httpGet)(u, { signal }, (res) => {
+      const status = res.statusCode ?? 0;
+      const location = res.headers.location;
+      if (status >= 300 && status < 400 && location) {
+        res.resume();
+        if (redirectsLeft <= 0) return reject(new Error(`more than ${LIMITS.maxRedirects} redirects`));
+        return resolve(get(new URL(location, u).toString(), signal, redirectsLeft - 1));
+      }
+      if (status !== 200) {
+        res.resume();
+        return reject(new Error(`HTTP ${status} ${res.statusMessage ?? ''}`.trim()));
+      }
+      resolve(res);
+    });
+    req.on('error', reject);
+  });
+}
+
 async function download(
   url: string,
   target: string,
@@ -138,14 +170,13 @@ async function download(
 ): Promise<void> {
   await mkdir(dirname(target), { recursive: true });
   const partial = `${target}.${process.pid}.part`;
-  const res = await fetch(url, { signal: AbortSignal.timeout(LIMITS.downloadTimeoutMs), redirect: 'follow' });
-  if (!res.ok || !res.body) throw new Error(`HTTP ${res.status} ${res.statusText}`);
-  const total = Number(res.headers.get('content-length')) || BASE_IMAGE.size;
+  const res = await get(url, AbortSignal.timeout(LIMITS.downloadTimeoutMs), LIMITS.maxRedirects);
+  const total = Number(res.headers['content-length']) || BASE_IMAGE.size;
   const hash = createHash('sha256');
   const fh = await open(partial, 'w');
   let received = 0;
   try {
-    for await (const chunk of res.body) {
+    for await (const chunk of res) {
       const bytes = chunk as Uint8Array;
       received += bytes.length;
       if (received > LIMITS.maxDownloadBytes)
