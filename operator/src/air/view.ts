@@ -9,7 +9,7 @@
 //
 // No I/O and no timers: time is whatever the caller passes (milliseconds, never going back).
 import { type Eviction, type Freshness, FreshnessTable, PLANE_SENDER } from './freshness.ts';
-import { clusterTag, decodeKubeFrame, kindName, macValid, ZERO_KEY } from './kubenet.ts';
+import { clusterTag, decodeKubeFrame, kindName, macValid, refusalSum, ZERO_KEY } from './kubenet.ts';
 import { LIMITS, TYP, toHex } from './wire.ts';
 
 export const VIEW_LIMITS = {
@@ -41,7 +41,7 @@ export interface FrameRecord {
   len: number;
   /** Hex of the whole 33-byte datagram (replayable). */
   raw: string;
-  kind?: 'heartbeat' | 'assign' | 'spec';
+  kind?: 'heartbeat' | 'assign' | 'spec' | 'refusal';
   cluster?: number;
   /** Heartbeat: the sender. Assignment: the node the list is for. */
   node?: string;
@@ -49,6 +49,9 @@ export interface FrameRecord {
   /** Spec: the pod id and its image. */
   id?: number;
   image?: string;
+  /** Refusal: this part's words, its index and the count of parts. */
+  text?: string;
+  part?: string;
   counter?: number;
   /** The MAC matched the view's key. */
   auth?: boolean;
@@ -96,6 +99,7 @@ export interface ViewCounts {
   heartbeats: number;
   assignments: number;
   specs: number;
+  refusals: number;
   otherCluster: number;
   malformed: number;
   forged: number;
@@ -117,7 +121,18 @@ export interface ClusterView {
   duplicates: number[];
   /** At least one Ready node, every Ready node converged, no id running twice. */
   converged: boolean;
-  plane: { lastHeardMs: number | null; ageMs: number | null; heard: boolean; counter: number | null };
+  plane: {
+    lastHeardMs: number | null;
+    ageMs: number | null;
+    heard: boolean;
+    counter: number | null;
+    /**
+     * What the plane says it refuses now (all parts heard within the TTL, at most
+     * LIMITS.REFUSAL_CHARS characters); null when it says nothing: a refusal it no longer
+     * repeats is over once the TTL has passed.
+     */
+    refusal: string | null;
+  };
   counts: ViewCounts;
   /** Latest rejected frames (forged, stale, malformed, other cluster), newest last. */
   rejects: FrameRecord[];
@@ -166,6 +181,9 @@ export class AirView {
   private readonly images = new Map<number, string>();
   private planeHeardMs: number | null = null;
   private planeCounter: number | null = null;
+  /** The refusal's parts as last heard, by index; the whole words once every part of one text is in. */
+  private readonly refusalParts = new Map<number, { parts: number; sum: number; text: string }>();
+  private refusal: { text: string; heardMs: number } | null = null;
   private readonly recentRejects: FrameRecord[] = [];
   private readonly c: ViewCounts = {
     frames: 0,
@@ -173,6 +191,7 @@ export class AirView {
     heartbeats: 0,
     assignments: 0,
     specs: 0,
+    refusals: 0,
     otherCluster: 0,
     malformed: 0,
     forged: 0,
@@ -228,6 +247,9 @@ export class AirView {
     if (msg.typ === TYP.SPEC) {
       rec.id = msg.podId;
       rec.image = msg.image;
+    } else if (msg.typ === TYP.REFUSAL) {
+      rec.text = msg.text;
+      rec.part = `${msg.index + 1}/${msg.parts}`;
     } else {
       rec.node = msg.node;
       rec.ids = msg.ids;
@@ -265,6 +287,11 @@ export class AirView {
     } else if (msg.typ === TYP.SPEC) {
       this.c.specs++;
       this.images.set(msg.podId, msg.image);
+      this.planeHeardMs = tMs;
+      this.planeCounter = msg.counter;
+    } else if (msg.typ === TYP.REFUSAL) {
+      this.c.refusals++;
+      this.hearRefusal(tMs, msg);
       this.planeHeardMs = tMs;
       this.planeCounter = msg.counter;
     }
@@ -319,6 +346,7 @@ export class AirView {
     const ready = nodes.filter((n) => n.ready);
     const duplicates = [...runningOn].filter(([, on]) => on.length > 1).map(([id]) => id);
     const planeAge = this.planeHeardMs === null ? null : nowMs - this.planeHeardMs;
+    const refusal = this.refusal && nowMs - this.refusal.heardMs <= this.ttlMs ? this.refusal.text : null;
     return {
       cluster: this.tag,
       atMs: nowMs,
@@ -333,6 +361,7 @@ export class AirView {
         ageMs: planeAge,
         heard: planeAge !== null && planeAge <= this.ttlMs,
         counter: this.planeCounter,
+        refusal,
       },
       counts: { ...this.c },
       rejects: this.recentRejects.map((r) => ({ ...r })),
@@ -342,6 +371,19 @@ export class AirView {
   /** The image the plane announced for a pod id, if heard. */
   imageOf(id: number): string | undefined {
     return this.images.get(id);
+  }
+
+  /** Keeps a refusal part; when every part of that text is in and its sum agrees, the words stand. */
+  private hearRefusal(tMs: number, m: { index: number; parts: number; sum: number; text: string }): void {
+    this.refusalParts.set(m.index, { parts: m.parts, sum: m.sum, text: m.text });
+    let text = '';
+    for (let i = 0; i < m.parts; i++) {
+      const p = this.refusalParts.get(i);
+      if (!p || p.parts !== m.parts || p.sum !== m.sum) return;
+      text += p.text;
+    }
+    if (text.length > LIMITS.REFUSAL_CHARS || refusalSum(text) !== m.sum) return;
+    this.refusal = { text, heardMs: tMs };
   }
 
   private node(name: string): NodeState {
@@ -401,6 +443,9 @@ export function formatRecord(rec: FrameRecord, sinceMs: number): string {
     if (rec.kind === 'spec') {
       return `${t}  ${'spec'.padEnd(9)}  ${tag} id ${String(rec.id).padEnd(5)}  ${rec.image}${flag}`;
     }
+    if (rec.kind === 'refusal') {
+      return `${t}  ${'refusal'.padEnd(9)}  ${tag} ${(rec.part ?? '').padEnd(8)}  "${rec.text ?? ''}"${flag}`;
+    }
     return `${t}  ${rec.kind.padEnd(9)}  ${tag} ${(rec.node ?? '').padEnd(8)}  [${(rec.ids ?? []).join(', ')}]${flag}`;
   }
   const typ = `0x${rec.typ.toString(16).padStart(2, '0')}`;
@@ -432,6 +477,7 @@ export function formatView(v: ClusterView): string {
     );
   }
   if (v.duplicates.length) lines.push(`\nrunning twice: ${v.duplicates.join(' ')}`);
+  if (v.plane.refusal) lines.push(`\nthe plane refuses: ${v.plane.refusal}`);
   const c = v.counts;
   lines.push('');
   lines.push(

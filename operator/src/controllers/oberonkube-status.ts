@@ -1,6 +1,7 @@
 // The status of an OberonKube from what the operator hears on its air (pure): nodes and pods
 // heard, the node table, and the Ready, Converged and Degraded conditions.
 import type { ClusterView } from '../air/view.ts';
+import { LIMITS as AIR_LIMITS } from '../air/wire.ts';
 import { KUBE_LIMITS, kubeNodeName } from '../api/oberonkube.ts';
 import { type Condition, type ConditionInput, setConditions } from '../runtime/conditions.ts';
 import type { KubeSettings, OberonKube } from './oberonkube-render.ts';
@@ -19,6 +20,16 @@ export function planeRefusal(s: KubeSettings): string {
   if (pods > room)
     return `${pods} pods wanted but ${s.nodes} node(s) hold at most ${room} (${KUBE_LIMITS.podsPerNode} per node: an assignment frame carries 10 pod ids); ${pods - room} stay Pending: add nodes or lower the replicas`;
   return '';
+}
+
+/**
+ * The plane's own words for what it refuses now, as heard on the air (KubeNet's refusal frames:
+ * a full store, or an Apply or Hold it would not take), quoted in status; '' when it says nothing.
+ * The quote is bounded once, here, by what a refusal can carry (AIR_LIMITS.REFUSAL_CHARS).
+ */
+export function planeSays(v: ClusterView | undefined): string {
+  const words = v?.plane.refusal;
+  return words ? `the plane refuses: ${words.slice(0, AIR_LIMITS.REFUSAL_CHARS)}` : '';
 }
 
 /**
@@ -48,6 +59,8 @@ export function heardFullWindow(
  */
 export function appliedCondition(s: KubeSettings, v: ClusterView | undefined): ConditionInput {
   if (!v) return { type: 'Applied', status: 'Unknown', reason: 'AirNotJudged', message: 'not listening yet' };
+  const refused = planeSays(v);
+  if (refused) return { type: 'Applied', status: 'False', reason: 'PlaneRefused', message: refused };
   const count = (m: Map<string, number>, k: string, n: number) => m.set(k, (m.get(k) ?? 0) + n);
   const want = new Map<string, number>();
   for (const d of s.deployments) if (d.replicas > 0) count(want, d.module, d.replicas);
@@ -77,6 +90,33 @@ export function appliedCondition(s: KubeSettings, v: ClusterView | undefined): C
     reason: 'NotHeardRunning',
     message: `ordered ${words(want)}; heard running ${words(heard)}${unnamed ? ` and ${unnamed} pod(s) whose module is not heard yet` : ''}`,
   };
+}
+
+/** Degraded: the first of what is wrong, in this order of weight; False when nothing is. */
+function degradedCondition(w: {
+  keyProblem: string;
+  refused: string;
+  cannotPlace: string;
+  /** Forged frames heard in all, when some were heard recently. */
+  forged: number | null;
+  notReady: string[];
+}): ConditionInput {
+  const yes = (reason: string, message: string): ConditionInput => ({
+    type: 'Degraded',
+    status: 'True',
+    reason,
+    message,
+  });
+  if (w.keyProblem) return yes('KeyInvalid', w.keyProblem);
+  if (w.refused) return yes('PlaneRefused', w.refused);
+  if (w.cannotPlace) return yes('PlaneCannotPlace', w.cannotPlace);
+  if (w.forged !== null)
+    return yes(
+      'ForgedFrames',
+      `${w.forged} forged frame(s) heard: someone without the key transmits this cluster's tag`,
+    );
+  if (w.notReady.length) return yes('NodesNotReady', `NotReady: ${w.notReady.join(', ')}`);
+  return { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' };
 }
 
 export function computeKubeStatus(
@@ -163,27 +203,14 @@ export function computeKubeStatus(
   const notReadyHeard = table
     .filter((r) => !r.ready && v?.nodes.some((n) => n.name === r.name))
     .map((r) => r.name);
-  const refusal = planeRefusal(s);
   conds.push(
-    o.keyInvalid
-      ? { type: 'Degraded', status: 'True', reason: 'KeyInvalid', message: o.keyProblem }
-      : refusal
-        ? { type: 'Degraded', status: 'True', reason: 'PlaneCannotPlace', message: refusal }
-        : o.forgedRecent
-          ? {
-              type: 'Degraded',
-              status: 'True',
-              reason: 'ForgedFrames',
-              message: `${forged} forged frame(s) heard: someone without the key transmits this cluster's tag`,
-            }
-          : notReadyHeard.length
-            ? {
-                type: 'Degraded',
-                status: 'True',
-                reason: 'NodesNotReady',
-                message: `NotReady: ${notReadyHeard.join(', ')}`,
-              }
-            : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' },
+    degradedCondition({
+      keyProblem: o.keyInvalid ? o.keyProblem : '',
+      refused: planeSays(v),
+      cannotPlace: planeRefusal(s),
+      forged: o.forgedRecent ? forged : null,
+      notReady: notReadyHeard,
+    }),
   );
   return {
     observedGeneration: gen,

@@ -34,7 +34,7 @@ import { keyReadProblem } from './key-access.ts';
 import { OBERONAIR } from './oberonair.ts';
 import { PlaneConsole } from './oberonkube-plane-console.ts';
 import { derivedKey, kubeAirName, kubeSettings, type OberonKube, renderKube } from './oberonkube-render.ts';
-import { computeKubeStatus, heardFullWindow } from './oberonkube-status.ts';
+import { computeKubeStatus, heardFullWindow, planeSays } from './oberonkube-status.ts';
 import { OBERONMACHINE } from './oberonmachine.ts';
 import { applyOwned, ourKind, primaryRules } from './owned.ts';
 import { PDB } from './placement.ts';
@@ -134,6 +134,8 @@ interface Memo {
   heardWindow: boolean;
   /** Forged frames counted before this station listened (the last status's count): kept, not reset. */
   forgedBase: number;
+  /** What status last quoted of the plane's refusal ('' = none): an Event only when it changes. */
+  refused: string;
 }
 
 interface Deps {
@@ -173,6 +175,7 @@ async function reconcile(
     ready: new Map(lastNodeTable(k).map((r) => [r.name, r.ready] as const)),
     paused: false,
     heardWindow: false,
+    refused: lastRefusal(k),
   };
   d.memo.set(id, memo);
   const s = kubeSettings(k);
@@ -343,6 +346,14 @@ function lastNodeTable(k: OberonKube): Array<{ name: string; ready: boolean }> {
     .map((r) => ({ name: r.name, ready: r.ready === true }));
 }
 
+/** The plane's refusal the last status quoted (Applied=False PlaneRefused), or ''. */
+function lastRefusal(k: OberonKube): string {
+  const conds = (k.status as { conditions?: Array<{ type?: string; reason?: string; message?: string }> })
+    ?.conditions;
+  const c = conds?.find((x) => x.type === 'Applied');
+  return c?.reason === 'PlaneRefused' ? (c.message ?? '') : '';
+}
+
 /** The node count in an existing (kubevirt) plane's `Kube.Hold`, kept so a scale does not restart it. */
 function planeHoldOf(plane: KubeObject | undefined): number | undefined {
   const commands = (plane as { spec?: { commands?: unknown } } | undefined)?.spec?.commands;
@@ -389,6 +400,16 @@ function emitAirEvents(
         : 'enough nodes are Ready again: evictions resume',
     );
     memo.paused = paused;
+  }
+  const refused = planeSays(v);
+  if (refused !== memo.refused) {
+    void ctx.recorder.record(
+      k,
+      refused ? 'Warning' : 'Normal',
+      refused ? 'PlaneRefused' : 'PlaneAccepts',
+      refused ? `${refused} (said on the air)` : 'the plane no longer says it refuses anything',
+    );
+    memo.refused = refused;
   }
   if (forgedFrames > memo.forged) {
     void ctx.recorder.record(

@@ -39,7 +39,7 @@ describe('the live view says what it shows', () => {
     running: 1,
     duplicates: [],
     converged: false,
-    plane: { lastHeardMs: 0, ageMs: 400, heard: true, counter: 1 },
+    plane: { lastHeardMs: 0, ageMs: 400, heard: true, counter: 1, refusal: null },
     counts: {} as ClusterView['counts'],
     rejects: [],
     nodes: [

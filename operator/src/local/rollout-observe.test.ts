@@ -44,7 +44,7 @@ function view(
     running,
     duplicates: [],
     converged: o.converged ?? true,
-    plane: { lastHeardMs: 0, ageMs: 0, heard: o.planeHeard ?? true, counter: 1 },
+    plane: { lastHeardMs: 0, ageMs: 0, heard: o.planeHeard ?? true, counter: 1, refusal: null },
     counts: {} as ClusterView['counts'],
     rejects: [],
   };
