@@ -480,6 +480,61 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
     expect(restartsOf([planeAfter])).toEqual(restartsOf([planeBefore]));
   });
 
+  it("a list the CRD lets through but the plane's store cannot hold: Applied=False PlaneRefused and Degraded=True in the plane's words, cleared by a list that fits (#31.5)", async () => {
+    const patch = (deployments: string) =>
+      kubectl([
+        'patch',
+        'oberonkube',
+        '-n',
+        ns,
+        KUBE,
+        '--type=merge',
+        '-p',
+        JSON.stringify({ spec: { deployments } }),
+      ]);
+    const conditionOf = (o: Deep, type: string): Deep =>
+      (o?.status?.conditions ?? []).find((c: Deep) => c.type === type);
+    // 250 + 2 pods, two deployments and their replicasets, three nodes: more than 256 objects.
+    await patch('web 250 Ticker; api 2 Ticker');
+    const words = /^the plane refuses: the store is full \(256 objects\), nothing is created/;
+    const refused = await waitFor(
+      'Applied=False PlaneRefused, heard on the air',
+      async () => {
+        const o = await kube(ns);
+        return conditionOf(o, 'Applied')?.reason === 'PlaneRefused' && o;
+      },
+      LIMITS.liveChangeMs,
+    );
+    expect(conditionOf(refused, 'Applied')).toMatchObject({
+      status: 'False',
+      message: expect.stringMatching(words),
+    });
+    expect(conditionOf(refused, 'Degraded')).toMatchObject({
+      status: 'True',
+      reason: 'PlaneRefused',
+      message: expect.stringMatching(words),
+    });
+    const events = (await getJson(['events', '-n', ns])).items.filter(
+      (e: Deep) => e.involvedObject?.name === KUBE && e.reason === 'PlaneRefused',
+    );
+    expect(events.length).toBe(1);
+    // A list that fits: the plane scales web down, stops saying it, and status follows.
+    await patch('web 6 Ticker; api 0 Ticker');
+    const fixed = await waitFor(
+      'Applied again (heard running Ticker ×6), Degraded False',
+      async () => {
+        const o = await kube(ns);
+        return (
+          conditionOf(o, 'Applied')?.status === 'True' &&
+          conditionOf(o, 'Degraded')?.status === 'False' &&
+          heardReady(ns, 3, 6)
+        );
+      },
+      LIMITS.recoverMs,
+    );
+    expect(conditionOf(fixed, 'Applied')?.message).toBe('heard running Ticker ×6');
+  });
+
   it('the OberonKube deleted: every child is gone through the garbage collector', async () => {
     await kubectl(['delete', 'oberonkube', '-n', ns, KUBE, '--wait=false']);
     await waitFor(
