@@ -112,4 +112,68 @@ describe('OberonKube: a refusal the plane says on the air is a condition (runtim
       rmSync(work, { recursive: true, force: true });
     }
   }, 480_000);
+
+  it('a module no node has: the plane takes it, the kubelets say on the air they could not start it — Applied=False NodesCannotStart naming it; the right module clears it', async () => {
+    const ns = await freshNamespace('kube-nomod');
+    const k = testClient();
+    const disk = await kubeDisk();
+    const work = mkdtempSync(join(tmpdir(), 'rk-nomod-'));
+    const relay = await startRelay({ port: 0, bind: '127.0.0.1' });
+    const kubelet = new LocalKubelet(k, ns, { disk, relay: `127.0.0.1:${relay.address.port}`, work });
+    try {
+      await startOperator({
+        namespace: ns,
+        keySeed: 'nomod',
+        airAddress: () => ({ host: '127.0.0.1', port: relay.address.port }),
+      });
+      await k.create(OBERONKUBE, {
+        apiVersion: 'retrokube.io/v1alpha1',
+        kind: 'OberonKube',
+        metadata: { name: 'typo', namespace: ns },
+        spec: { nodes: 2, deployments: 'web 2 Tiker' },
+      });
+      await waitFor('the relay Service', () => k.getOrUndefined(CORE.service, ns, 'rk-air-typo-air'));
+      await publishRelayEndpoint(k, ns, 'typo-air');
+      const cannot: Deep = await waitFor(
+        'Applied=False NodesCannotStart heard on the air',
+        async () => {
+          await kubelet.sync();
+          const o: Deep = await k.get(OBERONKUBE, ns, 'typo');
+          return condition(o, 'Applied')?.reason === 'NodesCannotStart' && o;
+        },
+        240_000,
+      );
+      const words =
+        /^kubelet node-[ab] could not start Tiker \(pods? [0-9, ]+\).*: the node has no module of that name, or its Start refused or trapped$/;
+      expect(condition(cannot, 'Applied')).toMatchObject({
+        status: 'False',
+        message: expect.stringMatching(words),
+      });
+      expect(condition(cannot, 'Degraded')).toMatchObject({
+        status: 'True',
+        reason: 'NodesCannotStart',
+        message: expect.stringMatching(words),
+      });
+      await k.request('PATCH', resourcePath(OBERONKUBE, ns, 'typo'), {
+        body: { spec: { deployments: 'web 2 Ticker' } },
+        contentType: 'application/merge-patch+json',
+      });
+      const fixed: Deep = await waitFor(
+        'Applied: web 2 Ticker heard running, Degraded False',
+        async () => {
+          await kubelet.sync();
+          const o: Deep = await k.get(OBERONKUBE, ns, 'typo');
+          return (
+            condition(o, 'Applied')?.status === 'True' && condition(o, 'Degraded')?.status === 'False' && o
+          );
+        },
+        180_000,
+      );
+      expect(condition(fixed, 'Applied')?.message).toBe('heard running Ticker ×2');
+    } finally {
+      kubelet.stop();
+      await relay.close();
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 480_000);
 });

@@ -1,6 +1,7 @@
 // KubeNet messages inside SCC frames: heartbeat (0x60), assignment (0x61) and spec (0x62),
 // the cluster tag, the key and the MAC (kube-on-oberon spec §3.1–3.3) — and ours, refusal
-// (0x63): the plane says what it refuses, in parts. Pure functions.
+// (0x63): the plane says what it refuses, in parts, and failed (0x64): a kubelet lists the pods it
+// could not start. Pure functions.
 import { halfSipHash } from './halfsiphash.ts';
 import {
   DEFAULT_CHANNEL,
@@ -24,13 +25,16 @@ const LAYOUT = {
   REFUSAL_FIXED: 10,
 } as const;
 
-export type NodeMessageTyp = typeof TYP.HEARTBEAT | typeof TYP.ASSIGN;
+export type NodeMessageTyp = typeof TYP.HEARTBEAT | typeof TYP.ASSIGN | typeof TYP.FAILED;
 
-/** Heartbeat (a node reports the ids it runs) or assignment (the plane lists a node's ids). */
+/**
+ * Heartbeat (a node reports the ids it runs), assignment (the plane lists a node's ids) or, ours,
+ * failed (a node lists the wanted ids it could not start).
+ */
 export interface NodeMessage {
   typ: NodeMessageTyp;
   cluster: number;
-  /** Heartbeat: the sender. Assignment: the node the list is for. */
+  /** Heartbeat and failed: the sender. Assignment: the node the list is for. */
   node: string;
   ids: number[];
   counter: number;
@@ -244,7 +248,7 @@ function macInputOf(typ: number, data: Uint8Array, macAt: number): Uint8Array {
  */
 export function decodeKubeData(typ: number, data: Uint8Array): KubeDecode {
   const len = data.length;
-  if (typ === TYP.HEARTBEAT || typ === TYP.ASSIGN) {
+  if (typ === TYP.HEARTBEAT || typ === TYP.ASSIGN || typ === TYP.FAILED) {
     if (len < LAYOUT.NODE_FIXED || len > LIMITS.DATA_BYTES) {
       return { ok: false, reason: `length ${len} outside ${LAYOUT.NODE_FIXED}..${LIMITS.DATA_BYTES}` };
     }
@@ -372,6 +376,14 @@ export function assignDatagram(
   return kubeDatagram(TYP.ASSIGN, encodeNodeMessageData(TYP.ASSIGN, m, key), opts);
 }
 
+export function failedDatagram(
+  m: { cluster: number; node: string; ids: readonly number[]; counter: number },
+  key: Uint8Array,
+  opts: FrameOpts = {},
+): Uint8Array {
+  return kubeDatagram(TYP.FAILED, encodeNodeMessageData(TYP.FAILED, m, key), opts);
+}
+
 export function specDatagram(
   m: { cluster: number; podId: number; image: string; counter: number },
   key: Uint8Array,
@@ -390,10 +402,13 @@ export function refusalDatagrams(
 }
 
 /** Name of the message kind, as the reference listener prints it (refusal: ours). */
-export function kindName(typ: number): 'heartbeat' | 'assign' | 'spec' | 'refusal' | undefined {
+export function kindName(
+  typ: number,
+): 'heartbeat' | 'assign' | 'spec' | 'refusal' | 'failed' | undefined {
   if (typ === TYP.HEARTBEAT) return 'heartbeat';
   if (typ === TYP.ASSIGN) return 'assign';
   if (typ === TYP.SPEC) return 'spec';
   if (typ === TYP.REFUSAL) return 'refusal';
+  if (typ === TYP.FAILED) return 'failed';
   return undefined;
 }

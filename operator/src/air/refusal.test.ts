@@ -4,7 +4,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SOURCES_DIR } from '../machine/kube-disk.ts';
-import { clusterTag, decodeKubeData, encodeRefusalData, keyFromHex, refusalDatagrams } from './kubenet.ts';
+import {
+  clusterTag,
+  decodeKubeData,
+  encodeRefusalData,
+  failedDatagram,
+  heartbeatDatagram,
+  keyFromHex,
+  refusalDatagrams,
+} from './kubenet.ts';
 import { AirView } from './view.ts';
 import { LIMITS, TYP } from './wire.ts';
 
@@ -59,12 +67,30 @@ describe('refusal frames', () => {
     expect(view.view(9000).plane.refusal).toBeNull();
   });
 
+  it("a kubelet's failed frame (0x64, the heartbeat's layout): the view keeps its ids a TTL, as the node's own", () => {
+    const view = new AirView({ cluster: 'kube', key: KEY });
+    view.ingest(0, heartbeatDatagram({ cluster: TAG, node: 'node-a', ids: [1], counter: 1 }, KEY));
+    const rec = view.ingest(
+      1,
+      failedDatagram({ cluster: TAG, node: 'node-a', ids: [2, 3], counter: 2 }, KEY),
+    );
+    expect(rec).toMatchObject({ verdict: 'ok', kind: 'failed', node: 'node-a', ids: [2, 3] });
+    expect(view.view(1).nodes[0]).toMatchObject({ name: 'node-a', running: [1], failed: [2, 3] });
+    // Its counter is the node's: a replay of it is stale, not a plane frame.
+    const replay = failedDatagram({ cluster: TAG, node: 'node-a', ids: [2, 3], counter: 2 }, KEY);
+    expect(view.ingest(2, replay)?.verdict).toBe('stale');
+    expect(view.view(1 + LIMITS.TTL_MS).nodes[0].failed).toEqual([2, 3]);
+    expect(view.view(2 + LIMITS.TTL_MS).nodes[0].failed).toEqual([]);
+    expect(view.view(2).plane.heard).toBe(false);
+  });
+
   it("the limits are the Oberon sources' (Kube.SayLen, KubeNet.SayPart, Refusal = 63H)", () => {
     const kube = readFileSync(join(SOURCES_DIR, 'Kube.Mod'), 'latin1');
     const net = readFileSync(join(SOURCES_DIR, 'KubeNet.Mod'), 'latin1');
     expect(Number(/SayLen\* = (\d+);/.exec(kube)?.[1])).toBe(LIMITS.REFUSAL_CHARS + 1);
     expect(Number(/SayPart = (\d+);/.exec(net)?.[1])).toBe(LIMITS.REFUSAL_PART_CHARS);
     expect(/Refusal = ([0-9A-F]+)H;/.exec(net)?.[1]).toBe(TYP.REFUSAL.toString(16).toUpperCase());
+    expect(/Failed = ([0-9A-F]+)H;/.exec(net)?.[1]).toBe(TYP.FAILED.toString(16).toUpperCase());
     // Every refusal the plane keeps fits: the longest fixed words plus what they name.
     const full = /FullWords = "([^"]+)"/.exec(kube)?.[1];
     expect(full).toBe(FULL);

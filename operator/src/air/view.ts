@@ -41,7 +41,7 @@ export interface FrameRecord {
   len: number;
   /** Hex of the whole 33-byte datagram (replayable). */
   raw: string;
-  kind?: 'heartbeat' | 'assign' | 'spec' | 'refusal';
+  kind?: 'heartbeat' | 'assign' | 'spec' | 'refusal' | 'failed';
   cluster?: number;
   /** Heartbeat: the sender. Assignment: the node the list is for. */
   node?: string;
@@ -69,6 +69,8 @@ export interface NodeView {
   ready: boolean;
   /** Ids the kubelet reports running (last heartbeat). */
   running: number[];
+  /** Wanted ids its kubelet says it could not start (no such module, Start refused or trapped), heard within the TTL. */
+  failed: number[];
   /** Ids the plane last assigned to it; null if no assignment heard yet. */
   assigned: number[] | null;
   assignedAtMs: number | null;
@@ -100,6 +102,7 @@ export interface ViewCounts {
   assignments: number;
   specs: number;
   refusals: number;
+  failed: number;
   otherCluster: number;
   malformed: number;
   forged: number;
@@ -154,6 +157,8 @@ interface NodeState {
   name: string;
   lastHeardMs: number | null;
   running: number[];
+  failed: number[];
+  failedAtMs: number | null;
   assigned: number[] | null;
   assignedAtMs: number | null;
   heartbeats: number;
@@ -192,6 +197,7 @@ export class AirView {
     assignments: 0,
     specs: 0,
     refusals: 0,
+    failed: 0,
     otherCluster: 0,
     malformed: 0,
     forged: 0,
@@ -257,7 +263,7 @@ export class AirView {
     rec.auth = macValid(this.key, f.kube);
     if (msg.cluster !== this.tag) return this.reject(rec, 'other-cluster');
     if (!rec.auth) return this.reject(rec, 'forged', 'MAC does not match the cluster key');
-    const sender = msg.typ === TYP.HEARTBEAT ? msg.node : PLANE_SENDER;
+    const sender = msg.typ === TYP.HEARTBEAT || msg.typ === TYP.FAILED ? msg.node : PLANE_SENDER;
     rec.fresh = this.freshness.accept(sender, msg.counter, tMs);
     if (rec.fresh === 'stale') {
       const last = this.freshness.last(sender);
@@ -272,6 +278,11 @@ export class AirView {
       n.lastHeardMs = tMs;
       n.running = msg.ids;
       n.heartbeats++;
+    } else if (msg.typ === TYP.FAILED) {
+      this.c.failed++;
+      const n = this.node(msg.node);
+      n.failed = msg.ids;
+      n.failedAtMs = tMs;
     } else if (msg.typ === TYP.ASSIGN) {
       this.c.assignments++;
       const n = this.node(msg.node);
@@ -311,6 +322,7 @@ export class AirView {
           ageMs,
           ready,
           running: [...n.running],
+          failed: n.failedAtMs !== null && nowMs - n.failedAtMs <= this.ttlMs ? [...n.failed] : [],
           assigned: n.assigned ? [...n.assigned] : null,
           assignedAtMs: n.assignedAtMs,
           converged: ready && n.assigned !== null && sameSet(n.assigned, n.running),
@@ -393,6 +405,8 @@ export class AirView {
         name,
         lastHeardMs: null,
         running: [],
+        failed: [],
+        failedAtMs: null,
         assigned: null,
         assignedAtMs: null,
         heartbeats: 0,

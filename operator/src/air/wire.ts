@@ -80,6 +80,8 @@ export const TYP = {
   SPEC: 0x62,
   /** Ours: the plane says what it refuses (Kube.Refusal), a part of the words per frame. */
   REFUSAL: 0x63,
+  /** Ours: a kubelet lists the wanted pod ids it could not start (the heartbeat's layout). */
+  FAILED: 0x64,
 } as const;
 
 /** A datagram as the relay and stations see it. */

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   assignDatagram,
   clusterTag,
+  failedDatagram,
   heartbeatDatagram,
   refusalDatagrams,
   specDatagram,
@@ -9,7 +10,13 @@ import {
 } from '../air/kubenet.ts';
 import { AirView, type ClusterView } from '../air/view.ts';
 import { kubeSettings, type OberonKube } from './oberonkube-render.ts';
-import { computeKubeStatus, heardFullWindow, planeRefusal, planeSays } from './oberonkube-status.ts';
+import {
+  computeKubeStatus,
+  heardFullWindow,
+  nodesCannotStart,
+  planeRefusal,
+  planeSays,
+} from './oberonkube-status.ts';
 
 const kube = (spec: Record<string, unknown>): OberonKube => ({
   apiVersion: 'retrokube.io/v1alpha1',
@@ -217,5 +224,36 @@ describe('what the plane says it refuses is a condition (#31 item 5)', () => {
     expect(c.applied).toMatchObject({ status: 'True', reason: 'HeardRunning' });
     expect(c.degraded).toMatchObject({ status: 'False' });
     expect(conds('a 10 Ticker; b 10 Ticker', air(null, 0)).applied).toMatchObject({ status: 'True' });
+  });
+});
+
+describe('what the kubelets say they could not start is a condition (a module no node has)', () => {
+  const TAG = clusterTag('kube');
+  const air = (failed: boolean) => {
+    const v = new AirView({ cluster: 'kube' });
+    let ctr = 1;
+    for (const [node, ids] of [
+      ['node-a', [1, 3]],
+      ['node-b', [2]],
+    ] as const) {
+      v.ingest(
+        0,
+        heartbeatDatagram({ cluster: TAG, node, ids: failed ? [] : ids, counter: ctr++ }, ZERO_KEY),
+      );
+      v.ingest(0, assignDatagram({ cluster: TAG, node, ids, counter: ctr++ }, ZERO_KEY));
+      if (failed) v.ingest(0, failedDatagram({ cluster: TAG, node, ids, counter: ctr++ }, ZERO_KEY));
+      for (const id of ids)
+        v.ingest(0, specDatagram({ cluster: TAG, podId: id, image: 'Tiker', counter: ctr++ }, ZERO_KEY));
+    }
+    return v.view(0);
+  };
+  it('Applied=False NodesCannotStart and Degraded=True, naming the nodes, the module and the pods', () => {
+    const st = plainStatus(kube({ nodes: 2, deployments: 'web 3 Tiker' }), air(true));
+    const c = (t: string) => (st.conditions as Array<{ type: string }>).find((x) => x.type === t);
+    const words =
+      'kubelet node-a could not start Tiker (pods 1, 3); kubelet node-b could not start Tiker (pod 2): the node has no module of that name, or its Start refused or trapped';
+    expect(c('Applied')).toMatchObject({ status: 'False', reason: 'NodesCannotStart', message: words });
+    expect(c('Degraded')).toMatchObject({ status: 'True', reason: 'NodesCannotStart', message: words });
+    expect(nodesCannotStart(air(false))).toBe('');
   });
 });

@@ -32,6 +32,33 @@ export function planeSays(v: ClusterView | undefined): string {
   return words ? `the plane refuses: ${words.slice(0, AIR_LIMITS.REFUSAL_CHARS)}` : '';
 }
 
+export const STATUS_WORDS = {
+  failingNodesNamed: 3, // nodes named in a NodesCannotStart message (up to 20 × 10 pods would swamp it)
+} as const;
+
+/**
+ * What the kubelets say they could not start (KubeNet's failed frames: the node has no such
+ * module, or the workload's Start refused or trapped), per Ready node with the modules from the
+ * plane's specs; '' when none says so.
+ */
+export function nodesCannotStart(v: ClusterView | undefined): string {
+  const parts: string[] = [];
+  for (const n of v?.nodes ?? []) {
+    if (!n.ready || !n.failed.length) continue;
+    const byModule = new Map<string, number[]>();
+    for (const id of n.failed) {
+      const m = v?.pods.find((p) => p.id === id)?.image ?? '?';
+      byModule.set(m, [...(byModule.get(m) ?? []), id]);
+    }
+    const what = [...byModule].map(([m, ids]) => `${m} (pod${ids.length > 1 ? 's' : ''} ${ids.join(', ')})`);
+    parts.push(`kubelet ${n.name} could not start ${what.join(', ')}`);
+  }
+  if (!parts.length) return '';
+  const named = parts.slice(0, STATUS_WORDS.failingNodesNamed).join('; ');
+  const more = parts.length - STATUS_WORDS.failingNodesNamed;
+  return `${named}${more > 0 ? `; and ${more} more node(s)` : ''}: the node has no module of that name, or its Start refused or trapped`;
+}
+
 /**
  * Whether a station that just began listening has heard a full window: every node's heartbeat
  * (a TTL and a period) and the plane's round of pod specs, so that no pod id it heard of lacks its
@@ -61,6 +88,8 @@ export function appliedCondition(s: KubeSettings, v: ClusterView | undefined): C
   if (!v) return { type: 'Applied', status: 'Unknown', reason: 'AirNotJudged', message: 'not listening yet' };
   const refused = planeSays(v);
   if (refused) return { type: 'Applied', status: 'False', reason: 'PlaneRefused', message: refused };
+  const cannot = nodesCannotStart(v);
+  if (cannot) return { type: 'Applied', status: 'False', reason: 'NodesCannotStart', message: cannot };
   const count = (m: Map<string, number>, k: string, n: number) => m.set(k, (m.get(k) ?? 0) + n);
   const want = new Map<string, number>();
   for (const d of s.deployments) if (d.replicas > 0) count(want, d.module, d.replicas);
@@ -96,6 +125,7 @@ export function appliedCondition(s: KubeSettings, v: ClusterView | undefined): C
 function degradedCondition(w: {
   keyProblem: string;
   refused: string;
+  cannotStart: string;
   cannotPlace: string;
   /** Forged frames heard in all, when some were heard recently. */
   forged: number | null;
@@ -109,6 +139,7 @@ function degradedCondition(w: {
   });
   if (w.keyProblem) return yes('KeyInvalid', w.keyProblem);
   if (w.refused) return yes('PlaneRefused', w.refused);
+  if (w.cannotStart) return yes('NodesCannotStart', w.cannotStart);
   if (w.cannotPlace) return yes('PlaneCannotPlace', w.cannotPlace);
   if (w.forged !== null)
     return yes(
@@ -207,6 +238,7 @@ export function computeKubeStatus(
     degradedCondition({
       keyProblem: o.keyInvalid ? o.keyProblem : '',
       refused: planeSays(v),
+      cannotStart: nodesCannotStart(v),
       cannotPlace: planeRefusal(s),
       forged: o.forgedRecent ? forged : null,
       notReady: notReadyHeard,

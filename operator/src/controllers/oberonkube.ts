@@ -34,7 +34,7 @@ import { keyReadProblem } from './key-access.ts';
 import { OBERONAIR } from './oberonair.ts';
 import { PlaneConsole } from './oberonkube-plane-console.ts';
 import { derivedKey, kubeAirName, kubeSettings, type OberonKube, renderKube } from './oberonkube-render.ts';
-import { computeKubeStatus, heardFullWindow, planeSays } from './oberonkube-status.ts';
+import { computeKubeStatus, heardFullWindow, nodesCannotStart, planeSays } from './oberonkube-status.ts';
 import { OBERONMACHINE } from './oberonmachine.ts';
 import { applyOwned, ourKind, primaryRules } from './owned.ts';
 import { PDB } from './placement.ts';
@@ -136,6 +136,8 @@ interface Memo {
   forgedBase: number;
   /** What status last quoted of the plane's refusal ('' = none): an Event only when it changes. */
   refused: string;
+  /** The same for what the kubelets could not start. */
+  cannotStart: string;
 }
 
 interface Deps {
@@ -175,7 +177,8 @@ async function reconcile(
     ready: new Map(lastNodeTable(k).map((r) => [r.name, r.ready] as const)),
     paused: false,
     heardWindow: false,
-    refused: lastRefusal(k),
+    refused: lastApplied(k, 'PlaneRefused'),
+    cannotStart: lastApplied(k, 'NodesCannotStart'),
   };
   d.memo.set(id, memo);
   const s = kubeSettings(k);
@@ -346,12 +349,12 @@ function lastNodeTable(k: OberonKube): Array<{ name: string; ready: boolean }> {
     .map((r) => ({ name: r.name, ready: r.ready === true }));
 }
 
-/** The plane's refusal the last status quoted (Applied=False PlaneRefused), or ''. */
-function lastRefusal(k: OberonKube): string {
+/** What the last status's Applied condition quoted for `reason` (PlaneRefused, NodesCannotStart), or ''. */
+function lastApplied(k: OberonKube, reason: string): string {
   const conds = (k.status as { conditions?: Array<{ type?: string; reason?: string; message?: string }> })
     ?.conditions;
   const c = conds?.find((x) => x.type === 'Applied');
-  return c?.reason === 'PlaneRefused' ? (c.message ?? '') : '';
+  return c?.reason === reason ? (c.message ?? '') : '';
 }
 
 /** The node count in an existing (kubevirt) plane's `Kube.Hold`, kept so a scale does not restart it. */
@@ -410,6 +413,16 @@ function emitAirEvents(
       refused ? `${refused} (said on the air)` : 'the plane no longer says it refuses anything',
     );
     memo.refused = refused;
+  }
+  const cannotStart = nodesCannotStart(v);
+  if (cannotStart !== memo.cannotStart) {
+    void ctx.recorder.record(
+      k,
+      cannotStart ? 'Warning' : 'Normal',
+      cannotStart ? 'NodesCannotStart' : 'NodesStartAll',
+      cannotStart ? `${cannotStart} (said on the air)` : 'no kubelet says it cannot start a pod any more',
+    );
+    memo.cannotStart = cannotStart;
   }
   if (forgedFrames > memo.forged) {
     void ctx.recorder.record(

@@ -20,6 +20,7 @@ function view(
     ageMs: 0,
     ready: n.ready,
     running: n.running,
+    failed: [],
     assigned: n.running,
     assignedAtMs: 0,
     converged: n.ready,
