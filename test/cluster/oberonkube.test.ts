@@ -535,6 +535,49 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
     expect(conditionOf(fixed, 'Applied')?.message).toBe('heard running Ticker ×6');
   });
 
+  it('a module no node has: Applied=False NodesCannotStart from the kubelets on the air; the right module rolls out and clears it', async () => {
+    const patch = (deployments: string) =>
+      kubectl([
+        'patch',
+        'oberonkube',
+        '-n',
+        ns,
+        KUBE,
+        '--type=merge',
+        '-p',
+        JSON.stringify({ spec: { deployments } }),
+      ]);
+    const conditionOf = (o: Deep, type: string): Deep =>
+      (o?.status?.conditions ?? []).find((c: Deep) => c.type === type);
+    await patch('web 6 Tiker; api 0 Ticker');
+    const cannot = await waitFor(
+      'Applied=False NodesCannotStart',
+      async () => {
+        const o = await kube(ns);
+        return conditionOf(o, 'Applied')?.reason === 'NodesCannotStart' && o;
+      },
+      LIMITS.liveChangeMs,
+    );
+    expect(conditionOf(cannot, 'Applied')?.message).toMatch(
+      /^kubelet node-[abc] could not start Tiker \(pods? /,
+    );
+    expect(conditionOf(cannot, 'Degraded')).toMatchObject({ status: 'True', reason: 'NodesCannotStart' });
+    await patch('web 6 Ticker; api 0 Ticker');
+    const fixed = await waitFor(
+      'Applied again (heard running Ticker ×6), Degraded False',
+      async () => {
+        const o = await kube(ns);
+        return (
+          conditionOf(o, 'Applied')?.status === 'True' &&
+          conditionOf(o, 'Degraded')?.status === 'False' &&
+          heardReady(ns, 3, 6)
+        );
+      },
+      LIMITS.recoverMs,
+    );
+    expect(conditionOf(fixed, 'Applied')?.message).toBe('heard running Ticker ×6');
+  });
+
   it('the OberonKube deleted: every child is gone through the garbage collector', async () => {
     await kubectl(['delete', 'oberonkube', '-n', ns, KUBE, '--wait=false']);
     await waitFor(
