@@ -401,10 +401,8 @@ export function refusalDatagrams(
   return encodeRefusalData(m, key).map((d) => kubeDatagram(TYP.REFUSAL, d, opts));
 }
 
-/** Name of the message kind, as the reference listener prints it (refusal: ours). */
-export function kindName(
-  typ: number,
-): 'heartbeat' | 'assign' | 'spec' | 'refusal' | 'failed' | undefined {
+/** Name of the message kind, as the reference listener prints it (refusal and failed: ours). */
+export function kindName(typ: number): 'heartbeat' | 'assign' | 'spec' | 'refusal' | 'failed' | undefined {
   if (typ === TYP.HEARTBEAT) return 'heartbeat';
   if (typ === TYP.ASSIGN) return 'assign';
   if (typ === TYP.SPEC) return 'spec';
