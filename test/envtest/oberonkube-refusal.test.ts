@@ -30,33 +30,68 @@ type Deep = any;
 
 const WORDS = 'the plane refuses: the store is full (256 objects), nothing is created';
 
+/**
+ * An OberonKube of two nodes named `name` with `deployments`, its machines run here as processes
+ * (the test plays kubelet), an operator scoped to its namespace and a local relay; `fn` gets the
+ * client, the namespace and a way to read the resource (playing kubelet first).
+ */
+async function withCluster(
+  name: string,
+  deployments: string,
+  fn: (c: {
+    k: ReturnType<typeof testClient>;
+    ns: string;
+    get(): Promise<Deep>;
+    patch(deployments: string): Promise<unknown>;
+  }) => Promise<void>,
+): Promise<void> {
+  const ns = await freshNamespace(`kube-${name}`);
+  const k = testClient();
+  const disk = await kubeDisk();
+  const work = mkdtempSync(join(tmpdir(), `rk-${name}-`));
+  const relay = await startRelay({ port: 0, bind: '127.0.0.1' });
+  const kubelet = new LocalKubelet(k, ns, { disk, relay: `127.0.0.1:${relay.address.port}`, work });
+  try {
+    await startOperator({
+      namespace: ns,
+      keySeed: name,
+      airAddress: () => ({ host: '127.0.0.1', port: relay.address.port }),
+    });
+    await k.create(OBERONKUBE, {
+      apiVersion: 'retrokube.io/v1alpha1',
+      kind: 'OberonKube',
+      metadata: { name, namespace: ns },
+      spec: { nodes: 2, deployments },
+    });
+    await waitFor('the relay Service', () => k.getOrUndefined(CORE.service, ns, `rk-air-${name}-air`));
+    await publishRelayEndpoint(k, ns, `${name}-air`);
+    await fn({
+      k,
+      ns,
+      get: async () => {
+        await kubelet.sync();
+        return k.get(OBERONKUBE, ns, name);
+      },
+      patch: (d) =>
+        k.request('PATCH', resourcePath(OBERONKUBE, ns, name), {
+          body: { spec: { deployments: d } },
+          contentType: 'application/merge-patch+json',
+        }),
+    });
+  } finally {
+    kubelet.stop();
+    await relay.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
 describe('OberonKube: a refusal the plane says on the air is a condition (runtime pod)', () => {
   it('a full store: Applied=False PlaneRefused, Degraded=True in its words; a spec that fits clears both', async () => {
-    const ns = await freshNamespace('kube-refuse');
-    const k = testClient();
-    const disk = await kubeDisk();
-    const work = mkdtempSync(join(tmpdir(), 'rk-refuse-'));
-    const relay = await startRelay({ port: 0, bind: '127.0.0.1' });
-    const kubelet = new LocalKubelet(k, ns, { disk, relay: `127.0.0.1:${relay.address.port}`, work });
-    try {
-      await startOperator({
-        namespace: ns,
-        keySeed: 'refuse',
-        airAddress: () => ({ host: '127.0.0.1', port: relay.address.port }),
-      });
-      await k.create(OBERONKUBE, {
-        apiVersion: 'retrokube.io/v1alpha1',
-        kind: 'OberonKube',
-        metadata: { name: 'full', namespace: ns },
-        spec: { nodes: 2, deployments: 'a 250 Ticker; b 1 Ticker' },
-      });
-      await waitFor('the relay Service', () => k.getOrUndefined(CORE.service, ns, 'rk-air-full-air'));
-      await publishRelayEndpoint(k, ns, 'full-air');
+    await withCluster('full', 'a 250 Ticker; b 1 Ticker', async ({ k, ns, get, patch }) => {
       const refused: Deep = await waitFor(
         'Applied=False PlaneRefused heard on the air',
         async () => {
-          await kubelet.sync();
-          const o: Deep = await k.get(OBERONKUBE, ns, 'full');
+          const o: Deep = await get();
           return condition(o, 'Applied')?.reason === 'PlaneRefused' && o;
         },
         240_000,
@@ -75,15 +110,11 @@ describe('OberonKube: a refusal the plane says on the air is a condition (runtim
 
       // A spec that fits: the plane scales down, the nodes find room in its store, and it stops
       // saying the refusal; status follows within the TTL, with no history kept.
-      await k.request('PATCH', resourcePath(OBERONKUBE, ns, 'full'), {
-        body: { spec: { deployments: 'a 2 Ticker; b 1 Ticker' } },
-        contentType: 'application/merge-patch+json',
-      });
+      await patch('a 2 Ticker; b 1 Ticker');
       const fixed: Deep = await waitFor(
         'Applied: a 2 + b 1 heard running, Degraded False',
         async () => {
-          await kubelet.sync();
-          const o: Deep = await k.get(OBERONKUBE, ns, 'full');
+          const o: Deep = await get();
           return (
             condition(o, 'Applied')?.status === 'True' &&
             condition(o, 'Degraded')?.status === 'False' &&
@@ -101,44 +132,20 @@ describe('OberonKube: a refusal the plane says on the air is a condition (runtim
       const atRest: Deep = await k.get(OBERONKUBE, ns, 'full');
       const until = Date.now() + 8_000;
       while (Date.now() < until) {
-        await kubelet.sync();
+        await get();
         await new Promise((r) => setTimeout(r, 1000));
       }
       const later: Deep = await k.get(OBERONKUBE, ns, 'full');
       expect(later.metadata.resourceVersion).toBe(atRest.metadata.resourceVersion);
-    } finally {
-      kubelet.stop();
-      await relay.close();
-      rmSync(work, { recursive: true, force: true });
-    }
+    });
   }, 480_000);
 
   it('a module no node has: the plane takes it, the kubelets say on the air they could not start it — Applied=False NodesCannotStart naming it; the right module clears it', async () => {
-    const ns = await freshNamespace('kube-nomod');
-    const k = testClient();
-    const disk = await kubeDisk();
-    const work = mkdtempSync(join(tmpdir(), 'rk-nomod-'));
-    const relay = await startRelay({ port: 0, bind: '127.0.0.1' });
-    const kubelet = new LocalKubelet(k, ns, { disk, relay: `127.0.0.1:${relay.address.port}`, work });
-    try {
-      await startOperator({
-        namespace: ns,
-        keySeed: 'nomod',
-        airAddress: () => ({ host: '127.0.0.1', port: relay.address.port }),
-      });
-      await k.create(OBERONKUBE, {
-        apiVersion: 'retrokube.io/v1alpha1',
-        kind: 'OberonKube',
-        metadata: { name: 'typo', namespace: ns },
-        spec: { nodes: 2, deployments: 'web 2 Tiker' },
-      });
-      await waitFor('the relay Service', () => k.getOrUndefined(CORE.service, ns, 'rk-air-typo-air'));
-      await publishRelayEndpoint(k, ns, 'typo-air');
+    await withCluster('typo', 'web 2 Tiker', async ({ get, patch }) => {
       const cannot: Deep = await waitFor(
         'Applied=False NodesCannotStart heard on the air',
         async () => {
-          await kubelet.sync();
-          const o: Deep = await k.get(OBERONKUBE, ns, 'typo');
+          const o: Deep = await get();
           return condition(o, 'Applied')?.reason === 'NodesCannotStart' && o;
         },
         240_000,
@@ -154,15 +161,11 @@ describe('OberonKube: a refusal the plane says on the air is a condition (runtim
         reason: 'NodesCannotStart',
         message: expect.stringMatching(words),
       });
-      await k.request('PATCH', resourcePath(OBERONKUBE, ns, 'typo'), {
-        body: { spec: { deployments: 'web 2 Ticker' } },
-        contentType: 'application/merge-patch+json',
-      });
+      await patch('web 2 Ticker');
       const fixed: Deep = await waitFor(
         'Applied: web 2 Ticker heard running, Degraded False',
         async () => {
-          await kubelet.sync();
-          const o: Deep = await k.get(OBERONKUBE, ns, 'typo');
+          const o: Deep = await get();
           return (
             condition(o, 'Applied')?.status === 'True' && condition(o, 'Degraded')?.status === 'False' && o
           );
@@ -170,10 +173,6 @@ describe('OberonKube: a refusal the plane says on the air is a condition (runtim
         180_000,
       );
       expect(condition(fixed, 'Applied')?.message).toBe('heard running Ticker ×2');
-    } finally {
-      kubelet.stop();
-      await relay.close();
-      rmSync(work, { recursive: true, force: true });
-    }
+    });
   }, 480_000);
 });

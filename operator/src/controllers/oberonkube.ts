@@ -404,25 +404,28 @@ function emitAirEvents(
     );
     memo.paused = paused;
   }
-  const refused = planeSays(v);
-  if (refused !== memo.refused) {
-    void ctx.recorder.record(
-      k,
-      refused ? 'Warning' : 'Normal',
-      refused ? 'PlaneRefused' : 'PlaneAccepts',
-      refused ? `${refused} (said on the air)` : 'the plane no longer says it refuses anything',
-    );
-    memo.refused = refused;
-  }
-  const cannotStart = nodesCannotStart(v);
-  if (cannotStart !== memo.cannotStart) {
-    void ctx.recorder.record(
-      k,
-      cannotStart ? 'Warning' : 'Normal',
-      cannotStart ? 'NodesCannotStart' : 'NodesStartAll',
-      cannotStart ? `${cannotStart} (said on the air)` : 'no kubelet says it cannot start a pod any more',
-    );
-    memo.cannotStart = cannotStart;
+  // What the air says is refused: a Warning when the words change, a Normal Event when they stop.
+  const said = [
+    {
+      key: 'refused',
+      words: planeSays(v),
+      warn: 'PlaneRefused',
+      ok: 'PlaneAccepts',
+      over: 'the plane no longer says it refuses anything',
+    },
+    {
+      key: 'cannotStart',
+      words: nodesCannotStart(v),
+      warn: 'NodesCannotStart',
+      ok: 'NodesStartAll',
+      over: 'no kubelet says it cannot start a pod any more',
+    },
+  ] as const;
+  for (const s of said) {
+    if (s.words === memo[s.key]) continue;
+    const message = s.words ? `${s.words} (said on the air)` : s.over;
+    void ctx.recorder.record(k, s.words ? 'Warning' : 'Normal', s.words ? s.warn : s.ok, message);
+    memo[s.key] = s.words;
   }
   if (forgedFrames > memo.forged) {
     void ctx.recorder.record(
