@@ -42,6 +42,51 @@ async function kube(ns: string): Promise<Deep> {
 function cond(o: Deep, type: string): string | undefined {
   return (o?.status?.conditions ?? []).find((c: Deep) => c.type === type)?.status;
 }
+/** A condition of the OberonKube as read. */
+function conditionOf(o: Deep, type: string): Deep {
+  return (o?.status?.conditions ?? []).find((c: Deep) => c.type === type);
+}
+/** spec.deployments changed by a merge patch (kubectl, as a user does). */
+function patchDeployments(ns: string, deployments: string): Promise<string> {
+  return kubectl([
+    'patch',
+    'oberonkube',
+    '-n',
+    ns,
+    KUBE,
+    '--type=merge',
+    '-p',
+    JSON.stringify({ spec: { deployments } }),
+  ]);
+}
+/** Waits for the Applied condition's reason, and returns the OberonKube then. */
+function appliedReason(ns: string, reason: string, ms: number): Promise<Deep> {
+  return waitFor(
+    `Applied=False ${reason}`,
+    async () => {
+      const o = await kube(ns);
+      return conditionOf(o, 'Applied')?.reason === reason && o;
+    },
+    ms,
+  );
+}
+/** Waits until the list is Applied again (Ticker ×n heard running on the 3 nodes), Degraded False. */
+async function appliedAgain(ns: string, n: number, ms: number): Promise<Deep> {
+  const o: Deep = await waitFor(
+    `Applied again (heard running Ticker ×${n}), Degraded False`,
+    async () => {
+      const k = await kube(ns);
+      return (
+        conditionOf(k, 'Applied')?.status === 'True' &&
+        conditionOf(k, 'Degraded')?.status === 'False' &&
+        heardReady(ns, 3, n)
+      );
+    },
+    ms,
+  );
+  expect(conditionOf(o, 'Applied')?.message).toBe(`heard running Ticker ×${n}`);
+  return o;
+}
 /** Ready, converged and the counts the operator heard on the air. */
 async function heardReady(ns: string, nodes: number, podsWanted: number): Promise<Deep> {
   const o = await kube(ns);
@@ -437,17 +482,7 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
   // #31.3: a running plane follows its deployments through the API (its pod watches the ConfigMap as
   // its own service account); through a kubelet-refreshed volume this took about a minute.
   it('a changed deployments list reaches the running plane in seconds: web 6 → 8 heard running, and back', async () => {
-    const patch = (deployments: string) =>
-      kubectl([
-        'patch',
-        'oberonkube',
-        '-n',
-        ns,
-        KUBE,
-        '--type=merge',
-        '-p',
-        JSON.stringify({ spec: { deployments } }),
-      ]);
+    const patch = (deployments: string) => patchDeployments(ns, deployments);
     const planeBefore = (await pods(ns, MACHINES)).find((p) => p.metadata.name === 'rk-m-k-plane-0');
     const t0 = Date.now();
     await patch('web 8 Ticker');
@@ -478,6 +513,40 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
     const planeAfter = (await pods(ns, MACHINES)).find((p) => p.metadata.name === 'rk-m-k-plane-0');
     expect(planeAfter?.metadata.uid).toBe(planeBefore?.metadata.uid);
     expect(restartsOf([planeAfter])).toEqual(restartsOf([planeBefore]));
+  });
+
+  it("a list the CRD lets through but the plane's store cannot hold: Applied=False PlaneRefused and Degraded=True in the plane's words, cleared by a list that fits (#31.5)", async () => {
+    // 250 + 2 pods, two deployments and their replicasets, three nodes: more than 256 objects.
+    await patchDeployments(ns, 'web 250 Ticker; api 2 Ticker');
+    const words = /^the plane refuses: the store is full \(256 objects\), nothing is created/;
+    const refused = await appliedReason(ns, 'PlaneRefused', LIMITS.liveChangeMs);
+    expect(conditionOf(refused, 'Applied')).toMatchObject({
+      status: 'False',
+      message: expect.stringMatching(words),
+    });
+    expect(conditionOf(refused, 'Degraded')).toMatchObject({
+      status: 'True',
+      reason: 'PlaneRefused',
+      message: expect.stringMatching(words),
+    });
+    const events = (await getJson(['events', '-n', ns])).items.filter(
+      (e: Deep) => e.involvedObject?.name === KUBE && e.reason === 'PlaneRefused',
+    );
+    expect(events.length).toBe(1);
+    // A list that fits: the plane scales web down, stops saying it, and status follows.
+    await patchDeployments(ns, 'web 6 Ticker; api 0 Ticker');
+    await appliedAgain(ns, 6, LIMITS.recoverMs);
+  });
+
+  it('a module no node has: Applied=False NodesCannotStart from the kubelets on the air; the right module rolls out and clears it', async () => {
+    await patchDeployments(ns, 'web 6 Tiker; api 0 Ticker');
+    const cannot = await appliedReason(ns, 'NodesCannotStart', LIMITS.liveChangeMs);
+    expect(conditionOf(cannot, 'Applied')?.message).toMatch(
+      /^kubelet node-[abc] could not start Tiker \(pods? /,
+    );
+    expect(conditionOf(cannot, 'Degraded')).toMatchObject({ status: 'True', reason: 'NodesCannotStart' });
+    await patchDeployments(ns, 'web 6 Ticker; api 0 Ticker');
+    await appliedAgain(ns, 6, LIMITS.recoverMs);
   });
 
   it('the OberonKube deleted: every child is gone through the garbage collector', async () => {

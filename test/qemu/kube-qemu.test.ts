@@ -11,6 +11,7 @@ const LIMITS = {
   joinMs: 90_000, // boot of three machines on 2 shared cores, then the first heartbeats
   convergeMs: 60_000, // Kube converges in ~3 s when not starved (reference: ~3 s)
   failoverMs: 60_000, // 5 s NotReady TTL plus a re-assignment round (reference: ~6 s)
+  refusalMs: 30_000, // the next round says it (1 s); a refusal no longer said is gone a TTL (5 s) later
 } as const;
 
 const bin = requireQemu();
@@ -64,5 +65,30 @@ suite('Kube on Oberon with QEMU machines on the air', () => {
     );
     expect(Date.now() - off).toBeGreaterThanOrEqual(ms);
     figure(`QEMU node off: pods on node-t ${(ms / 1000).toFixed(1)} s later`);
+  });
+
+  // #31.5 for the kubevirt runtime: its plane is this board (qemu-system-risc5, which KubeVirt's
+  // launcher runs through our hook), the operator writes Kube.Apply lines into its RS-232 (the VMI's
+  // serial console) and hears the air as this listener does (AirView: the status's source).
+  it('what the QEMU plane refuses of lines on its serial port is said on the air, and unsaid once fixed', async () => {
+    const refusal = () => c.listener.view().plane.refusal;
+    c.run('plane', 'Kube.Apply big 250 Ticker;Kube.Apply more 10 Ticker');
+    await c.wait(
+      () => refusal() === 'the store is full (256 objects), nothing is created',
+      LIMITS.refusalMs,
+      'the full store said on the air',
+    );
+    c.run('plane', 'Kube.Apply big 0 Ticker');
+    await c.wait(() => refusal() === null, LIMITS.refusalMs, 'the full store no longer said');
+    // A line the CRD would refuse, typed here: refused, said, and over once that deployment is taken.
+    c.run('plane', 'Kube.Apply web 999 Ticker');
+    await c.wait(
+      () => refusal() === 'replicas must be 0..250: web 999',
+      LIMITS.refusalMs,
+      'the refusal said',
+    );
+    c.run('plane', 'Kube.Apply web 4 Ticker');
+    await c.wait(() => refusal() === null, LIMITS.refusalMs, 'the refusal no longer said');
+    expect(c.listener.view().counts.refusals).toBeGreaterThan(0);
   });
 });

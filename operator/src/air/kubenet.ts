@@ -1,5 +1,7 @@
 // KubeNet messages inside SCC frames: heartbeat (0x60), assignment (0x61) and spec (0x62),
-// the cluster tag, the key and the MAC (kube-on-oberon spec §3.1–3.3). Pure functions.
+// the cluster tag, the key and the MAC (kube-on-oberon spec §3.1–3.3) — and ours, refusal
+// (0x63): the plane says what it refuses, in parts, and failed (0x64): a kubelet lists the pods it
+// could not start. Pure functions.
 import { halfSipHash } from './halfsiphash.ts';
 import {
   DEFAULT_CHANNEL,
@@ -19,15 +21,20 @@ const LAYOUT = {
   NODE_FIXED: 14,
   /** tag + pod id + length + 2 counter + 4 MAC: spec length is 9 + n. */
   SPEC_FIXED: 9,
+  /** tag + part + sum + length + 2 counter + 4 MAC: refusal length is 10 + n. */
+  REFUSAL_FIXED: 10,
 } as const;
 
-export type NodeMessageTyp = typeof TYP.HEARTBEAT | typeof TYP.ASSIGN;
+export type NodeMessageTyp = typeof TYP.HEARTBEAT | typeof TYP.ASSIGN | typeof TYP.FAILED;
 
-/** Heartbeat (a node reports the ids it runs) or assignment (the plane lists a node's ids). */
+/**
+ * Heartbeat (a node reports the ids it runs), assignment (the plane lists a node's ids) or, ours,
+ * failed (a node lists the wanted ids it could not start).
+ */
 export interface NodeMessage {
   typ: NodeMessageTyp;
   cluster: number;
-  /** Heartbeat: the sender. Assignment: the node the list is for. */
+  /** Heartbeat and failed: the sender. Assignment: the node the list is for. */
   node: string;
   ids: number[];
   counter: number;
@@ -44,7 +51,22 @@ export interface SpecMessage {
   mac: number;
 }
 
-export type KubeMessage = NodeMessage | SpecMessage;
+/**
+ * Refusal: one part of the words the plane refuses with now (Kube.Refusal); `part` = index·16 +
+ * count of parts, `sum` = the whole text's bytes MOD 256 (parts of different texts do not mix).
+ */
+export interface RefusalMessage {
+  typ: typeof TYP.REFUSAL;
+  cluster: number;
+  index: number;
+  parts: number;
+  sum: number;
+  text: string;
+  counter: number;
+  mac: number;
+}
+
+export type KubeMessage = NodeMessage | SpecMessage | RefusalMessage;
 
 export type KubeDecode =
   | {
@@ -162,6 +184,43 @@ export function encodeSpecData(
   return withMac(key, TYP.SPEC, body);
 }
 
+/** The byte sum (MOD 256) a refusal's parts carry, of the whole text. */
+export function refusalSum(text: string): number {
+  let sum = 0;
+  for (let i = 0; i < text.length; i++) sum = (sum + (text.charCodeAt(i) & 0xff)) & 0xff;
+  return sum;
+}
+
+/** Data bytes (10 + n) of each signed part of a refusal, as KubeNet.SendRefusal sends them. */
+export function encodeRefusalData(
+  m: { cluster: number; text: string; counter: number },
+  key: Uint8Array,
+): Uint8Array[] {
+  checkByte('cluster tag', m.cluster, 0, 255);
+  if (m.text.length < 1 || m.text.length > LIMITS.REFUSAL_CHARS || !/^[\x20-\x7e]*$/.test(m.text)) {
+    throw new Error(`a refusal is 1..${LIMITS.REFUSAL_CHARS} printable ASCII characters`);
+  }
+  const per = LIMITS.REFUSAL_PART_CHARS;
+  const parts = Math.ceil(m.text.length / per);
+  const sum = refusalSum(m.text);
+  const out: Uint8Array[] = [];
+  for (let i = 0; i < parts; i++) {
+    const piece = m.text.slice(i * per, (i + 1) * per);
+    const n = piece.length;
+    const counter = (m.counter + i) % LIMITS.COUNTER_MODULUS;
+    const body = new Uint8Array(6 + n);
+    body[0] = m.cluster;
+    body[1] = i * 16 + parts;
+    body[2] = sum;
+    body[3] = n;
+    for (let k = 0; k < n; k++) body[4 + k] = piece.charCodeAt(k);
+    body[4 + n] = counter & 0xff;
+    body[5 + n] = counter >>> 8;
+    out.push(withMac(key, TYP.REFUSAL, body));
+  }
+  return out;
+}
+
 /** Text up to the first NUL, as Oberon compares strings; bytes are latin-1. */
 function cString(bytes: Uint8Array): string {
   let s = '';
@@ -189,7 +248,7 @@ function macInputOf(typ: number, data: Uint8Array, macAt: number): Uint8Array {
  */
 export function decodeKubeData(typ: number, data: Uint8Array): KubeDecode {
   const len = data.length;
-  if (typ === TYP.HEARTBEAT || typ === TYP.ASSIGN) {
+  if (typ === TYP.HEARTBEAT || typ === TYP.ASSIGN || typ === TYP.FAILED) {
     if (len < LAYOUT.NODE_FIXED || len > LIMITS.DATA_BYTES) {
       return { ok: false, reason: `length ${len} outside ${LAYOUT.NODE_FIXED}..${LIMITS.DATA_BYTES}` };
     }
@@ -227,6 +286,33 @@ export function decodeKubeData(typ: number, data: Uint8Array): KubeDecode {
         podId: data[1],
         image: cString(data.subarray(3, 3 + n)),
         counter: le16(data, 3 + n),
+        mac: le32(data, macAt),
+      },
+      macInput: macInputOf(typ, data, macAt),
+    };
+  }
+  if (typ === TYP.REFUSAL) {
+    if (len < LAYOUT.REFUSAL_FIXED || len > LIMITS.DATA_BYTES) {
+      return { ok: false, reason: `length ${len} outside ${LAYOUT.REFUSAL_FIXED}..${LIMITS.DATA_BYTES}` };
+    }
+    const n = data[3];
+    if (n !== len - LAYOUT.REFUSAL_FIXED) {
+      return { ok: false, reason: `text length ${n} disagrees with length ${len}` };
+    }
+    const index = data[1] >> 4;
+    const parts = data[1] & 15;
+    if (parts < 1 || index >= parts) return { ok: false, reason: `part ${index} of ${parts}` };
+    const macAt = 6 + n;
+    return {
+      ok: true,
+      msg: {
+        typ: TYP.REFUSAL,
+        cluster: data[0],
+        index,
+        parts,
+        sum: data[2],
+        text: cString(data.subarray(4, 4 + n)),
+        counter: le16(data, 4 + n),
         mac: le32(data, macAt),
       },
       macInput: macInputOf(typ, data, macAt),
@@ -290,6 +376,14 @@ export function assignDatagram(
   return kubeDatagram(TYP.ASSIGN, encodeNodeMessageData(TYP.ASSIGN, m, key), opts);
 }
 
+export function failedDatagram(
+  m: { cluster: number; node: string; ids: readonly number[]; counter: number },
+  key: Uint8Array,
+  opts: FrameOpts = {},
+): Uint8Array {
+  return kubeDatagram(TYP.FAILED, encodeNodeMessageData(TYP.FAILED, m, key), opts);
+}
+
 export function specDatagram(
   m: { cluster: number; podId: number; image: string; counter: number },
   key: Uint8Array,
@@ -298,10 +392,21 @@ export function specDatagram(
   return kubeDatagram(TYP.SPEC, encodeSpecData(m, key), opts);
 }
 
-/** Name of the message kind, as the reference listener prints it. */
-export function kindName(typ: number): 'heartbeat' | 'assign' | 'spec' | undefined {
+/** Every part of a refusal as whole datagrams (counters counter, counter + 1, ...). */
+export function refusalDatagrams(
+  m: { cluster: number; text: string; counter: number },
+  key: Uint8Array,
+  opts: FrameOpts = {},
+): Uint8Array[] {
+  return encodeRefusalData(m, key).map((d) => kubeDatagram(TYP.REFUSAL, d, opts));
+}
+
+/** Name of the message kind, as the reference listener prints it (refusal and failed: ours). */
+export function kindName(typ: number): 'heartbeat' | 'assign' | 'spec' | 'refusal' | 'failed' | undefined {
   if (typ === TYP.HEARTBEAT) return 'heartbeat';
   if (typ === TYP.ASSIGN) return 'assign';
   if (typ === TYP.SPEC) return 'spec';
+  if (typ === TYP.REFUSAL) return 'refusal';
+  if (typ === TYP.FAILED) return 'failed';
   return undefined;
 }

@@ -9,7 +9,7 @@
 //
 // No I/O and no timers: time is whatever the caller passes (milliseconds, never going back).
 import { type Eviction, type Freshness, FreshnessTable, PLANE_SENDER } from './freshness.ts';
-import { clusterTag, decodeKubeFrame, kindName, macValid, ZERO_KEY } from './kubenet.ts';
+import { clusterTag, decodeKubeFrame, kindName, macValid, refusalSum, ZERO_KEY } from './kubenet.ts';
 import { LIMITS, TYP, toHex } from './wire.ts';
 
 export const VIEW_LIMITS = {
@@ -41,7 +41,7 @@ export interface FrameRecord {
   len: number;
   /** Hex of the whole 33-byte datagram (replayable). */
   raw: string;
-  kind?: 'heartbeat' | 'assign' | 'spec';
+  kind?: 'heartbeat' | 'assign' | 'spec' | 'refusal' | 'failed';
   cluster?: number;
   /** Heartbeat: the sender. Assignment: the node the list is for. */
   node?: string;
@@ -49,6 +49,9 @@ export interface FrameRecord {
   /** Spec: the pod id and its image. */
   id?: number;
   image?: string;
+  /** Refusal: this part's words, its index and the count of parts. */
+  text?: string;
+  part?: string;
   counter?: number;
   /** The MAC matched the view's key. */
   auth?: boolean;
@@ -66,6 +69,8 @@ export interface NodeView {
   ready: boolean;
   /** Ids the kubelet reports running (last heartbeat). */
   running: number[];
+  /** Wanted ids its kubelet says it could not start (no such module, Start refused or trapped), heard within the TTL. */
+  failed: number[];
   /** Ids the plane last assigned to it; null if no assignment heard yet. */
   assigned: number[] | null;
   assignedAtMs: number | null;
@@ -96,6 +101,8 @@ export interface ViewCounts {
   heartbeats: number;
   assignments: number;
   specs: number;
+  refusals: number;
+  failed: number;
   otherCluster: number;
   malformed: number;
   forged: number;
@@ -117,7 +124,18 @@ export interface ClusterView {
   duplicates: number[];
   /** At least one Ready node, every Ready node converged, no id running twice. */
   converged: boolean;
-  plane: { lastHeardMs: number | null; ageMs: number | null; heard: boolean; counter: number | null };
+  plane: {
+    lastHeardMs: number | null;
+    ageMs: number | null;
+    heard: boolean;
+    counter: number | null;
+    /**
+     * What the plane says it refuses now (all parts heard within the TTL, at most
+     * LIMITS.REFUSAL_CHARS characters); null when it says nothing: a refusal it no longer
+     * repeats is over once the TTL has passed.
+     */
+    refusal: string | null;
+  };
   counts: ViewCounts;
   /** Latest rejected frames (forged, stale, malformed, other cluster), newest last. */
   rejects: FrameRecord[];
@@ -139,6 +157,8 @@ interface NodeState {
   name: string;
   lastHeardMs: number | null;
   running: number[];
+  failed: number[];
+  failedAtMs: number | null;
   assigned: number[] | null;
   assignedAtMs: number | null;
   heartbeats: number;
@@ -166,6 +186,9 @@ export class AirView {
   private readonly images = new Map<number, string>();
   private planeHeardMs: number | null = null;
   private planeCounter: number | null = null;
+  /** The refusal's parts as last heard, by index; the whole words once every part of one text is in. */
+  private readonly refusalParts = new Map<number, { parts: number; sum: number; text: string }>();
+  private refusal: { text: string; heardMs: number } | null = null;
   private readonly recentRejects: FrameRecord[] = [];
   private readonly c: ViewCounts = {
     frames: 0,
@@ -173,6 +196,8 @@ export class AirView {
     heartbeats: 0,
     assignments: 0,
     specs: 0,
+    refusals: 0,
+    failed: 0,
     otherCluster: 0,
     malformed: 0,
     forged: 0,
@@ -228,6 +253,9 @@ export class AirView {
     if (msg.typ === TYP.SPEC) {
       rec.id = msg.podId;
       rec.image = msg.image;
+    } else if (msg.typ === TYP.REFUSAL) {
+      rec.text = msg.text;
+      rec.part = `${msg.index + 1}/${msg.parts}`;
     } else {
       rec.node = msg.node;
       rec.ids = msg.ids;
@@ -235,7 +263,7 @@ export class AirView {
     rec.auth = macValid(this.key, f.kube);
     if (msg.cluster !== this.tag) return this.reject(rec, 'other-cluster');
     if (!rec.auth) return this.reject(rec, 'forged', 'MAC does not match the cluster key');
-    const sender = msg.typ === TYP.HEARTBEAT ? msg.node : PLANE_SENDER;
+    const sender = msg.typ === TYP.HEARTBEAT || msg.typ === TYP.FAILED ? msg.node : PLANE_SENDER;
     rec.fresh = this.freshness.accept(sender, msg.counter, tMs);
     if (rec.fresh === 'stale') {
       const last = this.freshness.last(sender);
@@ -250,6 +278,11 @@ export class AirView {
       n.lastHeardMs = tMs;
       n.running = msg.ids;
       n.heartbeats++;
+    } else if (msg.typ === TYP.FAILED) {
+      this.c.failed++;
+      const n = this.node(msg.node);
+      n.failed = msg.ids;
+      n.failedAtMs = tMs;
     } else if (msg.typ === TYP.ASSIGN) {
       this.c.assignments++;
       const n = this.node(msg.node);
@@ -265,6 +298,11 @@ export class AirView {
     } else if (msg.typ === TYP.SPEC) {
       this.c.specs++;
       this.images.set(msg.podId, msg.image);
+      this.planeHeardMs = tMs;
+      this.planeCounter = msg.counter;
+    } else if (msg.typ === TYP.REFUSAL) {
+      this.c.refusals++;
+      this.hearRefusal(tMs, msg);
       this.planeHeardMs = tMs;
       this.planeCounter = msg.counter;
     }
@@ -284,6 +322,7 @@ export class AirView {
           ageMs,
           ready,
           running: [...n.running],
+          failed: n.failedAtMs !== null && nowMs - n.failedAtMs <= this.ttlMs ? [...n.failed] : [],
           assigned: n.assigned ? [...n.assigned] : null,
           assignedAtMs: n.assignedAtMs,
           converged: ready && n.assigned !== null && sameSet(n.assigned, n.running),
@@ -319,6 +358,7 @@ export class AirView {
     const ready = nodes.filter((n) => n.ready);
     const duplicates = [...runningOn].filter(([, on]) => on.length > 1).map(([id]) => id);
     const planeAge = this.planeHeardMs === null ? null : nowMs - this.planeHeardMs;
+    const refusal = this.refusal && nowMs - this.refusal.heardMs <= this.ttlMs ? this.refusal.text : null;
     return {
       cluster: this.tag,
       atMs: nowMs,
@@ -333,6 +373,7 @@ export class AirView {
         ageMs: planeAge,
         heard: planeAge !== null && planeAge <= this.ttlMs,
         counter: this.planeCounter,
+        refusal,
       },
       counts: { ...this.c },
       rejects: this.recentRejects.map((r) => ({ ...r })),
@@ -344,6 +385,19 @@ export class AirView {
     return this.images.get(id);
   }
 
+  /** Keeps a refusal part; when every part of that text is in and its sum agrees, the words stand. */
+  private hearRefusal(tMs: number, m: { index: number; parts: number; sum: number; text: string }): void {
+    this.refusalParts.set(m.index, { parts: m.parts, sum: m.sum, text: m.text });
+    let text = '';
+    for (let i = 0; i < m.parts; i++) {
+      const p = this.refusalParts.get(i);
+      if (!p || p.parts !== m.parts || p.sum !== m.sum) return;
+      text += p.text;
+    }
+    if (text.length > LIMITS.REFUSAL_CHARS || refusalSum(text) !== m.sum) return;
+    this.refusal = { text, heardMs: tMs };
+  }
+
   private node(name: string): NodeState {
     let n = this.nodes.get(name);
     if (!n) {
@@ -351,6 +405,8 @@ export class AirView {
         name,
         lastHeardMs: null,
         running: [],
+        failed: [],
+        failedAtMs: null,
         assigned: null,
         assignedAtMs: null,
         heartbeats: 0,
@@ -401,6 +457,9 @@ export function formatRecord(rec: FrameRecord, sinceMs: number): string {
     if (rec.kind === 'spec') {
       return `${t}  ${'spec'.padEnd(9)}  ${tag} id ${String(rec.id).padEnd(5)}  ${rec.image}${flag}`;
     }
+    if (rec.kind === 'refusal') {
+      return `${t}  ${'refusal'.padEnd(9)}  ${tag} ${(rec.part ?? '').padEnd(8)}  "${rec.text ?? ''}"${flag}`;
+    }
     return `${t}  ${rec.kind.padEnd(9)}  ${tag} ${(rec.node ?? '').padEnd(8)}  [${(rec.ids ?? []).join(', ')}]${flag}`;
   }
   const typ = `0x${rec.typ.toString(16).padStart(2, '0')}`;
@@ -432,6 +491,7 @@ export function formatView(v: ClusterView): string {
     );
   }
   if (v.duplicates.length) lines.push(`\nrunning twice: ${v.duplicates.join(' ')}`);
+  if (v.plane.refusal) lines.push(`\nthe plane refuses: ${v.plane.refusal}`);
   const c = v.counts;
   lines.push('');
   lines.push(

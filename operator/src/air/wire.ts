@@ -29,6 +29,13 @@ export const LIMITS = {
   KEY_HEX_DIGITS: 16,
   /** HalfSipHash key size in bytes. */
   KEY_BYTES: 8,
+  /**
+   * Ours: the words of a refusal the plane says on the air (Kube.SayLen − 1), in parts of 14
+   * characters (24 = 1 tag + 1 part + 1 sum + 1 length + 14 text + 2 counter + 4 MAC): 5 parts.
+   * Every message quoting the plane's refusal (the OberonKube's conditions) is bounded by this.
+   */
+  REFUSAL_CHARS: 70,
+  REFUSAL_PART_CHARS: 14,
   /** 4 bytes of room for the MAC: HalfSipHash with 32-bit output. */
   MAC_BYTES: 4,
   /** 2 bytes of room for the counter; freshness uses serial-number arithmetic. */
@@ -71,6 +78,10 @@ export const TYP = {
   HEARTBEAT: 0x60,
   ASSIGN: 0x61,
   SPEC: 0x62,
+  /** Ours: the plane says what it refuses (Kube.Refusal), a part of the words per frame. */
+  REFUSAL: 0x63,
+  /** Ours: a kubelet lists the wanted pod ids it could not start (the heartbeat's layout). */
+  FAILED: 0x64,
 } as const;
 
 /** A datagram as the relay and stations see it. */

@@ -1,8 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import { assignDatagram, clusterTag, heartbeatDatagram, specDatagram, ZERO_KEY } from '../air/kubenet.ts';
+import {
+  assignDatagram,
+  clusterTag,
+  failedDatagram,
+  heartbeatDatagram,
+  refusalDatagrams,
+  specDatagram,
+  ZERO_KEY,
+} from '../air/kubenet.ts';
 import { AirView, type ClusterView } from '../air/view.ts';
 import { kubeSettings, type OberonKube } from './oberonkube-render.ts';
-import { computeKubeStatus, heardFullWindow, planeRefusal } from './oberonkube-status.ts';
+import {
+  computeKubeStatus,
+  heardFullWindow,
+  nodesCannotStart,
+  planeRefusal,
+  planeSays,
+} from './oberonkube-status.ts';
 
 const kube = (spec: Record<string, unknown>): OberonKube => ({
   apiVersion: 'retrokube.io/v1alpha1',
@@ -160,5 +174,86 @@ describe('Applied: the plane has spec.deployments only when its pods are heard r
     expect((st.conditions as Array<{ type: string }>).find((c) => c.type === 'Applied')).toMatchObject({
       status: 'Unknown',
     });
+  });
+});
+
+describe('what the plane says it refuses is a condition (#31 item 5)', () => {
+  const TAG = clusterTag('kube');
+  const WORDS = 'the store is full (256 objects), nothing is created';
+  // Two Ready nodes running 20 Ticker pods; the plane says `refusal` at t=0 (or nothing).
+  const air = (refusal: string | null, atMs: number) => {
+    const v = new AirView({ cluster: 'kube' });
+    let ctr = 1;
+    for (const [node, ids] of [
+      ['node-a', [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]],
+      ['node-b', [11, 12, 13, 14, 15, 16, 17, 18, 19, 20]],
+    ] as const) {
+      v.ingest(atMs, heartbeatDatagram({ cluster: TAG, node, ids, counter: ctr++ }, ZERO_KEY));
+      v.ingest(atMs, assignDatagram({ cluster: TAG, node, ids, counter: ctr++ }, ZERO_KEY));
+      for (const id of ids)
+        v.ingest(atMs, specDatagram({ cluster: TAG, podId: id, image: 'Ticker', counter: ctr++ }, ZERO_KEY));
+    }
+    if (refusal !== null)
+      for (const d of refusalDatagrams({ cluster: TAG, text: refusal, counter: ctr }, ZERO_KEY))
+        v.ingest(0, d);
+    return v.view(atMs);
+  };
+  const conds = (deployments: string, v: ClusterView) => {
+    const st = plainStatus(kube({ nodes: 2, deployments }), v);
+    const c = (t: string) => (st.conditions as Array<{ type: string }>).find((x) => x.type === t);
+    return { applied: c('Applied'), degraded: c('Degraded'), ready: c('Ready') };
+  };
+
+  it("Applied=False PlaneRefused and Degraded=True with the plane's own words, while it says them", () => {
+    const c = conds('a 250 Ticker; b 20 Ticker', air(WORDS, 0));
+    expect(c.applied).toMatchObject({
+      status: 'False',
+      reason: 'PlaneRefused',
+      message: `the plane refuses: ${WORDS}`,
+    });
+    expect(c.degraded).toMatchObject({
+      status: 'True',
+      reason: 'PlaneRefused',
+      message: `the plane refuses: ${WORDS}`,
+    });
+    expect(planeSays(air(WORDS, 0))).toBe(`the plane refuses: ${WORDS}`);
+  });
+
+  it('a refusal no longer said (the spec fixed) is over once the TTL has passed: level, not history', () => {
+    const c = conds('a 10 Ticker; b 10 Ticker', air(WORDS, 5_001));
+    expect(c.applied).toMatchObject({ status: 'True', reason: 'HeardRunning' });
+    expect(c.degraded).toMatchObject({ status: 'False' });
+    expect(conds('a 10 Ticker; b 10 Ticker', air(null, 0)).applied).toMatchObject({ status: 'True' });
+  });
+});
+
+describe('what the kubelets say they could not start is a condition (a module no node has)', () => {
+  const TAG = clusterTag('kube');
+  const air = (failed: boolean) => {
+    const v = new AirView({ cluster: 'kube' });
+    let ctr = 1;
+    for (const [node, ids] of [
+      ['node-a', [1, 3]],
+      ['node-b', [2]],
+    ] as const) {
+      v.ingest(
+        0,
+        heartbeatDatagram({ cluster: TAG, node, ids: failed ? [] : ids, counter: ctr++ }, ZERO_KEY),
+      );
+      v.ingest(0, assignDatagram({ cluster: TAG, node, ids, counter: ctr++ }, ZERO_KEY));
+      if (failed) v.ingest(0, failedDatagram({ cluster: TAG, node, ids, counter: ctr++ }, ZERO_KEY));
+      for (const id of ids)
+        v.ingest(0, specDatagram({ cluster: TAG, podId: id, image: 'Tiker', counter: ctr++ }, ZERO_KEY));
+    }
+    return v.view(0);
+  };
+  it('Applied=False NodesCannotStart and Degraded=True, naming the nodes, the module and the pods', () => {
+    const st = plainStatus(kube({ nodes: 2, deployments: 'web 3 Tiker' }), air(true));
+    const c = (t: string) => (st.conditions as Array<{ type: string }>).find((x) => x.type === t);
+    const words =
+      'kubelet node-a could not start Tiker (pods 1, 3); kubelet node-b could not start Tiker (pod 2): the node has no module of that name, or its Start refused or trapped';
+    expect(c('Applied')).toMatchObject({ status: 'False', reason: 'NodesCannotStart', message: words });
+    expect(c('Degraded')).toMatchObject({ status: 'True', reason: 'NodesCannotStart', message: words });
+    expect(nodesCannotStart(air(false))).toBe('');
   });
 });

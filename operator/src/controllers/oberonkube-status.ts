@@ -1,6 +1,7 @@
 // The status of an OberonKube from what the operator hears on its air (pure): nodes and pods
 // heard, the node table, and the Ready, Converged and Degraded conditions.
 import type { ClusterView } from '../air/view.ts';
+import { LIMITS as AIR_LIMITS } from '../air/wire.ts';
 import { KUBE_LIMITS, kubeNodeName } from '../api/oberonkube.ts';
 import { type Condition, type ConditionInput, setConditions } from '../runtime/conditions.ts';
 import type { KubeSettings, OberonKube } from './oberonkube-render.ts';
@@ -19,6 +20,43 @@ export function planeRefusal(s: KubeSettings): string {
   if (pods > room)
     return `${pods} pods wanted but ${s.nodes} node(s) hold at most ${room} (${KUBE_LIMITS.podsPerNode} per node: an assignment frame carries 10 pod ids); ${pods - room} stay Pending: add nodes or lower the replicas`;
   return '';
+}
+
+/**
+ * The plane's own words for what it refuses now, as heard on the air (KubeNet's refusal frames:
+ * a full store, or an Apply or Hold it would not take), quoted in status; '' when it says nothing.
+ * The quote is bounded once, here, by what a refusal can carry (AIR_LIMITS.REFUSAL_CHARS).
+ */
+export function planeSays(v: ClusterView | undefined): string {
+  const words = v?.plane.refusal;
+  return words ? `the plane refuses: ${words.slice(0, AIR_LIMITS.REFUSAL_CHARS)}` : '';
+}
+
+export const STATUS_WORDS = {
+  failingNodesNamed: 3, // nodes named in a NodesCannotStart message (up to 20 × 10 pods would swamp it)
+} as const;
+
+/**
+ * What the kubelets say they could not start (KubeNet's failed frames: the node has no such
+ * module, or the workload's Start refused or trapped), per Ready node with the modules from the
+ * plane's specs; '' when none says so.
+ */
+export function nodesCannotStart(v: ClusterView | undefined): string {
+  const parts: string[] = [];
+  for (const n of v?.nodes ?? []) {
+    if (!n.ready || !n.failed.length) continue;
+    const byModule = new Map<string, number[]>();
+    for (const id of n.failed) {
+      const m = v?.pods.find((p) => p.id === id)?.image ?? '?';
+      byModule.set(m, [...(byModule.get(m) ?? []), id]);
+    }
+    const what = [...byModule].map(([m, ids]) => `${m} (pod${ids.length > 1 ? 's' : ''} ${ids.join(', ')})`);
+    parts.push(`kubelet ${n.name} could not start ${what.join(', ')}`);
+  }
+  if (!parts.length) return '';
+  const named = parts.slice(0, STATUS_WORDS.failingNodesNamed).join('; ');
+  const more = parts.length - STATUS_WORDS.failingNodesNamed;
+  return `${named}${more > 0 ? `; and ${more} more node(s)` : ''}: the node has no module of that name, or its Start refused or trapped`;
 }
 
 /**
@@ -48,6 +86,10 @@ export function heardFullWindow(
  */
 export function appliedCondition(s: KubeSettings, v: ClusterView | undefined): ConditionInput {
   if (!v) return { type: 'Applied', status: 'Unknown', reason: 'AirNotJudged', message: 'not listening yet' };
+  const refused = planeSays(v);
+  if (refused) return { type: 'Applied', status: 'False', reason: 'PlaneRefused', message: refused };
+  const cannot = nodesCannotStart(v);
+  if (cannot) return { type: 'Applied', status: 'False', reason: 'NodesCannotStart', message: cannot };
   const count = (m: Map<string, number>, k: string, n: number) => m.set(k, (m.get(k) ?? 0) + n);
   const want = new Map<string, number>();
   for (const d of s.deployments) if (d.replicas > 0) count(want, d.module, d.replicas);
@@ -77,6 +119,35 @@ export function appliedCondition(s: KubeSettings, v: ClusterView | undefined): C
     reason: 'NotHeardRunning',
     message: `ordered ${words(want)}; heard running ${words(heard)}${unnamed ? ` and ${unnamed} pod(s) whose module is not heard yet` : ''}`,
   };
+}
+
+/** Degraded: the first of what is wrong, in this order of weight; False when nothing is. */
+function degradedCondition(w: {
+  keyProblem: string;
+  refused: string;
+  cannotStart: string;
+  cannotPlace: string;
+  /** Forged frames heard in all, when some were heard recently. */
+  forged: number | null;
+  notReady: string[];
+}): ConditionInput {
+  const yes = (reason: string, message: string): ConditionInput => ({
+    type: 'Degraded',
+    status: 'True',
+    reason,
+    message,
+  });
+  if (w.keyProblem) return yes('KeyInvalid', w.keyProblem);
+  if (w.refused) return yes('PlaneRefused', w.refused);
+  if (w.cannotStart) return yes('NodesCannotStart', w.cannotStart);
+  if (w.cannotPlace) return yes('PlaneCannotPlace', w.cannotPlace);
+  if (w.forged !== null)
+    return yes(
+      'ForgedFrames',
+      `${w.forged} forged frame(s) heard: someone without the key transmits this cluster's tag`,
+    );
+  if (w.notReady.length) return yes('NodesNotReady', `NotReady: ${w.notReady.join(', ')}`);
+  return { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' };
 }
 
 export function computeKubeStatus(
@@ -163,27 +234,15 @@ export function computeKubeStatus(
   const notReadyHeard = table
     .filter((r) => !r.ready && v?.nodes.some((n) => n.name === r.name))
     .map((r) => r.name);
-  const refusal = planeRefusal(s);
   conds.push(
-    o.keyInvalid
-      ? { type: 'Degraded', status: 'True', reason: 'KeyInvalid', message: o.keyProblem }
-      : refusal
-        ? { type: 'Degraded', status: 'True', reason: 'PlaneCannotPlace', message: refusal }
-        : o.forgedRecent
-          ? {
-              type: 'Degraded',
-              status: 'True',
-              reason: 'ForgedFrames',
-              message: `${forged} forged frame(s) heard: someone without the key transmits this cluster's tag`,
-            }
-          : notReadyHeard.length
-            ? {
-                type: 'Degraded',
-                status: 'True',
-                reason: 'NodesNotReady',
-                message: `NotReady: ${notReadyHeard.join(', ')}`,
-              }
-            : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '' },
+    degradedCondition({
+      keyProblem: o.keyInvalid ? o.keyProblem : '',
+      refused: planeSays(v),
+      cannotStart: nodesCannotStart(v),
+      cannotPlace: planeRefusal(s),
+      forged: o.forgedRecent ? forged : null,
+      notReady: notReadyHeard,
+    }),
   );
   return {
     observedGeneration: gen,

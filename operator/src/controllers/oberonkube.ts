@@ -34,7 +34,7 @@ import { keyReadProblem } from './key-access.ts';
 import { OBERONAIR } from './oberonair.ts';
 import { PlaneConsole } from './oberonkube-plane-console.ts';
 import { derivedKey, kubeAirName, kubeSettings, type OberonKube, renderKube } from './oberonkube-render.ts';
-import { computeKubeStatus, heardFullWindow } from './oberonkube-status.ts';
+import { computeKubeStatus, heardFullWindow, nodesCannotStart, planeSays } from './oberonkube-status.ts';
 import { OBERONMACHINE } from './oberonmachine.ts';
 import { applyOwned, ourKind, primaryRules } from './owned.ts';
 import { PDB } from './placement.ts';
@@ -134,6 +134,10 @@ interface Memo {
   heardWindow: boolean;
   /** Forged frames counted before this station listened (the last status's count): kept, not reset. */
   forgedBase: number;
+  /** What status last quoted of the plane's refusal ('' = none): an Event only when it changes. */
+  refused: string;
+  /** The same for what the kubelets could not start. */
+  cannotStart: string;
 }
 
 interface Deps {
@@ -173,6 +177,8 @@ async function reconcile(
     ready: new Map(lastNodeTable(k).map((r) => [r.name, r.ready] as const)),
     paused: false,
     heardWindow: false,
+    refused: lastApplied(k, 'PlaneRefused'),
+    cannotStart: lastApplied(k, 'NodesCannotStart'),
   };
   d.memo.set(id, memo);
   const s = kubeSettings(k);
@@ -343,6 +349,14 @@ function lastNodeTable(k: OberonKube): Array<{ name: string; ready: boolean }> {
     .map((r) => ({ name: r.name, ready: r.ready === true }));
 }
 
+/** What the last status's Applied condition quoted for `reason` (PlaneRefused, NodesCannotStart), or ''. */
+function lastApplied(k: OberonKube, reason: string): string {
+  const conds = (k.status as { conditions?: Array<{ type?: string; reason?: string; message?: string }> })
+    ?.conditions;
+  const c = conds?.find((x) => x.type === 'Applied');
+  return c?.reason === reason ? (c.message ?? '') : '';
+}
+
 /** The node count in an existing (kubevirt) plane's `Kube.Hold`, kept so a scale does not restart it. */
 function planeHoldOf(plane: KubeObject | undefined): number | undefined {
   const commands = (plane as { spec?: { commands?: unknown } } | undefined)?.spec?.commands;
@@ -389,6 +403,29 @@ function emitAirEvents(
         : 'enough nodes are Ready again: evictions resume',
     );
     memo.paused = paused;
+  }
+  // What the air says is refused: a Warning when the words change, a Normal Event when they stop.
+  const said = [
+    {
+      key: 'refused',
+      words: planeSays(v),
+      warn: 'PlaneRefused',
+      ok: 'PlaneAccepts',
+      over: 'the plane no longer says it refuses anything',
+    },
+    {
+      key: 'cannotStart',
+      words: nodesCannotStart(v),
+      warn: 'NodesCannotStart',
+      ok: 'NodesStartAll',
+      over: 'no kubelet says it cannot start a pod any more',
+    },
+  ] as const;
+  for (const s of said) {
+    if (s.words === memo[s.key]) continue;
+    const message = s.words ? `${s.words} (said on the air)` : s.over;
+    void ctx.recorder.record(k, s.words ? 'Warning' : 'Normal', s.words ? s.warn : s.ok, message);
+    memo[s.key] = s.words;
   }
   if (forgedFrames > memo.forged) {
     void ctx.recorder.record(

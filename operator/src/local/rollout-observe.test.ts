@@ -20,6 +20,7 @@ function view(
     ageMs: 0,
     ready: n.ready,
     running: n.running,
+    failed: [],
     assigned: n.running,
     assignedAtMs: 0,
     converged: n.ready,
@@ -44,7 +45,7 @@ function view(
     running,
     duplicates: [],
     converged: o.converged ?? true,
-    plane: { lastHeardMs: 0, ageMs: 0, heard: o.planeHeard ?? true, counter: 1 },
+    plane: { lastHeardMs: 0, ageMs: 0, heard: o.planeHeard ?? true, counter: 1, refusal: null },
     counts: {} as ClusterView['counts'],
     rejects: [],
   };

@@ -248,9 +248,11 @@ function main(backend: Backend): void {
       const what =
         r.kind === 'spec'
           ? `spec      [${r.cluster}] id ${r.id} ${r.image}`
-          : r.kind
-            ? `${r.kind.padEnd(9)} [${r.cluster}] ${(r.node ?? '').padEnd(7)} [${(r.ids ?? []).join(', ')}]`
-            : `typ ${r.typ}`;
+          : r.kind === 'refusal'
+            ? `refusal   [${r.cluster}] ${r.part ?? ''} "${r.text ?? ''}"`
+            : r.kind
+              ? `${r.kind.padEnd(9)} [${r.cluster}] ${(r.node ?? '').padEnd(7)} [${(r.ids ?? []).join(', ')}]`
+              : `typ ${r.typ}`;
       return el(
         'div',
         { className: `v-${r.verdict}` },

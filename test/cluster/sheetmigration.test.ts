@@ -1,0 +1,163 @@
+// A SheetMigration on the real node (issue #31 item 4): the chart's operator moves the sample
+// deployment "ticker" from one SheetCluster to another, both real pods of the product image, and
+// its status.message and Events say what each phase is doing — never "ScalingTarget (x2)" after
+// the target was scaled (the words the step machine once carried through every phase and Event).
+// The members are named by SheetCluster; the sheets are read through their own contract (signed,
+// through the API server's Service proxy), never through pod phases alone.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SheetsClient } from '../../operator/src/sheets/ctl/client.ts';
+import {
+  apiProxy,
+  apply,
+  type Chart,
+  type Deep,
+  deleteNamespace,
+  freshNamespace,
+  getJson,
+  installChart,
+  skipReason,
+  waitFor,
+} from './harness.ts';
+
+const LIMITS = {
+  readyMs: 300_000, // pods start from the imported image; the node may be loaded by other sessions
+  moveMs: 300_000, // scale the target, wait for its pods, drain the source, watch the window
+  watchSeconds: 10, // the rollback window the migration watches the target through
+} as const;
+
+const TICKERS = 2; // the sample "ticker" a new workbook gets
+type Row = Record<string, unknown>;
+const cond = (o: Deep, type: string): Deep =>
+  (o?.status?.conditions ?? []).find((c: Deep) => c.type === type);
+
+describe.skipIf(skipReason())(
+  'SheetMigration on the real node (two SheetClusters, the sheets as the truth)',
+  () => {
+    let ns: string;
+    let chart: Chart | undefined;
+    let proxy: { url: string; close(): void } | undefined;
+    const sheets = new Map<string, SheetsClient>();
+
+    beforeAll(async () => {
+      ns = await freshNamespace('sheetmig');
+      chart = await installChart(ns, `rk-${ns.split('-').pop()}`);
+      proxy = await apiProxy();
+    }, 400_000);
+    afterAll(async () => {
+      proxy?.close();
+      await chart?.uninstall().catch(() => undefined);
+      if (ns) await deleteNamespace(ns);
+    });
+
+    const secretValue = async (name: string, entry: string): Promise<string> =>
+      Buffer.from((await getJson(['secret', '-n', ns, name])).data[entry], 'base64').toString();
+    const tickers = async (member: string): Promise<Row[] | undefined> =>
+      (
+        await sheets
+          .get(member)
+          ?.get('pods')
+          .catch(() => undefined)
+      )?.filter((p) => p.deployment === 'ticker');
+    const hasTicker = async (member: string): Promise<boolean | undefined> => {
+      const d = await sheets
+        .get(member)
+        ?.get('deployments')
+        .catch(() => undefined);
+      return d?.some((r) => r.name === 'ticker');
+    };
+
+    it('two SheetClusters Ready; the target starts without "ticker" (its image stays in its Images tab)', async () => {
+      for (const name of ['src', 'dst'])
+        await apply({
+          apiVersion: 'retrokube.io/v1alpha1',
+          kind: 'SheetCluster',
+          metadata: { name, namespace: ns },
+          spec: { nodes: 1, store: { type: 'xlsx', xlsx: { size: '64Mi' } } },
+        });
+      for (const name of ['src', 'dst']) {
+        await waitFor(
+          `SheetCluster ${name} Ready`,
+          async () => cond(await getJson(['sheetcluster', '-n', ns, name]), 'Ready')?.status === 'True',
+          LIMITS.readyMs,
+        );
+        if (!proxy) throw new Error('no kubectl proxy');
+        const child = `rk-sheets-${name}`;
+        sheets.set(
+          name,
+          new SheetsClient({
+            url: `${proxy.url}/api/v1/namespaces/${ns}/services/${child}:http/proxy/`,
+            token: await secretValue(`${child}-token`, 'token'),
+            key: await secretValue(`${child}-signing`, 'key'),
+            timeoutMs: 10_000,
+          }),
+        );
+      }
+      await sheets.get('dst')?.post({ action: 'delete', name: 'ticker' });
+      await waitFor(
+        'no ticker on dst',
+        async () => (await hasTicker('dst')) === false && (await tickers('dst'))?.length === 0,
+        120_000,
+      );
+      await waitFor(
+        `${TICKERS} tickers Running on src`,
+        async () => (await tickers('src'))?.filter((p) => p.phase === 'Running').length === TICKERS,
+        LIMITS.readyMs,
+      );
+    }, 700_000);
+
+    it("moves ticker make-before-break; status.message and every phase's Event speak of that phase, not of ScalingTarget", async () => {
+      await apply({
+        apiVersion: 'retrokube.io/v1alpha1',
+        kind: 'SheetMigration',
+        metadata: { name: 'move', namespace: ns },
+        spec: {
+          deployment: 'ticker',
+          from: { name: 'src', sheetCluster: 'src' },
+          to: { name: 'dst', sheetCluster: 'dst' },
+          pollSeconds: 1,
+          waitSeconds: 240,
+          rollbackWindowSeconds: LIMITS.watchSeconds,
+        },
+      });
+      // Every (phase, message) status showed, read twice a second until the end.
+      const seen: Array<{ phase: string; message: string }> = [];
+      const done: Deep = await waitFor(
+        'the migration Succeeded',
+        async () => {
+          const o = await getJson(['sheetmigration', '-n', ns, 'move']);
+          const last = seen[seen.length - 1];
+          const now = { phase: String(o.status?.phase ?? ''), message: String(o.status?.message ?? '') };
+          if (now.phase && (last?.phase !== now.phase || last.message !== now.message)) seen.push(now);
+          if (o.status?.phase === 'Failed' || o.status?.phase === 'RolledBack')
+            throw new Error(`the migration ended ${o.status.phase}: ${o.status.message}`);
+          return o.status?.phase === 'Succeeded' && o;
+        },
+        LIMITS.moveMs,
+      );
+      const phases = [...new Set(seen.map((s) => s.phase))];
+      expect(phases).toEqual(expect.arrayContaining(['Watching', 'Succeeded'])); // Watching lasts 10 s
+      // Once the target was scaled, no later phase says "ScalingTarget" (the stuck message).
+      const after = seen.filter((s) => s.phase !== 'Pending' && s.phase !== 'ScalingTarget');
+      expect(after.length).toBeGreaterThan(0);
+      for (const s of after)
+        expect([s.phase, s.message]).toEqual([s.phase, expect.not.stringMatching(/ScalingTarget/)]);
+      expect(done.status.message).not.toMatch(/ScalingTarget|WaitingTarget|DrainingSource/);
+      expect(cond(done, 'Ready')).toMatchObject({ status: 'True', reason: 'Succeeded' });
+      // The Events, one per phase: "A → B: words" where the words are B's.
+      const events: Deep[] = (await getJson(['events', '-n', ns])).items.filter(
+        (e: Deep) => e.involvedObject?.name === 'move' && e.involvedObject?.kind === 'SheetMigration',
+      );
+      const reasons = events.map((e) => e.reason);
+      expect(reasons).toEqual(expect.arrayContaining(['ScalingTarget', 'WaitingTarget', 'Succeeded']));
+      for (const e of events.filter((x) => x.reason !== 'ScalingTarget'))
+        expect([e.reason, e.message]).toEqual([e.reason, expect.not.stringMatching(/: ScalingTarget/)]);
+      // And the move itself, from the sheets: ticker runs on dst, and src has none.
+      await waitFor(
+        `${TICKERS} tickers Running on dst`,
+        async () => (await tickers('dst'))?.filter((p) => p.phase === 'Running').length === TICKERS,
+        60_000,
+      );
+      expect(await hasTicker('src')).toBe(false);
+    }, 400_000);
+  },
+);
