@@ -47,9 +47,11 @@ const E2E_PAIRED = [
 ];
 
 /**
- * vitest's order, but the e2e-pairs files in E2E_PAIRED's. vitest's own puts larger files first when
- * it has no timings of its own (a clean clone, as in CI): kube-dr.test.ts, 5 lines and 160 s, came
- * last and ran alone for its whole length.
+ * vitest's order, with two changes. The e2e-pairs files in E2E_PAIRED's order: vitest's own puts
+ * larger files first when it has no timings of its own (a clean clone, as in CI): kube-dr.test.ts,
+ * 5 lines and 160 s, came last and ran alone for its whole length. And the `nodes` project's one
+ * long file first in its group: vitest orders a group's projects by name, so it started after every
+ * envtest file and ran alone for ten minutes instead of beside them.
  */
 class PairsInOrder extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
@@ -57,8 +59,24 @@ class PairsInOrder extends BaseSequencer {
     const paired = (f: TestSpecification) => f.project.name === 'e2e-pairs';
     const rank = (f: TestSpecification) => E2E_PAIRED.indexOf(relative(f.project.config.root, f.moduleId));
     const ordered = out.filter(paired).sort((a, b) => rank(a) - rank(b));
-    return out.map((f) => (paired(f) ? (ordered.shift() ?? f) : f));
+    const inOrder = out.map((f) => (paired(f) ? (ordered.shift() ?? f) : f));
+    return leadsItsGroup(inOrder, (f) => f.project.name === 'nodes');
   }
+}
+
+/** `files` with those that `lead` picks moved to the front of their group (stable otherwise). */
+export function leadsItsGroup<T extends { project: { config: { sequence: { groupOrder: number } } } }>(
+  files: T[],
+  lead: (f: T) => boolean,
+): T[] {
+  const leaders = files.filter(lead);
+  const rest = files.filter((f) => !lead(f));
+  for (const l of leaders.reverse()) {
+    const group = l.project.config.sequence.groupOrder;
+    const at = rest.findIndex((f) => f.project.config.sequence.groupOrder === group);
+    rest.splice(at < 0 ? rest.length : at, 0, l);
+  }
+  return rest;
 }
 
 export default defineConfig({
