@@ -165,6 +165,11 @@ export async function freshNamespace(prefix: string): Promise<string> {
   return created.metadata.name as string;
 }
 
+/** One entry of a Secret, decoded (the cluster tests read the generated token and keys this way). */
+export async function secretValue(ns: string, name: string, entry: string): Promise<string> {
+  return Buffer.from((await getJson(['secret', '-n', ns, name])).data[entry], 'base64').toString();
+}
+
 export async function deleteNamespace(ns: string): Promise<void> {
   await kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);
 }

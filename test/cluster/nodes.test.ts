@@ -22,6 +22,7 @@ import {
   podReady,
   pods,
   run,
+  secretValue,
   skipReason,
   useKubeconfig,
   waitFor,
@@ -418,8 +419,6 @@ describe.skipIf(skipReason())('several real nodes (hack/nodes-up.sh)', () => {
         !!n && Object.entries(want).every(([name, st]) => n.some((r) => r.name === name && r.status === st))
       );
     };
-    const secretValue = async (name: string, entry: string): Promise<string> =>
-      Buffer.from((await getJson(['secret', '-n', sns, name])).data[entry], 'base64').toString();
 
     beforeAll(async () => {
       sns = await freshNamespace('nodes-sheets');
@@ -457,8 +456,8 @@ describe.skipIf(skipReason())('several real nodes (hack/nodes-up.sh)', () => {
         if (!proxy) throw new Error('no kubectl proxy');
         sheet = new SheetsClient({
           url: `${proxy.url}/api/v1/namespaces/${sns}/services/${CHILD}:http/proxy/`,
-          token: await secretValue(`${CHILD}-token`, 'token'),
-          key: await secretValue(`${CHILD}-signing`, 'key'),
+          token: await secretValue(sns, `${CHILD}-token`, 'token'),
+          key: await secretValue(sns, `${CHILD}-signing`, 'key'),
           timeoutMs: 10_000,
         });
         await waitFor(

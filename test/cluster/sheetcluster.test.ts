@@ -20,6 +20,7 @@ import {
   kubectl,
   podReady,
   pods,
+  secretValue,
   skipReason,
   waitFor,
 } from './harness.ts';
@@ -91,8 +92,6 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
       await kubectl(['uncordon', node]);
     }
   };
-  const secretValue = async (name: string, entry: string): Promise<string> =>
-    Buffer.from((await getJson(['secret', '-n', ns, name])).data[entry], 'base64').toString();
 
   // Every Degraded condition the SheetCluster showed while it started (read once a second).
   const startConditions: Deep[] = [];
@@ -143,8 +142,8 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
   });
 
   it('through the signed contract: 3 nodes Ready, the WASM sample "ticker" Running on the agents (its output in their work dirs); the SheetCluster Ready 3/3 from the sheet', async () => {
-    token = await secretValue(`${CHILD}-token`, 'token');
-    key = await secretValue(`${CHILD}-signing`, 'key');
+    token = await secretValue(ns, `${CHILD}-token`, 'token');
+    key = await secretValue(ns, `${CHILD}-signing`, 'key');
     if (!proxy) throw new Error('no kubectl proxy');
     sheet = new SheetsClient({
       url: `${proxy.url}/api/v1/namespaces/${ns}/services/${CHILD}:http/proxy/`,

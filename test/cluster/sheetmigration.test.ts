@@ -15,6 +15,7 @@ import {
   freshNamespace,
   getJson,
   installChart,
+  secretValue,
   skipReason,
   waitFor,
 } from './harness.ts';
@@ -49,8 +50,6 @@ describe.skipIf(skipReason())(
       if (ns) await deleteNamespace(ns);
     });
 
-    const secretValue = async (name: string, entry: string): Promise<string> =>
-      Buffer.from((await getJson(['secret', '-n', ns, name])).data[entry], 'base64').toString();
     const tickers = async (member: string): Promise<Row[] | undefined> =>
       (
         await sheets
@@ -86,8 +85,8 @@ describe.skipIf(skipReason())(
           name,
           new SheetsClient({
             url: `${proxy.url}/api/v1/namespaces/${ns}/services/${child}:http/proxy/`,
-            token: await secretValue(`${child}-token`, 'token'),
-            key: await secretValue(`${child}-signing`, 'key'),
+            token: await secretValue(ns, `${child}-token`, 'token'),
+            key: await secretValue(ns, `${child}-signing`, 'key'),
             timeoutMs: 10_000,
           }),
         );
