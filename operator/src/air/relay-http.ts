@@ -3,7 +3,7 @@
 // reaches it can silence the air.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Counter, Gauge, Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { guardListener, hostsForBind } from '../util/http-guard.ts';
 import { BadRequest, readJsonObject } from '../util/json-body.ts';
 import type { HttpEndpoint, Relay, RelayState } from './relay-types.ts';
@@ -19,8 +19,13 @@ export const HTTP_LIMITS = {
 export const DEFAULT_CONTROL_PORT = 7525;
 export const DEFAULT_CONTROL_URL = `http://127.0.0.1:${DEFAULT_CONTROL_PORT}`;
 
-/** A Registry of the relay's own metrics, read from its counters at scrape time. */
-export function relayRegistry(relay: Relay): Registry {
+/**
+ * A Registry of the relay's own metrics, read from its counters at scrape time. prom-client loads
+ * here, with the metrics endpoint: the other air verbs (`air state`, `air relay --help`) answer
+ * without it (#32: its module tree is the slowest part of their start).
+ */
+export async function relayRegistry(relay: Relay): Promise<Registry> {
+  const { Counter, Gauge, Registry } = await import('prom-client');
   const registry = new Registry();
   const counter = (name: string, help: string, read: () => number): void => {
     new Counter({
@@ -119,8 +124,8 @@ function listen(server: http.Server, port: number, bind: string, what: string): 
 }
 
 /** Serves GET /metrics from the relay's Registry. */
-export function startRelayMetrics(relay: Relay, port: number, bind = '0.0.0.0'): Promise<HttpEndpoint> {
-  const registry = relayRegistry(relay);
+export async function startRelayMetrics(relay: Relay, port: number, bind = '0.0.0.0'): Promise<HttpEndpoint> {
+  const registry = await relayRegistry(relay);
   const server = http.createServer(
     guardListener(
       (req, res) => {
