@@ -2,8 +2,8 @@
 // Every POST is signed (spec §6) when a signing key is set.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { type Answer, AnswerTooLarge, type Exchange, exchange } from '../../util/http-exchange.ts';
 import { signRequest, withNonce } from '../signing.ts';
-import { type Answer, AnswerTooLarge, type Exchange, exchange } from './http.ts';
 
 export const LIMITS = {
   timeoutMs: 30_000, // the reference clients' curl/urllib timeout

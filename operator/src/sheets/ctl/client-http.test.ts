@@ -3,8 +3,8 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exchange } from '../../util/http-exchange.ts';
 import { SheetsClient } from './client.ts';
-import { exchange } from './http.ts';
 
 const seen: { method?: string; url?: string; body: string }[] = [];
 let server: Server;

@@ -1,10 +1,13 @@
-// One HTTP exchange of the apiserver client (client.ts), over node:http (node:https for https URLs),
-// not fetch: fetch loads Node's bundled undici on its first call, about as long as the rest of
-// `skctl get` or `sheets bridge status` takes to start (#32: a bare Node start, again, per verb).
-// What fetch did for the client, this does too: one timeout over the whole exchange, body included
-// (a DOMException named TimeoutError, as fetch's), redirects followed as fetch follows them or not at
-// all, and the answer bounded while it is read. Connection errors keep Node's code (ECONNREFUSED).
-import http from 'node:http';
+// One bounded HTTP exchange over node:http (node:https for https URLs), for the clients a CLI verb
+// runs (the apiserver client, the air relay's control), not fetch: fetch loads Node's bundled undici
+// on its first call, about as long as the rest of `skctl get` or `sheets bridge status` takes to
+// start (#32). What fetch did for them, this does too: one timeout over the whole exchange, body
+// included (a DOMException named TimeoutError, as fetch's), redirects followed as fetch follows them
+// or not at all, and the answer bounded while it is read. Connection errors keep Node's code
+// (ECONNREFUSED). The modules come from process.getBuiltinModule, not `import ... from 'node:http'`:
+// Node 24's ESM face of node:http reads every export, its lazy WebSocket among them, and so loads
+// undici (and http2) all the same, ~30 ms; `https` is asked for only by an https URL (TLS: ~15 ms).
+const http = process.getBuiltinModule('node:http');
 
 export const HTTP_LIMITS = {
   /** Redirects followed before giving up: fetch's limit. */
@@ -57,11 +60,17 @@ export async function exchange(url: string, x: Exchange): Promise<Answer> {
   }
 }
 
-async function hop(url: URL, method: string, body: string | undefined, x: Exchange, signal: AbortSignal) {
+function hop(
+  url: URL,
+  method: string,
+  body: string | undefined,
+  x: Exchange,
+  signal: AbortSignal,
+): Promise<Hop> {
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new Error(`${url.protocol} URLs are not served: give an http:// or https:// URL`);
-  const client = url.protocol === 'https:' ? await import('node:https') : http;
-  return new Promise<Hop>((resolve, reject) => {
+  const client = url.protocol === 'https:' ? process.getBuiltinModule('node:https') : http;
+  return new Promise((resolve, reject) => {
     // After the deadline every error is the timeout, as fetch reports it.
     const fail = (e: unknown) => reject(signal.aborted ? signal.reason : e);
     const headers = {
