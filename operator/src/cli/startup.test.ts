@@ -7,7 +7,7 @@
 // each heavy library cost a share of a start the goal is 4 bare Node starts), and at Node's compile
 // cache the entry point keeps: cold, after another version of the code, and filled with junk.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -126,10 +126,15 @@ describe('what the light verbs load (real processes)', () => {
     }, 30_000);
   }
 
-  it('the recorder would see them: sheets wire loads pino, sheets serve (its apiserver) exceljs on open', async () => {
+  it("the recorder sees them when they load: a package (pino for sheets wire), and fetch's undici", async () => {
     expect(heavyIn(await modulesOf(['sheets', 'wire', 'serve', '--help']), HEAVY_BUT_AIR)).toEqual(['pino']);
-    const nodeModules = await modulesOf(['skctl', '--server', DEAD, 'get', 'nodes']);
-    expect(nodeModules.some((m) => m.includes('NativeModule'))).toBe(true); // Node's list was written
+    const out = join(tmp, 'modules-fetch.txt');
+    await run(
+      process.execPath,
+      ['--import', pathToFileURL(RECORDER).href, '-e', `fetch('${DEAD}').catch(() => {})`],
+      { env: { ...process.env, RECORD_MODULES: out } },
+    );
+    expect(heavyIn(readFileSync(out, 'utf8').split('\n'), HEAVY)).toEqual(['internal/deps/undici']);
   }, 30_000);
 });
 
@@ -175,10 +180,11 @@ console.log(r.status, answer);
       ).stdout;
     expect(await answer()).toBe('1 one\n'); // 1: enabled (module.constants.compileCacheStatus.ENABLED)
     expect(await answer()).toBe('1 one\n');
+    expect(entries(join(cache, 'retrokube', 'compile-cache')).length).toBeGreaterThan(0); // 'one' is cached
     // same length, same modification time: only the content differs
-    const { mtime } = await import('node:fs').then((fs) => fs.statSync(join(tmp, 'app-m.ts')));
+    const { mtime } = statSync(join(tmp, 'app-m.ts'));
     writeFileSync(join(tmp, 'app-m.ts'), "export const answer: string = 'two';\n");
-    await import('node:fs').then((fs) => fs.utimesSync(join(tmp, 'app-m.ts'), mtime, mtime));
+    utimesSync(join(tmp, 'app-m.ts'), mtime, mtime);
     expect(await answer()).toBe('1 two\n');
   }, 60_000);
 

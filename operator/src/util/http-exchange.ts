@@ -9,7 +9,7 @@
 // undici (and http2) all the same, ~30 ms; `https` is asked for only by an https URL (TLS: ~15 ms).
 const http = process.getBuiltinModule('node:http');
 
-export const HTTP_LIMITS = {
+export const EXCHANGE_LIMITS = {
   /** Redirects followed before giving up: fetch's limit. */
   MAX_REDIRECTS: 20,
 } as const;
@@ -34,7 +34,7 @@ export interface Answer {
 /** The answer was larger than `maxBytes`: the server answered, so this is not "unreachable". */
 export class AnswerTooLarge extends Error {
   constructor(maxBytes: number) {
-    super(`the answer is larger than ${maxBytes} bytes: not read further (is this an apiserver?)`);
+    super(`the answer is larger than ${maxBytes} bytes: not read further`);
   }
 }
 
@@ -49,8 +49,8 @@ export async function exchange(url: string, x: Exchange): Promise<Answer> {
   for (let hops = 0; ; hops++) {
     const a = await hop(target, method, body, x, signal);
     if (!x.followRedirects || a.location === undefined) return { status: a.status, text: a.text };
-    if (hops >= HTTP_LIMITS.MAX_REDIRECTS)
-      throw new Error(`more than ${HTTP_LIMITS.MAX_REDIRECTS} redirects from ${url}`);
+    if (hops >= EXCHANGE_LIMITS.MAX_REDIRECTS)
+      throw new Error(`more than ${EXCHANGE_LIMITS.MAX_REDIRECTS} redirects from ${url}`);
     target = new URL(a.location, target);
     // As fetch: 303 reads with GET; 301 and 302 turn a POST into a GET; 307 and 308 repeat it.
     if (a.status === 303 || (method === 'POST' && (a.status === 301 || a.status === 302))) {

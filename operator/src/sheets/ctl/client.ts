@@ -86,7 +86,7 @@ export class SheetsClient {
       maxBytes: this.cfg.untrusted ? LIMITS.untrustedBodyBytes : LIMITS.bodyBytes,
       followRedirects: !this.cfg.untrusted,
     }).catch((e: unknown) => {
-      if (e instanceof AnswerTooLarge) throw e;
+      if (e instanceof AnswerTooLarge) throw new Error(`${e.message} (is this an apiserver?)`);
       throw unreachable(this.cfg.url, e);
     });
     if (r.status >= 300 && r.status < 400)
@@ -108,7 +108,7 @@ function parseJson(r: Answer): unknown {
 /**
  * Say which apiserver (its URL without the token, which travels in the query) did not answer, why,
  * and what to check. `e` is a connection error (its code: ECONNREFUSED, ...), the timeout (named
- * TimeoutError), or an error with the reason in its cause (fetch's "fetch failed").
+ * TimeoutError), or an error with the reason in its cause.
  */
 export function unreachable(url: string, e: unknown): Error {
   const err = e as {
