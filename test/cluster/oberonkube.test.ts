@@ -477,6 +477,24 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
         ),
       LIMITS.recoverMs,
     );
+    // node-d fell silent because it was scaled away: it left, which is no NotReady node of the
+    // cluster (before, it stayed 'Degraded: NotReady: node-d' until the operator restarted).
+    const left = await waitFor(
+      'node-d left: Degraded False, 3 rows',
+      async () => {
+        const k = await kube(ns);
+        return conditionOf(k, 'Degraded')?.status === 'False' && k.status.nodeTable.length === 3 && k;
+      },
+      LIMITS.liveChangeMs,
+    );
+    expect(left.status.nodeTable.map((r: Deep) => r.name)).toEqual(['node-a', 'node-b', 'node-c']);
+    const about = (
+      await getJson(['events', '-n', ns, '--field-selector', `involvedObject.name=${KUBE}`])
+    ).items
+      .filter((e: Deep) => e.message.startsWith('Node node-d '))
+      .map((e: Deep) => e.reason);
+    expect(about).toContain('NodeLeft');
+    expect(about).not.toContain('NodeNotReady');
   });
 
   // #31.3: a running plane follows its deployments through the API (its pod watches the ConfigMap as
@@ -515,48 +533,39 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
     expect(restartsOf([planeAfter])).toEqual(restartsOf([planeBefore]));
   });
 
-  // Opt-in (RETROKUBE_REFUSALS=1): in the first CI rehearsal both cases saw the refusal but timed
-  // out waiting for Applied again after the fix (300 s); not yet understood (issue #31).
-  const itRefusals = process.env.RETROKUBE_REFUSALS === '1' ? it : it.skip;
-  itRefusals(
-    "a list the CRD lets through but the plane's store cannot hold: Applied=False PlaneRefused and Degraded=True in the plane's words, cleared by a list that fits (#31.5)",
-    async () => {
-      // 250 + 2 pods, two deployments and their replicasets, three nodes: more than 256 objects.
-      await patchDeployments(ns, 'web 250 Ticker; api 2 Ticker');
-      const words = /^the plane refuses: the store is full \(256 objects\), nothing is created/;
-      const refused = await appliedReason(ns, 'PlaneRefused', LIMITS.liveChangeMs);
-      expect(conditionOf(refused, 'Applied')).toMatchObject({
-        status: 'False',
-        message: expect.stringMatching(words),
-      });
-      expect(conditionOf(refused, 'Degraded')).toMatchObject({
-        status: 'True',
-        reason: 'PlaneRefused',
-        message: expect.stringMatching(words),
-      });
-      const events = (await getJson(['events', '-n', ns])).items.filter(
-        (e: Deep) => e.involvedObject?.name === KUBE && e.reason === 'PlaneRefused',
-      );
-      expect(events.length).toBe(1);
-      // A list that fits: the plane scales web down, stops saying it, and status follows.
-      await patchDeployments(ns, 'web 6 Ticker; api 0 Ticker');
-      await appliedAgain(ns, 6, LIMITS.recoverMs);
-    },
-  );
+  it("a list the CRD lets through but the plane's store cannot hold: Applied=False PlaneRefused and Degraded=True in the plane's words, cleared by a list that fits (#31.5)", async () => {
+    // 250 + 2 pods, two deployments and their replicasets, three nodes: more than 256 objects.
+    await patchDeployments(ns, 'web 250 Ticker; api 2 Ticker');
+    const words = /^the plane refuses: the store is full \(256 objects\), nothing is created/;
+    const refused = await appliedReason(ns, 'PlaneRefused', LIMITS.liveChangeMs);
+    expect(conditionOf(refused, 'Applied')).toMatchObject({
+      status: 'False',
+      message: expect.stringMatching(words),
+    });
+    expect(conditionOf(refused, 'Degraded')).toMatchObject({
+      status: 'True',
+      reason: 'PlaneRefused',
+      message: expect.stringMatching(words),
+    });
+    const events = (await getJson(['events', '-n', ns])).items.filter(
+      (e: Deep) => e.involvedObject?.name === KUBE && e.reason === 'PlaneRefused',
+    );
+    expect(events.length).toBe(1);
+    // A list that fits: the plane scales web down, stops saying it, and status follows.
+    await patchDeployments(ns, 'web 6 Ticker; api 0 Ticker');
+    await appliedAgain(ns, 6, LIMITS.recoverMs);
+  });
 
-  itRefusals(
-    'a module no node has: Applied=False NodesCannotStart from the kubelets on the air; the right module rolls out and clears it',
-    async () => {
-      await patchDeployments(ns, 'web 6 Tiker; api 0 Ticker');
-      const cannot = await appliedReason(ns, 'NodesCannotStart', LIMITS.liveChangeMs);
-      expect(conditionOf(cannot, 'Applied')?.message).toMatch(
-        /^kubelet node-[abc] could not start Tiker \(pods? /,
-      );
-      expect(conditionOf(cannot, 'Degraded')).toMatchObject({ status: 'True', reason: 'NodesCannotStart' });
-      await patchDeployments(ns, 'web 6 Ticker; api 0 Ticker');
-      await appliedAgain(ns, 6, LIMITS.recoverMs);
-    },
-  );
+  it('a module no node has: Applied=False NodesCannotStart from the kubelets on the air; the right module rolls out and clears it', async () => {
+    await patchDeployments(ns, 'web 6 Tiker; api 0 Ticker');
+    const cannot = await appliedReason(ns, 'NodesCannotStart', LIMITS.liveChangeMs);
+    expect(conditionOf(cannot, 'Applied')?.message).toMatch(
+      /^kubelet node-[abc] could not start Tiker \(pods? /,
+    );
+    expect(conditionOf(cannot, 'Degraded')).toMatchObject({ status: 'True', reason: 'NodesCannotStart' });
+    await patchDeployments(ns, 'web 6 Ticker; api 0 Ticker');
+    await appliedAgain(ns, 6, LIMITS.recoverMs);
+  });
 
   it('the OberonKube deleted: every child is gone through the garbage collector', async () => {
     await kubectl(['delete', 'oberonkube', '-n', ns, KUBE, '--wait=false']);
