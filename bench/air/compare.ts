@@ -8,13 +8,15 @@
 // Per relay and round:
 //  - flood: the sender sends as fast as it can for SECONDS (open loop); deliveries per second as the relay
 //    counts them (the reference prints its count on SIGUSR1), the relay's CPU seconds (its thread;
-//    the reference's process), and the delay of every 16th frame from send to receiver 0 (p50, p99, max);
+//    the reference's process), and the delay of every 16th frame from send to receiver 0 (p50, p99, max;
+//    receiver 0 reads in its own thread, so its own queue stays out of the figure);
 //  - steady: one station sends STEADY_RATE frames/s for STEADY_SECONDS; frames receiver 0 missed.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { QUEUE_LIMITS } from '../../operator/src/air/recv-queue.ts';
 import { startRecording, writeResults } from '../results.ts';
 import { frame, pct, sock } from './stations.ts';
 
@@ -137,25 +139,62 @@ print("ready", flush=True)
 sys.stdin.read()
 `;
 
+// Receiver 0 in its own thread: it reads as frames arrive, whatever the sender's loop does, so the
+// delay measured is the relay's (and the kernel's), not this process's. Frames carry their send time.
+const RECEIVER = `
+const { parentPort } = require('node:worker_threads');
+const dgram = require('node:dgram');
+const s = dgram.createSocket({ type: 'udp4', recvBufferSize: 4 << 20 });
+let count = 0;
+let delays = [];
+s.on('message', (m) => {
+  count++;
+  const t = m.readBigUInt64LE(13);
+  if (t !== 0n) delays.push(Number(process.hrtime.bigint() - t) / 1e6);
+});
+s.bind(0, '127.0.0.1', () => parentPort.postMessage({ type: 'ready' }));
+parentPort.on('message', (m) => {
+  if (m.type === 'hello') s.send(Uint8Array.of(0xff), m.port, '127.0.0.1');
+  if (m.type === 'take') {
+    parentPort.postMessage({ type: 'taken', count, delays });
+    count = 0;
+    delays = [];
+  }
+  if (m.type === 'close') s.close(() => process.exit(0));
+});
+`;
+
+async function receiverThread() {
+  const w = new Worker(RECEIVER, { eval: true });
+  await new Promise((r) => w.once('message', r));
+  return {
+    hello: (port: number) => w.postMessage({ type: 'hello', port }),
+    /** Frames received and delays (ms) of the timed ones since the last take. */
+    take: () =>
+      new Promise<{ count: number; delays: number[] }>((resolve) => {
+        w.once('message', resolve);
+        w.postMessage({ type: 'take' });
+      }),
+    close: async () => {
+      w.postMessage({ type: 'close' });
+      await new Promise((r) => w.once('exit', r));
+    },
+  };
+}
+
 async function measure(relay: RelayUnderTest) {
   const others = spawn('python3', ['-c', SILENT_RECEIVERS, String(relay.port), String(BENCH.RECEIVERS - 1)], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
-  const receiver = await sock();
+  const receiver = await receiverThread();
   const sender = await sock();
-  let first = 0;
-  const sentAt = new Map<number, bigint>();
-  const delays: number[] = [];
-  receiver.on('message', (m) => {
-    first++;
-    const t = sentAt.get(m.readUInt32LE(9));
-    if (t !== undefined) delays.push(Number(process.hrtime.bigint() - t) / 1e6);
-  });
   for (let k = 0; k < 2; k++) {
-    for (const s of [receiver, sender]) s.send(Uint8Array.of(0xff), relay.port, '127.0.0.1');
+    receiver.hello(relay.port);
+    sender.send(Uint8Array.of(0xff), relay.port, '127.0.0.1');
     await sleep(1100);
   }
   await new Promise((r) => others.stdout?.once('data', r));
+  await receiver.take();
 
   // flood
   const before = await relay.sample();
@@ -166,15 +205,15 @@ async function measure(relay: RelayUnderTest) {
   // relay cannot take, its kernel queue drops, so the relay runs flat out
   while (Date.now() < end) {
     for (let k = 0; k < BENCH.BURST; k++) {
-      if (sent % BENCH.SAMPLE_EVERY === 0) sentAt.set(sent, process.hrtime.bigint());
-      sender.send(frame(sent++), relay.port, '127.0.0.1');
+      const timed = sent % BENCH.SAMPLE_EVERY === 0;
+      sender.send(frame(sent++, timed ? process.hrtime.bigint() : 0n), relay.port, '127.0.0.1');
     }
     await new Promise((r) => setImmediate(r));
   }
   const after = await relay.sample();
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   await sleep(300);
-  const d = delays.sort((a, b) => a - b);
+  const d = (await receiver.take()).delays.sort((a, b) => a - b);
   const flood = {
     deliveriesPerSecond: Math.round((after.delivered - before.delivered) / seconds),
     relayCpuSeconds: Number(((after.cpuUs - before.cpuUs) / 1e6).toFixed(2)),
@@ -188,15 +227,12 @@ async function measure(relay: RelayUnderTest) {
       max: Number((d.at(-1) ?? Number.NaN).toFixed(1)),
     },
     timedFrames: d.length,
+    /** Timed frames that arrived more than MAX_DELAY_MS after they were sent. */
+    timedFramesLate: d.filter((x) => x > QUEUE_LIMITS.MAX_DELAY_MS).length,
   };
 
   // steady: one station at STEADY_RATE frames/s, counted at receiver 0 once the flood has drained
-  for (let prev = -1; prev !== first; ) {
-    prev = first;
-    await sleep(300);
-  }
-  first = 0;
-  sentAt.clear();
+  while ((await receiver.take()).count > 0) await sleep(300);
   const frames = BENCH.STEADY_RATE * BENCH.STEADY_SECONDS;
   const start = Date.now();
   for (let i = 0; i < frames; i++) {
@@ -206,8 +242,9 @@ async function measure(relay: RelayUnderTest) {
   }
   await sleep(500);
   /** Frames of the steady sender that receiver 0 did not get. */
-  const steady = { frames, framesLost: frames - first };
-  for (const s of [receiver, sender]) s.close();
+  const steady = { frames, framesLost: frames - (await receiver.take()).count };
+  sender.close();
+  await receiver.close();
   others.stdin?.end();
   return { flood, steady };
 }
@@ -249,6 +286,8 @@ const summary = Object.fromEntries(
         deliveriesPerCpuSecond: rs.map((x) => x.flood.deliveriesPerCpuSecond),
         delayP99Ms: rs.map((x) => x.flood.delayMs.p99),
         delayMaxMs: rs.map((x) => x.flood.delayMs.max),
+        timedFramesLate: rs.map((x) => x.flood.timedFramesLate),
+        timedFrames: rs.map((x) => x.flood.timedFrames),
         steadyFramesLost: rs.map((x) => x.steady.framesLost),
       },
     ];
@@ -264,6 +303,7 @@ writeResults(
     receivers: BENCH.RECEIVERS,
     rounds: ROUNDS,
     floodSeconds: SECONDS,
+    maxDelayMs: QUEUE_LIMITS.MAX_DELAY_MS,
     steadyRate: BENCH.STEADY_RATE,
     rawOverReference: Number(ratio.toFixed(2)),
     summary,

@@ -51,7 +51,7 @@ export function relayRegistry(relay: Relay): Registry {
   );
   new Counter({
     name: 'air_relay_dropped_total',
-    help: 'Frames or deliveries not forwarded, by reason (loss, rate ceiling, air off, station cut, output budget)',
+    help: 'Frames or deliveries not forwarded, by reason (loss, rate ceiling, air off, station cut, output budget, late: send queue busy, queue: the kernel queue held 50 ms already)',
     labelNames: ['reason'],
     registers: [registry],
     collect() {
@@ -63,6 +63,15 @@ export function relayRegistry(relay: Relay): Registry {
       this.labels('cut').inc(st.droppedCut);
       this.labels('budget').inc(st.droppedBudget);
       this.labels('late').inc(st.droppedLate);
+      this.labels('queue').inc(st.droppedQueue);
+    },
+  });
+  new Gauge({
+    name: 'air_relay_queue_frames',
+    help: 'Datagrams the kernel queue in front of the relay holds: 50 ms of its measured speed',
+    registers: [registry],
+    collect() {
+      this.set(relay.stats().queueFrames);
     },
   });
   new Gauge({
