@@ -34,6 +34,13 @@ export const QUEUE_LIMITS = {
   MEASURE_MS: 250,
   /** Frames a measurement needs: fewer say more about the loop's idle wake-ups than its speed. */
   MIN_SAMPLE_FRAMES: 200,
+  /**
+   * The queue shrinks at once when the relay measures itself slower, and grows at most by this
+   * factor per measurement: speed swings (frames a rate ceiling drops cost nothing, frames it passes
+   * cost a send per station; the host takes the core away), and a queue grown on one fast
+   * measurement would hold frames past the bound until the next.
+   */
+  MAX_GROWTH: 1.25,
 } as const;
 
 /** Bytes to ask for so the kernel holds `frames` datagrams (Linux doubles what it is given). */
@@ -80,7 +87,10 @@ export function boundRecvQueue(socket: dgram.Socket): RecvQueue {
       const next = performance.eventLoopUtilization();
       const handled = framesIn - seen;
       if (seen >= 0 && handled >= QUEUE_LIMITS.MIN_SAMPLE_FRAMES) {
-        const n = framesForDelay(handled, next.active - elu.active);
+        const n = Math.min(
+          framesForDelay(handled, next.active - elu.active),
+          Math.round(frames * QUEUE_LIMITS.MAX_GROWTH),
+        );
         if (n !== frames) apply(n);
       }
       at = now;
