@@ -270,7 +270,7 @@ for (let r = 0; r < ROUNDS; r++) {
     await relay.close();
     runs[name]?.push(m);
     console.log(
-      `round ${r + 1} ${name.padEnd(9)} flood ${m.flood.deliveriesPerSecond} deliveries/s (${m.flood.deliveriesPerCpuSecond}/CPU-s), delay p50 ${m.flood.delayMs.p50} p99 ${m.flood.delayMs.p99} max ${m.flood.delayMs.max} ms · steady ${BENCH.STEADY_RATE}/s: ${m.steady.framesLost} of ${m.steady.frames} frames lost`,
+      `round ${r + 1} ${name.padEnd(9)} flood ${m.flood.deliveriesPerSecond} deliveries/s (${m.flood.deliveriesPerCpuSecond}/CPU-s), delay p50 ${m.flood.delayMs.p50} p99 ${m.flood.delayMs.p99} max ${m.flood.delayMs.max} ms (${m.flood.timedFramesLate} of ${m.flood.timedFrames} timed frames over ${QUEUE_LIMITS.MAX_DELAY_MS} ms) · steady ${BENCH.STEADY_RATE}/s: ${m.steady.framesLost} of ${m.steady.frames} frames lost`,
     );
   }
 }

@@ -20,11 +20,13 @@ export const RELAY_LIMITS = {
   /** Stations hello every 5 s; 60 s of silence (12 missed hellos) means the station is gone. */
   PEER_TTL_MS: WIRE.RELAY_PEER_TTL_MS,
   /**
-   * Per-station ceiling. On the wall clock a RISC5 station sends at most ~20 frames/s (SCC waits
-   * 50 ms per send). But until something from outside reaches it, a machine runs on machine time
-   * (machine.ts), where those 50 ms are 1.25 M instructions: at the translator's ~500 M
-   * instructions/s that is ~400 frames/s, the fastest real Kube traffic a station makes here. The
-   * ceiling is 2.5× that, so a faster host never clips an honest station; a flood is still cut to it.
+   * Per-station ceiling. Kube traffic: a kubelet sends 1 heartbeat/s; a plane 1 assignment per
+   * Ready node per second and at most 1 spec per 100-ms tick (kube-on-oberon spec §3.5). SCC waits
+   * 50 ms before each send, so a machine paced to 25 MHz (`up`, machine pods, QEMU) sends at most
+   * ~20 frames/s. An unpaced machine (MachineRunner `clock: 'deterministic', fast: true`) passes
+   * those 50 ms, 1.25 M instructions, at the translator's ~490 M instructions/s: ~400 frames/s, the
+   * fastest a station sends here. The ceiling is 2.5× that, so a faster host never clips an honest
+   * station; a flood is still cut to it.
    */
   RATE_PER_SECOND: 1_000,
   /** Bursts up to 2 s of the ceiling pass. */
