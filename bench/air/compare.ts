@@ -2,19 +2,18 @@
 // the spec's relay.py, run by python3) in the same run, interleaved rounds. Writes air-compare.json.
 //
 // Each round runs every relay in turn: ours with its default limits, ours raw (`--no-rate-limit`), and
-// the reference (and with --baseline DIR, DIR's relay raw); the relay in its own thread (ours) or process (the reference). 20 receivers: receiver
+// the reference (and with --baseline DIR, DIR's relay raw); each relay in a process of its own, as
+// `retrokube air relay` and relay.py run (relay-process.ts for ours). 20 receivers: receiver
 // 0 and the sender in this process, the other 19 in a python3 process that never reads them (the
 // kernel drops what overflows them), so no receiver's work competes with the relay for the CPU.
 // Per relay and round:
 //  - flood: the sender sends as fast as it can for SECONDS (open loop); deliveries per second as the relay
-//    counts them (the reference prints its count on SIGUSR1), the relay's CPU seconds (its thread;
-//    the reference's process), and the delay of every 16th frame from send to receiver 0 (p50, p99, max;
+//    counts them (each prints its count on SIGUSR1), the relay process's CPU seconds, and the delay of every 16th frame from send to receiver 0 (p50, p99, max;
 //    receiver 0 reads in its own thread, so its own queue stays out of the figure);
 //  - steady: one station sends STEADY_RATE frames/s for STEADY_SECONDS; frames receiver 0 missed.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { QUEUE_LIMITS } from '../../operator/src/air/recv-queue.ts';
 import { startRecording, writeResults } from '../results.ts';
@@ -30,9 +29,11 @@ const BENCH = {
   FLOOD_SECONDS: 3,
   /** Every Nth frame of a flood is timed at receiver 0. */
   SAMPLE_EVERY: 16,
-  /** The issue's steady case: one station at 400 frames/s (a machine on machine time, see relay.ts). */
+  /** The issue's steady case: one station at 400 frames/s (an unpaced machine, RELAY_LIMITS.RATE_PER_SECOND). */
   STEADY_RATE: 400,
   STEADY_SECONDS: 3,
+  /** The steady sender's frames are numbered from here (a flood's stragglers are not counted as its). */
+  STEADY_SEQ: 10_000_000,
 } as const;
 
 const arg = (name: string): number | undefined => {
@@ -50,39 +51,15 @@ interface RelayUnderTest {
   close(): Promise<void>;
 }
 
-async function ours(
-  raw: boolean,
-  workerFile = new URL('./relay-worker.ts', import.meta.url),
-): Promise<RelayUnderTest> {
-  const worker = new Worker(workerFile, { workerData: { raw } });
-  const { port } = await new Promise<{ port: number }>((r) => worker.once('message', r));
-  return {
-    port,
-    sample: () =>
-      new Promise((resolve) => {
-        const on = (m: { type: string; stats: { framesOut: number }; cpuUs: number }) => {
-          if (m.type !== 'stats') return;
-          worker.off('message', on);
-          resolve({ delivered: m.stats.framesOut, cpuUs: m.cpuUs });
-        };
-        worker.on('message', on);
-        worker.postMessage({ type: 'stats' });
-      }),
-    close: async () => {
-      worker.postMessage({ type: 'close' });
-      await new Promise((r) => worker.once('exit', r));
-    },
+/**
+ * A relay in a process of its own that prints `air relay on udp/PORT` and, on SIGUSR1,
+ * `delivered N`: the reference (python3) and ours (relay-process.ts) alike, so the scheduler
+ * treats them alike and the CPU counted is the whole process's (/proc/PID/stat) for both.
+ */
+async function relayProcess(command: string, args: string[]): Promise<RelayUnderTest> {
+  const py = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] }) as ChildProcess & {
+    stdout: NodeJS.ReadableStream;
   };
-}
-
-async function reference(): Promise<RelayUnderTest> {
-  const py = spawn(
-    'python3',
-    [new URL('./reference-relay.py', import.meta.url).pathname, '--port', '0', '--bind', '127.0.0.1'],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  ) as ChildProcess & { stdout: NodeJS.ReadableStream };
   const lines: string[] = [];
   let wake: (() => void) | undefined;
   let buf = '';
@@ -143,12 +120,15 @@ sys.stdin.read()
 // delay measured is the relay's (and the kernel's), not this process's. Frames carry their send time.
 const RECEIVER = `
 const { parentPort } = require('node:worker_threads');
+const STEADY_SEQ = ${BENCH.STEADY_SEQ};
 const dgram = require('node:dgram');
 const s = dgram.createSocket({ type: 'udp4', recvBufferSize: 4 << 20 });
 let count = 0;
+let steady = 0;
 let delays = [];
 s.on('message', (m) => {
   count++;
+  if (m.readUInt32LE(9) >= STEADY_SEQ) steady++;
   const t = m.readBigUInt64LE(13);
   if (t !== 0n) delays.push(Number(process.hrtime.bigint() - t) / 1e6);
 });
@@ -156,8 +136,9 @@ s.bind(0, '127.0.0.1', () => parentPort.postMessage({ type: 'ready' }));
 parentPort.on('message', (m) => {
   if (m.type === 'hello') s.send(Uint8Array.of(0xff), m.port, '127.0.0.1');
   if (m.type === 'take') {
-    parentPort.postMessage({ type: 'taken', count, delays });
+    parentPort.postMessage({ type: 'taken', count, steady, delays });
     count = 0;
+    steady = 0;
     delays = [];
   }
   if (m.type === 'close') s.close(() => process.exit(0));
@@ -169,9 +150,9 @@ async function receiverThread() {
   await new Promise((r) => w.once('message', r));
   return {
     hello: (port: number) => w.postMessage({ type: 'hello', port }),
-    /** Frames received and delays (ms) of the timed ones since the last take. */
+    /** Frames received (of them, the steady sender's) and delays (ms) of the timed ones since the last take. */
     take: () =>
-      new Promise<{ count: number; delays: number[] }>((resolve) => {
+      new Promise<{ count: number; steady: number; delays: number[] }>((resolve) => {
         w.once('message', resolve);
         w.postMessage({ type: 'take' });
       }),
@@ -238,27 +219,29 @@ async function measure(relay: RelayUnderTest) {
   for (let i = 0; i < frames; i++) {
     const due = start + (i * 1000) / BENCH.STEADY_RATE;
     if (due > Date.now()) await sleep(due - Date.now());
-    sender.send(frame(10_000_000 + i), relay.port, '127.0.0.1');
+    sender.send(frame(BENCH.STEADY_SEQ + i), relay.port, '127.0.0.1');
   }
   await sleep(500);
   /** Frames of the steady sender that receiver 0 did not get. */
-  const steady = { frames, framesLost: frames - (await receiver.take()).count };
+  const steady = { frames, framesLost: frames - (await receiver.take()).steady };
   sender.close();
   await receiver.close();
   others.stdin?.end();
   return { flood, steady };
 }
 
+const OURS = new URL('./relay-process.ts', import.meta.url).pathname;
+const REFERENCE = new URL('./reference-relay.py', import.meta.url).pathname;
 const RELAYS: [string, () => Promise<RelayUnderTest>][] = [
-  ['ours', () => ours(false)],
-  ['oursRaw', () => ours(true)],
-  ['reference', reference],
+  ['ours', () => relayProcess(process.execPath, [OURS])],
+  ['oursRaw', () => relayProcess(process.execPath, [OURS, '--raw'])],
+  ['reference', () => relayProcess('python3', [REFERENCE, '--port', '0', '--bind', '127.0.0.1'])],
 ];
-// --baseline DIR: another checkout's relay too (its bench/air/relay-worker.ts, raw), e.g. main's
+// --baseline DIR: another checkout's relay too (its operator/src/air/relay.ts, raw), e.g. main's
 const baselineAt = process.argv.indexOf('--baseline');
 if (baselineAt > 0) {
-  const dir = resolve(process.argv[baselineAt + 1] as string);
-  RELAYS.push(['baselineRaw', () => ours(true, pathToFileURL(join(dir, 'bench/air/relay-worker.ts')))]);
+  const relay = join(resolve(process.argv[baselineAt + 1] as string), 'operator/src/air/relay.ts');
+  RELAYS.push(['baselineRaw', () => relayProcess(process.execPath, [OURS, '--raw', '--relay', relay])]);
 }
 const runs: Record<string, Awaited<ReturnType<typeof measure>>[]> = Object.fromEntries(
   RELAYS.map(([n]) => [n, []]),
