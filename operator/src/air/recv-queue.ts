@@ -1,7 +1,7 @@
-// The kernel queue in front of the relay, held to MAX_DELAY_MS of the relay's own speed. Radio
+// The kernel queue in front of the relay, kept short enough that no frame waits past MAX_DELAY_MS. Radio
 // does not queue: a frame the air cannot carry now is lost. A UDP socket queues whatever its
 // receive buffer holds, and with a buffer of megabytes a flood waits seconds in it (#32). So the
-// relay asks for a buffer of as many datagrams as it forwards in QUEUE_MS, measured while it works
+// relay asks for a buffer of as many datagrams as it forwards in QUEUE_MS, timed while it works
 // (a frame to 20 stations costs 20 sends; to 2, two), and the kernel drops the rest on arrival, for
 // free, counting them per socket (/proc/net/udp "drops"), read here for the metrics.
 import type dgram from 'node:dgram';

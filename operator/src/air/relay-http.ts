@@ -51,7 +51,7 @@ export function relayRegistry(relay: Relay): Registry {
   );
   new Counter({
     name: 'air_relay_dropped_total',
-    help: 'Frames or deliveries not forwarded, by reason (loss, rate ceiling, air off, station cut, output budget, late: send queue busy, queue: the kernel queue held 50 ms already)',
+    help: 'Frames or deliveries not forwarded, by reason (loss, rate ceiling, air off, station cut, output budget, late: send queue busy, queue: the kernel queue in front of the relay was full)',
     labelNames: ['reason'],
     registers: [registry],
     collect() {
@@ -68,7 +68,7 @@ export function relayRegistry(relay: Relay): Registry {
   });
   new Gauge({
     name: 'air_relay_queue_frames',
-    help: 'Datagrams the kernel queue in front of the relay holds: 50 ms of its measured speed',
+    help: 'Datagrams the kernel queue in front of the relay holds: 25 ms of its own speed, half the 50-ms bound',
     registers: [registry],
     collect() {
       this.set(relay.stats().queueFrames);

@@ -73,8 +73,8 @@ export const RELAY_LIMITS = {
   /** Unproven stations one frame reaches at most: that fresh air is served whole; a spray is amplified ×24 at most, not ×64. */
   MAX_UNPROVEN_RECEIVERS: 24,
 } as const;
-// The kernel queue in front of the relay (its receive buffer) is held to QUEUE_LIMITS.MAX_DELAY_MS
-// of the relay's speed: recv-queue.ts.
+// The kernel queue in front of the relay (its receive buffer) holds QUEUE_LIMITS.QUEUE_MS of the
+// relay's own speed, so no frame waits past QUEUE_LIMITS.MAX_DELAY_MS: recv-queue.ts.
 
 export type { Relay, RelayEvent, RelayPeer, RelayState, RelayStats } from './relay-types.ts';
 
