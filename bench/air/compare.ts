@@ -7,9 +7,10 @@
 // 0 and the sender in this process, the other 19 in a python3 process that never reads them (the
 // kernel drops what overflows them), so no receiver's work competes with the relay for the CPU.
 // Per relay and round:
-//  - flood: the sender sends as fast as it can for SECONDS (open loop); deliveries per second as the relay
-//    counts them (each prints its count on SIGUSR1), the relay process's CPU seconds, and the delay of every 16th frame from send to receiver 0 (p50, p99, max;
-//    receiver 0 reads in its own thread, so its own queue stays out of the figure);
+//  - flood: the sender sends as fast as it can for SECONDS (open loop); deliveries per second as
+//    the relay counts them (each prints its count on SIGUSR1), the relay process's CPU seconds, and
+//    the delay of every 16th frame from send to receiver 0 (p50, p99, max; receiver 0 reads in a
+//    thread of its own and frames carry their send time, so the sender's loop stays out of it);
 //  - steady: one station sends STEADY_RATE frames/s for STEADY_SECONDS; frames receiver 0 missed.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -57,13 +58,13 @@ interface RelayUnderTest {
  * treats them alike and the CPU counted is the whole process's (/proc/PID/stat) for both.
  */
 async function relayProcess(command: string, args: string[]): Promise<RelayUnderTest> {
-  const py = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] }) as ChildProcess & {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] }) as ChildProcess & {
     stdout: NodeJS.ReadableStream;
   };
   const lines: string[] = [];
   let wake: (() => void) | undefined;
   let buf = '';
-  py.stdout.on('data', (d: Buffer) => {
+  child.stdout.on('data', (d: Buffer) => {
     buf += d;
     for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
       lines.push(buf.slice(0, i));
@@ -80,20 +81,20 @@ async function relayProcess(command: string, args: string[]): Promise<RelayUnder
   };
   const port = Number((await next(/^air relay on udp\/(\d+)/))[1]);
   const cpuUs = (): number => {
-    const stat = readFileSync(`/proc/${py.pid}/stat`, 'utf8');
+    const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(f[11]) + Number(f[12])) * 10_000; // utime + stime, 100 ticks/s
   };
   return {
     port,
     sample: async () => {
-      py.kill('SIGUSR1');
+      child.kill('SIGUSR1');
       const delivered = Number((await next(/^delivered (\d+)/))[1]);
       return { delivered, cpuUs: cpuUs() };
     },
     close: async () => {
-      py.kill('SIGTERM');
-      await new Promise((r) => py.once('exit', r));
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
     },
   };
 }
