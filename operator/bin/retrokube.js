@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Installed entry point: Node 24 runs the TypeScript sources directly (type stripping), no build step.
-// Node's compile cache (in the system's temp folder, or $NODE_COMPILE_CACHE) keeps the stripped and
-// compiled modules between runs: `retrokube --help` starts in about half the time.
-import { enableCompileCache } from 'node:module';
+// Node's compile cache (compile-cache.js: in the user's cache folder) keeps the stripped and compiled
+// modules between runs.
+import { enableCliCompileCache } from './compile-cache.js';
 
-enableCompileCache?.();
+enableCliCompileCache();
 await import('../src/cli/main.ts');

@@ -114,15 +114,17 @@ describe('the relay under a flood (#32)', () => {
 
     // what was forwarded was fresh. The queue holds QUEUE_MS of the relay's speed, half the bound,
     // so the typical frame waits about that (p50 ~20 ms at load 5) and within the bound; the other
-    // half is for the threads of this test waiting for a core on a shared host, and the slowest
-    // frame gets a margin of two bounds more for that (max 44–67 ms at load 5). A queue of seconds,
-    // as with the former 4-MiB buffer (p50 over 1,000 ms), fails both by far.
+    // half is for the threads of this test waiting for a core on a shared host. The slowest frame
+    // (max 44–67 ms at load 5) may also wait for a core, so it is held to ten bounds, not one: this
+    // file runs in CI beside other projects, and a test that fails on a busy host's scheduling
+    // says nothing of the relay. A queue of seconds, as with the former 4-MiB buffer (p50 over
+    // 1,000 ms), fails both by far.
     expect(delays.length).toBeGreaterThan(100);
     const p50 = delays[Math.floor(delays.length / 2)] ?? Number.NaN;
     const p99 = delays[Math.floor(delays.length * 0.99)];
     const seen = `delays p50 ${p50} p99 ${p99} max ${delays.at(-1)} ms, queue ${st.queueFrames} frames`;
     expect(p50, seen).toBeLessThanOrEqual(QUEUE_LIMITS.MAX_DELAY_MS);
-    expect(delays.at(-1), seen).toBeLessThanOrEqual(3 * QUEUE_LIMITS.MAX_DELAY_MS);
+    expect(delays.at(-1), seen).toBeLessThanOrEqual(10 * QUEUE_LIMITS.MAX_DELAY_MS);
   }, 20_000);
 });
 

@@ -1,26 +1,38 @@
 // The relay's two small HTTP faces: Prometheus metrics (its own Registry) and a control endpoint
 // (loss, air off/on, cut/restore a station, state). Control binds to loopback by default: whoever
 // reaches it can silence the air.
-import http from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Counter, Gauge, Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { exchange } from '../util/http-exchange.ts';
 import { guardListener, hostsForBind } from '../util/http-guard.ts';
 import { BadRequest, readJsonObject } from '../util/json-body.ts';
 import type { HttpEndpoint, Relay, RelayState } from './relay-types.ts';
+
+// Not `import http from 'node:http'`: Node 24's ESM face of node:http loads undici and http2 (~30 ms
+// of every air verb's start, #32); util/http-exchange.ts says more.
+const http = process.getBuiltinModule('node:http');
 
 export const HTTP_LIMITS = {
   /** Control requests are a few fields of JSON; anything bigger is a mistake or an attack. */
   MAX_BODY_BYTES: 4096,
   /** A client waits this long for the relay before reporting it unreachable. */
   CLIENT_TIMEOUT_MS: 5000,
+  /** A state answer lists at most RELAY_LIMITS.MAX_PEERS stations (~200 bytes each): far below this. */
+  MAX_ANSWER_BYTES: 4 * 1024 * 1024,
 } as const;
 
 /** Default control port of `retrokube air relay` (next to the air's 7524). */
 export const DEFAULT_CONTROL_PORT = 7525;
 export const DEFAULT_CONTROL_URL = `http://127.0.0.1:${DEFAULT_CONTROL_PORT}`;
 
-/** A Registry of the relay's own metrics, read from its counters at scrape time. */
-export function relayRegistry(relay: Relay): Registry {
+/**
+ * A Registry of the relay's own metrics, read from its counters at scrape time. prom-client loads
+ * here, with the metrics endpoint: the other air verbs (`air state`, `air relay --help`) answer
+ * without it (#32: its module tree is the slowest part of their start).
+ */
+export async function relayRegistry(relay: Relay): Promise<Registry> {
+  const { Counter, Gauge, Registry } = await import('prom-client');
   const registry = new Registry();
   const counter = (name: string, help: string, read: () => number): void => {
     new Counter({
@@ -101,7 +113,7 @@ export function relayRegistry(relay: Relay): Registry {
   return registry;
 }
 
-function listen(server: http.Server, port: number, bind: string, what: string): Promise<HttpEndpoint> {
+function listen(server: Server, port: number, bind: string, what: string): Promise<HttpEndpoint> {
   return new Promise((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(
@@ -128,8 +140,8 @@ function listen(server: http.Server, port: number, bind: string, what: string): 
 }
 
 /** Serves GET /metrics from the relay's Registry. */
-export function startRelayMetrics(relay: Relay, port: number, bind = '0.0.0.0'): Promise<HttpEndpoint> {
-  const registry = relayRegistry(relay);
+export async function startRelayMetrics(relay: Relay, port: number, bind = '0.0.0.0'): Promise<HttpEndpoint> {
+  const registry = await relayRegistry(relay);
   const server = http.createServer(
     guardListener(
       (req, res) => {
@@ -244,20 +256,25 @@ export async function relayControl(
   } catch {
     throw new Error(`control URL "${baseUrl}" is not a URL; use e.g. ${DEFAULT_CONTROL_URL}`);
   }
-  let res: Response;
-  try {
-    res = await fetch(url, {
-      method: action === 'state' ? 'GET' : 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: action === 'state' ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(HTTP_LIMITS.CLIENT_TIMEOUT_MS),
-    });
-  } catch (e) {
+  const res = await exchange(url.href, {
+    method: action === 'state' ? 'GET' : 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: action === 'state' ? undefined : JSON.stringify(body),
+    timeoutMs: HTTP_LIMITS.CLIENT_TIMEOUT_MS,
+    maxBytes: HTTP_LIMITS.MAX_ANSWER_BYTES,
+    followRedirects: true,
+  }).catch((e: Error) => {
     throw new Error(
-      `relay control at ${baseUrl} is unreachable (${(e as Error).message}); is "retrokube air relay" running with --control-port?`,
+      `relay control at ${baseUrl} is unreachable (${e.message}); is "retrokube air relay" running with --control-port?`,
     );
+  });
+  let json: RelayState & { error?: string };
+  try {
+    json = JSON.parse(res.text);
+  } catch {
+    json = {} as RelayState;
   }
-  const json = (await res.json().catch(() => ({}))) as RelayState & { error?: string };
-  if (!res.ok) throw new Error(`relay refused ${action}: ${json.error ?? res.statusText}`);
+  if (res.status < 200 || res.status > 299)
+    throw new Error(`relay refused ${action}: ${json.error ?? `HTTP ${res.status}`}`);
   return json;
 }

@@ -7,8 +7,8 @@ import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { CHECKOUT_LAUNCHER, cliNameFor } from '../util/cli-name.ts';
 import { VERSION } from '../version.ts';
-import { buildProgram, programFor, verbOf } from './program.ts';
-import { VERB_GROUPS, verbNames } from './verbs.ts';
+import { buildProgram, programFor, wordsOf } from './program.ts';
+import { SHEETS_PARTS, VERB_GROUPS, verbNames } from './verbs.ts';
 
 const MAIN = join(import.meta.dirname, 'main.ts');
 
@@ -92,12 +92,39 @@ describe('a command line loads only the verb it names (verbs.ts)', () => {
   });
 
   it('finds the verb past options, and after help', async () => {
-    expect(verbOf(['--help'])).toBeUndefined();
-    expect(verbOf(['skctl', '--server', 'http://x', 'get'])).toBe('skctl');
-    expect(verbOf(['help', 'air'])).toBe('air');
+    expect(wordsOf(['--help'])).toEqual([]);
+    expect(wordsOf(['skctl', '--server', 'http://x', 'get'])[0]).toBe('skctl');
+    expect(wordsOf(['help', 'air', 'relay'])).toEqual(['air', 'relay']);
     const tree = await programFor(['air', 'relay', '--help']);
     expect(tree.commands.map((c) => c.name())).toEqual(['version', 'air']);
     expect(tree.commands[1]?.commands.length).toBeGreaterThan(3); // the real air verbs, not a listing
+  });
+
+  it('a sheets subverb loads its module only, which registers exactly the subverbs it lists', async () => {
+    const full = (await buildProgram()).commands.find((c) => c.name() === 'sheets');
+    const seen: string[] = [];
+    for (const part of SHEETS_PARTS) {
+      for (const word of part.words) {
+        const tree = await programFor(word === 'skctl' ? ['skctl', '--help'] : ['sheets', word, '--help']);
+        const sheets = tree.commands.find((c) => c.name() === 'sheets');
+        const registered = [
+          ...(sheets?.commands.map((c) => c.name()) ?? []),
+          ...tree.commands.map((c) => c.name()).filter((n) => !['version', 'sheets'].includes(n)),
+        ];
+        expect(registered.sort(), word).toEqual([...part.words].sort());
+      }
+      seen.push(...part.words);
+    }
+    // every subverb is in the table (one missing would still work, loading them all)
+    expect(seen.filter((w) => w !== 'skctl').sort()).toEqual(full?.commands.map((c) => c.name()).sort());
+    // no subverb, or one not in the table: all of them, for the listing and "did you mean"
+    for (const args of [['sheets'], ['sheets', 'help', 'bridge'], ['sheets', 'brigde']]) {
+      const sheets = (await programFor(args)).commands.find((c) => c.name() === 'sheets');
+      expect(
+        sheets?.commands.map((c) => c.name()),
+        args.join(' '),
+      ).toEqual(full?.commands.map((c) => c.name()));
+    }
   });
 
   it('a mistyped verb still gets the "did you mean" hint', async () => {

@@ -31,25 +31,33 @@ function root(verbs: (program: Command) => void): Command {
   return program;
 }
 
-/** The whole tree, every verb's module loaded (or only `groups`'). */
-export async function buildProgram(groups: readonly VerbGroup[] = VERB_GROUPS): Promise<Command> {
-  const registers = await Promise.all(groups.map((g) => g.load()));
+/**
+ * The whole tree, every verb's module loaded (or only `groups'`; with a command line's `words`,
+ * only the modules of the subverb it names).
+ */
+export async function buildProgram(
+  groups: readonly VerbGroup[] = VERB_GROUPS,
+  words?: readonly string[],
+): Promise<Command> {
+  const registers = await Promise.all(groups.map((g) => g.load(words)));
   return root((program) => {
     for (const r of registers.flat()) r(program);
   });
 }
 
-/** The top-level verb a command line names: its first word (`help VERB` names VERB). */
-export function verbOf(args: readonly string[]): string | undefined {
+/** The words of a command line from its verb on, options left out (`help VERB ...` names VERB). */
+export function wordsOf(args: readonly string[]): string[] {
   const words = args.filter((a) => !a.startsWith('-'));
-  return words[0] === 'help' ? words[1] : words[0];
+  return words[0] === 'help' ? words.slice(1) : words;
 }
 
 /**
- * The tree a command line needs: the named verb's group only; with no known verb (`--help`, `-V`,
- * a typo) the verbs listed by name and description, none loaded.
+ * The tree a command line needs: the named verb's group only, and of a group of several modules
+ * the one its subverb needs; with no known verb (`--help`, `-V`, a typo) the verbs listed by name
+ * and description, none loaded.
  */
 export async function programFor(args: readonly string[]): Promise<Command> {
-  const groups = groupsOf(verbOf(args));
-  return groups.length > 0 ? buildProgram(groups) : root(listVerbs);
+  const words = wordsOf(args);
+  const groups = groupsOf(words[0]);
+  return groups.length > 0 ? buildProgram(groups, words) : root(listVerbs);
 }

@@ -16,8 +16,64 @@ export interface VerbGroup {
   verbs: readonly (readonly [term: string, description: string])[];
   /** Top-level verbs of other groups this group adds subcommands to (`up.ts` adds `machine on|off`). */
   extends?: readonly string[];
-  /** The group's register functions, each imported on use. */
-  load: () => Promise<Register[]>;
+  /**
+   * The group's register functions, each imported on use. `words` are the command line's words
+   * (options left out): a group of several modules loads only the one its subverb needs; without
+   * them, every one (the whole tree, for tests and docs).
+   */
+  load: (words?: readonly string[]) => Promise<Register[]>;
+}
+
+/** One module of a group: the subverbs it registers (top-level ones too), its register imported on use. */
+export interface VerbPart {
+  words: readonly string[];
+  load: () => Promise<Register>;
+}
+
+/**
+ * `sheets` by module, in registration order. `skctl` and `sheets bridge` are what scripts call
+ * most; with every part loaded they paid for what only `sheets wire` and `sheets wasmlet` load
+ * with their modules (the workbook stores, pino, the wasm runtime): 4× a bare Node start (#32).
+ */
+export const SHEETS_PARTS: readonly VerbPart[] = [
+  {
+    words: ['serve', 'ctl', 'skctl'],
+    load: async () => {
+      const [ctl, state] = await Promise.all([import('../sheets/ctl/verbs.ts'), import('../local/state.ts')]);
+      // skctl beside a running `up`: its apiserver, from the state folder (as `air listen` finds its air)
+      return (program) =>
+        ctl.registerSheetsControlPlaneVerbs(program, () => {
+          const st = state.readUpState(state.stateDir());
+          return st?.sheets?.url ?? st?.fleet?.clusters.find((c) => c.url)?.url;
+        });
+    },
+  },
+  { words: ['up'], load: async () => (await import('./sheets-up.ts')).registerSheetsUpVerb },
+  {
+    words: ['node', 'image', 'google-emulator'],
+    load: async () => (await import('../sheets/node/cli.ts')).registerSheetsNodeVerbs,
+  },
+  {
+    words: ['bridge'],
+    load: async () => (await import('../sheets/bridge/cli.ts')).registerSheetsBridgeVerbs,
+  },
+  { words: ['wire'], load: async () => (await import('../sheets/wire/cli.ts')).registerSheetsWireVerbs },
+  { words: ['wasmlet'], load: async () => (await import('../sheets/wasmlet/cli.ts')).registerWasmletVerb },
+];
+
+/**
+ * The parts a command line needs: the one that registers its top-level verb (`skctl`) or, under
+ * `group`, its subverb (`sheets bridge ...`); every part when it names none of them (`sheets
+ * --help`, `sheets help bridge`, a typo: commander then lists them all, or says "did you mean").
+ */
+export function partsFor(
+  parts: readonly VerbPart[],
+  group: string,
+  words: readonly string[] | undefined,
+): readonly VerbPart[] {
+  const word = words?.[0] === group ? words[1] : words?.[0];
+  const part = word === undefined ? undefined : parts.find((p) => p.words.includes(word));
+  return part ? [part] : parts;
 }
 
 export const VERB_GROUPS: readonly VerbGroup[] = [
@@ -80,30 +136,7 @@ export const VERB_GROUPS: readonly VerbGroup[] = [
       ['sheets', 'Sheeternetes: a container orchestrator whose control plane is a spreadsheet'],
       ['skctl [options]', 'alias of `retrokube sheets ctl`'],
     ],
-    load: async () => {
-      const [ctl, state, up, node, bridge, wire, wasmlet] = await Promise.all([
-        import('../sheets/ctl/verbs.ts'),
-        import('../local/state.ts'),
-        import('./sheets-up.ts'),
-        import('../sheets/node/cli.ts'),
-        import('../sheets/bridge/cli.ts'),
-        import('../sheets/wire/cli.ts'),
-        import('../sheets/wasmlet/cli.ts'),
-      ]);
-      return [
-        // skctl beside a running `up`: its apiserver, from the state folder (as `air listen` finds its air)
-        (program) =>
-          ctl.registerSheetsControlPlaneVerbs(program, () => {
-            const st = state.readUpState(state.stateDir());
-            return st?.sheets?.url ?? st?.fleet?.clusters.find((c) => c.url)?.url;
-          }),
-        up.registerSheetsUpVerb,
-        node.registerSheetsNodeVerbs,
-        bridge.registerSheetsBridgeVerbs,
-        wire.registerSheetsWireVerbs,
-        wasmlet.registerWasmletVerb,
-      ];
-    },
+    load: (words) => Promise.all(partsFor(SHEETS_PARTS, 'sheets', words).map((p) => p.load())),
   },
   {
     verbs: [

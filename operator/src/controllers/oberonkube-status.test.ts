@@ -257,3 +257,38 @@ describe('what the kubelets say they could not start is a condition (a module no
     expect(nodesCannotStart(air(false))).toBe('');
   });
 });
+
+describe('a node that left by a scale-down is not a NotReady node of the cluster', () => {
+  const TAG = clusterTag('kube');
+  // node-a and node-b heard now; node-c heard 10 s ago (past the TTL), as after nodes 3 → 2.
+  const air = (cReadyToo: boolean) => {
+    const v = new AirView({ cluster: 'kube' });
+    let ctr = 1;
+    const beat = (t: number, node: string) =>
+      v.ingest(t, heartbeatDatagram({ cluster: TAG, node, ids: [], counter: ctr++ }, ZERO_KEY));
+    beat(0, 'node-c');
+    if (cReadyToo) beat(10_000, 'node-c');
+    beat(10_000, 'node-a');
+    beat(10_000, 'node-b');
+    return v.view(10_000);
+  };
+  it('nodes 3 → 2: node-c heard NotReady is neither a row nor Degraded; heard Ready it is listed', () => {
+    const left = plainStatus(kube({ nodes: 2, deployments: 'web 0 Ticker' }), air(false));
+    expect(degraded(left)).toMatchObject({ status: 'False' });
+    expect((left.nodeTable as Array<{ name: string }>).map((r) => r.name)).toEqual(['node-a', 'node-b']);
+    const joined = plainStatus(kube({ nodes: 2, deployments: 'web 0 Ticker' }), air(true));
+    expect((joined.nodeTable as Array<{ name: string }>).map((r) => r.name)).toEqual([
+      'node-a',
+      'node-b',
+      'node-c',
+    ]);
+  });
+  it('the same view with node-c still wanted: Degraded NodesNotReady names it', () => {
+    const st = plainStatus(kube({ nodes: 3, deployments: 'web 0 Ticker' }), air(false));
+    expect(degraded(st)).toMatchObject({
+      status: 'True',
+      reason: 'NodesNotReady',
+      message: 'NotReady: node-c',
+    });
+  });
+});

@@ -170,7 +170,9 @@ export function computeKubeStatus(
   const desiredPods = s.deployments.reduce((a, d) => a + d.replicas, 0);
   const v = o.view;
   const names = Array.from({ length: s.nodes }, (_, i) => kubeNodeName(i));
-  const heardNames = (v?.nodes ?? []).map((n) => n.name).filter((n) => !names.includes(n));
+  // A node outside spec.nodes is listed while it is heard Ready (one that joined on its own); once
+  // silent it has left (a scale-down), which is neither a row of the cluster nor a degradation.
+  const heardNames = (v?.nodes ?? []).filter((n) => !names.includes(n.name) && n.ready).map((n) => n.name);
   const table = [...names, ...heardNames.sort()].slice(0, 32).map((name) => {
     const n = v?.nodes.find((x) => x.name === name);
     const images = (n?.running ?? []).map((id) => v?.pods.find((p) => p.id === id)?.image ?? '?');

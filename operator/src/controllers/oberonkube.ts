@@ -376,7 +376,14 @@ function emitAirEvents(
 ): void {
   for (const n of v.nodes) {
     const was = memo.ready.get(n.name);
-    if (was !== undefined && was !== n.ready)
+    if (was === true && !n.ready && !expected.includes(n.name))
+      void ctx.recorder.record(
+        k,
+        'Normal',
+        'NodeLeft',
+        `Node ${n.name} left (not in spec.nodes; no heartbeat for 5 s)`,
+      );
+    else if (was !== undefined && was !== n.ready)
       void ctx.recorder.record(
         k,
         n.ready ? 'Normal' : 'Warning',

@@ -2,6 +2,7 @@
 // Every POST is signed (spec §6) when a signing key is set.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { type Answer, AnswerTooLarge, type Exchange, exchange } from '../../util/http-exchange.ts';
 import { signRequest, withNonce } from '../signing.ts';
 
 export const LIMITS = {
@@ -53,11 +54,9 @@ export class SheetsClient {
   async get(kind: string): Promise<Record<string, unknown>[]> {
     const q = new URLSearchParams({ token: this.cfg.token, kind });
     const sep = this.cfg.url.includes('?') ? '&' : '?';
-    const r = await fetch(`${this.cfg.url}${sep}${q}`, this.init({})).catch((e: unknown) => {
-      throw unreachable(this.cfg.url, e);
-    });
-    const body = await this.readJson(r);
-    if (!r.ok) throw new HttpStatusError(r.status, body, this.cfg.untrusted);
+    const r = await this.exchange(`${this.cfg.url}${sep}${q}`, { method: 'GET' });
+    const body = parseJson(r);
+    if (!ok(r)) throw new HttpStatusError(r.status, body, this.cfg.untrusted);
     const items = (body as { items?: unknown }).items;
     if (!Array.isArray(items))
       throw new Error(
@@ -73,73 +72,60 @@ export class SheetsClient {
     const raw = JSON.stringify(this.cfg.key ? withNonce(full) : full);
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.cfg.key) Object.assign(headers, signRequest(this.cfg.key, raw));
-    const r = await fetch(this.cfg.url, this.init({ method: 'POST', body: raw, headers })).catch(
-      (e: unknown) => {
-        throw unreachable(this.cfg.url, e);
-      },
-    );
-    const reply = await this.readJson(r);
-    if (!r.ok) throw new HttpStatusError(r.status, reply, this.cfg.untrusted);
+    const r = await this.exchange(this.cfg.url, { method: 'POST', body: raw, headers });
+    const reply = parseJson(r);
+    if (!ok(r)) throw new HttpStatusError(r.status, reply, this.cfg.untrusted);
     return reply;
   }
 
   /** The timeout covers the whole exchange, body included; an untrusted URL's redirects are refused. */
-  private init(i: RequestInit): RequestInit {
-    return {
-      ...i,
-      redirect: this.cfg.untrusted ? 'manual' : 'follow',
-      signal: AbortSignal.timeout(this.cfg.timeoutMs ?? LIMITS.timeoutMs),
-    };
-  }
-
-  private async readJson(r: Response): Promise<unknown> {
-    if (r.status >= 300 && r.status < 400) {
-      await r.body?.cancel();
+  private async exchange(url: string, x: Pick<Exchange, 'method' | 'body' | 'headers'>): Promise<Answer> {
+    const r = await exchange(url, {
+      ...x,
+      timeoutMs: this.cfg.timeoutMs ?? LIMITS.timeoutMs,
+      maxBytes: this.cfg.untrusted ? LIMITS.untrustedBodyBytes : LIMITS.bodyBytes,
+      followRedirects: !this.cfg.untrusted,
+    }).catch((e: unknown) => {
+      if (e instanceof AnswerTooLarge) throw new Error(`${e.message} (is this an apiserver?)`);
+      throw unreachable(this.cfg.url, e);
+    });
+    if (r.status >= 300 && r.status < 400)
       throw new HttpStatusError(r.status, 'a redirect, not followed: give the final URL');
-    }
-    const text = await readBounded(r, this.cfg.untrusted ? LIMITS.untrustedBodyBytes : LIMITS.bodyBytes);
-    try {
-      return JSON.parse(text);
-    } catch {
-      return text;
-    }
+    return r;
+  }
+}
+
+const ok = (r: Answer): boolean => r.status >= 200 && r.status < 300;
+
+function parseJson(r: Answer): unknown {
+  try {
+    return JSON.parse(r.text);
+  } catch {
+    return r.text;
   }
 }
 
 /**
- * fetch's own "fetch failed" names neither the address nor the reason: say which apiserver (its
- * URL without the token, which travels in the query) did not answer, why, and what to check.
+ * Say which apiserver (its URL without the token, which travels in the query) did not answer, why,
+ * and what to check. `e` is a connection error (its code: ECONNREFUSED, ...), the timeout (named
+ * TimeoutError), or an error with the reason in its cause.
  */
 export function unreachable(url: string, e: unknown): Error {
-  const err = e as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+  const err = e as {
+    name?: string;
+    code?: string;
+    message?: string;
+    cause?: { code?: string; message?: string };
+  };
   const why =
     err.name === 'TimeoutError'
       ? 'no answer in time'
-      : (err.cause?.code ?? err.cause?.message ?? err.message ?? String(e));
-  // The cause stays (code ECONNREFUSED, UND_ERR_SOCKET, ...) for callers that word it their way.
+      : (err.cause?.code ?? err.code ?? err.cause?.message ?? err.message ?? String(e));
+  // The cause stays (code ECONNREFUSED, ECONNRESET, ...) for callers that word it their way.
   return new Error(
     `the apiserver at ${url} is unreachable (${why}): check that it runs (a running "retrokube up" shows its address in "retrokube status"; "retrokube sheets serve" starts one) and that --server, WEBAPP_URL or .skctl.env name it`,
     { cause: err.cause ?? e },
   );
-}
-
-/** The body as text, refused (and the download stopped) past `max` bytes. */
-async function readBounded(r: Response, max: number): Promise<string> {
-  if (!r.body) return '';
-  const chunks: Uint8Array[] = [];
-  let n = 0;
-  const reader = r.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    n += value.byteLength;
-    if (n > max) {
-      await reader.cancel();
-      throw new Error(`the answer is larger than ${max} bytes: not read further (is this an apiserver?)`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** Reads `.skctl.env` (KEY=value lines, # comments, optional quotes) if the file exists. */
