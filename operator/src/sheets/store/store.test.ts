@@ -13,6 +13,7 @@ import { setupCluster } from './setup.ts';
 import { type BackendFactory, backendFactories, closeEmulators } from './testing.ts';
 import { CellLimitError, ConflictError, SchemaError, type Store } from './types.ts';
 import { openXlsxStore, TEMP_PREFIX } from './xlsx.ts';
+import { Journal } from './xlsx-journal.ts';
 
 let tmp: string;
 beforeAll(async () => {
@@ -403,6 +404,59 @@ async function waitFor(pred: () => boolean, ms = 5_000): Promise<void> {
 }
 
 describe('xlsx durability', () => {
+  it("a durable commit swept into a save's journal cut is acknowledged only once that cut is durable", async () => {
+    // The race the kill -9 chain once hit in CI (a whole acknowledged batch lost): a save's timer
+    // runs between a commit and the journal flush, its cut sweeps the commit into its own record,
+    // and the flush, finding nothing left to append, acknowledged before that record was written.
+    const file = path.join(await fsp.mkdtemp(path.join(tmp, 'cut-')), 'cut.xlsx');
+    const s = await openXlsxStore(file, { watchMs: 0, flushDelayMs: 60_000 });
+    await setupCluster(s, { samples: false });
+    // Private members, reached on purpose: the race is between two of them.
+    const inner = s as unknown as {
+      book: { snapshot(): unknown };
+      cutJournal(snapshot: unknown): Promise<number>;
+      persist(changed: string[], durability: string): Promise<void>;
+    };
+    let release = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const realCut = Journal.prototype.cut;
+    Journal.prototype.cut = function (this: Journal, ...a: Parameters<typeof realCut>) {
+      return gate.then(() => realCut.apply(this, a));
+    };
+    const persist = inner.persist.bind(s);
+    let cutOnce = false;
+    inner.persist = (changed, durability) => {
+      const p = persist(changed, durability);
+      if (!cutOnce) {
+        cutOnce = true;
+        void inner.cutJournal(inner.book.snapshot());
+      }
+      return p;
+    };
+    try {
+      let acked = false;
+      const write = s
+        .transact((tx) => tx.upsert('Deployments', { name: 'swept', replicas: 3 }))
+        .then(() => {
+          acked = true;
+        });
+      await new Promise((r) => setTimeout(r, 100));
+      expect(acked, 'acknowledged while the record holding it was not written').toBe(false);
+      release();
+      await write;
+      expect(acked).toBe(true);
+    } finally {
+      Journal.prototype.cut = realCut;
+      release();
+    }
+    await s.close();
+    const again = await openXlsxStore(file, { watchMs: 0 });
+    expect(again.get('Deployments', 'swept')?.replicas).toBe(3);
+    await again.close();
+  });
+
   // One chain of writer processes on one workbook, each killed with SIGKILL — at a random moment of
   // a write burst, or at a chosen point of the save/journal protocol (testdata/crash-writer.ts) — and
   // each opening what the previous one left, so every open replays a crash's journal and the

@@ -131,6 +131,8 @@ export class XlsxStore extends StoreBase {
   private journalDirty = new Set<string>(); // tabs changed since the last journal record
   private journalWaiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
   private journalBusy = false;
+  /** The last cut's append of its sweep: durable commits it swept in are acknowledged only after it. */
+  private lastCut: Promise<number> | undefined;
   private lastSaveMs = 0;
   saves = 0; // number of completed saves (tests and benchmarks read it)
   externalReloads = 0;
@@ -247,7 +249,11 @@ export class XlsxStore extends StoreBase {
         this.journaled = new Map(this.book.grids);
         this.journalDirty.clear();
         try {
+          // An empty delta means a save's cut swept these commits into its own record (the save's
+          // timer can run between a commit and this flush): they are durable when that cut is, not
+          // now. Acknowledging them at once lost a whole acknowledged batch to a kill -9 in CI.
           if (delta.length > 0) await this.journal.append(delta);
+          else if (this.lastCut) await this.lastCut;
           for (const w of waiters) w.resolve();
         } catch (e) {
           log.error({ err: String(e), file: this.file }, 'writing the journal failed');
@@ -265,7 +271,16 @@ export class XlsxStore extends StoreBase {
     this.journalDirty.clear();
     const first = next.first ? deltaOf(this.book, next.first.grids, this.book.grids.keys()) : undefined;
     this.journaled = new Map(this.book.grids);
-    return this.journal.cut(next.base ? [] : sweep, { base: next.base, first });
+    const cut = this.journal.cut(next.base ? [] : sweep, { base: next.base, first });
+    this.lastCut = cut;
+    // Once durable it holds nobody back; a failed one stays, so what it swept is never acknowledged.
+    cut.then(
+      () => {
+        if (this.lastCut === cut) this.lastCut = undefined;
+      },
+      () => {},
+    );
+    return cut;
   }
 
   async flush(): Promise<void> {
