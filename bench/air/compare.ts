@@ -2,21 +2,19 @@
 // the spec's relay.py, run by python3) in the same run, interleaved rounds. Writes air-compare.json.
 //
 // Each round runs every relay in turn: ours with its default limits, ours raw (`--no-rate-limit`), and
-// the reference (and with --baseline DIR, DIR's relay raw); each relay in a process of its own, as
-// `retrokube air relay` and relay.py run (relay-process.ts for ours). 20 receivers: receiver
+// the reference (and with --baseline DIR, DIR's relay raw); the relay in its own thread (ours) or process (the reference). 20 receivers: receiver
 // 0 and the sender in this process, the other 19 in a python3 process that never reads them (the
 // kernel drops what overflows them), so no receiver's work competes with the relay for the CPU.
 // Per relay and round:
-//  - flood: the sender sends as fast as it can for SECONDS (open loop); deliveries per second as
-//    the relay counts them (each prints its count on SIGUSR1), the relay process's CPU seconds, and
-//    the delay of every 16th frame from send to receiver 0 (p50, p99, max; receiver 0 reads in a
-//    thread of its own and frames carry their send time, so the sender's loop stays out of it);
+//  - flood: the sender sends as fast as it can for SECONDS (open loop); deliveries per second as the relay
+//    counts them (the reference prints its count on SIGUSR1), the relay's CPU seconds (its thread;
+//    the reference's process), and the delay of every 16th frame from send to receiver 0 (p50, p99, max);
 //  - steady: one station sends STEADY_RATE frames/s for STEADY_SECONDS; frames receiver 0 missed.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { QUEUE_LIMITS } from '../../operator/src/air/recv-queue.ts';
 import { startRecording, writeResults } from '../results.ts';
 import { frame, pct, sock } from './stations.ts';
 
@@ -30,11 +28,9 @@ const BENCH = {
   FLOOD_SECONDS: 3,
   /** Every Nth frame of a flood is timed at receiver 0. */
   SAMPLE_EVERY: 16,
-  /** The issue's steady case: one station at 400 frames/s (an unpaced machine, RELAY_LIMITS.RATE_PER_SECOND). */
+  /** The issue's steady case: one station at 400 frames/s (a machine on machine time, see relay.ts). */
   STEADY_RATE: 400,
   STEADY_SECONDS: 3,
-  /** The steady sender's frames are numbered from here (a flood's stragglers are not counted as its). */
-  STEADY_SEQ: 10_000_000,
 } as const;
 
 const arg = (name: string): number | undefined => {
@@ -52,19 +48,43 @@ interface RelayUnderTest {
   close(): Promise<void>;
 }
 
-/**
- * A relay in a process of its own that prints `air relay on udp/PORT` and, on SIGUSR1,
- * `delivered N`: the reference (python3) and ours (relay-process.ts) alike, so the scheduler
- * treats them alike and the CPU counted is the whole process's (/proc/PID/stat) for both.
- */
-async function relayProcess(command: string, args: string[]): Promise<RelayUnderTest> {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] }) as ChildProcess & {
-    stdout: NodeJS.ReadableStream;
+async function ours(
+  raw: boolean,
+  workerFile = new URL('./relay-worker.ts', import.meta.url),
+): Promise<RelayUnderTest> {
+  const worker = new Worker(workerFile, { workerData: { raw } });
+  const { port } = await new Promise<{ port: number }>((r) => worker.once('message', r));
+  return {
+    port,
+    sample: () =>
+      new Promise((resolve) => {
+        const on = (m: { type: string; stats: { framesOut: number }; cpuUs: number }) => {
+          if (m.type !== 'stats') return;
+          worker.off('message', on);
+          resolve({ delivered: m.stats.framesOut, cpuUs: m.cpuUs });
+        };
+        worker.on('message', on);
+        worker.postMessage({ type: 'stats' });
+      }),
+    close: async () => {
+      worker.postMessage({ type: 'close' });
+      await new Promise((r) => worker.once('exit', r));
+    },
   };
+}
+
+async function reference(): Promise<RelayUnderTest> {
+  const py = spawn(
+    'python3',
+    [new URL('./reference-relay.py', import.meta.url).pathname, '--port', '0', '--bind', '127.0.0.1'],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  ) as ChildProcess & { stdout: NodeJS.ReadableStream };
   const lines: string[] = [];
   let wake: (() => void) | undefined;
   let buf = '';
-  child.stdout.on('data', (d: Buffer) => {
+  py.stdout.on('data', (d: Buffer) => {
     buf += d;
     for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
       lines.push(buf.slice(0, i));
@@ -81,20 +101,20 @@ async function relayProcess(command: string, args: string[]): Promise<RelayUnder
   };
   const port = Number((await next(/^air relay on udp\/(\d+)/))[1]);
   const cpuUs = (): number => {
-    const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
+    const stat = readFileSync(`/proc/${py.pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(f[11]) + Number(f[12])) * 10_000; // utime + stime, 100 ticks/s
   };
   return {
     port,
     sample: async () => {
-      child.kill('SIGUSR1');
+      py.kill('SIGUSR1');
       const delivered = Number((await next(/^delivered (\d+)/))[1]);
       return { delivered, cpuUs: cpuUs() };
     },
     close: async () => {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+      py.kill('SIGTERM');
+      await new Promise((r) => py.once('exit', r));
     },
   };
 }
@@ -117,66 +137,25 @@ print("ready", flush=True)
 sys.stdin.read()
 `;
 
-// Receiver 0 in its own thread: it reads as frames arrive, whatever the sender's loop does, so the
-// delay measured is the relay's (and the kernel's), not this process's. Frames carry their send time.
-const RECEIVER = `
-const { parentPort } = require('node:worker_threads');
-const STEADY_SEQ = ${BENCH.STEADY_SEQ};
-const dgram = require('node:dgram');
-const s = dgram.createSocket({ type: 'udp4', recvBufferSize: 4 << 20 });
-let count = 0;
-let steady = 0;
-let delays = [];
-s.on('message', (m) => {
-  count++;
-  if (m.readUInt32LE(9) >= STEADY_SEQ) steady++;
-  const t = m.readBigUInt64LE(13);
-  if (t !== 0n) delays.push(Number(process.hrtime.bigint() - t) / 1e6);
-});
-s.bind(0, '127.0.0.1', () => parentPort.postMessage({ type: 'ready' }));
-parentPort.on('message', (m) => {
-  if (m.type === 'hello') s.send(Uint8Array.of(0xff), m.port, '127.0.0.1');
-  if (m.type === 'take') {
-    parentPort.postMessage({ type: 'taken', count, steady, delays });
-    count = 0;
-    steady = 0;
-    delays = [];
-  }
-  if (m.type === 'close') s.close(() => process.exit(0));
-});
-`;
-
-async function receiverThread() {
-  const w = new Worker(RECEIVER, { eval: true });
-  await new Promise((r) => w.once('message', r));
-  return {
-    hello: (port: number) => w.postMessage({ type: 'hello', port }),
-    /** Frames received (of them, the steady sender's) and delays (ms) of the timed ones since the last take. */
-    take: () =>
-      new Promise<{ count: number; steady: number; delays: number[] }>((resolve) => {
-        w.once('message', resolve);
-        w.postMessage({ type: 'take' });
-      }),
-    close: async () => {
-      w.postMessage({ type: 'close' });
-      await new Promise((r) => w.once('exit', r));
-    },
-  };
-}
-
 async function measure(relay: RelayUnderTest) {
   const others = spawn('python3', ['-c', SILENT_RECEIVERS, String(relay.port), String(BENCH.RECEIVERS - 1)], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
-  const receiver = await receiverThread();
+  const receiver = await sock();
   const sender = await sock();
+  let first = 0;
+  const sentAt = new Map<number, bigint>();
+  const delays: number[] = [];
+  receiver.on('message', (m) => {
+    first++;
+    const t = sentAt.get(m.readUInt32LE(9));
+    if (t !== undefined) delays.push(Number(process.hrtime.bigint() - t) / 1e6);
+  });
   for (let k = 0; k < 2; k++) {
-    receiver.hello(relay.port);
-    sender.send(Uint8Array.of(0xff), relay.port, '127.0.0.1');
+    for (const s of [receiver, sender]) s.send(Uint8Array.of(0xff), relay.port, '127.0.0.1');
     await sleep(1100);
   }
   await new Promise((r) => others.stdout?.once('data', r));
-  await receiver.take();
 
   // flood
   const before = await relay.sample();
@@ -187,15 +166,15 @@ async function measure(relay: RelayUnderTest) {
   // relay cannot take, its kernel queue drops, so the relay runs flat out
   while (Date.now() < end) {
     for (let k = 0; k < BENCH.BURST; k++) {
-      const timed = sent % BENCH.SAMPLE_EVERY === 0;
-      sender.send(frame(sent++, timed ? process.hrtime.bigint() : 0n), relay.port, '127.0.0.1');
+      if (sent % BENCH.SAMPLE_EVERY === 0) sentAt.set(sent, process.hrtime.bigint());
+      sender.send(frame(sent++), relay.port, '127.0.0.1');
     }
     await new Promise((r) => setImmediate(r));
   }
   const after = await relay.sample();
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   await sleep(300);
-  const d = (await receiver.take()).delays.sort((a, b) => a - b);
+  const d = delays.sort((a, b) => a - b);
   const flood = {
     deliveriesPerSecond: Math.round((after.delivered - before.delivered) / seconds),
     relayCpuSeconds: Number(((after.cpuUs - before.cpuUs) / 1e6).toFixed(2)),
@@ -209,40 +188,40 @@ async function measure(relay: RelayUnderTest) {
       max: Number((d.at(-1) ?? Number.NaN).toFixed(1)),
     },
     timedFrames: d.length,
-    /** Timed frames that arrived more than MAX_DELAY_MS after they were sent. */
-    timedFramesLate: d.filter((x) => x > QUEUE_LIMITS.MAX_DELAY_MS).length,
   };
 
   // steady: one station at STEADY_RATE frames/s, counted at receiver 0 once the flood has drained
-  while ((await receiver.take()).count > 0) await sleep(300);
+  for (let prev = -1; prev !== first; ) {
+    prev = first;
+    await sleep(300);
+  }
+  first = 0;
+  sentAt.clear();
   const frames = BENCH.STEADY_RATE * BENCH.STEADY_SECONDS;
   const start = Date.now();
   for (let i = 0; i < frames; i++) {
     const due = start + (i * 1000) / BENCH.STEADY_RATE;
     if (due > Date.now()) await sleep(due - Date.now());
-    sender.send(frame(BENCH.STEADY_SEQ + i), relay.port, '127.0.0.1');
+    sender.send(frame(10_000_000 + i), relay.port, '127.0.0.1');
   }
   await sleep(500);
   /** Frames of the steady sender that receiver 0 did not get. */
-  const steady = { frames, framesLost: frames - (await receiver.take()).steady };
-  sender.close();
-  await receiver.close();
+  const steady = { frames, framesLost: frames - first };
+  for (const s of [receiver, sender]) s.close();
   others.stdin?.end();
   return { flood, steady };
 }
 
-const OURS = new URL('./relay-process.ts', import.meta.url).pathname;
-const REFERENCE = new URL('./reference-relay.py', import.meta.url).pathname;
 const RELAYS: [string, () => Promise<RelayUnderTest>][] = [
-  ['ours', () => relayProcess(process.execPath, [OURS])],
-  ['oursRaw', () => relayProcess(process.execPath, [OURS, '--raw'])],
-  ['reference', () => relayProcess('python3', [REFERENCE, '--port', '0', '--bind', '127.0.0.1'])],
+  ['ours', () => ours(false)],
+  ['oursRaw', () => ours(true)],
+  ['reference', reference],
 ];
-// --baseline DIR: another checkout's relay too (its operator/src/air/relay.ts, raw), e.g. main's
+// --baseline DIR: another checkout's relay too (its bench/air/relay-worker.ts, raw), e.g. main's
 const baselineAt = process.argv.indexOf('--baseline');
 if (baselineAt > 0) {
-  const relay = join(resolve(process.argv[baselineAt + 1] as string), 'operator/src/air/relay.ts');
-  RELAYS.push(['baselineRaw', () => relayProcess(process.execPath, [OURS, '--raw', '--relay', relay])]);
+  const dir = resolve(process.argv[baselineAt + 1] as string);
+  RELAYS.push(['baselineRaw', () => ours(true, pathToFileURL(join(dir, 'bench/air/relay-worker.ts')))]);
 }
 const runs: Record<string, Awaited<ReturnType<typeof measure>>[]> = Object.fromEntries(
   RELAYS.map(([n]) => [n, []]),
@@ -254,7 +233,7 @@ for (let r = 0; r < ROUNDS; r++) {
     await relay.close();
     runs[name]?.push(m);
     console.log(
-      `round ${r + 1} ${name.padEnd(9)} flood ${m.flood.deliveriesPerSecond} deliveries/s (${m.flood.deliveriesPerCpuSecond}/CPU-s), delay p50 ${m.flood.delayMs.p50} p99 ${m.flood.delayMs.p99} max ${m.flood.delayMs.max} ms (${m.flood.timedFramesLate} of ${m.flood.timedFrames} timed frames over ${QUEUE_LIMITS.MAX_DELAY_MS} ms) · steady ${BENCH.STEADY_RATE}/s: ${m.steady.framesLost} of ${m.steady.frames} frames lost`,
+      `round ${r + 1} ${name.padEnd(9)} flood ${m.flood.deliveriesPerSecond} deliveries/s (${m.flood.deliveriesPerCpuSecond}/CPU-s), delay p50 ${m.flood.delayMs.p50} p99 ${m.flood.delayMs.p99} max ${m.flood.delayMs.max} ms · steady ${BENCH.STEADY_RATE}/s: ${m.steady.framesLost} of ${m.steady.frames} frames lost`,
     );
   }
 }
@@ -270,8 +249,6 @@ const summary = Object.fromEntries(
         deliveriesPerCpuSecond: rs.map((x) => x.flood.deliveriesPerCpuSecond),
         delayP99Ms: rs.map((x) => x.flood.delayMs.p99),
         delayMaxMs: rs.map((x) => x.flood.delayMs.max),
-        timedFramesLate: rs.map((x) => x.flood.timedFramesLate),
-        timedFrames: rs.map((x) => x.flood.timedFrames),
         steadyFramesLost: rs.map((x) => x.steady.framesLost),
       },
     ];
@@ -287,7 +264,6 @@ writeResults(
     receivers: BENCH.RECEIVERS,
     rounds: ROUNDS,
     floodSeconds: SECONDS,
-    maxDelayMs: QUEUE_LIMITS.MAX_DELAY_MS,
     steadyRate: BENCH.STEADY_RATE,
     rawOverReference: Number(ratio.toFixed(2)),
     summary,

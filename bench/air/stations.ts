@@ -8,18 +8,13 @@ export function sock(): Promise<dgram.Socket> {
   return new Promise((r) => s.bind(0, '127.0.0.1', () => r(s)));
 }
 
-/**
- * A 33-byte frame on channel 5 carrying `seq` at payload offset 8 (datagram offset 9) and, if
- * given, its send time (process.hrtime.bigint(), the same clock in every thread) at datagram offset 13.
- */
-export function frame(seq: number, sentAt = 0n): Buffer {
+/** A 33-byte frame on channel 5 carrying `seq` at payload offset 8 (datagram offset 9). */
+export function frame(seq: number): Buffer {
   const p = new Uint8Array(32);
   p[0] = 1;
   p[1] = 0xff;
   p[3] = 0x60;
-  const v = new DataView(p.buffer);
-  v.setUint32(8, seq, true);
-  v.setBigUint64(12, sentAt, true);
+  new DataView(p.buffer).setUint32(8, seq, true);
   return Buffer.from(encodeDatagram(5, p));
 }
 

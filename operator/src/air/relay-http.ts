@@ -63,7 +63,7 @@ export async function relayRegistry(relay: Relay): Promise<Registry> {
   );
   new Counter({
     name: 'air_relay_dropped_total',
-    help: 'Frames or deliveries not forwarded, by reason (loss, rate ceiling, air off, station cut, output budget, late: send queue busy, queue: the kernel queue in front of the relay was full)',
+    help: 'Frames or deliveries not forwarded, by reason (loss, rate ceiling, air off, station cut, output budget)',
     labelNames: ['reason'],
     registers: [registry],
     collect() {
@@ -75,15 +75,6 @@ export async function relayRegistry(relay: Relay): Promise<Registry> {
       this.labels('cut').inc(st.droppedCut);
       this.labels('budget').inc(st.droppedBudget);
       this.labels('late').inc(st.droppedLate);
-      this.labels('queue').inc(st.droppedQueue);
-    },
-  });
-  new Gauge({
-    name: 'air_relay_queue_frames',
-    help: 'Datagrams the kernel queue in front of the relay holds: 25 ms of its own speed, half the 50-ms bound',
-    registers: [registry],
-    collect() {
-      this.set(relay.stats().queueFrames);
     },
   });
   new Gauge({

@@ -41,13 +41,6 @@ export interface RelayStats {
   droppedBudget: number;
   /** Deliveries dropped because the kernel still held earlier sends: radio drops rather than queues. */
   droppedLate: number;
-  /**
-   * Datagrams the kernel dropped on arrival because the relay's queue was full (it holds QUEUE_MS,
-   * half the MAX_DELAY_MS bound; recv-queue.ts): frames that would have been late. Not in `framesIn`.
-   */
-  droppedQueue: number;
-  /** Datagrams the relay's kernel queue holds now: QUEUE_MS of the relay's own speed. */
-  queueFrames: number;
   /** Stations refused or evicted because their address or the table was full. */
   refusedPeers: number;
   sendErrors: number;

@@ -10,7 +10,6 @@ import { isIP, isIPv6 } from 'node:net';
 import { type Logger, logger } from '../util/log.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { decodeKubeData } from './kubenet.ts';
-import { boundRecvQueue, type RecvQueue } from './recv-queue.ts';
 import { startRelayControl, startRelayMetrics } from './relay-http.ts';
 import type { HttpEndpoint, Relay, RelayEvent, RelayPeer, RelayStats } from './relay-types.ts';
 import { AIR_PORT, HELLO_BYTE, TYP, LIMITS as WIRE } from './wire.ts';
@@ -20,13 +19,11 @@ export const RELAY_LIMITS = {
   /** Stations hello every 5 s; 60 s of silence (12 missed hellos) means the station is gone. */
   PEER_TTL_MS: WIRE.RELAY_PEER_TTL_MS,
   /**
-   * Per-station ceiling. Kube traffic: a kubelet sends 1 heartbeat/s; a plane 1 assignment per
-   * Ready node per second and at most 1 spec per 100-ms tick (kube-on-oberon spec §3.5). SCC waits
-   * 50 ms before each send, so a machine paced to 25 MHz (`up`, machine pods, QEMU) sends at most
-   * ~20 frames/s. An unpaced machine (MachineRunner `clock: 'deterministic', fast: true`) passes
-   * those 50 ms, 1.25 M instructions, at the translator's ~490 M instructions/s: ~400 frames/s, the
-   * fastest a station sends here. The ceiling is 2.5× that, so a faster host never clips an honest
-   * station; a flood is still cut to it.
+   * Per-station ceiling. On the wall clock a RISC5 station sends at most ~20 frames/s (SCC waits
+   * 50 ms per send). But until something from outside reaches it, a machine runs on machine time
+   * (machine.ts), where those 50 ms are 1.25 M instructions: at the translator's ~500 M
+   * instructions/s that is ~400 frames/s, the fastest real Kube traffic a station makes here. The
+   * ceiling is 2.5× that, so a faster host never clips an honest station; a flood is still cut to it.
    */
   RATE_PER_SECOND: 1_000,
   /** Bursts up to 2 s of the ceiling pass. */
@@ -53,7 +50,7 @@ export const RELAY_LIMITS = {
    * Deliveries per second for the whole air (a token bucket), with the per-station ceiling on: a
    * real air of 21 stations at 20 frames/s makes ~8,400; beyond the budget deliveries are dropped,
    * stations that sent frames first. The raw air (`rate: null`, `--no-rate-limit`) has no budget,
-   * as the reference relay: the relay's CPU and its queue of QUEUE_LIMITS.MAX_DELAY_MS bound it.
+   * as the reference relay: the relay's CPU and MAX_DELAY_MS bound it.
    */
   OUT_PER_SECOND: 20_000,
   OUT_BURST: 40_000,
@@ -72,9 +69,9 @@ export const RELAY_LIMITS = {
   MAX_UNPROVEN_PER_HOST: 24,
   /** Unproven stations one frame reaches at most: that fresh air is served whole; a spray is amplified ×24 at most, not ×64. */
   MAX_UNPROVEN_RECEIVERS: 24,
+  /** A bigger kernel receive buffer rides out bursts while the relay is busy fanning out. */
+  RECV_BUFFER_BYTES: 4 * 1024 * 1024,
 } as const;
-// The kernel queue in front of the relay (its receive buffer) holds QUEUE_LIMITS.QUEUE_MS of the
-// relay's own speed, so no frame waits past QUEUE_LIMITS.MAX_DELAY_MS: recv-queue.ts.
 
 export type { Relay, RelayEvent, RelayPeer, RelayState, RelayStats } from './relay-types.ts';
 
@@ -149,7 +146,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   let on = true;
   const cuts = new Set<string>();
   const peers = new Map<string, PeerEntry>();
-  const s: Omit<RelayStats, 'peers' | 'droppedQueue' | 'queueFrames'> = {
+  const s: Omit<RelayStats, 'peers'> = {
     hellos: 0,
     framesIn: 0,
     framesOut: 0,
@@ -294,17 +291,16 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   const bind = opts.bind ?? '0.0.0.0';
   const socket = dgram.createSocket({
     type: isIPv6(bind) ? 'udp6' : 'udp4',
+    recvBufferSize: RELAY_LIMITS.RECV_BUFFER_BYTES,
     lookup: literalLookup,
   });
 
   let expiredAt = Number.NEGATIVE_INFINITY;
-  let queue: RecvQueue | undefined; // sized once bound
   socket.on('message', (msg, rinfo) => {
     const now = clock.now();
     if (now - expiredAt >= RELAY_LIMITS.EXPIRE_EVERY_MS) {
       expiredAt = now;
       expire(now);
-      queue?.measure(s.framesIn);
     }
     if (msg.length === 1 && msg[0] === HELLO_BYTE) {
       s.hellos++;
@@ -407,19 +403,13 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       resolve();
     });
   });
-  queue = boundRecvQueue(socket);
   const address = socket.address();
   let closed = false;
   // Silent stations are also swept on a timer, so "gone" is reported even on a quiet air.
   const sweep = setInterval(() => expire(clock.now()), RELAY_LIMITS.SWEEP_MS);
   sweep.unref();
 
-  const stats = (): RelayStats => ({
-    ...s,
-    droppedQueue: queue?.kernelDrops() ?? 0,
-    queueFrames: queue?.frames() ?? 0,
-    peers: peers.size,
-  });
+  const stats = (): RelayStats => ({ ...s, peers: peers.size });
   const peerList = (): RelayPeer[] => [...peers.values()].map((p) => ({ ...publicPeer(p), cut: isCut(p) }));
 
   const relay: Relay = {
@@ -504,10 +494,10 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
 
 /** One line for people: what the air carried so far. */
 export function relaySummary(st: RelayStats, loss: number, on: boolean): string {
-  const dropped = st.droppedLoss + st.droppedRate + st.droppedOff + st.droppedCut + st.droppedQueue;
+  const dropped = st.droppedLoss + st.droppedRate + st.droppedOff + st.droppedCut;
   return (
     `air ${on ? 'on' : 'OFF'}: ${st.peers} stations, ${st.framesIn} frames in, ${st.framesOut} out, ` +
-    `${dropped} dropped (loss ${st.droppedLoss}, rate ${st.droppedRate}, off ${st.droppedOff}, cut ${st.droppedCut}, queue full ${st.droppedQueue}), ` +
+    `${dropped} dropped (loss ${st.droppedLoss}, rate ${st.droppedRate}, off ${st.droppedOff}, cut ${st.droppedCut}), ` +
     `${st.malformed} malformed, loss ${Math.round(loss * 100)}%`
   );
 }
