@@ -113,9 +113,9 @@ export function imageNameOf(archive: string): string {
  * Runs hack/NAME; its progress goes to the terminal (stderr inherited), its answer (a path) is the
  * last line of stdout. Asynchronous: vitest's main process keeps serving the workers meanwhile.
  */
-export function script(name: string): Promise<string> {
+export function script(name: string, env: NodeJS.ProcessEnv = process.env): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [join(HACK, name)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn('bash', [join(HACK, name)], { stdio: ['ignore', 'pipe', 'inherit'], env });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => {
       out += d;
@@ -209,7 +209,9 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   project.provide('clusterReadyFile', readyFile);
   const up = (async () => {
     try {
-      const said = await script('node-up.sh');
+      // In a PID namespace of its own: KubeVirt's virt-handler enters PID 1's mount namespace,
+      // which this machine's own PID 1 refuses (hack/node-up.sh); the other files do not mind.
+      const said = await script('node-up.sh', { RETROKUBE_NODE_PIDNS: '1', ...process.env });
       if (said !== kubeconfig)
         throw new Error(`node-up.sh wrote its kubeconfig to ${said}, not ${kubeconfig}`);
       await importImage(node, archive);
