@@ -1,5 +1,6 @@
 // The scheduler (spec §3) as one pure function: Deployments × Nodes (+ the current Pods for
 // stickiness) → a placement for every replica slot and the allocation of every node.
+import { FreeHeap, type HeapItem } from './free-heap.ts';
 import type { DeploymentIn, ExistingPod, NodeIn } from './model.ts';
 import type { AssignedPort, PortSpec } from './ports.ts';
 
@@ -187,13 +188,30 @@ export function schedule(input: ScheduleInput): ScheduleResult {
     placed.set(name, { name, deployment: dep.name, node: a.node.name, ports });
   }
   // Phase 2: the rest go to the placeable node with the most free CPU (first in tab order on ties).
+  // The heap's top is that node among all placeable ones; when it fits, matches and binds, no other
+  // node can be preferred, so only a pod it cannot take scans them all (non-finite CPU: always scan).
+  const items = new Map<NodeAlloc, HeapItem & { a: NodeAlloc }>();
+  allocs.forEach((a, index) => {
+    if (a.placeable) items.set(a, { a, index, free: () => a.node.cpuTotal - a.cpu });
+  });
+  const heap = [...items.values()].every((it) => Number.isFinite(it.free()))
+    ? new FreeHeap(items.values())
+    : undefined;
   for (const { name, dep } of slots) {
     if (placed.has(name)) continue;
     const prev = input.existing.get(name);
     let best: NodeAlloc | null = null;
     let bestPorts: AssignedPort[] = [];
+    const top = heap?.top()?.a;
+    if (top && fits(top, dep) && matches(dep, top.node)) {
+      const ports = bindPorts(top, dep.ports, prev?.ports, fixed, input.portRange);
+      if (ports) {
+        best = top;
+        bestPorts = ports;
+      }
+    }
     let bestFree = Number.NEGATIVE_INFINITY;
-    for (const a of allocs) {
+    for (const a of best ? [] : allocs) {
       if (!a.placeable) continue;
       const free = a.node.cpuTotal - a.cpu;
       if (free <= bestFree) continue;
@@ -206,6 +224,8 @@ export function schedule(input: ScheduleInput): ScheduleResult {
     }
     if (best) {
       commit(best, dep, bestPorts, input.portRange, fixed);
+      const it = items.get(best);
+      if (it) heap?.update(it);
       placed.set(name, { name, deployment: dep.name, node: best.node.name, ports: bestPorts });
     } else {
       placed.set(name, { name, deployment: dep.name, node: '', ports: [] });
