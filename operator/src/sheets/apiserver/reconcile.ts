@@ -23,6 +23,8 @@ export interface CachedSchedule {
   /** Nodes that were fresh, and each node's "cpu|mem", when this schedule was made. */
   fresh: Set<string>;
   caps: Map<string, string>;
+  /** Unix s at which the first of the fresh nodes turns stale unless it heartbeats again. */
+  staleAt: number;
   result: ScheduleResult;
   byNode: Map<string, Placement[]>;
   deployments: Map<string, DeploymentIn>;
@@ -146,6 +148,10 @@ export function reconcilePass(tx: Tx, o: PassInput): PassResult {
     key: scheduleKey(nodes, o.now, o.nodeTtlSec),
     fresh,
     caps: new Map(nodes.map((n) => [n.name, `${n.cpuTotal}|${n.memTotal}`])),
+    staleAt: nodes.reduce(
+      (t, n) => (fresh.has(n.name) ? Math.min(t, n.lastHeartbeat + o.nodeTtlSec) : t),
+      Number.POSITIVE_INFINITY,
+    ),
     result,
     byNode,
     deployments: new Map(deployments.map((d) => [d.name, d])),
