@@ -13,21 +13,14 @@ describe("phase 2's preference heap", () => {
         fc.array(fc.integer({ min: 0, max: 8 }), { minLength: 1, maxLength: 30 }),
         fc.array(fc.tuple(fc.nat(), fc.integer({ min: -3, max: 3 })), { maxLength: 60 }),
         (frees, steps) => {
-          const items = frees.map((f, index) => ({
-            index,
-            cpu: f,
-            free() {
-              return this.cpu;
-            },
-          }));
-          const heap = new FreeHeap(items);
-          const scan = () =>
-            items.reduce((b, it) => (it.cpu > b.cpu || (it.cpu === b.cpu && it.index < b.index) ? it : b));
+          const free = [...frees];
+          const heap = new FreeHeap(free.length, (i) => free[i]);
+          const scan = () => free.reduce((b, f, i) => (f > free[b] ? i : b), 0);
           expect(heap.top()).toBe(scan());
           for (const [k, d] of steps) {
-            const it = items[k % items.length];
-            it.cpu += d;
-            heap.update(it);
+            const i = k % free.length;
+            free[i] += d;
+            heap.update(i);
             expect(heap.top()).toBe(scan());
           }
         },
