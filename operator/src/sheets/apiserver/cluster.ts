@@ -28,7 +28,10 @@ export const LIMITS = {
   eventsMax: 5000, // Events rows kept; older ones are trimmed (the tab would otherwise grow forever)
   eventsTrimSlack: 500, // trim only when this many over, so trimming is rare
   deferAboveMs: 20, // reconciles cheaper than this always run inline (small clusters, tests)
-  // A big cluster (last reconcile > deferAboveMs) leaves the reconciles that new nodes and a person's
+  // A cluster counts as big once this many reconciles in a row took longer than deferAboveMs: one
+  // slow pass (a cold JIT, a GC, a loaded host) does not make a small cluster defer its reconciles.
+  bigAfter: 3,
+  // A big cluster (reconciles slower than deferAboveMs, bigAfter) leaves the reconciles that new nodes and a person's
   // apply/scale/delete ask for to the timer, which runs one at most every paceFactor × T ms (T the
   // last reconcile's duration): scheduling then holds the event loop ≤ 1 % of the time, so a
   // heartbeat's p99 is not a reconcile's duration. The reference apiserver changes pods only at a
@@ -46,7 +49,7 @@ export interface ClusterOptions {
   now?: () => number;
   tickMs?: number;
   eventsMax?: number;
-  /** LIMITS.deferAboveMs; tests set 0 to make a small cluster behave as a big one. */
+  /** LIMITS.deferAboveMs; tests set -1 to make a small cluster behave as a big one. */
   deferAboveMs?: number;
 }
 
@@ -70,6 +73,8 @@ export class Cluster {
   #tickRunning = false;
   #lastReconcileMs = 0;
   #lastReconcileEnd = 0;
+  /** Reconciles in a row slower than deferAboveMs (LIMITS.bigAfter). */
+  #slowInRow = 0;
   readonly #deferAboveMs: number;
   /** A change placement depends on was left to the timer (big cluster): the next paced tick reconciles. */
   #pending = false;
@@ -148,7 +153,7 @@ export class Cluster {
         (h) => now - h.since > ORDER_LIMITS.handoffMaxSec,
       );
       const asked = urgent || this.#pending || this.#externalDirty || handoffExpired;
-      if (!asked && (this.#big() || this.#cache?.key === scheduleKey(this.#nodes(), now, this.nodeTtlSec)))
+      if (!asked && (this.#big() || this.#cache?.key() === scheduleKey(this.#nodes(), now, this.nodeTtlSec)))
         return false;
       await this.store.transact((tx) => this.#reconcile(tx, { now }), { durability: 'buffered' });
       return true;
@@ -160,9 +165,9 @@ export class Cluster {
     }
   }
 
-  /** Whether the last reconcile was costly enough that new nodes and verbs leave it to the timer. */
+  /** Whether reconciles are costly enough (LIMITS.bigAfter) that new nodes and verbs leave them to the timer. */
   #big(): boolean {
-    return this.#cache !== undefined && this.#lastReconcileMs > this.#deferAboveMs;
+    return this.#cache !== undefined && this.#slowInRow >= LIMITS.bigAfter;
   }
 
   /** Whether the timer may reconcile now: always in a small cluster, paced in a big one. */
@@ -237,6 +242,7 @@ export class Cluster {
     } finally {
       this.#lastReconcileEnd = performance.now();
       this.#lastReconcileMs = this.#lastReconcileEnd - t0;
+      this.#slowInRow = this.#lastReconcileMs > this.#deferAboveMs ? this.#slowInRow + 1 : 0;
     }
   }
 

@@ -17,6 +17,8 @@ beforeEach(async () => {
   store = new MemoryStore();
   cluster = new Cluster({ store, now: () => unix, tickMs: 3_600_000, deferAboveMs: -1 });
   await cluster.start({ samples: false });
+  // LIMITS.bigAfter slow reconciles in a row make the cluster big (here every one counts as slow).
+  for (let i = 0; i < LIMITS.bigAfter; i++) await cluster.apply({ deployments: [] });
 });
 afterEach(async () => {
   await cluster.stop();
@@ -34,7 +36,7 @@ const paceElapses = () => {
 
 describe('paced reconciles in a big cluster', () => {
   it("acknowledges a person's scale without a reconcile; the timer schedules it once the pace allows", async () => {
-    await beat('a'); // no schedule yet: reconciles inline
+    await beat('a');
     await cluster.apply({ deployments: [{ name: 'web', image: 'x', replicas: 1 }] });
     const before = cluster.reconciles;
     expect(await cluster.scale('web', 3)).toBe('scaled');
@@ -77,5 +79,24 @@ describe('paced reconciles in a big cluster', () => {
     expect(await cluster.tick()).toBe(true);
     expect(store.get('Nodes', 'a')?.status).toBe('NotReady');
     expect(pods().sort()).toEqual(['web-1@b', 'web-2@b']);
+  });
+
+  it('one slow reconcile does not make a small cluster big: fewer than LIMITS.bigAfter in a row still reconcile inline', async () => {
+    const small = new Cluster({
+      store: new MemoryStore(),
+      now: () => unix,
+      tickMs: 3_600_000,
+      deferAboveMs: -1,
+    });
+    await small.start({ samples: false });
+    try {
+      for (let i = 0; i < LIMITS.bigAfter - 1; i++) await small.apply({ deployments: [] });
+      const before = small.reconciles;
+      await small.scale('nothing-yet', 1); // not found: no reconcile either way
+      await small.apply({ deployments: [{ name: 'web', image: 'x', replicas: 1 }] });
+      expect(small.reconciles).toBe(before + 1);
+    } finally {
+      await small.stop();
+    }
   });
 });

@@ -19,7 +19,8 @@ import type { Row, Tx } from '../store/types.ts';
 import type { EventRow } from './events.ts';
 
 export interface CachedSchedule {
-  key: string;
+  /** scheduleKey() of the nodes this schedule saw; computed on first use (tens of ms at 10,000 nodes). */
+  key(): string;
   /** Nodes that were fresh, and each node's "cpu|mem", when this schedule was made. */
   fresh: Set<string>;
   caps: Map<string, string>;
@@ -144,8 +145,9 @@ export function reconcilePass(tx: Tx, o: PassInput): PassResult {
     if (l) l.push(p);
     else byNode.set(p.node, [p]);
   }
+  let key: string | undefined;
   const cache: CachedSchedule = {
-    key: scheduleKey(nodes, o.now, o.nodeTtlSec),
+    key: () => (key ??= scheduleKey(nodes, o.now, o.nodeTtlSec)),
     fresh,
     caps: new Map(nodes.map((n) => [n.name, `${n.cpuTotal}|${n.memTotal}`])),
     staleAt: nodes.reduce(
