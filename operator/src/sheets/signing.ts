@@ -20,7 +20,7 @@ export const LIMITS = {
   // Signatures remembered at most; beyond it new requests are refused, never old ones forgotten
   // early. An entry lives until its timestamp leaves the window (≤ ttl + futureSkewSec = 310 s), so
   // 10,000 nodes heartbeating every 10 s (1,000 signed requests/s) hold ~310,000; with room for people
-  // and retries: 400,000 (~50 MB). The old 200,000 refused every request after ~200 s at that scale.
+  // and retries: 400,000 (~50 MB at ~120 B an entry, estimated). The old 200,000 refused every request after ~200 s at that scale.
   replayCacheMax: 400_000,
   futureSkewSec: 10, // a timestamp this far ahead of the apiserver's clock at most (clock skew between hosts)
   nonceBytes: 8, // random bytes (hex) in every signed body of ours: identical writes sign differently
