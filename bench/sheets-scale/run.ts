@@ -7,6 +7,8 @@
 // (the reference kubelet's loop is sequential); a skipped or failed heartbeat counts as not served.
 // Meanwhile a person's durable write (`scale`, signed with a nonce as our CLI signs it) every
 // DURABLE_EVERY_MS, one at a time: its acknowledgement latency is the durable-write figure.
+// `client_cpu_s` is the bench process's own CPU over the run: near `seconds`, the load generator (one
+// core, MAX_SOCKETS sockets) would be the limit and the figures would not be the apiserver's.
 // `--baseline DIR` also runs the apiserver of another checkout (e.g. `/work/main`, the code before a
 // change) at each size, interleaved with ours, so before and after are measured in the same run.
 // Writes bench/results/sheets-scale.json (with --save).
@@ -165,6 +167,7 @@ async function scaleBench(nodes: number, main: string) {
     let skipped = 0;
     let failed = 0;
     const s0 = procStat(proc.pid);
+    const c0 = process.cpuUsage(); // the load generator's own CPU: is it the limit, not the apiserver?
     const t0 = performance.now();
     const inflight = new Set<Promise<void>>();
     const durable: number[] = [];
@@ -238,6 +241,7 @@ async function scaleBench(nodes: number, main: string) {
     }
     const elapsed = (performance.now() - t0) / 1000;
     const s1 = procStat(proc.pid);
+    const c1 = process.cpuUsage(c0);
     await Promise.all([...inflight, durableLoop]);
     const registered = await getCount(port, 'nodes');
     const r = {
@@ -263,6 +267,7 @@ async function scaleBench(nodes: number, main: string) {
       durable_max_ms: r2(pct(durable, 100)),
       server_cpu_s: r2(s1.cpuS - s0.cpuS),
       server_peak_rss_mib: Math.round(s1.peakMiB),
+      client_cpu_s: r2((c1.user + c1.system) / 1e6),
       load_average: os.loadavg()[0],
     };
     return r;

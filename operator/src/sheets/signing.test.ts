@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
+  LIMITS,
   ReplayCache,
   RequestVerifier,
   SIGNATURE_HEADER,
@@ -78,6 +79,17 @@ describe('HMAC signing (spec §6)', () => {
 });
 
 describe('#28.4 / #30.9 replays and look-alikes', () => {
+  it('holds a whole window of 10,000 nodes heartbeating every 10 s: no fresh request is refused as full', () => {
+    // 1,000 signed requests a second, each remembered until its timestamp leaves the window.
+    const c = new ReplayCache();
+    let refused = 0;
+    for (let t = 0; t < LIMITS.defaultTtlSec + LIMITS.futureSkewSec + 30; t++)
+      for (let i = 0; i < 1_000; i++)
+        if (!c.admit(`${t}/${i}`, NOW + t, NOW + t, LIMITS.defaultTtlSec)) refused++;
+    expect(refused).toBe(0);
+    expect(c.size).toBeLessThanOrEqual((LIMITS.defaultTtlSec + 1) * 1_000);
+  });
+
   it('refuses a timestamp more than a small skew in the future, so a forward-dated capture cannot outlive a restart', () => {
     const v = new RequestVerifier(KEY, undefined, undefined, NOW);
     const ahead = signRequest(KEY, 'b', NOW + 200);

@@ -17,7 +17,11 @@ export const SIGNATURE_HEADER = 'X-SNCF-Signature';
 
 export const LIMITS = {
   defaultTtlSec: 300, // reference SIGN_TTL: largest allowed |now - ts|
-  replayCacheMax: 200_000, // signatures remembered at most (~20 MB); beyond it new requests are refused, never old ones forgotten early
+  // Signatures remembered at most; beyond it new requests are refused, never old ones forgotten
+  // early. An entry lives until its timestamp leaves the window (≤ ttl + futureSkewSec = 310 s), so
+  // 10,000 nodes heartbeating every 10 s (1,000 signed requests/s) hold ~310,000; with room for people
+  // and retries: 400,000 (~50 MB at ~120 B an entry, estimated). The old 200,000 refused every request after ~200 s at that scale.
+  replayCacheMax: 400_000,
   futureSkewSec: 10, // a timestamp this far ahead of the apiserver's clock at most (clock skew between hosts)
   nonceBytes: 8, // random bytes (hex) in every signed body of ours: identical writes sign differently
 } as const;
@@ -81,8 +85,12 @@ export function verifySignature(
  * entry lives at most 2×ttl, and past `max` live entries new requests are refused (fail closed).
  */
 export class ReplayCache {
-  readonly #seen = new Map<string, number>(); // signature → expiry (Unix s), insertion-ordered
+  readonly #seen = new Map<string, number>(); // signature → expiry (Unix s)
+  // expiry second → the signatures expiring then, so pruning touches only what expires (a sweep of
+  // every entry held the event loop for milliseconds each second at 300,000 entries).
+  readonly #byExpiry = new Map<number, string[]>();
   readonly #max: number;
+  #pruned = Number.NEGATIVE_INFINITY; // every expiry second below this has been dropped
   constructor(max: number = LIMITS.replayCacheMax) {
     this.#max = max;
   }
@@ -94,16 +102,23 @@ export class ReplayCache {
     this.prune(nowSec);
     if (this.#seen.has(signature)) return false;
     if (this.#seen.size >= this.#max) return false;
-    this.#seen.set(signature, timestampSec + ttlSec);
+    const exp = timestampSec + ttlSec;
+    this.#seen.set(signature, exp);
+    const bucket = this.#byExpiry.get(exp);
+    if (bucket) bucket.push(signature);
+    else this.#byExpiry.set(exp, [signature]);
     return true;
   }
-  /** Forgets expired entries; a full sweep runs at most once per second unless the cache is full. */
+  /** Forgets entries that expired before nowSec: only their buckets are visited. */
   prune(nowSec: number): void {
-    if (this.#lastSweep === nowSec && this.#seen.size < this.#max) return;
-    this.#lastSweep = nowSec;
-    for (const [sig, exp] of this.#seen) if (exp < nowSec) this.#seen.delete(sig);
+    if (nowSec <= this.#pruned) return;
+    this.#pruned = nowSec;
+    for (const [exp, sigs] of this.#byExpiry) {
+      if (exp >= nowSec) continue;
+      for (const s of sigs) this.#seen.delete(s);
+      this.#byExpiry.delete(exp);
+    }
   }
-  #lastSweep = -1;
 }
 
 /** Verifier the apiserver owns: signature check first, then the replay cache. */

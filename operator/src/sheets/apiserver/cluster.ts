@@ -28,7 +28,17 @@ export const LIMITS = {
   eventsMax: 5000, // Events rows kept; older ones are trimmed (the tab would otherwise grow forever)
   eventsTrimSlack: 500, // trim only when this many over, so trimming is rare
   deferAboveMs: 20, // reconciles cheaper than this always run inline (small clusters, tests)
-  dutyFactor: 4, // after a reconcile of T ms, new/returning nodes wait for the timer during 4T
+  // A cluster counts as big once this many reconciles in a row took longer than deferAboveMs: one
+  // slow pass (a cold JIT, a GC, a loaded host) does not make a small cluster defer its reconciles.
+  bigAfter: 3,
+  // A big cluster (reconciles slower than deferAboveMs, bigAfter) leaves the reconciles that new nodes and a person's
+  // apply/scale/delete ask for to the timer, which runs one at most every paceFactor × T ms (T the
+  // last reconcile's duration): scheduling then holds the event loop ≤ 1 % of the time, so a
+  // heartbeat's p99 is not a reconcile's duration. The reference apiserver changes pods only at a
+  // heartbeat (spec §1.3: apply/delete do not reschedule), so a node hears of a change up to one
+  // kubelet INTERVAL later anyway: paceMaxMs caps the wait at that.
+  paceFactor: 99,
+  paceMaxMs: 10_000,
 } as const;
 
 export interface ClusterOptions {
@@ -39,6 +49,8 @@ export interface ClusterOptions {
   now?: () => number;
   tickMs?: number;
   eventsMax?: number;
+  /** LIMITS.deferAboveMs; tests set -1 to make a small cluster behave as a big one. */
+  deferAboveMs?: number;
 }
 
 export type { ApplyResult } from './verbs.ts';
@@ -61,7 +73,14 @@ export class Cluster {
   #tickRunning = false;
   #lastReconcileMs = 0;
   #lastReconcileEnd = 0;
-  /** Heartbeats answered from the last schedule while a big cluster's reconcile was deferred. */
+  /** Reconciles in a row slower than deferAboveMs (LIMITS.bigAfter). */
+  #slowInRow = 0;
+  readonly #deferAboveMs: number;
+  /** A change placement depends on was left to the timer (big cluster): the next paced tick reconciles. */
+  #pending = false;
+  /** Unix s from which a node fresh in the last schedule may have gone silent (failover check). */
+  #staleAt = 0;
+  /** Heartbeats and verbs answered without a reconcile while a big cluster's reconcile was deferred. */
   deferred = 0;
   reconciles = 0;
   /** Unix seconds when start() ran (0 before): the floor of a Ready node's last heartbeat. */
@@ -70,6 +89,12 @@ export class Cluster {
   readonly #verbs: verbs.VerbContext = {
     writeEvents: (tx, events, now) => this.#events.write(tx, events, now),
     reconcile: (tx, o) => void this.#reconcile(tx, o),
+    reconcileSoon: (tx, o) => {
+      if (this.#big()) {
+        this.#pending = true;
+        this.deferred++;
+      } else this.#reconcile(tx, o);
+    },
     nodeFresh: (r, now) => {
       const n = this.#nodeIn(r);
       return n !== null && n.lastHeartbeat > 0 && now - n.lastHeartbeat < this.nodeTtlSec;
@@ -83,6 +108,7 @@ export class Cluster {
     this.#now = o.now ?? (() => Math.floor(Date.now() / 1000));
     this.#tickMs = o.tickMs ?? Math.min(LIMITS.tickMs, Math.max(50, (this.nodeTtlSec * 1000) / 10));
     this.#events = new EventLog(o.eventsMax ?? LIMITS.eventsMax, LIMITS.eventsTrimSlack);
+    this.#deferAboveMs = o.deferAboveMs ?? LIMITS.deferAboveMs;
     this.#unsubscribe = this.store.onChange((ev) => {
       if (ev.source === 'external') {
         this.#externalDirty = true;
@@ -111,19 +137,24 @@ export class Cluster {
   }
 
   /**
-   * The timer: reconcile when a node's freshness changed (failover with no request arriving), when
-   * someone edited the sheet, or when a hand-off timed out.
+   * The timer: reconcile when a node fresh in the last schedule went silent (failover, at once), or
+   * — paced in a big cluster (LIMITS.paceFactor) — when a change was left to it, someone edited the
+   * sheet, or a hand-off timed out. A small cluster also compares the whole schedule key, as cheap
+   * there as it is costly (tens of ms) at 10,000 nodes, where the flags above say the same.
    */
   async tick(): Promise<boolean> {
     if (this.#tickRunning) return false;
     this.#tickRunning = true;
     try {
       const now = this.#now();
-      const key = scheduleKey(this.#nodes(), now, this.nodeTtlSec);
+      const urgent = this.#failoverDue(now);
+      if (!urgent && !this.#paceAllows()) return false;
       const handoffExpired = [...this.#handoffs.values()].some(
         (h) => now - h.since > ORDER_LIMITS.handoffMaxSec,
       );
-      if (this.#cache?.key === key && !this.#externalDirty && !handoffExpired) return false;
+      const asked = urgent || this.#pending || this.#externalDirty || handoffExpired;
+      if (!asked && (this.#big() || this.#cache?.key() === scheduleKey(this.#nodes(), now, this.nodeTtlSec)))
+        return false;
       await this.store.transact((tx) => this.#reconcile(tx, { now }), { durability: 'buffered' });
       return true;
     } catch (err) {
@@ -132,6 +163,38 @@ export class Cluster {
     } finally {
       this.#tickRunning = false;
     }
+  }
+
+  /** Whether reconciles are costly enough (LIMITS.bigAfter) that new nodes and verbs leave them to the timer. */
+  #big(): boolean {
+    return this.#cache !== undefined && this.#slowInRow >= LIMITS.bigAfter;
+  }
+
+  /** Whether the timer may reconcile now: always in a small cluster, paced in a big one. */
+  #paceAllows(): boolean {
+    if (!this.#big()) return true;
+    const wait = Math.min(LIMITS.paceMaxMs, LIMITS.paceFactor * this.#lastReconcileMs);
+    return performance.now() - this.#lastReconcileEnd >= wait;
+  }
+
+  /**
+   * Whether a node fresh in the last schedule has gone silent. Heartbeats only make a node fresher,
+   * so before #staleAt (the earliest a cached-fresh node can turn stale) nothing is scanned; after
+   * it, one scan either finds a silent node or moves #staleAt on.
+   */
+  #failoverDue(now: number): boolean {
+    const cache = this.#cache;
+    if (!cache) return true;
+    if (now < this.#staleAt) return false;
+    let next = Number.POSITIVE_INFINITY;
+    for (const r of this.store.rows('Nodes')) {
+      const n = this.#nodeIn(r);
+      if (!n || !cache.fresh.has(n.name)) continue;
+      if (now - n.lastHeartbeat >= this.nodeTtlSec) return true;
+      next = Math.min(next, n.lastHeartbeat + this.nodeTtlSec);
+    }
+    this.#staleAt = next;
+    return false;
   }
 
   /**
@@ -173,10 +236,13 @@ export class Cluster {
       this.#events.write(tx, pass.events, o.now);
       this.#cache = pass.cache;
       this.#externalDirty = false;
+      this.#pending = false;
+      this.#staleAt = pass.cache.staleAt;
       return pass.cache;
     } finally {
       this.#lastReconcileEnd = performance.now();
       this.#lastReconcileMs = this.#lastReconcileEnd - t0;
+      this.#slowInRow = this.#lastReconcileMs > this.#deferAboveMs ? this.#slowInRow + 1 : 0;
     }
   }
 
@@ -250,17 +316,15 @@ export class Cluster {
           existing !== undefined &&
           cache.fresh.has(nodeName) &&
           cache.caps.get(nodeName) === `${cpuTotal}|${memTotal}`;
-        // A big cluster that just reconciled answers a new or returning node from the last schedule
-        // and leaves the reconcile to the timer (≤ 1 tick later): scheduling stays under ~20 % of
-        // the time however many nodes join at once. Small clusters always reconcile inline.
-        const busy =
-          cache !== undefined &&
-          this.#lastReconcileMs > LIMITS.deferAboveMs &&
-          performance.now() - this.#lastReconcileEnd < LIMITS.dutyFactor * this.#lastReconcileMs;
-        if ((fast || busy) && cache) {
-          if (!fast) this.deferred++;
+        // A big cluster answers a new or returning node from the last schedule and leaves the
+        // reconcile to the paced timer (LIMITS.paceFactor): a heartbeat never waits for a schedule
+        // of the whole cluster. Small clusters always reconcile inline.
+        if (!fast && cache && this.#big()) {
+          this.#pending = true;
+          this.deferred++;
           foldReport(tx, cache, report, this.#handoffs);
-        } else cache = this.#reconcile(tx, { now, report });
+        } else if (fast && cache) foldReport(tx, cache, report, this.#handoffs);
+        else cache = this.#reconcile(tx, { now, report });
         // Only this node's placements matter unless it still carries a hand-off (rare): scanning
         // every placement per heartbeat cost O(pods) each.
         let carries = false;

@@ -19,10 +19,13 @@ import type { Row, Tx } from '../store/types.ts';
 import type { EventRow } from './events.ts';
 
 export interface CachedSchedule {
-  key: string;
+  /** scheduleKey() of the nodes this schedule saw; computed on first use (tens of ms at 10,000 nodes). */
+  key(): string;
   /** Nodes that were fresh, and each node's "cpu|mem", when this schedule was made. */
   fresh: Set<string>;
   caps: Map<string, string>;
+  /** Unix s at which the first of the fresh nodes turns stale unless it heartbeats again. */
+  staleAt: number;
   result: ScheduleResult;
   byNode: Map<string, Placement[]>;
   deployments: Map<string, DeploymentIn>;
@@ -142,10 +145,15 @@ export function reconcilePass(tx: Tx, o: PassInput): PassResult {
     if (l) l.push(p);
     else byNode.set(p.node, [p]);
   }
+  let key: string | undefined;
   const cache: CachedSchedule = {
-    key: scheduleKey(nodes, o.now, o.nodeTtlSec),
+    key: () => (key ??= scheduleKey(nodes, o.now, o.nodeTtlSec)),
     fresh,
     caps: new Map(nodes.map((n) => [n.name, `${n.cpuTotal}|${n.memTotal}`])),
+    staleAt: nodes.reduce(
+      (t, n) => (fresh.has(n.name) ? Math.min(t, n.lastHeartbeat + o.nodeTtlSec) : t),
+      Number.POSITIVE_INFINITY,
+    ),
     result,
     byNode,
     deployments: new Map(deployments.map((d) => [d.name, d])),

@@ -18,6 +18,12 @@ import {
 export interface VerbContext {
   writeEvents(tx: Tx, events: EventRow[], now: number): void;
   reconcile(tx: Tx, o: { now: number; exclude?: Set<string>; pins?: Map<string, string> }): void;
+  /**
+   * Reconcile now in a small cluster; in a big one leave it to the paced timer. For the verbs the
+   * reference does not reschedule on (spec §1.3: pods change on the next heartbeat), so a person's
+   * write is acknowledged without waiting for a schedule of the whole cluster.
+   */
+  reconcileSoon(tx: Tx, o: { now: number }): void;
   /** Whether the node of this Nodes row has heartbeated within the TTL (as placement sees it). */
   nodeFresh(r: Row, now: number): boolean;
 }
@@ -59,14 +65,14 @@ export function applyObjects(c: VerbContext, tx: Tx, now: number, body: ApplyBod
   if (body.routes) out.routes = one('Routes', 'Route', routeCells, body.routes);
   if (body.secrets) out.secrets = one('Secrets', 'Secret', secretCells, body.secrets);
   c.writeEvents(tx, events, now);
-  c.reconcile(tx, { now });
+  c.reconcileSoon(tx, { now });
   return out;
 }
 
 export function scaleDeployment(c: VerbContext, tx: Tx, now: number, name: string, replicas: number): string {
   if (!tx.update('Deployments', name, { replicas })) return 'not found';
   c.writeEvents(tx, [{ kind: 'Deployment', object: name, message: `scaled to ${replicas}` }], now);
-  c.reconcile(tx, { now });
+  c.reconcileSoon(tx, { now });
   return 'scaled';
 }
 
@@ -92,7 +98,7 @@ export function deleteObject(
 ): string {
   if (!tx.delete(tab, name)) return 'not found';
   c.writeEvents(tx, [{ kind: kind[0].toUpperCase() + kind.slice(1), object: name, message: 'deleted' }], now);
-  c.reconcile(tx, { now });
+  c.reconcileSoon(tx, { now });
   return 'deleted';
 }
 

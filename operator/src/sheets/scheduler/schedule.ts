@@ -1,5 +1,6 @@
 // The scheduler (spec §3) as one pure function: Deployments × Nodes (+ the current Pods for
 // stickiness) → a placement for every replica slot and the allocation of every node.
+import { FreeHeap } from './free-heap.ts';
 import type { DeploymentIn, ExistingPod, NodeIn } from './model.ts';
 import type { AssignedPort, PortSpec } from './ports.ts';
 
@@ -51,6 +52,8 @@ interface NodeAlloc {
   bound: Set<string>;
   /** Lowest port of the range that might still be free (every lower one is bound or fixed). */
   autoCursor: { tcp: number; udp: number };
+  /** Its number in phase 2's FreeHeap (placeable nodes in tab order), -1 when not placeable. */
+  heapItem: number;
 }
 
 const portKey = (port: number, proto: string): string => `${port}/${proto}`;
@@ -156,6 +159,7 @@ export function schedule(input: ScheduleInput): ScheduleResult {
       mem: 0,
       bound: new Set(),
       autoCursor: { tcp: input.portRange[0], udp: input.portRange[0] },
+      heapItem: -1,
     };
     allocs.push(a);
     byName.set(node.name, a);
@@ -187,13 +191,34 @@ export function schedule(input: ScheduleInput): ScheduleResult {
     placed.set(name, { name, deployment: dep.name, node: a.node.name, ports });
   }
   // Phase 2: the rest go to the placeable node with the most free CPU (first in tab order on ties).
+  // The heap's top is that node among all placeable ones; when it fits, matches and binds, no other
+  // node can be preferred, so only a pod it cannot take scans them all (non-finite CPU: always scan).
+  const placeable = allocs.filter((a) => a.placeable);
+  const freeOf = (i: number) => placeable[i].node.cpuTotal - placeable[i].cpu;
+  placeable.forEach((a, i) => {
+    a.heapItem = i;
+  });
+  // Built only when some pod is left for phase 2 (a steady cluster keeps every pod in phase 1).
+  const heap =
+    placed.size < slots.length && placeable.every((_, i) => Number.isFinite(freeOf(i)))
+      ? new FreeHeap(placeable.length, freeOf)
+      : undefined;
   for (const { name, dep } of slots) {
     if (placed.has(name)) continue;
     const prev = input.existing.get(name);
     let best: NodeAlloc | null = null;
     let bestPorts: AssignedPort[] = [];
+    const t = heap ? heap.top() : -1;
+    const top = t >= 0 ? placeable[t] : undefined;
+    if (top && fits(top, dep) && matches(dep, top.node)) {
+      const ports = bindPorts(top, dep.ports, prev?.ports, fixed, input.portRange);
+      if (ports) {
+        best = top;
+        bestPorts = ports;
+      }
+    }
     let bestFree = Number.NEGATIVE_INFINITY;
-    for (const a of allocs) {
+    for (const a of best ? [] : allocs) {
       if (!a.placeable) continue;
       const free = a.node.cpuTotal - a.cpu;
       if (free <= bestFree) continue;
@@ -206,6 +231,7 @@ export function schedule(input: ScheduleInput): ScheduleResult {
     }
     if (best) {
       commit(best, dep, bestPorts, input.portRange, fixed);
+      if (best.heapItem >= 0) heap?.update(best.heapItem);
       placed.set(name, { name, deployment: dep.name, node: best.node.name, ports: bestPorts });
     } else {
       placed.set(name, { name, deployment: dep.name, node: '', ports: [] });
