@@ -260,3 +260,19 @@ describe('Sheets v4 emulator through googleapis', () => {
     expect(f.body.error.message).toBe('Requested entity was not found.');
   });
 });
+
+describe('a spreadsheet with a fixed id, for a test cluster that names it before the emulator starts', () => {
+  it('is served under that id; an id Google would not issue, or one taken, is refused in words', async () => {
+    const emu = new SheetsEmulator();
+    emus.push(emu);
+    const id = emu.createSpreadsheet('cluster', ['Sheet1'], 'test-cluster-sheet');
+    expect(id).toBe('test-cluster-sheet');
+    await emu.listen(0, '127.0.0.1');
+    const api = google.sheets({ version: 'v4', auth: testAuth('bob'), rootUrl: emu.url, retry: false });
+    const got = await api.spreadsheets.get({ spreadsheetId: id });
+    expect(got.data.properties?.title).toBe('cluster');
+    expect(() => emu.createSpreadsheet('x', ['Sheet1'], 'short')).toThrow(/10 to 128 of A-Z a-z 0-9 _ -/);
+    expect(() => emu.createSpreadsheet('x', ['Sheet1'], 'has/slash-in-it')).toThrow(/10 to 128/);
+    expect(() => emu.createSpreadsheet('x', ['Sheet1'], 'test-cluster-sheet')).toThrow(/already exists/);
+  });
+});

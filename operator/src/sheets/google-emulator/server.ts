@@ -28,6 +28,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { colName, formatA1, parseA1, quoteSheet } from './a1.ts';
 
+/** What a spreadsheet id may be: the characters of Google's ids (and SheetCluster's schema). */
+const SPREADSHEET_ID = /^[A-Za-z0-9_-]{10,128}$/;
+
 export const LIMITS = {
   maxCellChars: 50_000, // Google: "more than the maximum of 50000 characters in a single cell"
   maxCells: 10_000_000, // Google: workbook cell limit
@@ -120,14 +123,19 @@ export class SheetsEmulator {
     this.project = opts.projectNumber ?? '123456789012';
   }
 
-  async listen(port = 0): Promise<string> {
+  /**
+   * Listens on `host` (loopback by default). The emulator believes any bearer token, so another
+   * address is for a test cluster's Service only, chosen by name by whoever starts it.
+   */
+  async listen(port = 0, host = '127.0.0.1'): Promise<string> {
     this.server = http.createServer((req, res) => void this.handle(req, res));
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
-      this.server!.listen(port, '127.0.0.1', () => resolve());
+      this.server!.listen(port, host, () => resolve());
     });
     const addr = this.server.address() as AddressInfo;
-    this.url = `http://127.0.0.1:${addr.port}/`;
+    const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+    this.url = `http://${shown}:${addr.port}/`;
     return this.url;
   }
 
@@ -140,8 +148,14 @@ export class SheetsEmulator {
   }
 
   // Test helper: make a spreadsheet without a request (and without spending quota).
-  createSpreadsheet(title = 'Untitled spreadsheet', sheetTitles = ['Sheet1']): string {
-    const id = randomBytes(22).toString('base64url');
+  // `id` fixes the spreadsheet's id (a test cluster names it in its SheetCluster before it starts).
+  createSpreadsheet(title = 'Untitled spreadsheet', sheetTitles = ['Sheet1'], id?: string): string {
+    if (id !== undefined && !SPREADSHEET_ID.test(id))
+      throw new Error(
+        `spreadsheet id ${JSON.stringify(id)}: use 10 to 128 of A-Z a-z 0-9 _ - (as Google's ids)`,
+      );
+    if (id !== undefined && this.books.has(id)) throw new Error(`spreadsheet ${id} already exists`);
+    id ??= randomBytes(22).toString('base64url');
     const book: Spreadsheet = { id, title, sheets: [], nextSheetId: 0 };
     for (const t of sheetTitles) this.addSheet(book, { title: t });
     this.books.set(id, book);

@@ -63,17 +63,27 @@ function registerEmulator(sheets: Command): void {
     .description(
       'run the local Google Sheets v4 emulator (quotas and limits like Google; data in memory only)',
     )
-    .option('--port <n>', 'listen port on 127.0.0.1 (0 = any free port)', int('--port', 0, 65535), 8788)
+    .option('--port <n>', 'listen port (0 = any free port)', int('--port', 0, 65535), 8788)
+    .option(
+      '--host <addr>',
+      'listen address; the emulator believes any token, so name another address only for a test cluster',
+      '127.0.0.1',
+    )
     .option('--title <title>', 'title of the spreadsheet created at start', 'cluster')
+    .option('--spreadsheet-id <id>', 'the id of the spreadsheet created at start (default: a random one)')
     .addHelpText(
       'after',
       '\nExample:\n  retrokube sheets google-emulator --port 8788\n  retrokube sheets serve --workbook google:<id> --google-root-url http://127.0.0.1:8788/ --google-credentials creds.json\n',
     )
-    .action(async (o: { port: number; title: string }) => {
+    .action(async (o: { port: number; host: string; title: string; spreadsheetId?: string }) => {
       const { SheetsEmulator } = await import('../google-emulator/server.ts');
       const emu = new SheetsEmulator();
-      const url = await emu.listen(o.port);
-      const id = emu.createSpreadsheet(o.title, ['Sheet1']);
+      const id = emu.createSpreadsheet(o.title, ['Sheet1'], o.spreadsheetId);
+      const url = await emu.listen(o.port, o.host);
+      if (!['127.0.0.1', '::1', 'localhost'].includes(o.host))
+        process.stderr.write(
+          `warning: the emulator believes any token and listens on ${o.host}: test clusters only\n`,
+        );
       process.stdout.write(
         `Sheets API emulator at ${url}\nspreadsheet id: ${id}  (workbook: google:${id})\n`,
       );

@@ -1,0 +1,258 @@
+// KubeVirt against the pod runtime on the real node (#25), side by side in one run:
+//   - `kubectl apply` of a 3-node OberonKube → Ready, converged, every node heard on the air:
+//     runtime pod / runtime kubevirt (rounds interleaved, the order alternating);
+//   - at rest, both clusters running: node-a's machine pod against node-a's virt-launcher pod
+//     (its compute container with QEMU, our hook sidecar, KubeVirt's helpers): RSS and CPU;
+//   - node-a's pod deleted (the machine pod / the VM's launcher pod) → node-a heard NotReady by
+//     the operator → node-a Ready again and the cluster 3/3 (a new pod, a boot, rejoining the air).
+// Needs the node in a PID namespace of its own, KubeVirt built, and the product image imported:
+//   sudo RETROKUBE_NODE_PIDNS=1 bash hack/node-up.sh && bash hack/build-kubevirt.sh &&
+//   ctr -a /tmp/retrokube-node/containerd.sock -n k8s.io images import "$(bash hack/build-image.sh)"
+// (this script runs hack/kubevirt-up.sh itself, and hack/kubevirt-up.sh --down at the end unless
+// --keep). Prints figures and writes bench/results/kubevirt.json (with --save).
+// Usage: node bench/kubevirt/run.ts [--rounds 1] [--steady-s 30] [--keep] [--save]
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { locateTestBins, REPO_ROOT } from '../../test/envtest/control-plane.ts';
+import { cpuShare, podCgroup } from '../cluster/cgroup.ts';
+import { startRecording, writeResults } from '../results.ts';
+
+const record = startRecording();
+
+const LIMITS = {
+  kubevirtUpS: 1_200, // images imported, virt-operator, then virt-api/controller/handler Ready (loaded 2 cores)
+  convergeMs: 900_000, // fill Jobs, launcher pods, QEMU booting under TCG, every node heard
+  heardMs: 60_000, // a node gone, heard by the operator (the plane's window is 6 s)
+  healMs: 600_000, // a new pod, a boot, rejoining the air
+  goneMs: 300_000, // the garbage collector deleting an OberonKube's children
+  pollMs: 500, // status polling cadence (each poll is one kubectl call)
+} as const;
+const NODES = 3;
+const RUNTIMES = ['pod', 'kubevirt'] as const;
+type Runtime = (typeof RUNTIMES)[number];
+
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '1' },
+    'steady-s': { type: 'string', default: '30' },
+    keep: { type: 'boolean', default: false },
+    save: { type: 'boolean', default: false },
+  },
+});
+const rounds = Number(args.rounds);
+const steadyS = Number(args['steady-s']);
+if (!(rounds >= 1 && rounds <= 5) || !(steadyS >= 5 && steadyS <= 600)) {
+  console.error('bench/kubevirt: --rounds takes 1 to 5, --steady-s 5 to 600');
+  process.exit(2);
+}
+const kubeconfig = process.env.RETROKUBE_CLUSTER_KUBECONFIG ?? '/tmp/retrokube-node/kubeconfig';
+if (!existsSync(kubeconfig)) {
+  console.error(
+    `bench/kubevirt: no node (${kubeconfig}); start it: sudo RETROKUBE_NODE_PIDNS=1 bash hack/node-up.sh`,
+  );
+  process.exit(1);
+}
+const hack = (script: string, a: string[] = []): string =>
+  execFileSync('bash', [join(REPO_ROOT, 'hack', script), ...a], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, RETROKUBE_KUBEVIRT_WAIT_S: String(LIMITS.kubevirtUpS) },
+  }).trim();
+try {
+  hack('build-kubevirt.sh', ['--check']);
+} catch {
+  console.error('bench/kubevirt: KubeVirt is not built: run bash hack/build-kubevirt.sh first');
+  process.exit(1);
+}
+
+const bins = locateTestBins();
+const imageRef: string = JSON.parse(
+  execFileSync('tar', ['-xOf', hack('build-image.sh', ['--print-path']), 'index.json'], { encoding: 'utf8' }),
+).manifests[0].annotations['io.containerd.image.name'];
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const say = (s: string) => console.log(`[bench/kubevirt ${new Date().toISOString().slice(11, 19)}] ${s}`);
+const kubectl = (a: string[], input?: string): string =>
+  execFileSync(bins.kubectl, ['--kubeconfig', kubeconfig, ...a], {
+    encoding: 'utf8',
+    input,
+    maxBuffer: 64 << 20,
+  });
+// biome-ignore lint/suspicious/noExplicitAny: API objects navigated freely
+const getJson = (a: string[]): any => JSON.parse(kubectl(['get', ...a, '-o', 'json']));
+
+async function until(what: string, ok: () => boolean, ms: number): Promise<number> {
+  const t0 = Date.now();
+  while (!ok()) {
+    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
+    await sleep(LIMITS.pollMs);
+  }
+  return Date.now() - t0;
+}
+
+interface Status {
+  nodes?: string;
+  converged?: boolean;
+  conditions?: { type: string; status: string }[];
+  nodeTable?: { name: string; ready: boolean }[];
+}
+const status = (ns: string, name: string): Status => getJson(['oberonkube', '-n', ns, name]).status ?? {};
+const readyAll = (st: Status): boolean =>
+  st.nodes === `${NODES}/${NODES}` &&
+  st.converged === true &&
+  (st.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+const nodeA = (st: Status) => (st.nodeTable ?? []).find((r) => r.name === 'node-a');
+
+/** node-a's pod: the machine pod of the pod runtime, the VM's virt-launcher pod of kubevirt. */
+function nodeAPod(ns: string, name: string, runtime: Runtime): { name: string; uid: string } {
+  const selector =
+    runtime === 'pod'
+      ? `statefulset.kubernetes.io/pod-name=rk-m-${name}-node-a-0`
+      : `vm.kubevirt.io/name=rk-m-${name}-node-a`;
+  const items = getJson(['pods', '-n', ns, '-l', selector]).items.filter(
+    (p: { metadata: { deletionTimestamp?: string } }) => !p.metadata.deletionTimestamp,
+  );
+  if (items.length !== 1) throw new Error(`${name}: ${items.length} live pods of node-a (${selector})`);
+  return { name: items[0].metadata.name, uid: items[0].metadata.uid };
+}
+
+const apply = (ns: string, name: string, runtime: Runtime) =>
+  kubectl(
+    ['apply', '-f', '-'],
+    JSON.stringify({
+      apiVersion: 'retrokube.io/v1alpha1',
+      kind: 'OberonKube',
+      metadata: { name, namespace: ns },
+      spec: { nodes: NODES, runtime, deployments: 'web 6 Ticker' },
+    }),
+  );
+
+interface Round {
+  order: Runtime[];
+  applyToReadyS: Record<Runtime, number>;
+  atRest: Record<Runtime, { rssMiB: number; cpuPercentOfCore: number }>;
+  restart: Record<Runtime, { notReadyHeardS: number; readyAgainS: number }>;
+  load: number[];
+}
+
+const ns = `bench-kubevirt-${process.pid}`;
+const results: Record<string, unknown> = { bench: 'kubevirt', image: imageRef, nodes: NODES, steadyS };
+let kubevirtUp = false;
+const t0 = Date.now();
+say('hack/kubevirt-up.sh: KubeVirt v1.8.4 Deployed (our images; a few minutes the first time)');
+hack('kubevirt-up.sh');
+kubevirtUp = true;
+results.kubevirtUpS = Math.round((Date.now() - t0) / 100) / 10;
+kubectl(['create', 'namespace', ns]);
+try {
+  const [repository, tag] = [
+    imageRef.slice(0, imageRef.lastIndexOf(':')),
+    imageRef.slice(imageRef.lastIndexOf(':') + 1),
+  ];
+  kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(REPO_ROOT, 'crds')]);
+  execFileSync(
+    bins.helm,
+    ['--kubeconfig', kubeconfig, 'install', 'rk', 'charts/retrokube', '-n', ns]
+      .concat(['--set', `image.repository=${repository}`, '--set', `image.tag=${tag}`])
+      .concat([
+        '--set',
+        'image.pullPolicy=Never',
+        '--set',
+        'crds.install=false',
+        '--set',
+        'kubevirt.enabled=true',
+      ]),
+    { cwd: REPO_ROOT, stdio: 'inherit' },
+  );
+  kubectl(['rollout', 'status', '-n', ns, 'deployment/rk-retrokube', '--timeout=300s']);
+  const runs: Round[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const order: Runtime[] = r % 2 === 0 ? ['pod', 'kubevirt'] : ['kubevirt', 'pod'];
+    const round: Round = {
+      order,
+      applyToReadyS: { pod: 0, kubevirt: 0 },
+      atRest: { pod: { rssMiB: 0, cpuPercentOfCore: 0 }, kubevirt: { rssMiB: 0, cpuPercentOfCore: 0 } },
+      restart: {
+        pod: { notReadyHeardS: 0, readyAgainS: 0 },
+        kubevirt: { notReadyHeardS: 0, readyAgainS: 0 },
+      },
+      load: [loadavg()[0]],
+    };
+    const name = (rt: Runtime) => `${rt === 'pod' ? 'p' : 'v'}${r}`;
+    // One at a time: each apply has the host to itself (the other cluster is not yet there).
+    for (const rt of order) {
+      say(`round ${r + 1}: apply ${name(rt)}, ${NODES} nodes, runtime ${rt}`);
+      const a0 = Date.now();
+      apply(ns, name(rt), rt);
+      await until(
+        `${name(rt)} Ready ${NODES}/${NODES}`,
+        () => readyAll(status(ns, name(rt))),
+        LIMITS.convergeMs,
+      );
+      round.applyToReadyS[rt] = Math.round((Date.now() - a0) / 100) / 10;
+      say(
+        `${name(rt)}: Ready, ${NODES}/${NODES} heard, after ${round.applyToReadyS[rt]} s (load ${loadavg()[0].toFixed(1)})`,
+      );
+    }
+    say(`at rest: ${steadyS} s of cgroup samples of node-a's pod, both runtimes at once`);
+    await sleep(15_000); // both settled (the last one just turned Ready)
+    const cgs = RUNTIMES.map((rt) => podCgroup(nodeAPod(ns, name(rt), rt).uid));
+    const cpu = await Promise.all(cgs.map((cg) => cpuShare(cg.cpuNs, steadyS)));
+    RUNTIMES.forEach((rt, i) => {
+      round.atRest[rt] = {
+        rssMiB: Math.round(cgs[i].rssBytes() / 2 ** 20),
+        cpuPercentOfCore: +(cpu[i] * 100).toFixed(2),
+      };
+      say(
+        `node-a at rest, ${rt}: ${round.atRest[rt].rssMiB} MiB RSS, ${round.atRest[rt].cpuPercentOfCore} % of a core`,
+      );
+    });
+    for (const rt of order) {
+      const victim = nodeAPod(ns, name(rt), rt);
+      say(`${name(rt)}: delete node-a's pod ${victim.name}`);
+      const d0 = Date.now();
+      kubectl(['delete', 'pod', '-n', ns, victim.name, '--wait=false']);
+      await until(
+        `${name(rt)} node-a heard NotReady`,
+        () => nodeA(status(ns, name(rt)))?.ready === false,
+        LIMITS.heardMs,
+      );
+      round.restart[rt].notReadyHeardS = Math.round((Date.now() - d0) / 100) / 10;
+      await until(
+        `${name(rt)} node-a back, Ready ${NODES}/${NODES}`,
+        () => readyAll(status(ns, name(rt))),
+        LIMITS.healMs,
+      );
+      round.restart[rt].readyAgainS = Math.round((Date.now() - d0) / 100) / 10;
+      say(
+        `${name(rt)}: NotReady heard after ${round.restart[rt].notReadyHeardS} s, Ready again after ${round.restart[rt].readyAgainS} s`,
+      );
+    }
+    round.load.push(loadavg()[0]);
+    for (const rt of order)
+      kubectl(['delete', 'oberonkube', '-n', ns, name(rt), '--wait=true', '--timeout=300s']);
+    await until(
+      'the machines gone',
+      () =>
+        getJson(['pods,vmi', '-n', ns]).items.every(
+          (o: { metadata: { name: string } }) => !o.metadata.name.startsWith('rk-m-'),
+        ),
+      LIMITS.goneMs,
+    );
+    runs.push(round);
+  }
+  results.runs = runs;
+} finally {
+  try {
+    execFileSync(bins.helm, ['--kubeconfig', kubeconfig, 'uninstall', 'rk', '-n', ns, '--wait'], {
+      stdio: 'ignore',
+    });
+  } catch {}
+  kubectl(['delete', 'namespace', ns, '--wait=false']);
+  if (kubevirtUp && !args.keep) hack('kubevirt-up.sh', ['--down']);
+}
+writeResults('kubevirt', results, record);
+console.log(JSON.stringify(results, null, 2));
