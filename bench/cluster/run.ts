@@ -15,6 +15,8 @@ import { parseArgs } from 'node:util';
 import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
 import { locateTestBins, REPO_ROOT } from '../../test/envtest/control-plane.ts';
 import { startRecording, writeResults } from '../results.ts';
+import { cpuShare, podCgroup } from './cgroup.ts';
+import { imageRefOf, installOperator, kube } from './kube.ts';
 
 const record = startRecording();
 
@@ -39,55 +41,14 @@ if (!existsSync(kubeconfig)) {
   process.exit(1);
 }
 const bins = locateTestBins();
-const image = execFileSync(
-  'tar',
-  [
-    '-xOf',
-    execFileSync('bash', [join(REPO_ROOT, 'hack/build-image.sh'), '--print-path'], {
-      encoding: 'utf8',
-    }).trim(),
-    'index.json',
-  ],
-  {
-    encoding: 'utf8',
-  },
+const imageRef = imageRefOf(
+  execFileSync('bash', [join(REPO_ROOT, 'hack/build-image.sh'), '--print-path'], { encoding: 'utf8' }).trim(),
 );
-const imageRef: string = JSON.parse(image).manifests[0].annotations['io.containerd.image.name'];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const say = (s: string) => console.log(`[bench/cluster ${new Date().toISOString().slice(11, 19)}] ${s}`);
-const kubectl = (a: string[], input?: string): string =>
-  execFileSync(bins.kubectl, ['--kubeconfig', kubeconfig, ...a], {
-    encoding: 'utf8',
-    input,
-    maxBuffer: 64 << 20,
-  });
-// biome-ignore lint/suspicious/noExplicitAny: API objects navigated freely
-const getJson = (a: string[]): any => JSON.parse(kubectl(['get', ...a, '-o', 'json']));
-
-/** A pod's cgroup v1 folders (cgroupfs driver, as hack/node-up.sh runs the kubelet), by its UID. */
-function podCgroup(uid: string): { cpuNs(): number; rssBytes(): number } {
-  const find = (controller: string) =>
-    ['', 'burstable/', 'besteffort/']
-      .map((qos) => `/sys/fs/cgroup/${controller}/kubepods/${qos}pod${uid}`)
-      .find((d) => existsSync(d));
-  const cpu = find('cpuacct');
-  const mem = find('memory');
-  if (!cpu || !mem) throw new Error(`no cgroup of pod ${uid} on this machine (is the cluster this node?)`);
-  return {
-    cpuNs: () => Number(readFileSync(join(cpu, 'cpuacct.usage'), 'utf8')),
-    // total_rss: anonymous memory of every process in the pod (page cache excluded).
-    rssBytes: () =>
-      Number(/^total_rss (\d+)$/m.exec(readFileSync(join(mem, 'memory.stat'), 'utf8'))?.[1] ?? 0),
-  };
-}
-
-async function cpuShare(sample: () => number, seconds: number): Promise<number> {
-  const a = sample();
-  const t0 = process.hrtime.bigint();
-  await sleep(seconds * 1000);
-  return (sample() - a) / Number(process.hrtime.bigint() - t0); // ns of CPU per ns of wall: cores
-}
+const k = kube(bins.kubectl, () => kubeconfig);
+const { kubectl, getJson } = k;
 
 function heard(ns: string, name: string, nodes: number): boolean {
   const o = getJson(['oberonkube', '-n', ns, name]);
@@ -108,34 +69,8 @@ kubectl(['create', 'namespace', ns]);
 let local: ChildProcess | undefined;
 const work = mkdtempSync(join(tmpdir(), 'rk-bench-cluster-'));
 try {
-  const [repository, tag] = [
-    imageRef.slice(0, imageRef.lastIndexOf(':')),
-    imageRef.slice(imageRef.lastIndexOf(':') + 1),
-  ];
   say(`helm install into ${ns} (${imageRef}); CRDs applied from crds/ (a test run may own them)`);
-  kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(REPO_ROOT, 'crds')]);
-  execFileSync(
-    bins.helm,
-    [
-      '--kubeconfig',
-      kubeconfig,
-      'install',
-      'rk',
-      'charts/retrokube',
-      '-n',
-      ns,
-      '--set',
-      `image.repository=${repository}`,
-      '--set',
-      `image.tag=${tag}`,
-      '--set',
-      'image.pullPolicy=Never',
-      '--set',
-      'crds.install=false',
-    ],
-    { cwd: REPO_ROOT, stdio: 'inherit' },
-  );
-  kubectl(['rollout', 'status', '-n', ns, 'deployment/rk-retrokube', '--timeout=300s']);
+  installOperator(k, { helm: bins.helm, kubeconfig, repo: REPO_ROOT }, ns, imageRef);
   for (const n of sizes) {
     const name = `b${n}`;
     say(`apply OberonKube ${name}: ${n} nodes, runtime pod (expect ~1-5 min)`);

@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { locateTestBins, REPO_ROOT } from '../../test/envtest/control-plane.ts';
 import { cpuShare, podCgroup } from '../cluster/cgroup.ts';
+import { imageRefOf, installOperator, kube, until as untilHolds } from '../cluster/kube.ts';
 import { startRecording, writeResults } from '../results.ts';
 
 const record = startRecording();
@@ -69,29 +70,13 @@ try {
 }
 
 const bins = locateTestBins();
-const imageRef: string = JSON.parse(
-  execFileSync('tar', ['-xOf', hack('build-image.sh', ['--print-path']), 'index.json'], { encoding: 'utf8' }),
-).manifests[0].annotations['io.containerd.image.name'];
+const imageRef = imageRefOf(hack('build-image.sh', ['--print-path']));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const say = (s: string) => console.log(`[bench/kubevirt ${new Date().toISOString().slice(11, 19)}] ${s}`);
-const kubectl = (a: string[], input?: string): string =>
-  execFileSync(bins.kubectl, ['--kubeconfig', kubeconfig, ...a], {
-    encoding: 'utf8',
-    input,
-    maxBuffer: 64 << 20,
-  });
-// biome-ignore lint/suspicious/noExplicitAny: API objects navigated freely
-const getJson = (a: string[]): any => JSON.parse(kubectl(['get', ...a, '-o', 'json']));
-
-async function until(what: string, ok: () => boolean, ms: number): Promise<number> {
-  const t0 = Date.now();
-  while (!ok()) {
-    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
-    await sleep(LIMITS.pollMs);
-  }
-  return Date.now() - t0;
-}
+const k = kube(bins.kubectl, () => kubeconfig);
+const { kubectl, getJson } = k;
+const until = (what: string, ok: () => boolean, ms: number) => untilHolds(what, ok, ms, LIMITS.pollMs);
 
 interface Status {
   nodes?: string;
@@ -148,26 +133,9 @@ kubevirtUp = true;
 results.kubevirtUpS = Math.round((Date.now() - t0) / 100) / 10;
 kubectl(['create', 'namespace', ns]);
 try {
-  const [repository, tag] = [
-    imageRef.slice(0, imageRef.lastIndexOf(':')),
-    imageRef.slice(imageRef.lastIndexOf(':') + 1),
-  ];
-  kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(REPO_ROOT, 'crds')]);
-  execFileSync(
-    bins.helm,
-    ['--kubeconfig', kubeconfig, 'install', 'rk', 'charts/retrokube', '-n', ns]
-      .concat(['--set', `image.repository=${repository}`, '--set', `image.tag=${tag}`])
-      .concat([
-        '--set',
-        'image.pullPolicy=Never',
-        '--set',
-        'crds.install=false',
-        '--set',
-        'kubevirt.enabled=true',
-      ]),
-    { cwd: REPO_ROOT, stdio: 'inherit' },
-  );
-  kubectl(['rollout', 'status', '-n', ns, 'deployment/rk-retrokube', '--timeout=300s']);
+  installOperator(k, { helm: bins.helm, kubeconfig, repo: REPO_ROOT }, ns, imageRef, [
+    'kubevirt.enabled=true',
+  ]);
   const runs: Round[] = [];
   for (let r = 0; r < rounds; r++) {
     const order: Runtime[] = r % 2 === 0 ? ['pod', 'kubevirt'] : ['kubevirt', 'pod'];

@@ -10,6 +10,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { locateTestBins, REPO_ROOT } from '../../test/envtest/control-plane.ts';
+import { imageRefOf, kube, until as untilHolds } from '../cluster/kube.ts';
 import { startRecording, writeResults } from '../results.ts';
 
 const LIMITS = {
@@ -42,22 +43,8 @@ const hack = (name: string, a: string[], env: NodeJS.ProcessEnv = process.env) =
     .pop() ?? '';
 const bins = locateTestBins();
 let kubeconfig = '';
-const kubectl = (a: string[], input?: string): string =>
-  execFileSync(bins.kubectl, ['--kubeconfig', kubeconfig, ...a], {
-    encoding: 'utf8',
-    input,
-    maxBuffer: 64 << 20,
-  });
-// biome-ignore lint/suspicious/noExplicitAny: API objects navigated freely
-const getJson = (a: string[]): any => JSON.parse(kubectl(['get', ...a, '-o', 'json']));
-async function until(what: string, ok: () => boolean, ms: number): Promise<number> {
-  const t0 = Date.now();
-  while (!ok()) {
-    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
-    await sleep(LIMITS.pollMs);
-  }
-  return Date.now() - t0;
-}
+const { kubectl, getJson } = kube(bins.kubectl, () => kubeconfig);
+const until = (what: string, ok: () => boolean, ms: number) => untilHolds(what, ok, ms, LIMITS.pollMs);
 
 /** RSS (KiB) and CPU ticks of worker I's own processes (containerd, kubelet, kube-proxy). */
 function workerProcs(i: number): { rssKiB: number; ticks: number } {
@@ -107,8 +94,7 @@ try {
 }
 try {
   const archive = hack('build-image.sh', []);
-  const image = JSON.parse(execFileSync('tar', ['-xOf', archive, 'index.json'], { encoding: 'utf8' }))
-    .manifests[0].annotations['io.containerd.image.name'];
+  const image = imageRefOf(archive);
   say(`hack/nodes-up.sh ${workers} (images imported into every worker)`);
   let t0 = Date.now();
   kubeconfig = hack('nodes-up.sh', [String(workers)], { ...process.env, RETROKUBE_NODES_IMAGES: archive });
