@@ -6,6 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { assemble } from '../../operator/src/machine/asm.ts';
 import { Risc5 } from '../../operator/src/machine/cpu.ts';
 import { Machine } from '../../operator/src/machine/machine.ts';
@@ -19,6 +20,9 @@ const quick = process.argv.includes('--quick');
 // Boot images from earlier processes (boot-image-store.ts) would hide the real boot: this process
 // starts without them; its own machines still share theirs.
 process.env.RETROKUBE_BOOT_IMAGES = 'off';
+// Likewise the translator's hints (jit-hints.ts): in this process and its workers, none; the
+// fresh-process figures below give each child a folder of hints of its own.
+if (!process.argv.includes('--cold-compile')) process.env.RETROKUBE_JIT_HINTS = 'off';
 // Rates are per second of this thread's CPU time (the 2-core CI host is shared; wall time would
 // measure the neighbours). Wall-clock figures are given where they are the point (boot, idle).
 const cpuMs = () => {
@@ -154,10 +158,14 @@ async function workerBoot(): Promise<{ wallMs: number; workerCpuMs: number; rest
   return { wallMs, workerCpuMs: st.cpuMs, restored: st.restored };
 }
 
-/** Boot + compile once in a fresh Node process (translator on or off); the child's figures. */
-function coldCompile(jit: boolean): ReturnType<typeof bootAndCompile> {
+/**
+ * Boot + compile once in a fresh Node process (translator on or off), with the translator's hints
+ * (jit-hints.ts) in `hints`: an empty folder (cold), or one an earlier child filled (warm).
+ */
+function coldCompile(jit: boolean, hints: string): ReturnType<typeof bootAndCompile> {
   const out = execFileSync(process.execPath, [import.meta.filename, '--cold-compile', jit ? 'on' : 'off'], {
     encoding: 'utf8',
+    env: { ...process.env, RETROKUBE_JIT_HINTS: hints },
   });
   return JSON.parse(out.trim().split('\n').pop() ?? '{}');
 }
@@ -204,26 +212,39 @@ for (const jit of [false, true]) {
     },
   };
 }
-// A fresh process each: the cold figures (the first machine of a process), interleaved.
-const colds = new Map<boolean, ReturnType<typeof bootAndCompile>[]>();
-for (let r = 0; r < ROUNDS; r++) {
-  for (const jit of [false, true]) colds.set(jit, [...(colds.get(jit) ?? []), coldCompile(jit)]);
+// A fresh process each: the figures of the first machine of a process. Three kinds, interleaved
+// round by round so they see the same host load: the interpreter alone, the translator with no
+// hints (a first run), and the translator with the hints of earlier runs (any later run).
+const hintsRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'retrokube-bench-hints-'));
+const warmHints = path.join(hintsRoot, 'warm');
+coldCompile(true, warmHints); // fills the warm folder
+const FRESH = [
+  { key: 'interpreter', jit: false, hints: () => path.join(hintsRoot, 'unused') },
+  { key: 'translatorNoHints', jit: true, hints: () => fs.mkdtempSync(path.join(hintsRoot, 'cold-')) },
+  { key: 'translatorHints', jit: true, hints: () => warmHints },
+] as const;
+const FRESH_ROUNDS = quick ? 3 : 5;
+const fresh = new Map<string, ReturnType<typeof bootAndCompile>[]>();
+for (let r = 0; r < FRESH_ROUNDS; r++) {
+  for (const f of FRESH) fresh.set(f.key, [...(fresh.get(f.key) ?? []), coldCompile(f.jit, f.hints())]);
 }
-for (const jit of [false, true]) {
-  const mode = jit ? 'translator' : 'interpreter';
-  const runs = colds.get(jit) ?? [];
+fs.rmSync(hintsRoot, { recursive: true, force: true });
+const freshResults: Record<string, unknown> = {};
+for (const f of FRESH) {
+  const runs = fresh.get(f.key) ?? [];
   const mips = runs.map((c) => c.compileMips);
   const boots = runs.map((c) => c.bootMsCold);
   console.log(
-    `[${mode}] fresh process: compile median ${median(mips).toFixed(1)} M instructions/s (runs: ${mips.map((m) => m.toFixed(1)).join(', ')}); boot median ${median(boots).toFixed(0)} ms CPU`,
+    `[fresh process, ${f.key}] compile median ${median(mips).toFixed(1)} M instructions/s (runs: ${mips.map((m) => m.toFixed(1)).join(', ')}); boot median ${median(boots).toFixed(0)} ms CPU (runs: ${boots.map((b) => b.toFixed(0)).join(', ')})`,
   );
-  (results[mode] as Record<string, unknown>).freshProcess = {
+  freshResults[f.key] = {
     compileMipsRuns: mips,
     compileMips: median(mips),
     bootCpuMsRuns: boots,
     bootCpuMs: median(boots),
   };
 }
+results.freshProcess = freshResults;
 // Four starts in one process: the first boots for real (and gives its boot image), the later ones
 // start from the image (boot-image.ts).
 const wbs: { wallMs: number; workerCpuMs: number; restored: boolean }[] = [];

@@ -19,6 +19,7 @@ import {
   memoryLayout,
   translateShared,
 } from './jit.ts';
+import { HINTED, type JitHints, jitHints } from './jit-hints.ts';
 
 export const LIMITS = {
   romStart: 0xfffff800, // byte address of the boot ROM window (hardware constant)
@@ -88,8 +89,12 @@ export class Risc5 {
   /** ...and of a start another CPU of this thread translated (jit.ts knownBlockStarts). */
   private readonly knownHot: number;
   private readonly known: Uint8Array;
+  /** Block starts translated in earlier processes (jit-hints.ts); null without the translator. */
+  private readonly hints: JitHints | null;
   /** Blocks translated since power-on (a measure of code churn). */
   translations = 0;
+  /** ...of which translated early because a hint matched RAM. */
+  hintedTranslations = 0;
 
   constructor(
     memBytes: number,
@@ -106,6 +111,7 @@ export class Risc5 {
     this.hits = new Uint16Array(this.jit ? this.memWords : 0);
     this.knownHot = Math.min(this.hotBlock, JIT_LIMITS.knownBlock);
     this.known = this.jit ? knownBlockStarts(memBytes) : new Uint8Array(0);
+    this.hints = this.jit ? jitHints(memBytes) : null;
     // RAM and registers live in the translator's wasm memory (jit.ts layout), or in a plain buffer.
     const space = this.jit ? new CodeSpace(memBytes, this.translatedCodeImports()) : null;
     this.space = space;
@@ -198,6 +204,19 @@ export class Risc5 {
 
   /** A block start became hot: it waits for company, so one wasm module carries several blocks. */
   private markHot(pc: number): void {
+    if (this.known[pc] === HINTED && this.hits[pc] < this.hotBlock && this.hints !== null) {
+      // Warm, and hinted by an earlier process: act on the hint only where RAM holds its words,
+      // then translate every hinted block that RAM holds now, in one module.
+      if (!this.hints.matches(this.mem, pc)) {
+        this.known[pc] = 0; // a stale hint: this start waits for hotBlock like any other
+        return;
+      }
+      const starts = this.hints.matching(this.mem, this.slotOf);
+      for (const s of starts) this.waiting.add(s);
+      this.hintedTranslations += starts.length;
+      this.compileWaiting();
+      return;
+    }
     if (this.waiting.size === 0) this.waitingSince = this.instructions;
     this.waiting.add(pc);
     if (
@@ -221,6 +240,7 @@ export class Risc5 {
       const length = blocks[i].length;
       this.translations++;
       this.known[pc] = 1;
+      this.hints?.record(this.mem, pc, length);
       this.slotOf[pc] = slots[i];
       this.blockLength.set(pc, length);
       for (let w = 0; w < length; w++) this.codeMark[pc + w] = 1;

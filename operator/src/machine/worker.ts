@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import type { UdpAir } from './air-udp.ts';
 import type { BootImage } from './boot-image.ts';
+import { saveAllHints } from './jit-hints.ts';
 import { LIMITS as MACHINE_LIMITS, Machine } from './machine.ts';
 import type { FromWorker, HostMessage, MachineState, ToWorker, WorkerInit } from './protocol.ts';
 import { imageId } from './protocol.ts';
@@ -346,6 +347,7 @@ function hostMachine(port: MessagePort, init: WorkerInit, shared: boolean): void
         air?.close();
         fs.fsyncSync(fd);
         fs.closeSync(fd);
+        saveAllHints(); // what the translator learned, for the next process (the thread may be terminated)
         post({ t: 'stopped', id: msg.id });
         port.close();
         return;
