@@ -20,6 +20,7 @@ import {
   translateShared,
 } from './jit.ts';
 import { HINTED, type JitHints, jitHints } from './jit-hints.ts';
+import { tuneWasmTiering } from './wasm-tiering.ts';
 
 export const LIMITS = {
   romStart: 0xfffff800, // byte address of the boot ROM window (hardware constant)
@@ -112,6 +113,7 @@ export class Risc5 {
     this.knownHot = Math.min(this.hotBlock, JIT_LIMITS.knownBlock);
     this.known = this.jit ? knownBlockStarts(memBytes) : new Uint8Array(0);
     this.hints = this.jit ? jitHints(memBytes) : null;
+    if (this.jit) tuneWasmTiering();
     // RAM and registers live in the translator's wasm memory (jit.ts layout), or in a plain buffer.
     const space = this.jit ? new CodeSpace(memBytes, this.translatedCodeImports()) : null;
     this.space = space;

@@ -145,19 +145,20 @@ describe('a CPU and its hints', () => {
     cpu.run(2100); // the loop, then `halt` fewer than hotBlock times
     expect(cpu.translations).toBe(0);
     // A hint with the loop's words: the block is translated after knownBlock passes.
-    const words = cpu.mem.slice(loop, loop + 4);
-    fs.mkdirSync(dir, { recursive: true });
-    fs.writeFileSync(fileOf(dir, MEM, VERSION), encodeHints(MEM, VERSION, new Map([[loop, words]])));
-    forgetHints();
+    const words = cpu.mem.slice(loop, loop + 5); // the superblock: the loop and `B halt`
+    const store = (w: Int32Array) => {
+      forgetHints(); // the next CPU starts as a new process with this store
+      fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(fileOf(dir, MEM, VERSION), encodeHints(MEM, VERSION, new Map([[loop, w]])));
+    };
+    store(words);
     ({ cpu, loop } = loopCpu());
     cpu.run(2100); // the loop, then `halt` fewer than hotBlock times
     expect(cpu.hintedTranslations).toBe(1);
     expect(cpu.translations).toBe(1);
     expect(cpu.R[1]).toBe((500 * 501) / 2);
     // A hint at the same start with other words: not acted on.
-    const stale = Int32Array.from(words, (w, i) => (i === 1 ? w ^ 1 : w));
-    fs.writeFileSync(fileOf(dir, MEM, VERSION), encodeHints(MEM, VERSION, new Map([[loop, stale]])));
-    forgetHints();
+    store(Int32Array.from(words, (w, i) => (i === 1 ? w ^ 1 : w)));
     ({ cpu } = loopCpu());
     cpu.run(2100); // the loop, then `halt` fewer than hotBlock times
     expect(cpu.hintedTranslations).toBe(0);
