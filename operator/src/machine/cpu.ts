@@ -7,7 +7,8 @@
 // fetched from RAM, else from the ROM window at 0xFFFFF800 (if a ROM is loaded), else the CPU
 // has "branched into the void" and calls bus.reset() (the hardware/emulator resets to the ROM).
 
-import { fpAdd, fpDiv, fpMul, idiv, idivResult } from './fpu.ts';
+import { fpAdd, fpDiv, fpMul, idiv, idivResult, mulHighSigned, mulHighUnsigned } from './fpu.ts';
+import { LIMITS as WARMUP, warmUpInterpreter } from './interpreter-warmup.ts';
 import {
   CELL,
   CodeSpace,
@@ -29,6 +30,9 @@ export const LIMITS = {
 } as const;
 
 const ROM_START_WORD = LIMITS.romStart >>> 2;
+
+/** Whether this thread's interpreter has had its warm-up (interpreter-warmup.ts). */
+let warmedUp = process.env.RETROKUBE_INTERPRETER_WARMUP === 'off';
 
 /** What the CPU sees of the devices. Reads/writes of the top 64 bytes land here. */
 export interface IoBus {
@@ -125,6 +129,13 @@ export class Risc5 {
       ? new Uint8Array(buffer, space.layout.codeMarkBase, this.memWords)
       : new Uint8Array(0);
     this.slotOf = space ? new Int32Array(buffer, space.layout.slotBase, this.memWords) : new Int32Array(0);
+    if (!warmedUp) {
+      warmedUp = true;
+      warmUpInterpreter(
+        (scratch) =>
+          new Risc5(WARMUP.memBytes, WARMUP.displayStart, scratch, { jit: this.jit, hotBlock: 0xffff }),
+      );
+    }
   }
 
   /** What translated code calls: the bus sees the same CPU state as under the interpreter. */
@@ -589,25 +600,4 @@ export class Risc5 {
     this.instructions = base + i;
     return i;
   }
-}
-
-/** High word of the signed 64-bit product of two int32 values. */
-function mulHighSigned(a: number, b: number): number {
-  const hi = mulHighUnsigned(a >>> 0, b >>> 0);
-  // Signed correction: high(a·b) = highU − (a<0 ? b : 0) − (b<0 ? a : 0).
-  return (hi - (a < 0 ? b : 0) - (b < 0 ? a : 0)) | 0;
-}
-
-/** High word of the unsigned 64-bit product of two uint32 values, exact via 16-bit limbs. */
-function mulHighUnsigned(a: number, b: number): number {
-  const a0 = a & 0xffff;
-  const a1 = a >>> 16;
-  const b0 = b & 0xffff;
-  const b1 = b >>> 16;
-  const lo = a0 * b0;
-  const m1 = a1 * b0;
-  const m2 = a0 * b1;
-  const hi = a1 * b1;
-  const mid = (lo >>> 16) + (m1 & 0xffff) + (m2 & 0xffff);
-  return (hi + Math.floor(m1 / 65536) + Math.floor(m2 / 65536) + Math.floor(mid / 65536)) | 0;
 }
