@@ -35,7 +35,7 @@ export const LIMITS = {
 } as const;
 
 /** A small LCG: the same programs every time, no Math.random. */
-function rng(seed: number): () => number {
+export function rng(seed: number): () => number {
   let s = seed >>> 0;
   return () => {
     s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
@@ -43,20 +43,27 @@ function rng(seed: number): () => number {
   };
 }
 
+export interface RandomProgramOptions {
+  length: number; // instructions before the landing pad
+  storeSlots: number; // loads and stores reach this many words (or bytes) above R13
+  calls: boolean; // some forward branches are calls (BL), which write R15
+}
+
 /**
  * A program of random register, memory and forward-branch instructions whose loads and stores go
- * through R13 (set by the caller), ending in `B halt`.
+ * through R13 (set by the caller), ending in `B halt`. jit.test.ts runs the same kind of programs
+ * on the translator and the interpreter.
  */
-function randomProgram(next: () => number): Int32Array {
+export function randomProgram(next: () => number, opts: RandomProgramOptions): Int32Array {
   const words: number[] = [];
-  for (let i = 0; i < LIMITS.length; i++) {
+  for (let i = 0; i < opts.length; i++) {
     const kind = next() % 10;
     const a = next() % 12;
     const b = next() % 14;
     if (kind < 6) {
       const op = next() % 16;
       const q = next() % 2;
-      const u = next() % 2;
+      const u = op === 0 ? 0 : next() % 2; // MOV with u reads H/flags: that form comes below
       const v = next() % 2;
       const low = q ? next() & 0xffff : next() % 14;
       words.push((q << 30) | (u << 29) | (v << 28) | (a << 24) | (b << 20) | (op << 16) | low);
@@ -70,11 +77,11 @@ function randomProgram(next: () => number): Int32Array {
     } else if (kind < 9) {
       const store = next() % 2;
       const byte = next() % 2;
-      const off = (next() % 16) * (byte ? 1 : 4);
+      const off = (next() % opts.storeSlots) * (byte ? 1 : 4);
       words.push(0x80000000 | (store << 29) | (byte << 28) | (a << 24) | (13 << 20) | off);
     } else {
       const cond = next() % 16; // a forward branch over 1..3 instructions, or a call (BL) past them
-      const link = next() % 4 === 0 ? 0x10000000 : 0;
+      const link = opts.calls && next() % 4 === 0 ? 0x10000000 : 0;
       words.push(0xe0000000 | link | (cond << 24) | (1 + (next() % 3)));
     }
   }
@@ -126,7 +133,7 @@ export function warmUpInterpreter(make: (bus: ScratchBus) => ScratchCpu): WarmUp
   for (let seed = 1; seed <= LIMITS.programs; seed++) {
     const next = rng(seed);
     mem.fill(0);
-    mem.set(randomProgram(next));
+    mem.set(randomProgram(next, { length: LIMITS.length, storeSlots: 16, calls: true }));
     mem[halt] = 0xe7ffffff;
     for (let r = 0; r < 13; r++) cpu.R[r] = next() | 0;
     cpu.R[13] = bases[seed % bases.length];
