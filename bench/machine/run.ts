@@ -224,7 +224,8 @@ for (const jit of [false, true]) {
 }
 // A fresh process each: the figures of the first machine of a process. Three kinds, interleaved
 // round by round so they see the same host load: the interpreter alone, the translator with no
-// hints (a first run), and the translator with the hints of earlier runs (any later run).
+// hints (a first run), and the translator with the hints of earlier runs (any later run); with
+// --c-baseline, the C emulator in each round too.
 const hintsRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'retrokube-bench-hints-'));
 const warmHints = path.join(hintsRoot, 'warm');
 coldCompile(true, warmHints); // fills the warm folder

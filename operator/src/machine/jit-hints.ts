@@ -180,10 +180,10 @@ export class JitHints {
     this.saveTimer = undefined;
     if (this.dir === null || !this.dirty) return;
     this.dirty = false;
+    const file = fileOf(this.dir, this.memBytes, this.version);
+    const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
     try {
       fs.mkdirSync(this.dir, { recursive: true });
-      const file = fileOf(this.dir, this.memBytes, this.version);
-      const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
       fs.writeFileSync(tmp, encodeHints(this.memBytes, this.version, this.entries));
       fs.renameSync(tmp, file);
       const stored = fs
@@ -196,7 +196,8 @@ export class JitHints {
         .sort((a, b) => b.mtime - a.mtime);
       for (const old of stored.slice(LIMITS.files)) fs.rmSync(old.p, { force: true });
     } catch {
-      // The store is an optimisation: an unwritable cache folder only means a slower start.
+      // The store is an optimisation: an unwritable or full cache folder only means a slower start.
+      fs.rmSync(tmp, { force: true });
     }
   }
 }
