@@ -13,6 +13,7 @@ import path from 'node:path';
 import { assemble } from '../../operator/src/machine/asm.ts';
 import { Risc5 } from '../../operator/src/machine/cpu.ts';
 import { Machine } from '../../operator/src/machine/machine.ts';
+import { setUpNodeMachines } from '../../operator/src/machine/node-setup.ts';
 import { MachineRunner } from '../../operator/src/machine/runner.ts';
 import { BASE_IMAGE } from '../../operator/src/machine/test-disk.ts';
 import { startRecording, writeResults } from '../results.ts';
@@ -27,6 +28,9 @@ process.env.RETROKUBE_BOOT_IMAGES = 'off';
 // Likewise the translator's hints (jit-hints.ts): in this process and its workers, none; the
 // fresh-process figures below give each child a folder of hints of its own.
 if (!process.argv.includes('--cold-compile')) process.env.RETROKUBE_JIT_HINTS = 'off';
+// This process's own machines are set up as a machine thread's (worker.ts): the hint store (off
+// above but in the fresh children) and V8's wasm tiering.
+setUpNodeMachines();
 // Rates are per second of this thread's CPU time (the 2-core CI host is shared; wall time would
 // measure the neighbours). Wall-clock figures are given where they are the point (boot, idle).
 const cpuMs = () => {

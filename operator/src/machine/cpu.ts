@@ -20,8 +20,7 @@ import {
   memoryLayout,
   translateShared,
 } from './jit.ts';
-import { HINTED, type JitHints, jitHints } from './jit-hints.ts';
-import { tuneWasmTiering } from './wasm-tiering.ts';
+import { HINTED, type HintSource, hintSource } from './jit-hint-source.ts';
 
 export const LIMITS = {
   romStart: 0xfffff800, // byte address of the boot ROM window (hardware constant)
@@ -31,8 +30,8 @@ export const LIMITS = {
 
 const ROM_START_WORD = LIMITS.romStart >>> 2;
 
-/** Whether this thread's interpreter has had its warm-up (interpreter-warmup.ts). */
-let warmedUp = process.env.RETROKUBE_INTERPRETER_WARMUP === 'off';
+/** Whether this thread's interpreter has had its warm-up (interpreter-warmup.ts); the lab has no `process`. */
+let warmedUp = globalThis.process?.env.RETROKUBE_INTERPRETER_WARMUP === 'off';
 
 /** What the CPU sees of the devices. Reads/writes of the top 64 bytes land here. */
 export interface IoBus {
@@ -94,8 +93,8 @@ export class Risc5 {
   /** ...and of a start another CPU of this thread translated (jit.ts knownBlockStarts). */
   private readonly knownHot: number;
   private readonly known: Uint8Array;
-  /** Block starts translated in earlier processes (jit-hints.ts); null without the translator. */
-  private readonly hints: JitHints | null;
+  /** Block starts translated in earlier processes (jit-hint-source.ts); null: none registered, or no translator. */
+  private readonly hints: HintSource | null;
   /** Blocks translated since power-on (a measure of code churn). */
   translations = 0;
   /** ...of which translated early because a hint matched RAM. */
@@ -116,8 +115,7 @@ export class Risc5 {
     this.hits = new Uint16Array(this.jit ? this.memWords : 0);
     this.knownHot = Math.min(this.hotBlock, JIT_LIMITS.knownBlock);
     this.known = this.jit ? knownBlockStarts(memBytes) : new Uint8Array(0);
-    this.hints = this.jit ? jitHints(memBytes) : null;
-    if (this.jit) tuneWasmTiering();
+    this.hints = this.jit ? hintSource(memBytes) : null;
     // RAM and registers live in the translator's wasm memory (jit.ts layout), or in a plain buffer.
     const space = this.jit ? new CodeSpace(memBytes, this.translatedCodeImports()) : null;
     this.space = space;

@@ -9,6 +9,7 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { assemble } from './asm.ts';
 import { Risc5 } from './cpu.ts';
 import { LIMITS as JIT_LIMITS } from './jit.ts';
+import { useHintSource } from './jit-hint-source.ts';
 import {
   decodeHints,
   encodeHints,
@@ -17,13 +18,19 @@ import {
   JitHints,
   LIMITS,
   TRANSLATOR_VERSION,
+  useJitHints,
 } from './jit-hints.ts';
 import { Machine } from './machine.ts';
+import { setUpNodeMachines } from './node-setup.ts';
 import { copyBaseImage, removeCopies } from './test-disk.ts';
+
+// As a machine thread does (worker.ts): the CPUs of this file get the stored hints.
+setUpNodeMachines();
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'retrokube-jit-hints-'));
 afterAll(() => {
   forgetHints();
+  useHintSource(null);
   process.env.RETROKUBE_JIT_HINTS = 'off';
   fs.rmSync(tmp, { recursive: true, force: true });
   removeCopies();
@@ -164,6 +171,28 @@ describe('a CPU and its hints', () => {
     expect(cpu.hintedTranslations).toBe(0);
     expect(cpu.translations).toBe(0);
     expect(cpu.R[1]).toBe((500 * 501) / 2);
+  });
+
+  it('are not used by a CPU of a thread that registered none (the browser lab)', () => {
+    const dir = useStore();
+    const { cpu: first, loop } = loopCpu();
+    const words = first.mem.slice(loop, loop + 5);
+    forgetHints();
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(fileOf(dir, MEM, VERSION), encodeHints(MEM, VERSION, new Map([[loop, words]])));
+    useHintSource(null);
+    try {
+      const { cpu } = loopCpu();
+      cpu.run(2100); // the loop, then `halt` fewer than hotBlock times
+      expect(cpu.hintedTranslations).toBe(0);
+      expect(cpu.translations).toBe(0);
+      expect(cpu.R[1]).toBe((500 * 501) / 2);
+    } finally {
+      useJitHints();
+    }
+    const { cpu } = loopCpu(); // registered again: the same store is used
+    cpu.run(2100);
+    expect(cpu.hintedTranslations).toBe(1);
   });
 });
 

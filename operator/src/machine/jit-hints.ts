@@ -9,12 +9,17 @@
 // hint is still acted on only where RAM holds exactly its words (matches), and a file is used only
 // when its format, translator version, RAM size and checksum all agree. RETROKUBE_JIT_HINTS=off
 // turns the store off; RETROKUBE_JIT_HINTS=<folder> puts it elsewhere (tests, benchmarks).
+//
+// This module is Node's (files, hashes): the CPU sees hints only through jit-hint-source.ts, and a
+// thread that runs machines turns them on (node-setup.ts: worker.ts, the disk builder,
+// bench/machine). The browser lab bundles the CPU without this module and runs with no hints.
 
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { defaultCacheDir } from './base-image.ts';
 import { LIMITS as JIT_LIMITS, knownBlockStarts } from './jit.ts';
+import { HINTED, type HintSource, useHintSource } from './jit-hint-source.ts';
 
 export const LIMITS = {
   // Block starts kept per RAM size: as many translations as a thread keeps (jit.ts sharedBlocks);
@@ -26,9 +31,6 @@ export const LIMITS = {
   saveEveryMs: 2000, // a thread writes what it learned this long after it learned it (and at exit)
   magic: 'retrokube-jit-hints-1', // format of the file's header
 } as const;
-
-/** known[] (jit.ts knownBlockStarts) value of a start known only from a hint, not yet translated here. */
-export const HINTED = 2;
 
 const DIGEST_BYTES = 32; // sha256 of everything before it
 
@@ -112,7 +114,7 @@ export function decodeHints(file: Buffer, memBytes: number, version: string): Ma
 }
 
 /** The hints of one RAM size in this thread: loaded once, added to by every CPU, saved now and then. */
-export class JitHints {
+export class JitHints implements HintSource {
   /** Hinted start → the words found there when it was translated (insertion order: oldest first). */
   readonly entries: Map<number, Int32Array>;
   readonly memBytes: number;
@@ -217,6 +219,11 @@ export function jitHints(memBytes: number): JitHints {
     }
   }
   return h;
+}
+
+/** Give this thread's CPUs constructed from now on the stored hints (jit-hint-source.ts). */
+export function useJitHints(): void {
+  useHintSource(jitHints);
 }
 
 /** Write every RAM size's new hints now (at exit, and for tests). */
