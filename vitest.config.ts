@@ -108,6 +108,9 @@ export default defineConfig({
           sequence: { groupOrder: 0 },
           include: ['operator/src/**/*.test.ts', 'test/unit/**/*.test.ts'],
           exclude: ['**/*.host.test.ts', '**/node_modules/**'],
+          // No translator hints from the user's cache (jit-hints.ts): each file starts as a first
+          // run would; jit-hints.test.ts gives its machines folders of their own.
+          env: { RETROKUBE_JIT_HINTS: 'off' },
           testTimeout: 30_000,
           // vitest's default on 2 cores is 1 worker; most unit files wait on sockets, timers and
           // child processes, so two side by side halve the project's wall time (452 s → 228 s,

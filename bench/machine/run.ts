@@ -2,16 +2,22 @@
 // compiling itself, in this process and in a fresh one), boot time to Oberon.Loop (in-process,
 // and in worker threads: a real boot, then boots from its boot image), and host CPU per idle
 // machine (1, 4, 8, 16).
+// With --c-baseline DIR (a checkout of pdewacht/oberon-risc-emu) the reference C emulator runs
+// the same boot and compile in fresh processes, interleaved with ours (c-baseline.ts), and idles.
 // Writes bench/results/machine.json. Run: node_modules/.bin/node bench/machine/run.ts [--quick]
+// [--c-baseline DIR]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { assemble } from '../../operator/src/machine/asm.ts';
 import { Risc5 } from '../../operator/src/machine/cpu.ts';
 import { Machine } from '../../operator/src/machine/machine.ts';
+import { setUpNodeMachines } from '../../operator/src/machine/node-setup.ts';
 import { MachineRunner } from '../../operator/src/machine/runner.ts';
 import { BASE_IMAGE } from '../../operator/src/machine/test-disk.ts';
 import { startRecording, writeResults } from '../results.ts';
+import { buildCDriver, type CRun, cDriverIdle, recordCommand, runCDriver } from './c-baseline.ts';
 
 const record = startRecording();
 
@@ -19,6 +25,12 @@ const quick = process.argv.includes('--quick');
 // Boot images from earlier processes (boot-image-store.ts) would hide the real boot: this process
 // starts without them; its own machines still share theirs.
 process.env.RETROKUBE_BOOT_IMAGES = 'off';
+// Likewise the translator's hints (jit-hints.ts): in this process and its workers, none; the
+// fresh-process figures below give each child a folder of hints of its own.
+if (!process.argv.includes('--cold-compile')) process.env.RETROKUBE_JIT_HINTS = 'off';
+// This process's own machines are set up as a machine thread's (worker.ts): the hint store (off
+// above but in the fresh children) and V8's wasm tiering.
+setUpNodeMachines();
 // Rates are per second of this thread's CPU time (the 2-core CI host is shared; wall time would
 // measure the neighbours). Wall-clock figures are given where they are the point (boot, idle).
 const cpuMs = () => {
@@ -29,6 +41,9 @@ const results: Record<string, unknown> = {
   host: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
   loadAverageAtStart: os.loadavg(),
 };
+
+/** The compiler compiling itself, typed and middle-clicked as a person would. */
+const COMPILE = 'ORP.Compile ORS.Mod ORB.Mod ORG.Mod ORP.Mod ~';
 
 // `--cold-compile on|off`: this process only boots and compiles once and prints the rate: the
 // figure of a fresh process (nothing translated or optimised yet), run as a child below.
@@ -86,8 +101,7 @@ function bootAndCompile(jit: boolean): {
   m.runUntil(() => m.booted, { maxInstructions: 20e6 });
   const bootMsWarm = cpuMs() - t0;
   const bootInstructions = m.cpu.instructions;
-  // The compiler compiling itself, typed and middle-clicked as a person would.
-  m.runCommand('ORP.Compile ORS.Mod ORB.Mod ORG.Mod ORP.Mod ~');
+  m.runCommand(COMPILE);
   const i0 = m.cpu.instructions;
   t0 = cpuMs();
   if (!m.runUntilIdle(500e6)) throw new Error('the compile did not finish');
@@ -154,13 +168,21 @@ async function workerBoot(): Promise<{ wallMs: number; workerCpuMs: number; rest
   return { wallMs, workerCpuMs: st.cpuMs, restored: st.restored };
 }
 
-/** Boot + compile once in a fresh Node process (translator on or off); the child's figures. */
-function coldCompile(jit: boolean): ReturnType<typeof bootAndCompile> {
+/**
+ * Boot + compile once in a fresh Node process (translator on or off), with the translator's hints
+ * (jit-hints.ts) in `hints`: an empty folder (cold), or one an earlier child filled (warm).
+ */
+function coldCompile(jit: boolean, hints: string): ReturnType<typeof bootAndCompile> {
   const out = execFileSync(process.execPath, [import.meta.filename, '--cold-compile', jit ? 'on' : 'off'], {
     encoding: 'utf8',
+    env: { ...process.env, RETROKUBE_JIT_HINTS: hints },
   });
   return JSON.parse(out.trim().split('\n').pop() ?? '{}');
 }
+
+const cArg = process.argv.indexOf('--c-baseline');
+const cDriver = cArg >= 0 ? buildCDriver(process.argv[cArg + 1] ?? '') : null;
+const cInput = cDriver !== null ? recordCommand(fs.readFileSync(BASE_IMAGE), COMPILE) : null;
 
 // The compile runs three times per mode, the modes interleaved, so both see the same host load;
 // the median is reported (this shared 2-core host is noisy) together with all three.
@@ -204,25 +226,76 @@ for (const jit of [false, true]) {
     },
   };
 }
-// A fresh process each: the cold figures (the first machine of a process), interleaved.
-const colds = new Map<boolean, ReturnType<typeof bootAndCompile>[]>();
-for (let r = 0; r < ROUNDS; r++) {
-  for (const jit of [false, true]) colds.set(jit, [...(colds.get(jit) ?? []), coldCompile(jit)]);
+// A fresh process each: the figures of the first machine of a process. Three kinds, interleaved
+// round by round so they see the same host load: the interpreter alone, the translator with no
+// hints (a first run), and the translator with the hints of earlier runs (any later run); with
+// --c-baseline, the C emulator in each round too.
+const hintsRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'retrokube-bench-hints-'));
+const warmHints = path.join(hintsRoot, 'warm');
+coldCompile(true, warmHints); // fills the warm folder
+const FRESH = [
+  { key: 'interpreter', jit: false, hints: () => path.join(hintsRoot, 'unused') },
+  { key: 'translatorNoHints', jit: true, hints: () => fs.mkdtempSync(path.join(hintsRoot, 'cold-')) },
+  { key: 'translatorHints', jit: true, hints: () => warmHints },
+] as const;
+const FRESH_ROUNDS = quick ? 3 : 5;
+const fresh = new Map<string, ReturnType<typeof bootAndCompile>[]>();
+const cRuns: CRun[] = [];
+for (let r = 0; r < FRESH_ROUNDS; r++) {
+  for (const f of FRESH) fresh.set(f.key, [...(fresh.get(f.key) ?? []), coldCompile(f.jit, f.hints())]);
+  if (cDriver !== null && cInput !== null)
+    cRuns.push(runCDriver(cDriver, fs.readFileSync(BASE_IMAGE), cInput.events, cInput.diskAfter));
 }
-for (const jit of [false, true]) {
-  const mode = jit ? 'translator' : 'interpreter';
-  const runs = colds.get(jit) ?? [];
+fs.rmSync(hintsRoot, { recursive: true, force: true });
+const freshResults: Record<string, unknown> = {};
+for (const f of FRESH) {
+  const runs = fresh.get(f.key) ?? [];
   const mips = runs.map((c) => c.compileMips);
   const boots = runs.map((c) => c.bootMsCold);
   console.log(
-    `[${mode}] fresh process: compile median ${median(mips).toFixed(1)} M instructions/s (runs: ${mips.map((m) => m.toFixed(1)).join(', ')}); boot median ${median(boots).toFixed(0)} ms CPU`,
+    `[fresh process, ${f.key}] compile median ${median(mips).toFixed(1)} M instructions/s (runs: ${mips.map((m) => m.toFixed(1)).join(', ')}); boot median ${median(boots).toFixed(0)} ms CPU (runs: ${boots.map((b) => b.toFixed(0)).join(', ')})`,
   );
-  (results[mode] as Record<string, unknown>).freshProcess = {
+  freshResults[f.key] = {
     compileMipsRuns: mips,
     compileMips: median(mips),
     bootCpuMsRuns: boots,
     bootCpuMs: median(boots),
   };
+}
+results.freshProcess = freshResults;
+if (cDriver !== null) {
+  if (!cRuns.every((c) => c.sameDisk)) throw new Error('the C emulator left another disk than ours');
+  const mips = cRuns.map((c) => c.compileMips);
+  const boots = cRuns.map((c) => c.bootMs);
+  const idle = cDriverIdle(cDriver, fs.readFileSync(BASE_IMAGE), quick ? 4 : 8);
+  console.log(
+    `[C reference, -O2, a process each] compile median ${median(mips).toFixed(1)} M instructions/s (runs: ${mips.map((m) => m.toFixed(1)).join(', ')}; ${(cRuns[0].compileInstructions / 1e6).toFixed(1)} M instructions, the same disk as ours); boot median ${median(boots).toFixed(0)} ms CPU (${cRuns[0].bootInstructions} instructions); idle ${idle.idleCpuPercent.toFixed(2)} % of a core`,
+  );
+  const ours = (key: string) => (freshResults[key] as { compileMips: number }).compileMips;
+  const ratios = {
+    freshNoHints: ours('translatorNoHints') / median(mips),
+    freshHints: ours('translatorHints') / median(mips),
+    warmInProcess: (results.translator as { compileSelf: { mips: number } }).compileSelf.mips / median(mips),
+  };
+  console.log(
+    `compile, ours / C: fresh process without hints ${ratios.freshNoHints.toFixed(2)}x, with hints ${ratios.freshHints.toFixed(2)}x, warm in-process ${ratios.warmInProcess.toFixed(2)}x`,
+  );
+  results.c = {
+    build: 'gcc -O2, pdewacht/oberon-risc-emu risc.c + risc-fp.c + disk.c, bench/machine/pdewacht-driver.c',
+    compileInstructions: cRuns[0].compileInstructions,
+    compileMipsRuns: mips,
+    compileMips: median(mips),
+    bootInstructions: cRuns[0].bootInstructions,
+    bootCpuMsRuns: boots,
+    bootCpuMs: median(boots),
+    sameDiskAsOurs: true,
+    idleCpuPercent: idle.idleCpuPercent,
+    idleInstructionsPerSecond: idle.idleInstructionsPerSecond,
+    oursOverC: ratios,
+  };
+} else {
+  console.log('no C baseline (--c-baseline DIR: a checkout of pdewacht/oberon-risc-emu)');
+  results.c = null;
 }
 // Four starts in one process: the first boots for real (and gives its boot image), the later ones
 // start from the image (boot-image.ts).

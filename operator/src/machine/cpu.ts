@@ -7,7 +7,8 @@
 // fetched from RAM, else from the ROM window at 0xFFFFF800 (if a ROM is loaded), else the CPU
 // has "branched into the void" and calls bus.reset() (the hardware/emulator resets to the ROM).
 
-import { fpAdd, fpDiv, fpMul, idiv, idivResult } from './fpu.ts';
+import { fpAdd, fpDiv, fpMul, idiv, idivResult, mulHighSigned, mulHighUnsigned } from './fpu.ts';
+import { LIMITS as WARMUP, warmUpInterpreter } from './interpreter-warmup.ts';
 import {
   CELL,
   CodeSpace,
@@ -19,6 +20,7 @@ import {
   memoryLayout,
   translateShared,
 } from './jit.ts';
+import { HINTED, type HintSource, hintSource } from './jit-hint-source.ts';
 
 export const LIMITS = {
   romStart: 0xfffff800, // byte address of the boot ROM window (hardware constant)
@@ -27,6 +29,9 @@ export const LIMITS = {
 } as const;
 
 const ROM_START_WORD = LIMITS.romStart >>> 2;
+
+/** Whether this thread's interpreter has had its warm-up (interpreter-warmup.ts); the lab has no `process`. */
+let warmedUp = globalThis.process?.env.RETROKUBE_INTERPRETER_WARMUP === 'off';
 
 /** What the CPU sees of the devices. Reads/writes of the top 64 bytes land here. */
 export interface IoBus {
@@ -88,8 +93,12 @@ export class Risc5 {
   /** ...and of a start another CPU of this thread translated (jit.ts knownBlockStarts). */
   private readonly knownHot: number;
   private readonly known: Uint8Array;
+  /** Block starts translated in earlier processes (jit-hint-source.ts); null: none registered, or no translator. */
+  private readonly hints: HintSource | null;
   /** Blocks translated since power-on (a measure of code churn). */
   translations = 0;
+  /** ...of which translated early because a hint matched RAM. */
+  hintedTranslations = 0;
 
   constructor(
     memBytes: number,
@@ -106,6 +115,7 @@ export class Risc5 {
     this.hits = new Uint16Array(this.jit ? this.memWords : 0);
     this.knownHot = Math.min(this.hotBlock, JIT_LIMITS.knownBlock);
     this.known = this.jit ? knownBlockStarts(memBytes) : new Uint8Array(0);
+    this.hints = this.jit ? hintSource(memBytes) : null;
     // RAM and registers live in the translator's wasm memory (jit.ts layout), or in a plain buffer.
     const space = this.jit ? new CodeSpace(memBytes, this.translatedCodeImports()) : null;
     this.space = space;
@@ -117,6 +127,13 @@ export class Risc5 {
       ? new Uint8Array(buffer, space.layout.codeMarkBase, this.memWords)
       : new Uint8Array(0);
     this.slotOf = space ? new Int32Array(buffer, space.layout.slotBase, this.memWords) : new Int32Array(0);
+    if (!warmedUp) {
+      warmedUp = true;
+      warmUpInterpreter(
+        (scratch) =>
+          new Risc5(WARMUP.memBytes, WARMUP.displayStart, scratch, { jit: this.jit, hotBlock: 0xffff }),
+      );
+    }
   }
 
   /** What translated code calls: the bus sees the same CPU state as under the interpreter. */
@@ -198,6 +215,19 @@ export class Risc5 {
 
   /** A block start became hot: it waits for company, so one wasm module carries several blocks. */
   private markHot(pc: number): void {
+    if (this.known[pc] === HINTED && this.hits[pc] < this.hotBlock && this.hints !== null) {
+      // Warm, and hinted by an earlier process: act on the hint only where RAM holds its words,
+      // then translate every hinted block that RAM holds now, in one module.
+      if (!this.hints.matches(this.mem, pc)) {
+        this.known[pc] = 0; // a stale hint: this start waits for hotBlock like any other
+        return;
+      }
+      const starts = this.hints.matching(this.mem, this.slotOf);
+      for (const s of starts) this.waiting.add(s);
+      this.hintedTranslations += starts.length;
+      this.compileWaiting();
+      return;
+    }
     if (this.waiting.size === 0) this.waitingSince = this.instructions;
     this.waiting.add(pc);
     if (
@@ -221,6 +251,7 @@ export class Risc5 {
       const length = blocks[i].length;
       this.translations++;
       this.known[pc] = 1;
+      this.hints?.record(this.mem, pc, length);
       this.slotOf[pc] = slots[i];
       this.blockLength.set(pc, length);
       for (let w = 0; w < length; w++) this.codeMark[pc + w] = 1;
@@ -567,25 +598,4 @@ export class Risc5 {
     this.instructions = base + i;
     return i;
   }
-}
-
-/** High word of the signed 64-bit product of two int32 values. */
-function mulHighSigned(a: number, b: number): number {
-  const hi = mulHighUnsigned(a >>> 0, b >>> 0);
-  // Signed correction: high(a·b) = highU − (a<0 ? b : 0) − (b<0 ? a : 0).
-  return (hi - (a < 0 ? b : 0) - (b < 0 ? a : 0)) | 0;
-}
-
-/** High word of the unsigned 64-bit product of two uint32 values, exact via 16-bit limbs. */
-function mulHighUnsigned(a: number, b: number): number {
-  const a0 = a & 0xffff;
-  const a1 = a >>> 16;
-  const b0 = b & 0xffff;
-  const b1 = b >>> 16;
-  const lo = a0 * b0;
-  const m1 = a1 * b0;
-  const m2 = a0 * b1;
-  const hi = a1 * b1;
-  const mid = (lo >>> 16) + (m1 & 0xffff) + (m2 & 0xffff);
-  return (hi + Math.floor(m1 / 65536) + Math.floor(m2 / 65536) + Math.floor(mid / 65536)) | 0;
 }

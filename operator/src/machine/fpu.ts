@@ -1,5 +1,5 @@
-// The RISC5 floating-point unit and the bit-serial integer divider, modelled bit for bit on
-// Wirth's hardware (FPAdder, FPMultiplier, FPDivider, Divider): IEEE single layout, no NaN,
+// The RISC5 floating-point unit, the bit-serial integer divider and the multiplier's high word,
+// modelled bit for bit on Wirth's hardware (FPAdder, FPMultiplier, FPDivider, Divider, Multiplier): IEEE single layout, no NaN,
 // no denormals (a zero exponent is zero), overflow to exponent 0xFF, underflow to 0.
 // All values are 32-bit patterns carried in JS numbers; results are returned as int32.
 
@@ -157,4 +157,25 @@ export function idiv(x: number, y: number, signed: boolean): void {
   }
   idivResult[0] = quo;
   idivResult[1] = rem;
+}
+
+/** High word of the signed 64-bit product of two int32 values. */
+export function mulHighSigned(a: number, b: number): number {
+  const hi = mulHighUnsigned(a >>> 0, b >>> 0);
+  // Signed correction: high(a·b) = highU − (a<0 ? b : 0) − (b<0 ? a : 0).
+  return (hi - (a < 0 ? b : 0) - (b < 0 ? a : 0)) | 0;
+}
+
+/** High word of the unsigned 64-bit product of two uint32 values, exact via 16-bit limbs. */
+export function mulHighUnsigned(a: number, b: number): number {
+  const a0 = a & 0xffff;
+  const a1 = a >>> 16;
+  const b0 = b & 0xffff;
+  const b1 = b >>> 16;
+  const lo = a0 * b0;
+  const m1 = a1 * b0;
+  const m2 = a0 * b1;
+  const hi = a1 * b1;
+  const mid = (lo >>> 16) + (m1 & 0xffff) + (m2 & 0xffff);
+  return (hi + Math.floor(m1 / 65536) + Math.floor(m2 / 65536) + Math.floor(mid / 65536)) | 0;
 }

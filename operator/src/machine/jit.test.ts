@@ -1,55 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { Risc5 } from './cpu.ts';
+import { randomProgram as randomWords, rng } from './interpreter-warmup.ts';
 import { CodeSpace, type Translation, translateBlock } from './jit.ts';
 
 // Random straight-line-and-forward-branch programs must leave the same registers, flags, H and
 // memory on the block translator as on the interpreter.
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s;
-  };
-}
-
+/** R13 := 1000H (the scratch area for loads and stores), then a random program. */
 function randomProgram(next: () => number, length: number): Int32Array {
-  const words: number[] = [];
-  // R13 := 1000H, the scratch area for loads and stores.
-  words.push(0x4d000000 | 0x1000);
-  for (let i = 0; i < length; i++) {
-    const kind = next() % 10;
-    const a = next() % 12;
-    const b = next() % 14;
-    if (kind < 6) {
-      const op = next() % 16;
-      const q = next() % 2;
-      const u = op === 0 ? 0 : next() % 2; // MOV with u reads H/flags: include via op 0 rarely below
-      const v = next() % 2;
-      const low = q ? next() & 0xffff : next() % 14;
-      words.push((q << 30) | (u << 29) | (v << 28) | (a << 24) | (b << 20) | (op << 16) | low);
-    } else if (kind < 7) {
-      // MOV' / read H / read flags
-      const which = next() % 3;
-      words.push(
-        which === 0
-          ? 0x60000000 | (a << 24) | (next() & 0xffff)
-          : 0x20000000 | ((which - 1) << 28) | (a << 24),
-      );
-    } else if (kind < 9) {
-      const store = next() % 2;
-      const byte = next() % 2;
-      const off = (next() % 64) * (byte ? 1 : 4);
-      words.push(0x80000000 | (store << 29) | (byte << 28) | (a << 24) | (13 << 20) | off | 0);
-    } else {
-      // a forward conditional branch over 1..3 instructions
-      const cond = next() % 16;
-      words.push(0xe0000000 | (cond << 24) | (1 + (next() % 3)) | 0);
-    }
-  }
-  for (let i = 0; i < 4; i++) words.push(0x40000000); // landing pad for the last branches
-  words.push(0xe7ffffff); // halt: B halt
-  return Int32Array.from(words);
+  const body = randomWords(next, { length, storeSlots: 64, calls: false });
+  return Int32Array.of(0x4d000000 | 0x1000, ...body);
 }
 
 function runOn(prog: Int32Array, jit: boolean, seed: number): Risc5 {

@@ -12,7 +12,9 @@ import fs from 'node:fs';
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import type { UdpAir } from './air-udp.ts';
 import type { BootImage } from './boot-image.ts';
+import { saveAllHints } from './jit-hints.ts';
 import { LIMITS as MACHINE_LIMITS, Machine } from './machine.ts';
+import { setUpNodeMachines } from './node-setup.ts';
 import type { FromWorker, HostMessage, MachineState, ToWorker, WorkerInit } from './protocol.ts';
 import { imageId } from './protocol.ts';
 
@@ -33,6 +35,10 @@ export const LIMITS = {
 
 const threadPort = parentPort;
 if (threadPort === null) throw new Error('worker.ts must run as a worker thread');
+// Every machine of `retrokube machine run` and of the local cluster (`retrokube up`) runs in a
+// thread like this one: its CPUs get the translator's stored hints, and V8's wasm tiering is tuned
+// before the first block is translated (cpu.ts itself stays free of Node: the browser lab runs it).
+setUpNodeMachines();
 const data = workerData as WorkerInit | { shared: true };
 if ('shared' in data) {
   /** Boot images sent to this thread, each once (HostMessage). */
@@ -346,6 +352,7 @@ function hostMachine(port: MessagePort, init: WorkerInit, shared: boolean): void
         air?.close();
         fs.fsyncSync(fd);
         fs.closeSync(fd);
+        saveAllHints(); // what the translator learned, for the next process (the thread may be terminated)
         post({ t: 'stopped', id: msg.id });
         port.close();
         return;

@@ -8,6 +8,7 @@ import { logger } from '../../util/log.ts';
 import { toOberonText } from '../fs/text.ts';
 import { OberonVolume } from '../fs/volume.ts';
 import { Machine } from '../machine.ts';
+import { setUpNodeMachines } from '../node-setup.ts';
 import { HELPER_FILE, HELPER_MODULE, HELPER_SOURCE, LOG_END } from './helper.ts';
 import { type CompileMessage, type CompileOutcome, lineAndColumn, parseCompileLog } from './log.ts';
 import { parseObjectFile } from './rsc.ts';
@@ -180,6 +181,9 @@ class Session {
 
 /** Builds the disk; throws CompileError with the compiler's messages when a source fails. */
 export function buildDisk(opts: BuildOptions): BuildResult {
+  // The builder's machine runs in the calling thread (the CLI, `retrokube up`, the lab server),
+  // not in a machine thread (worker.ts): its compiles get the same hints and wasm tiering.
+  setUpNodeMachines();
   if (opts.sources.length > LIMITS.maxSources) {
     throw new RangeError(`${opts.sources.length} sources; the builder takes at most ${LIMITS.maxSources}`);
   }
