@@ -5,6 +5,7 @@
 // the test reads the spreadsheet itself (the emulator's Sheets API, through the API server's
 // Service proxy) — the sheet is the truth the operator's status must agree with.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGoogleEmulator } from './google-emulator.ts';
 import {
   apiProxy,
   apply,
@@ -17,7 +18,6 @@ import {
   kubectl,
   podReady,
   pods,
-  productImage,
   skipReason,
   waitFor,
 } from './harness.ts';
@@ -28,8 +28,6 @@ const LIMITS = {
 } as const;
 
 const NAME = 'gdemo';
-const EMULATOR = 'sheets-emulator';
-const PORT = 8788;
 const SPREADSHEET = 'retrokube-cluster-test'; // fixed: the SheetCluster names it before the emulator runs
 const APISERVER = `app.kubernetes.io/instance=${NAME},app.kubernetes.io/component=apiserver`;
 
@@ -40,6 +38,7 @@ describe.skipIf(skipReason())('SheetCluster on the Google backend (our Sheets em
   let ns: string;
   let chart: Chart | undefined;
   let proxy: { url: string; close(): void } | undefined;
+  let valuesUrl: ((proxy: string, tab: string) => string) | undefined;
 
   beforeAll(async () => {
     ns = await freshNamespace('gsheets');
@@ -55,8 +54,8 @@ describe.skipIf(skipReason())('SheetCluster on the Google backend (our Sheets em
   /** A tab of the spreadsheet as Google's API returns it (rows of strings, the header first). */
   const tab = async (title: string): Promise<string[][]> => {
     if (!proxy) throw new Error('no kubectl proxy');
-    const url = `${proxy.url}/api/v1/namespaces/${ns}/services/${EMULATOR}:http/proxy/v4/spreadsheets/${SPREADSHEET}/values/${title}?key=cluster-test`;
-    const res = await fetch(url);
+    if (!valuesUrl) throw new Error('no emulator');
+    const res = await fetch(valuesUrl(proxy.url, title));
     if (!res.ok) throw new Error(`${title}: HTTP ${res.status} ${await res.text()}`);
     return ((await res.json()) as { values?: string[][] }).values ?? [];
   };
@@ -77,65 +76,15 @@ describe.skipIf(skipReason())('SheetCluster on the Google backend (our Sheets em
   };
 
   it('the emulator runs as a Service; a SheetCluster with store google converges: 2 agents Ready in the spreadsheet, status 2/2 from it', async () => {
-    const img = productImage();
-    const labels = { 'app.kubernetes.io/name': EMULATOR };
-    await apply({
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: EMULATOR, namespace: ns, labels },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: labels },
-        template: {
-          metadata: { labels },
-          spec: {
-            containers: [
-              {
-                name: 'emulator',
-                image: img.ref,
-                imagePullPolicy: 'Never',
-                args: ['sheets', 'google-emulator', '--host', '0.0.0.0', '--port', String(PORT)].concat([
-                  '--spreadsheet-id',
-                  SPREADSHEET,
-                ]),
-                ports: [{ name: 'http', containerPort: PORT }],
-                readinessProbe: { tcpSocket: { port: 'http' }, periodSeconds: 2 },
-              },
-            ],
-          },
-        },
-      },
-    });
-    await apply({
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: EMULATOR, namespace: ns },
-      spec: { selector: labels, ports: [{ name: 'http', port: PORT, targetPort: 'http' }] },
-    });
-    // What a user holds for Google: a credentials JSON in a Secret. The emulator believes any
-    // token, so a ready access token stands in for a service-account key here.
-    await apply({
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: 'google-credentials', namespace: ns },
-      stringData: {
-        'credentials.json': JSON.stringify({ type: 'access_token', access_token: 'cluster-test' }),
-      },
-    });
+    const emulator = await startGoogleEmulator(ns, SPREADSHEET);
+    valuesUrl = emulator.valuesUrl;
     await apply({
       apiVersion: 'retrokube.io/v1alpha1',
       kind: 'SheetCluster',
       metadata: { name: NAME, namespace: ns },
       spec: {
         nodes: 2,
-        store: {
-          type: 'google',
-          google: {
-            spreadsheetId: SPREADSHEET,
-            credentialsSecretRef: { name: 'google-credentials' },
-            rootUrl: `http://${EMULATOR}.${ns}.svc:${PORT}/`,
-          },
-        },
+        store: emulator.store,
         deployments: [{ name: 'ticker', replicas: 2 }],
       },
     });

@@ -3,9 +3,12 @@
 // its status.message and Events say what each phase is doing — never "ScalingTarget (x2)" after
 // the target was scaled (the words the step machine once carried through every phase and Event).
 // The members are named by SheetCluster; the sheets are read through their own contract (signed,
-// through the API server's Service proxy), never through pod phases alone.
+// through the API server's Service proxy), never through pod phases alone. Then a move across
+// backends (#26): on to a SheetCluster on the Google backend (our Sheets emulator as a Service),
+// the operator pod killed mid-move; the new pod resumes from status, and nothing is duplicated.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SheetsClient } from '../../operator/src/sheets/ctl/client.ts';
+import { startGoogleEmulator } from './google-emulator.ts';
 import {
   apiProxy,
   apply,
@@ -15,6 +18,9 @@ import {
   freshNamespace,
   getJson,
   installChart,
+  kubectl,
+  podReady,
+  pods,
   secretValue,
   skipReason,
   waitFor,
@@ -27,6 +33,7 @@ const LIMITS = {
 } as const;
 
 const TICKERS = 2; // the sample "ticker" a new workbook gets
+const GOOGLE_SHEET = 'retrokube-migration-test'; // the Google-backed member's spreadsheet (our emulator)
 type Row = Record<string, unknown>;
 const cond = (o: Deep, type: string): Deep =>
   (o?.status?.conditions ?? []).find((c: Deep) => c.type === type);
@@ -57,6 +64,20 @@ describe.skipIf(skipReason())(
           ?.get('pods')
           .catch(() => undefined)
       )?.filter((p) => p.deployment === 'ticker');
+    /** A member's sheet through its contract (signed, through the API server's Service proxy). */
+    const connect = async (name: string): Promise<void> => {
+      if (!proxy) throw new Error('no kubectl proxy');
+      const child = `rk-sheets-${name}`;
+      sheets.set(
+        name,
+        new SheetsClient({
+          url: `${proxy.url}/api/v1/namespaces/${ns}/services/${child}:http/proxy/`,
+          token: await secretValue(ns, `${child}-token`, 'token'),
+          key: await secretValue(ns, `${child}-signing`, 'key'),
+          timeoutMs: 10_000,
+        }),
+      );
+    };
     const hasTicker = async (member: string): Promise<boolean | undefined> => {
       const d = await sheets
         .get(member)
@@ -79,17 +100,7 @@ describe.skipIf(skipReason())(
           async () => cond(await getJson(['sheetcluster', '-n', ns, name]), 'Ready')?.status === 'True',
           LIMITS.readyMs,
         );
-        if (!proxy) throw new Error('no kubectl proxy');
-        const child = `rk-sheets-${name}`;
-        sheets.set(
-          name,
-          new SheetsClient({
-            url: `${proxy.url}/api/v1/namespaces/${ns}/services/${child}:http/proxy/`,
-            token: await secretValue(ns, `${child}-token`, 'token'),
-            key: await secretValue(ns, `${child}-signing`, 'key'),
-            timeoutMs: 10_000,
-          }),
-        );
+        await connect(name);
       }
       await sheets.get('dst')?.post({ action: 'delete', name: 'ticker' });
       await waitFor(
@@ -158,5 +169,82 @@ describe.skipIf(skipReason())(
       );
       expect(await hasTicker('src')).toBe(false);
     }, 400_000);
+
+    it('moves ticker on to a SheetCluster on the Google backend while the operator pod is killed mid-move: it resumes, nothing duplicated', async () => {
+      const emulator = await startGoogleEmulator(ns, GOOGLE_SHEET);
+      await apply({
+        apiVersion: 'retrokube.io/v1alpha1',
+        kind: 'SheetCluster',
+        metadata: { name: 'gdst', namespace: ns },
+        spec: { nodes: 1, store: emulator.store },
+      });
+      await waitFor(
+        'SheetCluster gdst Ready',
+        async () => cond(await getJson(['sheetcluster', '-n', ns, 'gdst']), 'Ready')?.status === 'True',
+        LIMITS.readyMs,
+      );
+      await connect('gdst');
+      await sheets.get('gdst')?.post({ action: 'delete', name: 'ticker' });
+      await waitFor('no ticker on gdst', async () => (await hasTicker('gdst')) === false, 120_000);
+      await apply({
+        apiVersion: 'retrokube.io/v1alpha1',
+        kind: 'SheetMigration',
+        metadata: { name: 'to-google', namespace: ns },
+        spec: {
+          deployment: 'ticker',
+          from: { name: 'dst', sheetCluster: 'dst' },
+          to: { name: 'gdst', sheetCluster: 'gdst' },
+          pollSeconds: 1,
+          waitSeconds: 240,
+          rollbackWindowSeconds: LIMITS.watchSeconds,
+        },
+      });
+      // The most ticker rows either sheet ever held at once, and on both together: a move that
+      // scaled the target twice, or ran the deployment on both past the window, shows here.
+      let most = 0;
+      const count = async (member: string) => (await tickers(member))?.length ?? 0;
+      const phase = async () =>
+        String((await getJson(['sheetmigration', '-n', ns, 'to-google'])).status?.phase ?? '');
+      await waitFor(
+        'the move past ScalingTarget',
+        async () => {
+          most = Math.max(most, await count('gdst'));
+          return ['WaitingTarget', 'DrainingSource', 'Watching'].includes(await phase());
+        },
+        LIMITS.moveMs,
+      );
+      const [operator] = (await pods(ns, 'app.kubernetes.io/name=retrokube')).filter(podReady);
+      const killedIn = await phase();
+      await kubectl(['delete', 'pod', '-n', ns, operator.metadata.name, '--grace-period=0', '--force']);
+      const done: Deep = await waitFor(
+        'the migration Succeeded under the new operator pod',
+        async () => {
+          most = Math.max(most, await count('gdst'));
+          const o = await getJson(['sheetmigration', '-n', ns, 'to-google']);
+          if (o.status?.phase === 'Failed' || o.status?.phase === 'RolledBack')
+            throw new Error(`the migration ended ${o.status.phase}: ${o.status.message}`);
+          return o.status?.phase === 'Succeeded' && o;
+        },
+        LIMITS.moveMs,
+      );
+      expect(cond(done, 'Ready')).toMatchObject({ status: 'True', reason: 'Succeeded' });
+      const now = (await pods(ns, 'app.kubernetes.io/name=retrokube')).filter(podReady);
+      expect(now.map((p) => p.metadata.name)).not.toContain(operator.metadata.name);
+      await waitFor(
+        `${TICKERS} tickers Running on gdst`,
+        async () => (await tickers('gdst'))?.filter((p) => p.phase === 'Running').length === TICKERS,
+        60_000,
+      );
+      expect(most, `ticker rows on gdst (operator killed in ${killedIn})`).toBe(TICKERS);
+      const rows = (await sheets.get('gdst')?.get('deployments'))?.filter((r) => r.name === 'ticker') ?? [];
+      expect(rows.map((r) => Number(r.replicas))).toEqual([TICKERS]);
+      expect(await hasTicker('dst')).toBe(false);
+      // The spreadsheet itself, not only the apiserver's answer: the deployment is a row of the
+      // Google spreadsheet's Deployments tab.
+      if (!proxy) throw new Error('no kubectl proxy');
+      const res = await fetch(emulator.valuesUrl(proxy.url, 'Deployments'));
+      const [header, ...values] = ((await res.json()) as { values: string[][] }).values;
+      expect(values.filter((r) => r[header.indexOf('name')] === 'ticker')).toHaveLength(1);
+    }, 900_000);
   },
 );
