@@ -181,7 +181,8 @@ const STEPS: Step[] = [
       'about 4 min on a lightly loaded 2-core machine after the steps above (one cgo go build of 1,455 packages, six images); an hour on a machine at load 20-40',
     ready: () => scriptReady('hack/build-kubevirt.sh'),
     command: ['bash', join(REPO, 'hack/build-kubevirt.sh')],
-    needsRoot: "the launcher image's virt-launcher-monitor gets a file capability (setcap), as KubeVirt's own image has",
+    needsRoot:
+      "the launcher image's virt-launcher-monitor gets a file capability (setcap), as KubeVirt's own image has",
   },
   {
     name: 'the product image (an OCI archive, built without Docker)',
