@@ -29,7 +29,9 @@ COPY images/oberon ./images/oberon
 ENV XDG_CACHE_HOME=/app/cache
 # Empty: the public URL. Any URL must serve the same bytes (the sha256 is checked either way).
 ARG OBERON_BASE_URL=
-RUN RETROKUBE_OBERON_BASE_URL="$OBERON_BASE_URL" node --input-type=module -e ' \
+# No translator hints (operator/src/machine/jit-hints.ts): they are a per-user cache of what one
+# build's emulator happened to translate, not part of the product (the disks are the same either way).
+RUN RETROKUBE_JIT_HINTS=off RETROKUBE_OBERON_BASE_URL="$OBERON_BASE_URL" node --input-type=module -e ' \
   import { findBaseImage } from "./operator/src/machine/base-image.ts"; \
   import { buildKubeDisk } from "./operator/src/machine/kube-disk.ts"; \
   console.log((await findBaseImage()).path, (await buildKubeDisk()).cachePath);'
