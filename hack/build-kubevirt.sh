@@ -47,7 +47,7 @@
 #           /var/run/kubevirt without resolving the /var/run symlink, so / itself must be shared (as
 #           on systemd hosts; kubevirt-up makes it so); virt-handler panicked on a host-model mode
 #           without a CPU model (node-labeller.sh names one).
-#   runs on the node (2026-12-02, test/cluster/kubevirt.test.ts, opt-in RETROKUBE_KUBEVIRT=1):
+#   runs on the node (2026-12-02, test/cluster/kubevirt.test.ts, now part of npm test):
 #           with the node in a PID namespace of its own (RETROKUBE_NODE_PIDNS=1 hack/node-up.sh:
 #           virt-handler enters /proc/1/ns/mnt, which this machine's own PID 1 refuses even to
 #           root), KubeVirt is Deployed with every pod Ready, an OberonKube with runtime: kubevirt

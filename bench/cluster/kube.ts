@@ -57,3 +57,16 @@ export function installOperator(
   );
   k.kubectl(['rollout', 'status', '-n', ns, 'deployment/rk-retrokube', '--timeout=300s']);
 }
+
+/** `kubectl apply` of an OberonKube `name` in `ns` with this spec. */
+export function applyOberonKube(k: Kube, ns: string, name: string, spec: Record<string, unknown>): void {
+  k.kubectl(
+    ['apply', '-f', '-'],
+    JSON.stringify({
+      apiVersion: 'retrokube.io/v1alpha1',
+      kind: 'OberonKube',
+      metadata: { name, namespace: ns },
+      spec,
+    }),
+  );
+}

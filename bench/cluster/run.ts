@@ -16,7 +16,7 @@ import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
 import { locateTestBins, REPO_ROOT } from '../../test/envtest/control-plane.ts';
 import { startRecording, writeResults } from '../results.ts';
 import { cpuShare, podCgroup } from './cgroup.ts';
-import { imageRefOf, installOperator, kube } from './kube.ts';
+import { applyOberonKube, imageRefOf, installOperator, kube } from './kube.ts';
 
 const record = startRecording();
 
@@ -75,15 +75,7 @@ try {
     const name = `b${n}`;
     say(`apply OberonKube ${name}: ${n} nodes, runtime pod (expect ~1-5 min)`);
     const t0 = Date.now();
-    kubectl(
-      ['apply', '-f', '-'],
-      JSON.stringify({
-        apiVersion: 'retrokube.io/v1alpha1',
-        kind: 'OberonKube',
-        metadata: { name, namespace: ns },
-        spec: { nodes: n, runtime: 'pod' },
-      }),
-    );
+    applyOberonKube(k, ns, name, { nodes: n, runtime: 'pod' });
     while (!heard(ns, name, n)) {
       if (Date.now() - t0 > LIMITS.convergeMs)
         throw new Error(`${name} not Ready after ${LIMITS.convergeMs} ms`);

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { locateTestBins, REPO_ROOT } from '../../test/envtest/control-plane.ts';
 import { cpuShare, podCgroup } from '../cluster/cgroup.ts';
-import { imageRefOf, installOperator, kube, until as untilHolds } from '../cluster/kube.ts';
+import { applyOberonKube, imageRefOf, installOperator, kube, until as untilHolds } from '../cluster/kube.ts';
 import { startRecording, writeResults } from '../results.ts';
 
 const record = startRecording();
@@ -108,15 +108,7 @@ function nodeAPod(ns: string, name: string, runtime: Runtime): { name: string; u
 }
 
 const apply = (ns: string, name: string, runtime: Runtime) =>
-  kubectl(
-    ['apply', '-f', '-'],
-    JSON.stringify({
-      apiVersion: 'retrokube.io/v1alpha1',
-      kind: 'OberonKube',
-      metadata: { name, namespace: ns },
-      spec: { nodes: NODES, runtime, deployments: 'web 6 Ticker' },
-    }),
-  );
+  applyOberonKube(k, ns, name, { nodes: NODES, runtime, deployments: 'web 6 Ticker' });
 
 interface Round {
   order: Runtime[];

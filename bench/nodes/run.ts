@@ -10,7 +10,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { locateTestBins, REPO_ROOT } from '../../test/envtest/control-plane.ts';
-import { imageRefOf, kube, until as untilHolds } from '../cluster/kube.ts';
+import { applyOberonKube, imageRefOf, kube, until as untilHolds } from '../cluster/kube.ts';
 import { startRecording, writeResults } from '../results.ts';
 
 const LIMITS = {
@@ -43,7 +43,8 @@ const hack = (name: string, a: string[], env: NodeJS.ProcessEnv = process.env) =
     .pop() ?? '';
 const bins = locateTestBins();
 let kubeconfig = '';
-const { kubectl, getJson } = kube(bins.kubectl, () => kubeconfig);
+const k = kube(bins.kubectl, () => kubeconfig);
+const { kubectl, getJson } = k;
 const until = (what: string, ok: () => boolean, ms: number) => untilHolds(what, ok, ms, LIMITS.pollMs);
 
 /** RSS (KiB) and CPU ticks of worker I's own processes (containerd, kubelet, kube-proxy). */
@@ -143,16 +144,7 @@ try {
     { cwd: REPO_ROOT, stdio: 'inherit' },
   );
   kubectl(['rollout', 'status', '-n', ns, 'deployment/rk-retrokube', '--timeout=300s']);
-  const applyKube = (name: string) =>
-    kubectl(
-      ['apply', '-f', '-'],
-      JSON.stringify({
-        apiVersion: 'retrokube.io/v1alpha1',
-        kind: 'OberonKube',
-        metadata: { name, namespace: ns },
-        spec: { nodes: 5, runtime: 'pod' },
-      }),
-    );
+  const applyKube = (name: string) => applyOberonKube(k, ns, name, { nodes: 5, runtime: 'pod' });
   const gone = () =>
     getJson(['pods', '-n', ns, '-l', 'app.kubernetes.io/name=retrokube-machine']).items.length === 0;
 

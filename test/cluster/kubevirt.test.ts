@@ -1,4 +1,4 @@
-// KubeVirt for real on the real node (#25), opt-in (RETROKUBE_KUBEVIRT=1; docs/testing.md):
+// KubeVirt for real on the real node (#25), in npm test (RETROKUBE_KUBEVIRT=0 leaves it out; docs/testing.md).
 // KubeVirt v1.8.4 built here from the Go module (hack/build-kubevirt.sh), installed as users install
 // it (hack/kubevirt-up.sh: the release's operator manifest, a KubeVirt CR with useEmulation and the
 // Sidecar gate), our RISC5 launcher; then an OberonKube with runtime: kubevirt as VMs under TCG,
@@ -80,6 +80,19 @@ describe.skipIf(why)('KubeVirt on the real node: our RISC5 machines as VMs (#25)
     if (ns) await deleteNamespace(ns);
     hack('kubevirt-up.sh', ['--down']);
   }, 600_000);
+
+  const patchDeployments = (line: string) =>
+    kubectl([
+      'patch',
+      'oberonkube',
+      '-n',
+      ns,
+      KUBE,
+      '--type',
+      'merge',
+      '-p',
+      JSON.stringify({ spec: { deployments: line } }),
+    ]);
 
   it('kubectl get kubevirt: Deployed, every KubeVirt pod Ready', async () => {
     const kv = await getJson(['kubevirt', '-n', KUBEVIRT_NS, 'kubevirt']);
@@ -170,17 +183,7 @@ describe.skipIf(why)('KubeVirt on the real node: our RISC5 machines as VMs (#25)
       const plane = async (): Promise<Deep> => getJson(['vmi', '-n', ns, 'rk-m-k-plane']);
       const before = await plane();
       const deploy = async (line: string, n: number) => {
-        await kubectl([
-          'patch',
-          'oberonkube',
-          '-n',
-          ns,
-          KUBE,
-          '--type',
-          'merge',
-          '-p',
-          JSON.stringify({ spec: { deployments: line } }),
-        ]);
+        await patchDeployments(line);
         // Heard on the air: the plane has the new list and its nodes run it.
         await waitFor(
           `${line} heard running`,
@@ -247,17 +250,7 @@ describe.skipIf(why)('KubeVirt on the real node: our RISC5 machines as VMs (#25)
     'a rolling update walks on the VMs as on the pod runtime: web 6 Ticker → Ticker2, every pod replaced',
     async () => {
       let fewest = Number.POSITIVE_INFINITY;
-      await kubectl([
-        'patch',
-        'oberonkube',
-        '-n',
-        ns,
-        KUBE,
-        '--type',
-        'merge',
-        '-p',
-        JSON.stringify({ spec: { deployments: 'web 6 Ticker2' } }),
-      ]);
+      await patchDeployments('web 6 Ticker2');
       const done = await waitFor(
         'web 6 running Ticker2 on every node, heard on the air',
         async () => {

@@ -64,6 +64,21 @@ describe.skipIf(skipReason())(
           ?.get('pods')
           .catch(() => undefined)
       )?.filter((p) => p.deployment === 'ticker');
+    /** A SheetMigration of ticker between two SheetClusters of this namespace, polled each second. */
+    const migrateTicker = (name: string, from: string, to: string) =>
+      apply({
+        apiVersion: 'retrokube.io/v1alpha1',
+        kind: 'SheetMigration',
+        metadata: { name, namespace: ns },
+        spec: {
+          deployment: 'ticker',
+          from: { name: from, sheetCluster: from },
+          to: { name: to, sheetCluster: to },
+          pollSeconds: 1,
+          waitSeconds: 240,
+          rollbackWindowSeconds: LIMITS.watchSeconds,
+        },
+      });
     /** A member's sheet through its contract (signed, through the API server's Service proxy). */
     const connect = async (name: string): Promise<void> => {
       if (!proxy) throw new Error('no kubectl proxy');
@@ -116,19 +131,7 @@ describe.skipIf(skipReason())(
     }, 700_000);
 
     it("moves ticker make-before-break; status.message and every phase's Event speak of that phase, not of ScalingTarget", async () => {
-      await apply({
-        apiVersion: 'retrokube.io/v1alpha1',
-        kind: 'SheetMigration',
-        metadata: { name: 'move', namespace: ns },
-        spec: {
-          deployment: 'ticker',
-          from: { name: 'src', sheetCluster: 'src' },
-          to: { name: 'dst', sheetCluster: 'dst' },
-          pollSeconds: 1,
-          waitSeconds: 240,
-          rollbackWindowSeconds: LIMITS.watchSeconds,
-        },
-      });
+      await migrateTicker('move', 'src', 'dst');
       // Every (phase, message) status showed, read twice a second until the end.
       const seen: Array<{ phase: string; message: string }> = [];
       const done: Deep = await waitFor(
@@ -186,19 +189,7 @@ describe.skipIf(skipReason())(
       await connect('gdst');
       await sheets.get('gdst')?.post({ action: 'delete', name: 'ticker' });
       await waitFor('no ticker on gdst', async () => (await hasTicker('gdst')) === false, 120_000);
-      await apply({
-        apiVersion: 'retrokube.io/v1alpha1',
-        kind: 'SheetMigration',
-        metadata: { name: 'to-google', namespace: ns },
-        spec: {
-          deployment: 'ticker',
-          from: { name: 'dst', sheetCluster: 'dst' },
-          to: { name: 'gdst', sheetCluster: 'gdst' },
-          pollSeconds: 1,
-          waitSeconds: 240,
-          rollbackWindowSeconds: LIMITS.watchSeconds,
-        },
-      });
+      await migrateTicker('to-google', 'dst', 'gdst');
       // The most ticker rows either sheet ever held at once, and on both together: a move that
       // scaled the target twice, or ran the deployment on both past the window, shows here.
       let most = 0;
