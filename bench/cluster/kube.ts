@@ -1,5 +1,5 @@
 // What the benchmarks of a real cluster share: kubectl against a kubeconfig, a poll until a
-// condition holds, and the name of the product image inside its OCI archive.
+// condition holds, the chart installed, an OberonKube applied.
 import { execFileSync } from 'node:child_process';
 
 export interface Kube {
@@ -25,12 +25,6 @@ export async function until(what: string, ok: () => boolean, ms: number, pollMs:
     await sleep(pollMs);
   }
   return Date.now() - t0;
-}
-
-/** The image name an OCI archive of hack/build-image.sh carries. */
-export function imageRefOf(archive: string): string {
-  const index = JSON.parse(execFileSync('tar', ['-xOf', archive, 'index.json'], { encoding: 'utf8' }));
-  return index.manifests[0].annotations['io.containerd.image.name'];
 }
 
 /**

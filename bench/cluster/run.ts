@@ -13,10 +13,11 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
+import { imageNameOf } from '../../test/cluster/global-setup.ts';
 import { locateTestBins, REPO_ROOT } from '../../test/envtest/control-plane.ts';
 import { startRecording, writeResults } from '../results.ts';
 import { cpuShare, podCgroup } from './cgroup.ts';
-import { applyOberonKube, imageRefOf, installOperator, kube } from './kube.ts';
+import { applyOberonKube, installOperator, kube } from './kube.ts';
 
 const record = startRecording();
 
@@ -41,7 +42,7 @@ if (!existsSync(kubeconfig)) {
   process.exit(1);
 }
 const bins = locateTestBins();
-const imageRef = imageRefOf(
+const imageRef = imageNameOf(
   execFileSync('bash', [join(REPO_ROOT, 'hack/build-image.sh'), '--print-path'], { encoding: 'utf8' }).trim(),
 );
 

@@ -17,9 +17,10 @@ import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { imageNameOf } from '../../test/cluster/global-setup.ts';
 import { locateTestBins, REPO_ROOT } from '../../test/envtest/control-plane.ts';
 import { cpuShare, podCgroup } from '../cluster/cgroup.ts';
-import { applyOberonKube, imageRefOf, installOperator, kube, until as untilHolds } from '../cluster/kube.ts';
+import { applyOberonKube, installOperator, kube, until as untilHolds } from '../cluster/kube.ts';
 import { startRecording, writeResults } from '../results.ts';
 
 const record = startRecording();
@@ -71,7 +72,7 @@ try {
 }
 
 const bins = locateTestBins();
-const imageRef = imageRefOf(hack('build-image.sh', ['--print-path']));
+const imageRef = imageNameOf(hack('build-image.sh', ['--print-path']));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const say = (s: string) => console.log(`[bench/kubevirt ${new Date().toISOString().slice(11, 19)}] ${s}`);

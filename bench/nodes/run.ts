@@ -9,8 +9,9 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { imageNameOf } from '../../test/cluster/global-setup.ts';
 import { locateTestBins, REPO_ROOT } from '../../test/envtest/control-plane.ts';
-import { applyOberonKube, imageRefOf, kube, until as untilHolds } from '../cluster/kube.ts';
+import { applyOberonKube, kube, until as untilHolds } from '../cluster/kube.ts';
 import { startRecording, writeResults } from '../results.ts';
 
 const LIMITS = {
@@ -95,7 +96,7 @@ try {
 }
 try {
   const archive = hack('build-image.sh', []);
-  const image = imageRefOf(archive);
+  const image = imageNameOf(archive);
   say(`hack/nodes-up.sh ${workers} (images imported into every worker)`);
   let t0 = Date.now();
   kubeconfig = hack('nodes-up.sh', [String(workers)], { ...process.env, RETROKUBE_NODES_IMAGES: archive });
