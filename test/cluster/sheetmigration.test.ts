@@ -6,6 +6,7 @@
 // through the API server's Service proxy), never through pod phases alone. Then a move across
 // backends (#26): on to a SheetCluster on the Google backend (our Sheets emulator as a Service),
 // the operator pod killed mid-move; the new pod resumes from status, and nothing is duplicated.
+// Last, a SheetFederation of the xlsx and the Google-backed member: status, sync and stretch.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SheetsClient } from '../../operator/src/sheets/ctl/client.ts';
 import { startGoogleEmulator } from './google-emulator.ts';
@@ -44,6 +45,8 @@ describe.skipIf(skipReason())(
     let ns: string;
     let chart: Chart | undefined;
     let proxy: { url: string; close(): void } | undefined;
+    /** The Google member's spreadsheet (our emulator as a Service), made by the third case. */
+    let emulator: Awaited<ReturnType<typeof startGoogleEmulator>> | undefined;
     const sheets = new Map<string, SheetsClient>();
 
     beforeAll(async () => {
@@ -174,7 +177,7 @@ describe.skipIf(skipReason())(
     }, 400_000);
 
     it('moves ticker on to a SheetCluster on the Google backend while the operator pod is killed mid-move: it resumes, nothing duplicated', async () => {
-      const emulator = await startGoogleEmulator(ns, GOOGLE_SHEET);
+      emulator = await startGoogleEmulator(ns, GOOGLE_SHEET);
       await apply({
         apiVersion: 'retrokube.io/v1alpha1',
         kind: 'SheetCluster',
@@ -237,5 +240,95 @@ describe.skipIf(skipReason())(
       const [header, ...values] = ((await res.json()) as { values: string[][] }).values;
       expect(values.filter((r) => r[header.indexOf('name')] === 'ticker')).toHaveLength(1);
     }, 900_000);
+
+    it('federates the xlsx and the Google-backed SheetCluster: status from both sheets, sync, stretch', async () => {
+      // "beat" exists on dst alone: the sync copies it to gdst (and ticker, now on gdst alone, back
+      // to dst); the stretch then splits 4 beat replicas over both by free CPU.
+      await sheets.get('dst')?.post({
+        action: 'apply',
+        deployments: [
+          {
+            name: 'beat',
+            image: 'sicf:ticker-wasm:v1',
+            replicas: 1,
+            cpu_req: 50,
+            mem_req: 16,
+            restart_policy: 'Always',
+          },
+        ],
+      });
+      await apply({
+        apiVersion: 'retrokube.io/v1alpha1',
+        kind: 'SheetFederation',
+        metadata: { name: 'fed', namespace: ns },
+        spec: {
+          members: [
+            { name: 'dst', sheetCluster: 'dst' },
+            { name: 'gdst', sheetCluster: 'gdst' },
+          ],
+          sync: { enabled: true, intervalSeconds: 5 },
+          // 300m each: the home member (dst, 1000m, ticker and hello on it) has room for 2 or 3,
+          // so the plan must order the rest from gdst.
+          stretched: [{ deployment: 'beat', replicas: 4, cpu: 300 }],
+        },
+      });
+      const beats = async (member: string) =>
+        ((await sheets.get(member)?.get('pods')) ?? []).filter(
+          (p) => p.deployment === 'beat' && p.phase === 'Running',
+        ).length;
+      const beatRow = async (member: string) =>
+        Number(
+          ((await sheets.get(member)?.get('deployments')) ?? []).find((r) => r.name === 'beat')?.replicas,
+        );
+      // The stretch grows a member before it shrinks another (make-before-break), so 4 running can
+      // be 3 + 1 on the way to the planned split: wait for the split itself, in rows and in pods.
+      const st: Deep = await waitFor(
+        'both members reachable, synced, beat stretched as planned and running so on both',
+        async () => {
+          const f = await getJson(['sheetfederation', '-n', ns, 'fed']);
+          const s = f.status;
+          const planned: Deep[] = s?.stretched?.[0]?.planned ?? [];
+          if (
+            !(
+              s?.members?.length === 2 &&
+              s.members.every((m: Deep) => m.reachable && m.nodesReady === 1) &&
+              planned.length === 2 &&
+              planned.reduce((n: number, p: Deep) => n + p.replicas, 0) === 4 &&
+              planned.every((p: Deep) => p.replicas > 0) &&
+              (await hasTicker('dst')) === true
+            )
+          )
+            return false;
+          for (const p of planned)
+            if ((await beatRow(p.member)) !== p.replicas || (await beats(p.member)) !== p.replicas)
+              return false;
+          return s;
+        },
+        LIMITS.moveMs,
+      );
+      expect(cond({ status: st }, 'Ready')?.status).toBe('True');
+      // The service list merges both sheets: every service on both members, the first one home.
+      const byName = new Map<string, Deep>(st.services.map((x: Deep) => [x.name, x]));
+      for (const name of ['beat', 'ticker'])
+        expect(byName.get(name)).toMatchObject({ home: 'dst', members: ['dst', 'gdst'] });
+      // Each member's counts are its own sheet's, read through its own contract.
+      for (const m of st.members) {
+        const deployments = (await sheets.get(m.name)?.get('deployments')) ?? [];
+        expect([m.name, m.deployments]).toEqual([m.name, deployments.length]);
+      }
+      // The Google member's share is in the spreadsheet itself, not only in its apiserver's answer.
+      if (!proxy) throw new Error('no kubectl proxy');
+      if (!emulator) throw new Error('the Google member was not made (the case before failed)');
+      const res = await fetch(emulator.valuesUrl(proxy.url, 'Deployments'));
+      const [header, ...values] = ((await res.json()) as { values: string[][] }).values;
+      const googleRow = values.find((r) => r[header.indexOf('name')] === 'beat');
+      expect(Number(googleRow?.[header.indexOf('replicas')])).toBe(
+        st.stretched[0].planned.find((p: Deep) => p.member === 'gdst').replicas,
+      );
+      const events: Deep[] = (await getJson(['events', '-n', ns])).items.filter(
+        (e: Deep) => e.involvedObject?.name === 'fed' && e.involvedObject?.kind === 'SheetFederation',
+      );
+      expect(events.map((e) => e.reason)).toEqual(expect.arrayContaining(['Synced', 'StretchGrow']));
+    }, 600_000);
   },
 );
