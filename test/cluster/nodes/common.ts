@@ -1,0 +1,67 @@
+// What the groups of the several-node file (test/cluster/nodes.test.ts) share: the cluster's size
+// and waits, the node scripts, a worker's power cut, and the end of a group.
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../../envtest/control-plane.ts';
+import { type Chart, type Deep, deleteNamespace, getJson, kubectl } from '../harness.ts';
+
+export const WORKERS = 3;
+export const LIMITS = {
+  upMs: 600_000, // nodes-up: ~1-2 min quiet; images imported into every worker
+  convergeMs: 600_000, // 6 machines booted and heard on a loaded 2-core machine
+  recoverMs: 600_000, // a node's machines moved, seeded, booted and heard again
+  nodeNotReadyMs: 120_000, // node-monitor grace 20 s (hack/nodes-up.sh) plus a loaded controller
+} as const;
+export const NODE_MACHINES = 'retrokube.io/role=node';
+const HACK = join(REPO_ROOT, 'hack');
+
+/** Runs hack/NAME; its progress goes to the terminal, its answer is the last line of stdout. */
+export function hack(name: string, args: string[], env: NodeJS.ProcessEnv = process.env): string {
+  const out = execFileSync('bash', [join(HACK, name), ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env,
+    timeout: LIMITS.upMs,
+  });
+  return out.trim().split('\n').pop() ?? '';
+}
+
+/**
+ * Cuts the power of worker `name` (hack/nodes-worker.sh off). `restore` — always called, in a
+ * `finally`, so one failed case leaves the next a whole cluster — lifts an out-of-service taint
+ * a case may have set and powers the worker on again (the script waits until it is Ready).
+ */
+export function powerCut(name: string): { restore(): Promise<void> } {
+  const index = name.replace('rk-w', '');
+  hack('nodes-worker.sh', ['off', index]);
+  return {
+    async restore() {
+      await kubectl(['taint', 'node', name, 'node.kubernetes.io/out-of-service-']).catch(() => '');
+      hack('nodes-worker.sh', ['on', index]);
+    },
+  };
+}
+
+export const cond = (o: Deep, type: string) =>
+  (o?.status?.conditions ?? []).find((c: Deep) => c.type === type)?.status;
+export const nodeOf = (p: Deep): string => p.spec?.nodeName ?? '';
+
+/**
+ * Each group installs a cluster-wide operator of its own; left running, it reconciles the next
+ * group's objects too, with another key (seen: the Rollout group's OberonKubes heard thousands of
+ * "forged frames" and never got Ready). So a group ends its operator, then its namespace.
+ */
+export async function endGroup(chart: Chart | undefined, ns: string | undefined): Promise<void> {
+  if (process.env.RETROKUBE_NODE_KEEP) return;
+  await chart?.uninstall();
+  if (ns) await deleteNamespace(ns);
+}
+
+/** Every worker node name, and its InternalIP. */
+export async function workerNodes(): Promise<{ name: string; ip: string; ready: boolean }[]> {
+  return (await getJson(['nodes'])).items.map((n: Deep) => ({
+    name: n.metadata.name,
+    ip: n.status.addresses.find((a: Deep) => a.type === 'InternalIP')?.address,
+    ready: cond(n, 'Ready') === 'True',
+  }));
+}
