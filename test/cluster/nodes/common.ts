@@ -3,7 +3,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../envtest/control-plane.ts';
-import { type Chart, type Deep, deleteNamespace, getJson, kubectl } from '../harness.ts';
+import { type Chart, type Deep, deleteNamespace, getJson, kubectl, waitFor } from '../harness.ts';
 
 export const WORKERS = 3;
 export const LIMITS = {
@@ -29,7 +29,9 @@ export function hack(name: string, args: string[], env: NodeJS.ProcessEnv = proc
 /**
  * Cuts the power of worker `name` (hack/nodes-worker.sh off). `restore` — always called, in a
  * `finally`, so one failed case leaves the next a whole cluster — lifts an out-of-service taint
- * a case may have set and powers the worker on again (the script waits until it is Ready).
+ * a case may have set, powers the worker on again (the script waits until it is Ready), and waits
+ * until the node lifecycle controller has lifted its own taints too: Ready comes first, and pods
+ * placed in between avoid the node (seen: the next group's agents spread over two nodes only).
  */
 export function powerCut(name: string): { restore(): Promise<void> } {
   const index = name.replace('rk-w', '');
@@ -38,6 +40,14 @@ export function powerCut(name: string): { restore(): Promise<void> } {
     async restore() {
       await kubectl(['taint', 'node', name, 'node.kubernetes.io/out-of-service-']).catch(() => '');
       hack('nodes-worker.sh', ['on', index]);
+      await waitFor(
+        `${name} Ready with no taint left`,
+        async () => {
+          const n = await getJson(['node', name]);
+          return cond(n, 'Ready') === 'True' && (n.spec?.taints ?? []).length === 0;
+        },
+        LIMITS.nodeNotReadyMs,
+      );
     },
   };
 }
