@@ -3,7 +3,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../envtest/control-plane.ts';
-import { type Chart, type Deep, deleteNamespace, getJson, kubectl, waitFor } from '../harness.ts';
+import { type Chart, condition, type Deep, deleteNamespace, getJson, kubectl, waitFor } from '../harness.ts';
 
 export const WORKERS = 3;
 export const LIMITS = {
@@ -52,8 +52,8 @@ export function powerCut(name: string): { restore(): Promise<void> } {
   };
 }
 
-export const cond = (o: Deep, type: string) =>
-  (o?.status?.conditions ?? []).find((c: Deep) => c.type === type)?.status;
+/** The status of an object's condition `type`. */
+export const cond = (o: Deep, type: string) => condition(o, type)?.status;
 export const nodeOf = (p: Deep): string => p.spec?.nodeName ?? '';
 
 /**
