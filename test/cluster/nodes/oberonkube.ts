@@ -16,7 +16,18 @@ import {
   run,
   waitFor,
 } from '../harness.ts';
-import { cond, endGroup, LIMITS, NODE_MACHINES, nodeOf, powerCut, WORKERS, workerNodes } from './common.ts';
+import {
+  cond,
+  endGroup,
+  LIMITS,
+  moveOff,
+  NODE_MACHINES,
+  nodeOf,
+  OPERATOR,
+  powerCut,
+  WORKERS,
+  workerNodes,
+} from './common.ts';
 
 const KUBE = 'k';
 
@@ -169,35 +180,12 @@ export function oberonKubeOnNodes(): void {
     );
 
     /**
-     * Moves the operator and the relay off `host` when either runs there (cordon, delete, Ready
-     * elsewhere, uncordon). After the drain two hosts hold every machine, and those two may hold
-     * the operator and the relay between them (seen in a CI rehearsal): cut with the operator, the
-     * air goes unheard until Kubernetes evicts its pod after the 300-s toleration, longer than
-     * this case waits.
+     * Moves the operator and the relay off `host` when either runs there. After the drain two hosts
+     * hold every machine, and those two may hold the operator and the relay between them (seen in
+     * a CI rehearsal): cut with the operator, the air goes unheard.
      */
     async function spareOperatorAndRelay(host: string): Promise<void> {
-      const selectors = ['app.kubernetes.io/name=retrokube', 'app.kubernetes.io/component=air-relay'];
-      const there = (await Promise.all(selectors.map((s) => pods(kns, s))))
-        .flat()
-        .filter((p) => nodeOf(p) === host);
-      if (there.length === 0) return;
-      console.log(
-        `[nodes] moving ${there.map((p) => p.metadata.name).join(', ')} off ${host} before its power cut`,
-      );
-      await kubectl(['cordon', host]);
-      try {
-        for (const p of there) await kubectl(['delete', 'pod', '-n', kns, p.metadata.name, '--wait=false']);
-        await waitFor(
-          `the operator and the relay Ready off ${host}`,
-          async () => {
-            const each = await Promise.all(selectors.map((s) => pods(kns, s)));
-            return each.every((ps) => ps.length > 0 && ps.every((p) => podReady(p) && nodeOf(p) !== host));
-          },
-          LIMITS.convergeMs,
-        );
-      } finally {
-        await kubectl(['uncordon', host]);
-      }
+      await moveOff(host, kns, [OPERATOR, 'app.kubernetes.io/component=air-relay']);
       await waitFor('converged with the operator and the relay moved', allUp, LIMITS.convergeMs);
     }
 
