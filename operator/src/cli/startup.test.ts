@@ -57,7 +57,8 @@ const tmp = mkdtempSync(join(tmpdir(), 'cli-startup-'));
  * process.moduleLoadList ("NativeModule internal/deps/undici/undici"), packages by their folder.
  */
 const HEAVY: Record<string, string> = {
-  '@kubernetes/client-node': "the Kubernetes client (its generated API): the operator's, on use",
+  '@kubernetes/client-node':
+    'the Kubernetes client (its generated API): only for a kubeconfig user with an exec or auth-provider plugin (runtime/kubeconfig.ts)',
   exceljs: 'the workbook reader and writer: the xlsx store loads it on open',
   googleapis: 'the Google Sheets store and transport',
   fastify: "the console's web server",
