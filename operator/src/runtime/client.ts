@@ -9,6 +9,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { createInterface } from 'node:readline';
+import type { KubeAuth } from './kube-auth.ts';
 import { loadKubeAuth } from './kubeconfig.ts';
 
 export const LIMITS = {
@@ -117,12 +118,7 @@ export interface WatchHandle {
 
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-/** What the client needs of a configuration: the server, and auth + TLS for each request. KubeConfig has both. */
-export interface KubeAuth {
-  getCurrentCluster(): { server: string; caData?: string; caFile?: string } | null;
-  /** Sets headers (a token, read again each time: tokens rotate) and TLS material on the options. */
-  applyToHTTPSOptions(opts: https.RequestOptions): Promise<void>;
-}
+export type { KubeAuth } from './kube-auth.ts';
 
 export class KubeClient {
   readonly kc: KubeAuth;

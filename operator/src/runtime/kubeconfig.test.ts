@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { KubeAuth } from './client.ts';
 import { SERVICE_ACCOUNT_DIR } from './in-cluster-auth.ts';
+import type { KubeAuth } from './kube-auth.ts';
 import { loadKubeAuth } from './kubeconfig.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rk-kubeconfig-'));
@@ -40,7 +40,7 @@ async function seen(auth: () => KubeAuth): Promise<unknown> {
     const { ca, cert, key, servername, rejectUnauthorized, headers, auth: basic } = opts;
     const text = (b: unknown) => (b === undefined ? undefined : String(b));
     return {
-      cluster: cluster && { ...cluster, name: cluster.name },
+      cluster,
       ca: text(ca),
       cert: text(cert),
       key: text(key),

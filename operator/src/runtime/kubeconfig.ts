@@ -12,8 +12,8 @@ import type https from 'node:https';
 import { createRequire } from 'node:module';
 import { delimiter, dirname, isAbsolute, join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { KubeAuth } from './client.ts';
 import { inClusterAuth, SERVICE_ACCOUNT_DIR } from './in-cluster-auth.ts';
+import type { KubeAuth } from './kube-auth.ts';
 
 const require = createRequire(import.meta.url);
 
