@@ -96,6 +96,13 @@ interface Operator {
   metricsPort: number;
 }
 
+/** `env` without the variables set to undefined (a variant's way to say "not inherited"). */
+const childEnv = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv =>
+  Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined));
+
+/** The image's process: no compile cache, whatever this shell's environment says. */
+const NO_COMPILE_CACHE = { NODE_COMPILE_CACHE: undefined } as const;
+
 /** `retrokube operator` from `entry` (main.ts or the installed bin), once its /metrics answers. */
 async function startOperator(
   entry: string,
@@ -113,7 +120,10 @@ async function startOperator(
       ...['--metrics-bind-address', `127.0.0.1:${metricsPort}`, '--health-port', '0'],
       ...['--namespace', namespace],
     ],
-    { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, RETROKUBE_LOG_LEVEL: 'warn', ...env } },
+    {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: childEnv({ ...process.env, RETROKUBE_LOG_LEVEL: 'warn', ...env }),
+    },
   );
   const t0 = performance.now();
   for (;;) {
@@ -167,17 +177,25 @@ async function measureStarts(
       ...(baseline ? [['baseline', resolve(baseline)]] : []),
     ] as const) {
       const name = (n: string) => (prefix ? `${prefix}${n[0]?.toUpperCase()}${n.slice(1)}` : n);
-      variants.push({ name: name('image'), entry: join(dir, 'operator/src/cli/main.ts') });
+      variants.push({
+        name: name('image'),
+        entry: join(dir, 'operator/src/cli/main.ts'),
+        env: NO_COMPILE_CACHE,
+      });
       variants.push({
         name: name('compileCache'),
         entry: join(dir, 'operator/bin/retrokube.js'),
         // The compile cache goes to $XDG_CACHE_HOME/retrokube/compile-cache (bin/compile-cache.js);
         // one folder per checkout, so neither finds the other's entries.
-        env: { XDG_CACHE_HOME: join(cache, prefix || 'this'), NODE_COMPILE_CACHE: '' },
+        env: {
+          XDG_CACHE_HOME: join(cache, prefix || 'this'),
+          NODE_COMPILE_CACHE: undefined,
+          NODE_DISABLE_COMPILE_CACHE: undefined,
+        },
       });
     }
     const cacheEntries: Record<string, number> = {};
-    for (const v of variants.filter((x) => x.env)) {
+    for (const v of variants.filter((x) => x.env?.XDG_CACHE_HOME)) {
       await stopOperator(await startOperator(v.entry, kubeconfig, namespace, v.env));
       const dir = join(v.env?.XDG_CACHE_HOME as string, 'retrokube/compile-cache');
       cacheEntries[v.name] = readdirSync(dir).reduce((n, d) => n + readdirSync(join(dir, d)).length, 0);
@@ -265,7 +283,12 @@ export async function runOperatorBench(b: OperatorBench): Promise<void> {
       starts > 0 ? await measureStarts(plane.kubeconfigPath, ns, starts, args.baseline) : undefined;
 
     // The operator of the run itself, as the image runs it (src/cli/main.ts).
-    op = await startOperator(join(REPO_ROOT, 'operator/src/cli/main.ts'), plane.kubeconfigPath, ns);
+    op = await startOperator(
+      join(REPO_ROOT, 'operator/src/cli/main.ts'),
+      plane.kubeconfigPath,
+      ns,
+      NO_COMPILE_CACHE,
+    );
     const { pid, metricsPort } = op;
     const m0 = await metrics(metricsPort);
     const rssAtStartMiB = peakRssMiB(pid); // with no objects: the cost of the code itself
