@@ -2,10 +2,21 @@
 // operator` as its own process, COUNT objects created with bounded concurrency, polling until a
 // bench-specific check says every object is complete, then a quiet period in which the operator
 // should write nothing. Figures come from the operator's own /metrics and /proc.
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
-import { join } from 'node:path';
+//
+// First, the operator's RSS at start (#32's goal: 100 MiB), from --starts interleaved rounds against
+// the same API server with no objects: a start is measured once its /readyz answers 200 (the
+// controllers run on synced caches), as VmHWM (the peak so far) and VmRSS. Each round starts, in turn,
+//   image          node operator/src/cli/main.ts: what the image's ENTRYPOINT runs (Node strips the
+//                  types of every module at start: its TypeScript stripper is ~25 MiB of that RSS)
+//   compileCache   node operator/bin/retrokube.js: the installed `retrokube` (a checkout's, npm's),
+//                  with Node's compile cache warm (one unmeasured start fills it, as a second start finds it)
+// and, with --baseline DIR (another checkout with node_modules, e.g. main's: `git archive main | tar
+// -x -C DIR`), the same two from DIR: before and after, same API server, same load.
+//   node_modules/.bin/node bench/operator/<bench>.ts [--count N] [--starts 3] [--baseline DIR] [--save]
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CORE, isStatus, KubeClient } from '../../operator/src/runtime/client.ts';
 import { freePort, REPO_ROOT, startControlPlane } from '../../test/envtest/control-plane.ts';
@@ -14,6 +25,10 @@ import { startRecording, writeResults } from '../results.ts';
 const LIMITS = {
   pollMs: 250, // convergence polling cadence
   quietMs: 10_000, // idle period after convergence in which we count writes (expect 0)
+  starts: 3, // default rounds of the start measurement: RSS at start varies by 1-2 MiB between starts
+  startTimeoutMs: 60_000, // an operator whose /metrics does not answer by then failed to start
+  stopTimeoutMs: 15_000, // SIGTERM grace (the manager stops its informers and servers) before SIGKILL
+  warmSettleMs: 1_000, // after ready, before the warm-up start is stopped (see measureStarts)
 } as const;
 
 export interface OperatorBench {
@@ -68,10 +83,161 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
 }
 
-function peakRssMiB(pid: number): number {
+/** A field of /proc/<pid>/status in MiB (VmHWM: the peak RSS so far; VmRSS: now). */
+function statusMiB(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
+  const kb = Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
   return kb / 1024;
+}
+const peakRssMiB = (pid: number) => statusMiB(pid, 'VmHWM');
+
+interface Operator {
+  proc: ChildProcess;
+  pid: number;
+  metricsPort: number;
+}
+
+/** `env` without the variables set to undefined (a variant's way to say "not inherited"). */
+const childEnv = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv =>
+  Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined));
+
+/** The image's process: no compile cache, whatever this shell's environment says. */
+const NO_COMPILE_CACHE = { NODE_COMPILE_CACHE: undefined } as const;
+
+/** `retrokube operator` from `entry` (main.ts or the installed bin), once ready (/readyz 200). */
+async function startOperator(
+  entry: string,
+  kubeconfig: string,
+  namespace: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<Operator> {
+  const metricsPort = await freePort();
+  const proc = spawn(
+    join(REPO_ROOT, 'node_modules/.bin/node'),
+    [
+      entry,
+      'operator',
+      ...['--kubeconfig', kubeconfig],
+      ...['--metrics-bind-address', `127.0.0.1:${metricsPort}`, '--health-port', '0'],
+      ...['--namespace', namespace],
+    ],
+    {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: childEnv({ ...process.env, RETROKUBE_LOG_LEVEL: 'warn', ...env }),
+    },
+  );
+  const t0 = performance.now();
+  // Started = ready: /readyz answers 200 once the controllers run on synced caches (their first
+  // LISTs done, over TLS), which is later than /metrics, served before the controllers start.
+  for (;;) {
+    if (proc.exitCode !== null)
+      throw new Error(`${entry} operator exited with ${proc.exitCode} before ready`);
+    const ok = await fetch(`http://127.0.0.1:${metricsPort}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ok) return { proc, pid: proc.pid as number, metricsPort };
+    if (performance.now() - t0 > LIMITS.startTimeoutMs) throw new Error(`${entry}: not ready in time`);
+    await sleep(100);
+  }
+}
+
+/** SIGTERM, then SIGKILL after the grace; resolves once it has exited (a clean exit writes the compile cache). */
+async function stopOperator(op: Operator): Promise<void> {
+  if (op.proc.exitCode !== null || op.proc.signalCode !== null) return;
+  const exited = new Promise((r) => op.proc.once('exit', r));
+  op.proc.kill('SIGTERM');
+  const timer = setTimeout(() => op.proc.kill('SIGKILL'), LIMITS.stopTimeoutMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+interface StartVariant {
+  name: string;
+  entry: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+const mib = (x: number) => +x.toFixed(1);
+
+/** RSS at start of each variant, `rounds` interleaved rounds (module comment). */
+async function measureStarts(
+  kubeconfig: string,
+  namespace: string,
+  rounds: number,
+  baseline: string | undefined,
+): Promise<Record<string, unknown>> {
+  const cache = mkdtempSync(join(tmpdir(), 'rk-bench-compile-cache-'));
+  try {
+    const variants: StartVariant[] = [];
+    for (const [prefix, dir] of [
+      ['', REPO_ROOT],
+      ...(baseline ? [['baseline', resolve(baseline)]] : []),
+    ] as const) {
+      const name = (n: string) => (prefix ? `${prefix}${n[0]?.toUpperCase()}${n.slice(1)}` : n);
+      variants.push({
+        name: name('image'),
+        entry: join(dir, 'operator/src/cli/main.ts'),
+        env: NO_COMPILE_CACHE,
+      });
+      variants.push({
+        name: name('compileCache'),
+        entry: join(dir, 'operator/bin/retrokube.js'),
+        // The compile cache goes to $XDG_CACHE_HOME/retrokube/compile-cache (bin/compile-cache.js);
+        // one folder per checkout, so neither finds the other's entries.
+        env: {
+          XDG_CACHE_HOME: join(cache, prefix || 'this'),
+          NODE_COMPILE_CACHE: undefined,
+          NODE_DISABLE_COMPILE_CACHE: undefined,
+        },
+      });
+    }
+    const cacheEntries: Record<string, number> = {};
+    for (const v of variants.filter((x) => x.env?.XDG_CACHE_HOME)) {
+      // Ready, then a moment for `retrokube operator` to install its signal handlers: a SIGTERM
+      // before that kills it without the clean exit that writes the cache (main's operator writes
+      // it only then).
+      const warm = await startOperator(v.entry, kubeconfig, namespace, v.env);
+      await sleep(LIMITS.warmSettleMs);
+      await stopOperator(warm);
+      const dir = join(v.env?.XDG_CACHE_HOME as string, 'retrokube/compile-cache');
+      cacheEntries[v.name] = readdirSync(dir).reduce((n, d) => n + readdirSync(join(dir, d)).length, 0);
+    }
+    const runs = new Map(
+      variants.map((v) => [v.name, [] as Array<{ hwmMiB: number; rssMiB: number; load1m: number }>]),
+    );
+    for (let round = 0; round < rounds; round++) {
+      for (const v of variants) {
+        const load1m = +(loadavg()[0] ?? 0).toFixed(2);
+        const op = await startOperator(v.entry, kubeconfig, namespace, v.env);
+        const sample = {
+          hwmMiB: mib(statusMiB(op.pid, 'VmHWM')),
+          rssMiB: mib(statusMiB(op.pid, 'VmRSS')),
+          load1m,
+        };
+        await stopOperator(op);
+        runs.get(v.name)?.push(sample);
+      }
+    }
+    const out: Record<string, unknown> = { rounds, compileCacheEntries: cacheEntries };
+    for (const [name, rs] of runs) {
+      out[name] = {
+        medianMiB: mib(median(rs.map((r) => r.hwmMiB))),
+        minMiB: mib(Math.min(...rs.map((r) => r.hwmMiB))),
+        maxMiB: mib(Math.max(...rs.map((r) => r.hwmMiB))),
+        runs: rs,
+      };
+      console.log(`RSS at start, ${name}: ${rs.map((r) => r.hwmMiB).join(' / ')} MiB (VmHWM)`);
+    }
+    return out;
+  } finally {
+    rmSync(cache, { recursive: true, force: true });
+  }
 }
 
 export async function runOperatorBench(b: OperatorBench): Promise<void> {
@@ -80,8 +246,13 @@ export async function runOperatorBench(b: OperatorBench): Promise<void> {
     options: {
       count: { type: 'string', default: String(b.defaultCount) },
       concurrency: { type: 'string', default: '16' },
+      starts: { type: 'string', default: String(LIMITS.starts) },
+      baseline: { type: 'string' },
+      save: { type: 'boolean', default: false }, // read by results.ts (saving())
     },
   });
+  const starts = Number(args.starts);
+  if (!Number.isInteger(starts) || starts < 0) throw new Error('--starts must be a non-negative integer');
   const count = Number(args.count);
   const concurrency = Number(args.concurrency);
   if (!Number.isInteger(count) || count < 1) throw new Error('--count must be a positive integer');
@@ -92,7 +263,7 @@ export async function runOperatorBench(b: OperatorBench): Promise<void> {
   const plane = await startControlPlane();
   console.log(`kube-apiserver ${plane.server} ready`);
   const k = KubeClient.fromDefault(plane.kubeconfigPath);
-  let op: ReturnType<typeof spawn> | undefined;
+  let op: Operator | undefined;
   try {
     await k.create(CORE.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     // The harness's service range is a /24 (254 ClusterIPs); add a ServiceCIDR for 500+ Services.
@@ -116,27 +287,17 @@ export async function runOperatorBench(b: OperatorBench): Promise<void> {
       if (!isStatus(err, 409)) throw err;
     }
 
-    const metricsPort = await freePort();
-    op = spawn(
-      join(REPO_ROOT, 'node_modules/.bin/node'),
-      [
-        join(REPO_ROOT, 'operator/src/cli/main.ts'),
-        'operator',
-        ...['--kubeconfig', plane.kubeconfigPath],
-        ...['--metrics-bind-address', `127.0.0.1:${metricsPort}`, '--health-port', '0'],
-        ...['--namespace', ns],
-      ],
-      { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, RETROKUBE_LOG_LEVEL: 'warn' } },
+    const rssAtStart =
+      starts > 0 ? await measureStarts(plane.kubeconfigPath, ns, starts, args.baseline) : undefined;
+
+    // The operator of the run itself, as the image runs it (src/cli/main.ts).
+    op = await startOperator(
+      join(REPO_ROOT, 'operator/src/cli/main.ts'),
+      plane.kubeconfigPath,
+      ns,
+      NO_COMPILE_CACHE,
     );
-    const pid = op.pid as number;
-    for (;;) {
-      try {
-        await metrics(metricsPort);
-        break;
-      } catch {
-        await sleep(100);
-      }
-    }
+    const { pid, metricsPort } = op;
     const m0 = await metrics(metricsPort);
     const rssAtStartMiB = peakRssMiB(pid); // with no objects: the cost of the code itself
     const cpu0 = cpuSeconds(pid);
@@ -200,16 +361,14 @@ export async function runOperatorBench(b: OperatorBench): Promise<void> {
       operatorCpuMsPerObject: +(((cpu1 - cpu0) * 1000) / count).toFixed(1),
       operatorPeakRssMiB: +peakRssMiB(pid).toFixed(1),
       operatorRssAtStartMiB: +rssAtStartMiB.toFixed(1),
+      ...(rssAtStart ? { rssAtStart } : {}),
       loadAverage1m: +(loadavg()[0] ?? 0).toFixed(1),
       node: process.versions.node,
     };
     console.log(JSON.stringify(result, null, 2));
     writeResults(b.name, result, record);
   } finally {
-    if (op && op.exitCode === null) {
-      op.kill('SIGTERM');
-      await new Promise((r) => op?.once('exit', r));
-    }
+    if (op) await stopOperator(op);
     k.close();
     await plane.stop();
   }

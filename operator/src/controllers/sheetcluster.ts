@@ -371,7 +371,7 @@ async function applySpecDeployments(
   key: string,
 ): Promise<void> {
   if (!memo.read?.ok) return;
-  const todo = deploymentsToApply(s.deployments, memo.read.rows.deployments);
+  const todo = await deploymentsToApply(s.deployments, memo.read.rows.deployments);
   if (!todo.length) {
     memo.applyProblem = '';
     return;

@@ -167,7 +167,7 @@ export async function startLocalSheets(
     const client = new SheetsClient({ url, token, key });
     // spec.deployments, by the operator's ownership rule: the spec owns the fields it sets.
     const enforce = async () => {
-      const todo = deploymentsToApply(s.deployments, await client.get('deployments'));
+      const todo = await deploymentsToApply(s.deployments, await client.get('deployments'));
       if (!todo.length) return;
       const r = await applyDeployments(
         url,
