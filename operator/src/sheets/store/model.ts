@@ -6,6 +6,7 @@ import {
   type Cell,
   CellLimitError,
   DuplicateKeyError,
+  KeepRow,
   type Key,
   type Row,
   SchemaError,
@@ -339,6 +340,29 @@ export class TxImpl implements Tx {
         if (seen.has(k)) throw new DuplicateKeyError(`tab ${tab}: duplicate key ${k} in replaceAll`);
         seen.add(k);
       }
+      next.push(r);
+    }
+    w.rows = next;
+    w.invalidate();
+  }
+
+  rewrite(tab: string, rows: (Row | KeepRow)[]): void {
+    const g = this.read(tab);
+    if (g.keyCols.length === 0) throw new SchemaError(`tab ${tab} is append-only; use replaceAll`);
+    const w = this.write(tab);
+    const next: StoredCell[][] = [];
+    const seen = new Set<string>();
+    for (const row of rows) {
+      let r: StoredCell[];
+      if (row instanceof KeepRow) {
+        const i = g.findKey(keyString(g, row.key));
+        if (i < 0) throw new SchemaError(`tab ${tab}: no row ${String(row.key)} to keep`);
+        r = g.rows[i];
+      } else r = this.buildRow(w, row);
+      const k = w.rowKey(r);
+      if (k === undefined) throw new SchemaError(`tab ${tab}: a row needs ${w.keyCols.join(', ')}`);
+      if (seen.has(k)) throw new DuplicateKeyError(`tab ${tab}: duplicate key ${k} in rewrite`);
+      seen.add(k);
       next.push(r);
     }
     w.rows = next;

@@ -11,7 +11,7 @@ import { MemoryStore } from './memory.ts';
 import { OLD_HMAC_SCHEMA, TABS } from './schema.ts';
 import { setupCluster } from './setup.ts';
 import { type BackendFactory, backendFactories, closeEmulators } from './testing.ts';
-import { CellLimitError, ConflictError, SchemaError, type Store } from './types.ts';
+import { CellLimitError, ConflictError, KeepRow, SchemaError, type Store } from './types.ts';
 import { openXlsxStore, TEMP_PREFIX } from './xlsx.ts';
 import { Journal } from './xlsx-journal.ts';
 
@@ -121,6 +121,33 @@ describe.each(factories)('store backend $name', (f: BackendFactory) => {
     const s2 = await reopen();
     expect(s2.get('Deployments', 'd3')?.replicas).toBe(30);
     expect(s2.get('Deployments', 'd9')?.replicas).toBe(1);
+  });
+
+  it('rewrite keeps the rows it is told to keep, in the new order, with their cells untouched', async () => {
+    const { store, reopen } = await fresh();
+    await setupCluster(store, { samples: false });
+    await store.transact((tx) => {
+      for (let i = 0; i < 4; i++) tx.insert('Deployments', { name: `d${i}`, image: 'x', replicas: i });
+    });
+    await store.transact((tx) => {
+      // d1 is dropped, d9 is new, d3 moves ahead of d2 and is rewritten.
+      tx.rewrite('Deployments', [
+        new KeepRow('d0'),
+        { name: 'd3', image: 'y', replicas: 33 },
+        new KeepRow('d2'),
+        { name: 'd9', image: 'z', replicas: 9 },
+      ]);
+      expect(tx.get('Deployments', 'd1')).toBeUndefined();
+      expect(() => tx.rewrite('Deployments', [new KeepRow('nope')])).toThrow(/no row nope/);
+      expect(() => tx.rewrite('Deployments', [new KeepRow('d0'), { name: 'd0' }])).toThrow(/duplicate/);
+    });
+    const s2 = await reopen();
+    expect(s2.rows('Deployments').map((r) => [r.name, r.image, r.replicas])).toEqual([
+      ['d0', 'x', 0],
+      ['d3', 'y', 33],
+      ['d2', 'x', 2],
+      ['d9', 'z', 9],
+    ]);
   });
 
   it('supports CRUD by key: upsert merges, update/delete report missing rows, Layers use a compound key', async () => {
