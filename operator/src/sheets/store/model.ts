@@ -78,6 +78,12 @@ export class Grid {
   rowKey(r: StoredCell[]): string | undefined {
     if (this.keyCols.length === 0)
       return r.some((c) => cellValue(c) !== null && cellValue(c) !== '') ? '' : undefined;
+    if (this.keyCols.length === 1) {
+      // One key column (every keyed tab but Layers): no parts array per row.
+      const i = this.col(this.keyCols[0]);
+      const v = i < 0 ? null : cellValue(r[i]);
+      return v === null || v === '' ? undefined : String(v);
+    }
     const parts: string[] = [];
     for (const k of this.keyCols) {
       const i = this.col(k);
@@ -112,13 +118,28 @@ export class Grid {
 
   toRow(r: StoredCell[]): Row {
     const out: Row = {};
-    for (let i = 0; i < this.headers.length; i++) {
-      const h = this.headers[i];
-      if (h === '' || h in out) continue;
-      out[h] = cellValue(r[i]);
-    }
+    for (const [h, i] of this.columns()) out[h] = cellValue(r[i]);
     return out;
   }
+
+  // [header, index] of each named column, first occurrence only: what toRow reads, worked out once
+  // per header row rather than once per row (reads of 10,000-row tabs are most of a reconcile).
+  private cols: [string, number][] | undefined;
+  private columns(): [string, number][] {
+    if (!this.cols || this.colsOf !== this.headers) {
+      const seen = new Set<string>();
+      this.cols = [];
+      this.headers.forEach((h, i) => {
+        if (h !== '' && !seen.has(h)) {
+          seen.add(h);
+          this.cols?.push([h, i]);
+        }
+      });
+      this.colsOf = this.headers;
+    }
+    return this.cols;
+  }
+  private colsOf: string[] | undefined;
 
   visibleRows(): Row[] {
     const out: Row[] = [];
@@ -354,12 +375,16 @@ export class TxImpl implements Tx {
     const seen = new Set<string>();
     for (const row of rows) {
       let r: StoredCell[];
+      let k: string | undefined;
       if (row instanceof KeepRow) {
-        const i = g.findKey(keyString(g, row.key));
+        k = keyString(g, row.key);
+        const i = g.findKey(k);
         if (i < 0) throw new SchemaError(`tab ${tab}: no row ${String(row.key)} to keep`);
         r = g.rows[i];
-      } else r = this.buildRow(w, row);
-      const k = w.rowKey(r);
+      } else {
+        r = this.buildRow(w, row);
+        k = w.rowKey(r);
+      }
       if (k === undefined) throw new SchemaError(`tab ${tab}: a row needs ${w.keyCols.join(', ')}`);
       if (seen.has(k)) throw new DuplicateKeyError(`tab ${tab}: duplicate key ${k} in rewrite`);
       seen.add(k);
