@@ -12,7 +12,7 @@ import { OLD_HMAC_SCHEMA, TABS } from './schema.ts';
 import { setupCluster } from './setup.ts';
 import { type BackendFactory, backendFactories, closeEmulators } from './testing.ts';
 import { CellLimitError, ConflictError, KeepRow, SchemaError, type Store } from './types.ts';
-import { openXlsxStore, TEMP_PREFIX } from './xlsx.ts';
+import { openXlsxStore, piecesOf, TEMP_PREFIX } from './xlsx.ts';
 import { Journal } from './xlsx-journal.ts';
 
 let tmp: string;
@@ -283,6 +283,34 @@ describe.each(factories)('store backend $name', (f: BackendFactory) => {
 });
 
 describe('xlsx backend specifics', () => {
+  it('a save sends its rows to the I/O worker in pieces; headers go with the first piece of their tab', () => {
+    const rows = (n: number, from = 0): [number, string[]][] =>
+      Array.from({ length: n }, (_, i) => [from + i, [`r${from + i}`]]);
+    const pieces = piecesOf(
+      [
+        { name: 'A', headers: ['a'], oldHeaderWidth: 1, rows: rows(5) },
+        { name: 'B', headers: ['b'], oldHeaderWidth: 0, rows: [] },
+        { name: 'C', headers: undefined, oldHeaderWidth: 1, rows: rows(3) },
+      ],
+      4,
+    );
+    expect(pieces.map((p) => p.map((t) => `${t.name}${t.headers ? '+h' : ''}:${t.rows.length}`))).toEqual([
+      ['A+h:4'],
+      ['A:1', 'B+h:0', 'C:3'],
+    ]);
+    expect(pieces.flat().flatMap((t) => t.rows.map(([i]) => `${t.name}${i}`))).toEqual([
+      'A0',
+      'A1',
+      'A2',
+      'A3',
+      'A4',
+      'C0',
+      'C1',
+      'C2',
+    ]);
+    expect(piecesOf([], 4)).toEqual([[]]);
+  });
+
   it('saves atomically: no temp file is left behind and the file always opens', async () => {
     const file = path.join(tmp, 'atomic.xlsx');
     const s = await openXlsxStore(file, { watchMs: 0 });
