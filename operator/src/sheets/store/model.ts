@@ -350,26 +350,17 @@ export class TxImpl implements Tx {
   }
 
   replaceAll(tab: string, rows: Row[]): void {
-    const w = this.write(tab);
-    const next: StoredCell[][] = [];
-    const seen = new Set<string>();
-    for (const row of rows) {
-      const r = this.buildRow(w, row);
-      const k = w.rowKey(r);
-      if (w.keyCols.length > 0) {
-        if (k === undefined) throw new SchemaError(`tab ${tab}: a row needs ${w.keyCols.join(', ')}`);
-        if (seen.has(k)) throw new DuplicateKeyError(`tab ${tab}: duplicate key ${k} in replaceAll`);
-        seen.add(k);
-      }
-      next.push(r);
-    }
-    w.rows = next;
-    w.invalidate();
+    this.rewriteRows(tab, rows, 'replaceAll');
   }
 
   rewrite(tab: string, rows: (Row | KeepRow)[]): void {
+    if (this.read(tab).keyCols.length === 0)
+      throw new SchemaError(`tab ${tab} is append-only; use replaceAll`);
+    this.rewriteRows(tab, rows, 'rewrite');
+  }
+
+  private rewriteRows(tab: string, rows: (Row | KeepRow)[], verb: string): void {
     const g = this.read(tab);
-    if (g.keyCols.length === 0) throw new SchemaError(`tab ${tab} is append-only; use replaceAll`);
     const w = this.write(tab);
     const next: StoredCell[][] = [];
     const seen = new Set<string>();
@@ -385,9 +376,11 @@ export class TxImpl implements Tx {
         r = this.buildRow(w, row);
         k = w.rowKey(r);
       }
-      if (k === undefined) throw new SchemaError(`tab ${tab}: a row needs ${w.keyCols.join(', ')}`);
-      if (seen.has(k)) throw new DuplicateKeyError(`tab ${tab}: duplicate key ${k} in rewrite`);
-      seen.add(k);
+      if (w.keyCols.length > 0) {
+        if (k === undefined) throw new SchemaError(`tab ${tab}: a row needs ${w.keyCols.join(', ')}`);
+        if (seen.has(k)) throw new DuplicateKeyError(`tab ${tab}: duplicate key ${k} in ${verb}`);
+        seen.add(k);
+      }
       next.push(r);
     }
     w.rows = next;
