@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { constants, promises as fsp, readlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import ExcelJS from 'exceljs';
 import {
   looksLikeFormula,
@@ -43,12 +43,12 @@ export interface TabChange {
 const TEMP_PREFIX = '.~sk-';
 // Serialising a big workbook keeps this thread busy for seconds. On a host with few cores it then
 // competes with the apiserver's event loop for a core, and a heartbeat waits in the run queue behind
-// exceljs; a lower priority for this thread (Linux: setpriority on its thread id) lets the event loop
-// go first and the save take the idle time. 10 is what `nice` adds by default.
-const WORKER_NICE = 10;
+// exceljs; a lower priority for this thread (Linux: setpriority on its thread id; xlsx.ts
+// LIMITS.workerNice) lets the event loop go first and the save take the idle time.
 try {
+  const nice = Number((workerData as { nice?: number } | null)?.nice ?? 0);
   const tid = Number(/task\/(\d+)$/.exec(readlinkSync('/proc/thread-self'))?.[1]);
-  if (tid > 0) os.setPriority(tid, Math.min(19, os.getPriority(tid) + WORKER_NICE));
+  if (nice > 0 && tid > 0) os.setPriority(tid, Math.min(19, os.getPriority(tid) + nice));
 } catch {
   // Not Linux, or not allowed: the save then shares the core with the event loop as before.
 }

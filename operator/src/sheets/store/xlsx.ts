@@ -57,6 +57,10 @@ export const LIMITS = {
   // Rows per message to the I/O worker during a save: ~11 cells a row, a 2,000-row piece is copied
   // in a few ms, so a save of a 10,000-node workbook never holds the event loop for long.
   rowsPerMessage: 2_000,
+  // Added to the I/O worker thread's nice value: its seconds of serialising compete with the event
+  // loop for a core on a small host, and a heartbeat should not wait in the run queue behind exceljs
+  // (10 is what `nice` adds by default). Applied with setpriority on the thread's id (Linux).
+  workerNice: 10,
 } as const;
 
 export const TEMP_PREFIX = '.~sk-';
@@ -81,7 +85,7 @@ class IoThread {
   private seq = 0;
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   constructor() {
-    this.worker = new Worker(WORKER);
+    this.worker = new Worker(WORKER, { workerData: { nice: LIMITS.workerNice } });
     this.worker.unref();
     this.worker.on('message', (m: { id: number; ok: boolean; result?: unknown; error?: string }) => {
       const p = this.pending.get(m.id);
