@@ -10,6 +10,7 @@ import {
   apiProxy,
   apply,
   type Chart,
+  condition,
   type Deep,
   deleteNamespace,
   freshNamespace,
@@ -29,9 +30,6 @@ const LIMITS = {
 const NAME = 'gdemo';
 const SPREADSHEET = 'retrokube-cluster-test'; // fixed: the SheetCluster names it before the emulator runs
 const APISERVER = `app.kubernetes.io/instance=${NAME},app.kubernetes.io/component=apiserver`;
-
-const cond = (o: Deep, type: string): Deep =>
-  (o?.status?.conditions ?? []).find((c: Deep) => c.type === type);
 
 /**
  * Its describe block: on the single node (test/cluster/sheetcluster-google.test.ts) or on the several nodes
@@ -76,7 +74,7 @@ export function googleSheetClusterGroup(): void {
     const sheetCluster = (): Promise<Deep> => getJson(['sheetclusters.retrokube.io', '-n', ns, NAME]);
     const readyStatus = async (n: number): Promise<Deep> => {
       const o = await sheetCluster();
-      return cond(o, 'Ready')?.status === 'True' && o.status?.nodes === `${n}/${n}` ? o : undefined;
+      return condition(o, 'Ready')?.status === 'True' && o.status?.nodes === `${n}/${n}` ? o : undefined;
     };
 
     it('the emulator runs as a Service; a SheetCluster with store google converges: 2 agents Ready in the spreadsheet, status 2/2 from it', async () => {
@@ -114,7 +112,7 @@ export function googleSheetClusterGroup(): void {
         ),
       ).toEqual(['node-0', 'node-1']);
       const o = await waitFor('the SheetCluster Ready 2/2', () => readyStatus(2), LIMITS.readyMs);
-      expect(cond(o, 'Degraded')?.status).toBe('False');
+      expect(condition(o, 'Degraded')?.status).toBe('False');
       expect(o.status.nodeTable.map((n: Deep) => n.name).sort()).toEqual(['node-0', 'node-1']);
       // The deployments the SheetCluster asked for are rows of the spreadsheet's Deployments tab.
       const [header, ...deployments] = await tab('Deployments');

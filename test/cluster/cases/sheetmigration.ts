@@ -14,6 +14,7 @@ import {
   apiProxy,
   apply,
   type Chart,
+  condition,
   type Deep,
   deleteNamespace,
   freshNamespace,
@@ -35,8 +36,6 @@ const LIMITS = {
 const TICKERS = 2; // the sample "ticker" a new workbook gets
 const GOOGLE_SHEET = 'retrokube-migration-test'; // the Google-backed member's spreadsheet (our emulator)
 type Row = Record<string, unknown>;
-const cond = (o: Deep, type: string): Deep =>
-  (o?.status?.conditions ?? []).find((c: Deep) => c.type === type);
 
 /**
  * Its describe block: on the single node (test/cluster/sheetmigration.test.ts) or on the several nodes
@@ -117,7 +116,7 @@ export function sheetMigrationGroup(): void {
       for (const name of ['src', 'dst']) {
         await waitFor(
           `SheetCluster ${name} Ready`,
-          async () => cond(await getJson(['sheetcluster', '-n', ns, name]), 'Ready')?.status === 'True',
+          async () => condition(await getJson(['sheetcluster', '-n', ns, name]), 'Ready')?.status === 'True',
           LIMITS.readyMs,
         );
         await connect(name);
@@ -160,7 +159,7 @@ export function sheetMigrationGroup(): void {
       for (const s of after)
         expect([s.phase, s.message]).toEqual([s.phase, expect.not.stringMatching(/ScalingTarget/)]);
       expect(done.status.message).not.toMatch(/ScalingTarget|WaitingTarget|DrainingSource/);
-      expect(cond(done, 'Ready')).toMatchObject({ status: 'True', reason: 'Succeeded' });
+      expect(condition(done, 'Ready')).toMatchObject({ status: 'True', reason: 'Succeeded' });
       // The Events, one per phase: "A → B: words" where the words are B's.
       const events: Deep[] = (await getJson(['events', '-n', ns])).items.filter(
         (e: Deep) => e.involvedObject?.name === 'move' && e.involvedObject?.kind === 'SheetMigration',
@@ -188,7 +187,7 @@ export function sheetMigrationGroup(): void {
       });
       await waitFor(
         'SheetCluster gdst Ready',
-        async () => cond(await getJson(['sheetcluster', '-n', ns, 'gdst']), 'Ready')?.status === 'True',
+        async () => condition(await getJson(['sheetcluster', '-n', ns, 'gdst']), 'Ready')?.status === 'True',
         LIMITS.readyMs,
       );
       await connect('gdst');
@@ -223,7 +222,7 @@ export function sheetMigrationGroup(): void {
         },
         LIMITS.moveMs,
       );
-      expect(cond(done, 'Ready')).toMatchObject({ status: 'True', reason: 'Succeeded' });
+      expect(condition(done, 'Ready')).toMatchObject({ status: 'True', reason: 'Succeeded' });
       const now = (await pods(ns, 'app.kubernetes.io/name=retrokube')).filter(podReady);
       expect(now.map((p) => p.metadata.name)).not.toContain(operator.metadata.name);
       await waitFor(
@@ -308,7 +307,7 @@ export function sheetMigrationGroup(): void {
         },
         LIMITS.moveMs,
       );
-      expect(cond({ status: st }, 'Ready')?.status).toBe('True');
+      expect(condition({ status: st }, 'Ready')?.status).toBe('True');
       // The service list merges both sheets: every service on both members, the first one home.
       const byName = new Map<string, Deep>(st.services.map((x: Deep) => [x.name, x]));
       for (const name of ['beat', 'ticker'])
