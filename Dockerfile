@@ -44,12 +44,12 @@ RUN RETROKUBE_JIT_HINTS=off RETROKUBE_OBERON_BASE_URL="$OBERON_BASE_URL" node --
 # another build is never used wrongly; portable: keyed by paths relative to the cache folder. Node
 # writes its files 0600: made readable here, as the runtime stage copies them as root.
 FROM deps AS compile-cache
+ENV NODE_ENV=production XDG_CACHE_HOME=/app/cache NODE_COMPILE_CACHE=/app/cache/retrokube/compile-cache NODE_COMPILE_CACHE_PORTABLE=1
+RUN mkdir -p "$NODE_COMPILE_CACHE" && chown 1000:1000 "$NODE_COMPILE_CACHE"
 COPY package.json LICENSE ./
 COPY crds ./crds
 COPY images ./images
 COPY operator ./operator
-ENV NODE_ENV=production XDG_CACHE_HOME=/app/cache NODE_COMPILE_CACHE=/app/cache/retrokube/compile-cache NODE_COMPILE_CACHE_PORTABLE=1
-RUN mkdir -p "$NODE_COMPILE_CACHE" && chown 1000:1000 "$NODE_COMPILE_CACHE"
 USER 1000:1000
 RUN node operator/bin/bake-compile-cache.js && chmod -R a+rX,go-w "$NODE_COMPILE_CACHE"
 

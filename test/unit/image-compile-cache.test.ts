@@ -24,6 +24,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cacheUse } from './compile-cache-use.ts';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const IMAGE_UID = 1000; // the Dockerfile's USER and the chart's runAsUser (dockerfile.test.ts)
@@ -54,24 +55,6 @@ function asUser(args: string[], opts: { cwd: string; env: Record<string, string>
     ['--user', `--map-user=${opts.uid ?? IMAGE_UID}`, `--map-group=${opts.uid ?? IMAGE_UID}`, ...args],
     { cwd: opts.cwd, env: { PATH: process.env.PATH ?? '', HOME: opts.cwd, ...opts.env }, encoding: 'utf8' },
   );
-}
-
-/** Per module URL, whether Node took it from the cache: stripped (its TypeScript) and compiled (V8's code). */
-function cacheUse(stderr: string): { stripped: Map<string, boolean>; compiled: Map<string, boolean> } {
-  const stripped = new Map<string, boolean>();
-  const compiled = new Map<string, boolean>();
-  for (const line of stderr.split('\n')) {
-    let m =
-      /^\[compile cache\] retrieving transpile cache for StrippedTypeScript (file:\S+?)\.\.\.success/.exec(
-        line,
-      );
-    if (m?.[1]) stripped.set(m[1], true);
-    m = /^\[compile cache\] no transpile cache for StrippedTypeScript (file:\S+)$/.exec(line);
-    if (m?.[1]) stripped.set(m[1], false);
-    m = /^\[compile cache\] V8 code cache for ESM (file:\S+) was (\w+)/.exec(line);
-    if (m?.[1]) compiled.set(m[1], m[2] === 'accepted');
-  }
-  return { stripped, compiled };
 }
 
 const filesUnder = (dir: string): string[] =>
