@@ -33,6 +33,8 @@ const CACHE =
   /\bNODE_COMPILE_CACHE=\/app\/(\S+)/.exec(readFileSync(join(REPO, 'Dockerfile'), 'utf8'))?.[1] ?? '';
 
 const userns = spawnSync('unshare', ['--user', `--map-user=${IMAGE_UID}`, 'true']).status === 0;
+if (!userns && process.env.CI === 'true')
+  throw new Error('image-compile-cache: no user namespaces (unshare --user, util-linux 2.38+)');
 if (!userns) process.stderr.write('[image-compile-cache] not run: no user namespaces (unshare --user)\n');
 
 /** The build context paths the Dockerfile's compile-cache stage COPYs in (node_modules comes with its base). */
