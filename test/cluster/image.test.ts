@@ -255,6 +255,7 @@ describe.skipIf(skipReason())('the product image (hack/build-image.sh) against t
         ...c.Env,
         'HOME=/tmp',
         'NODE_DEBUG_NATIVE=COMPILE_CACHE',
+        'RETROKUBE_DEBUG=1', // the failure's stack
         ...(JSON.parse(finalStage().find((s) => s.op === 'ENTRYPOINT')?.args ?? '[]') as string[]),
         'operator',
         '--kubeconfig',
@@ -266,6 +267,11 @@ describe.skipIf(skipReason())('the product image (hack/build-image.sh) against t
     expect(r.stderr).toContain(
       "retrokube: ENOENT: no such file or directory, open '/nonexistent/kubeconfig'",
     );
+    // Its stack names the image's files: a cached module keeps the path it was baked at (Node
+    // appends it to the stripped source), and both builds bake at the image's own paths.
+    const frames = r.stderr.split('\n').filter((l) => /^\s+at .*operator\/src\//.test(l));
+    expect(frames.length).toBeGreaterThan(3);
+    expect(frames.filter((l) => !l.includes(`file://${c.WorkingDir}/operator/src/`))).toEqual([]);
     const { stripped, compiled } = cacheUse(r.stderr);
     const ts = [...stripped.keys()].filter((u) => u.startsWith(`file://${c.WorkingDir}/operator/src/`));
     expect(ts.length).toBeGreaterThan(50);

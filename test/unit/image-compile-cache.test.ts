@@ -137,10 +137,15 @@ describe.skipIf(!userns)("the image's compile cache, baked elsewhere and read-on
     const none = join(tmp, 'no-kubeconfig');
     const start = asUser(
       [process.execPath, 'operator/src/cli/main.ts', 'operator', '--kubeconfig', none, '--metrics-port', '0'],
-      { cwd: app, env: imageEnv() },
+      { cwd: app, env: imageEnv({ RETROKUBE_DEBUG: '1' }) },
     );
     expect(start.status).toBe(1);
     expect(start.stderr).toContain(`retrokube: ENOENT: no such file or directory, open '${none}'`);
+    // Why both builds bake at the image's own paths (/app): a cached TypeScript module keeps the
+    // path it was stripped at (Node appends `//# sourceURL=<file>`), and stack traces show that one.
+    const frames = start.stderr.split('\n').filter((l) => /^\s+at .*operator\/src\//.test(l));
+    expect(frames.length).toBeGreaterThan(3);
+    expect(frames.every((l) => l.includes(`file://${join(tmp, 'build', 'app')}/operator/src/`))).toBe(true);
     const { stripped, compiled } = cacheUse(start.stderr);
     const ours = (url: string) => url.startsWith(`file://${app}/operator/src/`);
     const ts = [...stripped.keys()].filter(ours);
