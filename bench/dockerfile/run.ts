@@ -85,20 +85,27 @@ interface Build {
   storeMiB: number;
 }
 
-/** buildah's output: "[2/3] STEP 4/7: COPY ..." then "--> Using cache <id>" when cached. */
+/**
+ * buildah's output: "[2/3] STEP 4/7: COPY ..." then "--> Using cache <id>" when cached, and "--> <id>"
+ * once the step is done. A step that needs a stage not built yet waits for it, and that stage's steps
+ * come in between (a COPY --from=disks, then the disks stage's steps, then the COPY's own lines):
+ * each "-->" line belongs to the latest step still waiting for its result (FROM prints none).
+ */
 function stepsOf(log: string): Step[] {
-  const lines = log.split('\n');
   const out: Step[] = [];
-  lines.forEach((l, i) => {
-    const m = /^\[\d+\/\d+\] STEP \d+\/\d+: ((?:RUN|COPY) .*)$/.exec(l);
+  const waiting: Step[] = [];
+  for (const l of log.split('\n')) {
+    const m = /^\[\d+\/\d+\] STEP \d+\/\d+: ((\S+) .*)$/.exec(l);
     if (m) {
-      const next = lines.slice(i + 1).find((x) => x.startsWith('-->') || /^\[\d+\/\d+\] STEP/.test(x));
-      out.push({
-        step: m[1].slice(0, LIMITS.stepChars),
-        cached: next?.startsWith('--> Using cache') ?? false,
-      });
-    }
-  });
+      if (m[2] === 'FROM') continue;
+      const s = { step: m[1].slice(0, LIMITS.stepChars), cached: false };
+      waiting.push(s);
+      if (m[2] === 'RUN' || m[2] === 'COPY') out.push(s);
+    } else if (l.startsWith('--> Using cache')) {
+      const s = waiting.at(-1);
+      if (s) s.cached = true;
+    } else if (/^--> [0-9a-f]+$/.test(l)) waiting.pop();
+  }
   return out;
 }
 
@@ -153,7 +160,7 @@ function expectRan(b: Build, must: RegExp[], mustNot: RegExp[]): void {
   for (const w of mustNot) if (ran.some((s) => w.test(s))) problems.push(`${b.name}: ${w} ran, not cached`);
 }
 const DEPS = /^RUN npm ci /;
-const DISKS = /^RUN RETROKUBE_OBERON_BASE_URL=/;
+const DISKS = /^RUN .*RETROKUBE_OBERON_BASE_URL=/;
 const SOURCES = /^COPY operator \.\/operator$/;
 const BAKE = /^RUN node operator\/bin\/bake-compile-cache\.js /;
 const BAKED = /^COPY --from=compile-cache /;
