@@ -20,7 +20,17 @@
 //   node_modules/.bin/node bench/operator/<bench>.ts [--count N] [--starts 3] [--baseline DIR]
 //     [--image ARCHIVE | --no-image] [--save]
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -134,6 +144,9 @@ async function startOperator(v: StartVariant, kubeconfig: string, namespace: str
   const { entry } = v;
   const metricsPort = await freePort();
   const [cmd, ...pre] = v.command ?? [join(REPO_ROOT, 'node_modules/.bin/node')];
+  // A captured stderr goes to a file: Node's native debug lines are lost when they meet a full pipe.
+  const errFile = v.captureStderr ? join(mkdtempSync(join(tmpdir(), 'rk-bench-stderr-')), 'stderr') : '';
+  const errFd = errFile ? openSync(errFile, 'w') : 'inherit';
   const proc = spawn(
     cmd as string,
     [
@@ -145,15 +158,13 @@ async function startOperator(v: StartVariant, kubeconfig: string, namespace: str
       ...['--namespace', namespace],
     ],
     {
-      stdio: ['ignore', 'inherit', v.captureStderr ? 'pipe' : 'inherit'],
+      stdio: ['ignore', 'inherit', errFd],
       cwd: v.cwd,
       env: childEnv({ ...(v.ownEnv ? {} : process.env), RETROKUBE_LOG_LEVEL: 'warn', ...v.env }),
     },
   );
-  let stderr = '';
-  proc.stderr?.setEncoding('utf8').on('data', (d: string) => {
-    stderr += d;
-  });
+  if (typeof errFd === 'number') closeSync(errFd);
+  const stderr = () => (errFile ? readFileSync(errFile, 'utf8') : '');
   const t0 = performance.now();
   // Started = ready: /readyz answers 200 once the controllers run on synced caches (their first
   // LISTs done, over TLS), which is later than /metrics, served before the controllers start.
@@ -164,7 +175,7 @@ async function startOperator(v: StartVariant, kubeconfig: string, namespace: str
       (r) => r.status === 200,
       () => false,
     );
-    if (ok) return { proc, pid: proc.pid as number, metricsPort, stderr: () => stderr };
+    if (ok) return { proc, pid: proc.pid as number, metricsPort, stderr };
     if (performance.now() - t0 > LIMITS.startTimeoutMs) throw new Error(`${entry}: not ready in time`);
     await sleep(100);
   }

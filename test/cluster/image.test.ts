@@ -6,7 +6,16 @@
 // the image (Node's own account, NODE_DEBUG_NATIVE=COMPILE_CACHE), and writes nothing to it.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -238,6 +247,9 @@ describe.skipIf(skipReason())('the product image (hack/build-image.sh) against t
     expect(before.length).toBeGreaterThan(150);
     expect(before.filter(([, , mode]) => mode !== 0o644)).toEqual([]); // root's, readable by the user
     // Up to its kubeconfig (none here): main.ts, the verb, operator-run.ts and all it imports loaded.
+    // stderr to a file: Node's native debug lines are lost when they meet a full pipe.
+    const errFile = join(work, 'operator-start.stderr');
+    const errFd = openSync(errFile, 'w');
     const r = spawnSync(
       'unshare',
       [
@@ -261,8 +273,10 @@ describe.skipIf(skipReason())('the product image (hack/build-image.sh) against t
         '--kubeconfig',
         '/nonexistent/kubeconfig',
       ],
-      { encoding: 'utf8', timeout: 120_000, cwd: '/' },
+      { encoding: 'utf8', timeout: 120_000, cwd: '/', stdio: ['pipe', 'pipe', errFd] },
     );
+    closeSync(errFd);
+    r.stderr = readFileSync(errFile, 'utf8');
     expect(r.status).toBe(1);
     expect(r.stderr).toContain(
       "retrokube: ENOENT: no such file or directory, open '/nonexistent/kubeconfig'",

@@ -10,19 +10,18 @@ export interface CacheUse {
   compiled: Map<string, boolean>;
 }
 
+// Matched anywhere, not per line: Node's native debug lines and the process's other writes to stderr
+// can share a line now and then (seen: a module's "was accepted" line missing from the line start).
+const STRIPPED_HIT =
+  /\[compile cache\] retrieving transpile cache for StrippedTypeScript (file:\S+?)\.\.\.success/g;
+const STRIPPED_MISS = /\[compile cache\] no transpile cache for StrippedTypeScript (file:\S+)/g;
+const COMPILED = /\[compile cache\] V8 code cache for ESM (file:\S+) was (\w+)/g;
+
 export function cacheUse(stderr: string): CacheUse {
   const stripped = new Map<string, boolean>();
   const compiled = new Map<string, boolean>();
-  for (const line of stderr.split('\n')) {
-    let m =
-      /^\[compile cache\] retrieving transpile cache for StrippedTypeScript (file:\S+?)\.\.\.success/.exec(
-        line,
-      );
-    if (m?.[1]) stripped.set(m[1], true);
-    m = /^\[compile cache\] no transpile cache for StrippedTypeScript (file:\S+)$/.exec(line);
-    if (m?.[1]) stripped.set(m[1], false);
-    m = /^\[compile cache\] V8 code cache for ESM (file:\S+) was (\w+)/.exec(line);
-    if (m?.[1]) compiled.set(m[1], m[2] === 'accepted');
-  }
+  for (const m of stderr.matchAll(STRIPPED_HIT)) stripped.set(m[1] as string, true);
+  for (const m of stderr.matchAll(STRIPPED_MISS)) stripped.set(m[1] as string, false);
+  for (const m of stderr.matchAll(COMPILED)) compiled.set(m[1] as string, m[2] === 'accepted');
   return { stripped, compiled };
 }
