@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rawRequest } from '../util/http-guard.testkit.ts';
 import { ManualClock } from './clock.ts';
+import { procAddress } from './kernel-drops.ts';
 import { clusterTag, heartbeatDatagram, keyFromHex } from './kubenet.ts';
 import { startListener } from './listen.ts';
 import { RELAY_LIMITS, type Relay, type RelayOptions, startRelay } from './relay.ts';
@@ -295,7 +296,9 @@ describe('the relay on loopback', () => {
       { numRuns: 300 },
     );
     await until(
-      () => r.stats().hellos + r.stats().framesIn + r.stats().malformed >= sent + 3,
+      // the kernel queue in front of the relay drops what it cannot hold (the sends above never
+      // yield to the relay's loop): those were judged too, by the queue
+      () => r.stats().hellos + r.stats().framesIn + r.stats().malformed + r.stats().droppedQueue >= sent + 3,
       5000,
       'all judged',
     );
@@ -459,6 +462,40 @@ describe('runtime control of the relay', () => {
   });
 });
 
+describe('the kernel queue in front of the relay (#32: drop, as radio does, rather than queue)', () => {
+  it('holds the Linux default before a flood is timed; a burst beyond it is dropped by the kernel and counted', async () => {
+    const r = await relay({ rate: null, metricsPort: 0, metricsBind: '127.0.0.1' });
+    const a = await station(r);
+    await station(r);
+    await until(() => r.peers().length === 2, 5000, 'two stations');
+    expect(r.stats().queueFrames).toBe(RELAY_LIMITS.QUEUE_INITIAL_FRAMES);
+    // one turn of this loop (the relay's too): nothing is read until every frame is sent
+    const raw = dgram.createSocket('udp4');
+    open.push({ close: () => new Promise<void>((res) => raw.close(() => res())) });
+    const burst = 4 * RELAY_LIMITS.QUEUE_INITIAL_FRAMES;
+    for (let i = 0; i < burst; i++) raw.send(frame(9, i), r.address.port, '127.0.0.1');
+    await until(() => r.stats().framesIn + r.stats().droppedQueue === burst, 5000, 'the burst judged');
+    const st = r.stats();
+    if (process.platform === 'linux') {
+      expect(st.droppedQueue).toBeGreaterThan(0);
+      expect(st.framesIn).toBeLessThanOrEqual(RELAY_LIMITS.QUEUE_INITIAL_FRAMES + 1);
+    }
+    const text = await (await fetch(`${r.metrics!.url}/metrics`)).text();
+    expect(text).toMatch(new RegExp(`^air_relay_dropped_total\\{reason="queue"\\} ${st.droppedQueue}$`, 'm'));
+    expect(text).toMatch(/^air_relay_queue_frames \d+$/m);
+    // and the air still carries frames
+    await a.st.send(frame(1, 7));
+    await until(() => r.stats().framesIn === st.framesIn + 1, 5000, 'a frame after the burst');
+  });
+
+  it('finds its socket in /proc/net/udp by the address as the kernel prints it', () => {
+    expect(procAddress('127.0.0.1', false)).toBe('0100007F');
+    expect(procAddress('0.0.0.0', false)).toBe('00000000');
+    expect(procAddress('::1', true)).toBe('00000000000000000000000001000000');
+    expect(procAddress('::', true)).toBe('0'.repeat(32));
+  });
+});
+
 describe('#17.7 the peer table against one host with many ports', () => {
   /** `n` hello-only sockets bound to `host` (a loopback address: 127.0.0.0/8 all reach lo). */
   async function sprayHellos(r: Relay, host: string, n: number): Promise<dgram.Socket[]> {
@@ -549,7 +586,8 @@ describe('#28.3 the peer table against a spray of one-frame sources', () => {
         s.send(Buffer.from(frame(50 + h, i)), r.address.port, '127.0.0.1');
         spray.push(s);
       }
-    await until(() => r.stats().framesIn >= 2 + 33 * 32, 10_000, 'the spray');
+    // what the relay's kernel queue could not hold is dropped there, as a flood is (RELAY_LIMITS.QUEUE_MS)
+    await until(() => r.stats().framesIn + r.stats().droppedQueue >= 2 + 33 * 32, 10_000, 'the spray');
     await settle();
     // the spray held at most MAX_UNPROVEN_PER_HOST entries per address, and each frame reached few
     expect(r.peers().length).toBeLessThanOrEqual(1 + 33 * RELAY_LIMITS.MAX_UNPROVEN_PER_HOST);

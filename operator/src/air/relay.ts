@@ -7,8 +7,10 @@
 import dgram from 'node:dgram';
 import dns from 'node:dns';
 import { isIP, isIPv6 } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { type Logger, logger } from '../util/log.ts';
 import { type Clock, systemClock } from './clock.ts';
+import { kernelDrops } from './kernel-drops.ts';
 import { decodeKubeData } from './kubenet.ts';
 import { startRelayControl, startRelayMetrics } from './relay-http.ts';
 import type { HttpEndpoint, Relay, RelayEvent, RelayPeer, RelayStats } from './relay-types.ts';
@@ -69,8 +71,44 @@ export const RELAY_LIMITS = {
   MAX_UNPROVEN_PER_HOST: 24,
   /** Unproven stations one frame reaches at most: that fresh air is served whole; a spray is amplified ×24 at most, not ×64. */
   MAX_UNPROVEN_RECEIVERS: 24,
-  /** A bigger kernel receive buffer rides out bursts while the relay is busy fanning out. */
-  RECV_BUFFER_BYTES: 4 * 1024 * 1024,
+  /**
+   * The longest a frame may wait in front of the relay: one SCC send (Wait, 50 ms). Radio does
+   * not queue: a frame the air cannot carry now is lost, so later than this it is dropped (#32).
+   */
+  MAX_DELAY_MS: 50,
+  /**
+   * The kernel's receive queue is where a flood waits (bench/air/queues.ts: with a 4-MiB buffer it
+   * held ~9,000 frames, 1.2 s of the relay's speed, while every other queue on the path stayed
+   * empty). It is sized to hold this long of what the relay forwards, timed while it works; the
+   * kernel drops the rest on arrival, for free. The other half of MAX_DELAY_MS is for waits no
+   * buffer governs: the relay's thread, or a receiver's, waiting for a core on a busy host.
+   */
+  QUEUE_MS: 25,
+  /**
+   * Before a flood is measured: the Linux default receive buffer (208 KiB), as the reference relay
+   * has. Real Kube traffic (21 stations at 20 frames/s, ~420/s) never makes a measurement, so it
+   * keeps this: 0.6 s of real traffic rides out a stalled relay thread.
+   */
+  QUEUE_INITIAL_FRAMES: 256,
+  /** QUEUE_MS of the slowest relay measured here (~1,300 frames/s to 20 stations on a loaded host). */
+  QUEUE_MIN_FRAMES: 32,
+  /** QUEUE_MS of ~160,000 frames/s (a relay with few stations), and no more kernel memory (3.4 MiB). */
+  QUEUE_MAX_FRAMES: 4096,
+  /**
+   * Kernel bytes a queued 33-byte datagram takes of the receive buffer (its skb truesize: 832 on
+   * Linux loopback, bench/air/queues.ts; a NIC's may be larger, which only shortens the queue).
+   */
+  DATAGRAM_TRUESIZE: 832,
+  /** How often the relay times itself while datagrams flow. */
+  QUEUE_MEASURE_MS: 250,
+  /** Datagrams a timing needs: fewer time the loop's idle wake-ups, not the relay's speed. */
+  QUEUE_MIN_SAMPLE: 200,
+  /**
+   * The queue shrinks at once when the relay times itself slower, and grows at most this much a
+   * timing: one fast window (a flood the rate ceiling drops for free) must not let the next hold
+   * frames past the bound.
+   */
+  QUEUE_MAX_GROWTH: 1.25,
 } as const;
 
 export type { Relay, RelayEvent, RelayPeer, RelayState, RelayStats } from './relay-types.ts';
@@ -146,7 +184,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   let on = true;
   const cuts = new Set<string>();
   const peers = new Map<string, PeerEntry>();
-  const s: Omit<RelayStats, 'peers'> = {
+  const s: Omit<RelayStats, 'peers' | 'droppedQueue' | 'queueFrames'> = {
     hellos: 0,
     framesIn: 0,
     framesOut: 0,
@@ -289,14 +327,49 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   };
 
   const bind = opts.bind ?? '0.0.0.0';
-  const socket = dgram.createSocket({
-    type: isIPv6(bind) ? 'udp6' : 'udp4',
-    recvBufferSize: RELAY_LIMITS.RECV_BUFFER_BYTES,
-    lookup: literalLookup,
-  });
+  const socket = dgram.createSocket({ type: isIPv6(bind) ? 'udp6' : 'udp4', lookup: literalLookup });
+
+  // The kernel queue in front of the relay holds QUEUE_MS of the relay's speed: frames handled per
+  // ms of its loop's busy time (wall time while the thread works, so a relay sharing its core times
+  // itself slower and holds fewer frames: the bound is kept in time, not in frames).
+  let queueFrames: number = RELAY_LIMITS.QUEUE_INITIAL_FRAMES;
+  const sizeQueue = (frames: number): void => {
+    queueFrames = frames;
+    // Linux doubles what it is given (the other half is its bookkeeping).
+    socket.setRecvBufferSize(Math.ceil((frames * RELAY_LIMITS.DATAGRAM_TRUESIZE) / 2));
+  };
+  let handled = 0;
+  let timedAt = performance.now();
+  let timedElu = performance.eventLoopUtilization();
+  let timedHandled = 0;
+  const timeQueue = (): void => {
+    const at = performance.now();
+    if (at - timedAt < RELAY_LIMITS.QUEUE_MEASURE_MS) return;
+    const elu = performance.eventLoopUtilization();
+    const n = handled - timedHandled;
+    const busyMs = elu.active - timedElu.active;
+    if (n >= RELAY_LIMITS.QUEUE_MIN_SAMPLE && busyMs > 0) {
+      const frames = Math.round(
+        Math.max(
+          RELAY_LIMITS.QUEUE_MIN_FRAMES,
+          Math.min(
+            RELAY_LIMITS.QUEUE_MAX_FRAMES,
+            (n / busyMs) * RELAY_LIMITS.QUEUE_MS,
+            queueFrames * RELAY_LIMITS.QUEUE_MAX_GROWTH,
+          ),
+        ),
+      );
+      if (frames !== queueFrames) sizeQueue(frames);
+    }
+    timedAt = at;
+    timedElu = elu;
+    timedHandled = handled;
+  };
 
   let expiredAt = Number.NEGATIVE_INFINITY;
   socket.on('message', (msg, rinfo) => {
+    handled++;
+    timeQueue();
     const now = clock.now();
     if (now - expiredAt >= RELAY_LIMITS.EXPIRE_EVERY_MS) {
       expiredAt = now;
@@ -400,6 +473,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     socket.bind(opts.port ?? AIR_PORT, bind, () => {
       socket.removeAllListeners('error');
       socket.on('error', onSocketError);
+      sizeQueue(queueFrames);
       resolve();
     });
   });
@@ -409,7 +483,12 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   const sweep = setInterval(() => expire(clock.now()), RELAY_LIMITS.SWEEP_MS);
   sweep.unref();
 
-  const stats = (): RelayStats => ({ ...s, peers: peers.size });
+  const stats = (): RelayStats => ({
+    ...s,
+    droppedQueue: kernelDrops(address),
+    queueFrames,
+    peers: peers.size,
+  });
   const peerList = (): RelayPeer[] => [...peers.values()].map((p) => ({ ...publicPeer(p), cut: isCut(p) }));
 
   const relay: Relay = {
@@ -494,10 +573,10 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
 
 /** One line for people: what the air carried so far. */
 export function relaySummary(st: RelayStats, loss: number, on: boolean): string {
-  const dropped = st.droppedLoss + st.droppedRate + st.droppedOff + st.droppedCut;
+  const dropped = st.droppedLoss + st.droppedRate + st.droppedOff + st.droppedCut + st.droppedQueue;
   return (
     `air ${on ? 'on' : 'OFF'}: ${st.peers} stations, ${st.framesIn} frames in, ${st.framesOut} out, ` +
-    `${dropped} dropped (loss ${st.droppedLoss}, rate ${st.droppedRate}, off ${st.droppedOff}, cut ${st.droppedCut}), ` +
+    `${dropped} dropped (loss ${st.droppedLoss}, rate ${st.droppedRate}, off ${st.droppedOff}, cut ${st.droppedCut}, queue full ${st.droppedQueue}), ` +
     `${st.malformed} malformed, loss ${Math.round(loss * 100)}%`
   );
 }
