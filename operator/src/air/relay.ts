@@ -85,15 +85,23 @@ export const RELAY_LIMITS = {
    */
   QUEUE_MS: 25,
   /**
-   * Before a flood is measured: the Linux default receive buffer (208 KiB), as the reference relay
-   * has. Real Kube traffic (21 stations at 20 frames/s, ~420/s) never makes a measurement, so it
-   * keeps this: 0.6 s of real traffic rides out a stalled relay thread.
+   * Whenever traffic is too light to time the relay (fewer than QUEUE_MIN_SAMPLE datagrams in a
+   * timing): the Linux default receive buffer (208 KiB), as the reference relay has. Light traffic
+   * builds no queue unless the relay's thread stalls, and then a small queue would not keep the
+   * bound (what it holds still waits for the stall) but only lose frames: after a flood timed on a
+   * starved core had left 32 datagrams, a station at a steady 400 frames/s lost 168 of 1,200 (bench/air
+   * --compare). Real Kube traffic (21 stations at 20 frames/s, ~420/s) always has this.
    */
   QUEUE_INITIAL_FRAMES: 256,
   /** QUEUE_MS of the slowest relay measured here (~1,300 frames/s to 20 stations on a loaded host). */
   QUEUE_MIN_FRAMES: 32,
-  /** QUEUE_MS of ~160,000 frames/s (a relay with few stations), and no more kernel memory (3.4 MiB). */
-  QUEUE_MAX_FRAMES: 4096,
+  /**
+   * QUEUE_MS of ~40,000 frames/s (a relay with few stations, or one whose rate ceiling drops a flood
+   * for almost nothing). A queue timed that fast holds QUEUE_MS only while the relay keeps its
+   * core: on a host that takes the core away, 4,096 datagrams waited 270-305 ms (bench/air
+   * --compare, default limits, load 3.8). Kernel memory: 850 KiB.
+   */
+  QUEUE_MAX_FRAMES: 1024,
   /**
    * Kernel bytes a queued 33-byte datagram takes of the receive buffer (its skb truesize: 832 on
    * Linux loopback, bench/air/queues.ts; a NIC's may be larger, which only shortens the queue).
@@ -348,7 +356,9 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     const elu = performance.eventLoopUtilization();
     const n = handled - timedHandled;
     const busyMs = elu.active - timedElu.active;
-    if (n >= RELAY_LIMITS.QUEUE_MIN_SAMPLE && busyMs > 0) {
+    if (n < RELAY_LIMITS.QUEUE_MIN_SAMPLE) {
+      if (queueFrames !== RELAY_LIMITS.QUEUE_INITIAL_FRAMES) sizeQueue(RELAY_LIMITS.QUEUE_INITIAL_FRAMES);
+    } else if (busyMs > 0) {
       const frames = Math.round(
         Math.max(
           RELAY_LIMITS.QUEUE_MIN_FRAMES,
