@@ -16,7 +16,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { startRecording, writeResults } from '../results.ts';
-import { frame, pct, sock } from './stations.ts';
+import { frame, pct, SILENT_RECEIVERS, sock } from './stations.ts';
 
 const record = startRecording();
 
@@ -118,24 +118,6 @@ async function reference(): Promise<RelayUnderTest> {
     },
   };
 }
-
-// 19 receivers that hello twice (ours proves a station heard again after 1 s) and never read.
-const SILENT_RECEIVERS = `
-import socket, sys, time
-port = int(sys.argv[1])
-rs = []
-for _ in range(int(sys.argv[2])):
-    r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    r.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    r.bind(("127.0.0.1", 0))
-    rs.append(r)
-for _ in range(2):
-    for r in rs:
-        r.sendto(b"\\xff", ("127.0.0.1", port))
-    time.sleep(1.1)
-print("ready", flush=True)
-sys.stdin.read()
-`;
 
 async function measure(relay: RelayUnderTest) {
   const others = spawn('python3', ['-c', SILENT_RECEIVERS, String(relay.port), String(BENCH.RECEIVERS - 1)], {

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { frame, sock } from './stations.ts';
+import { frame, SILENT_RECEIVERS, sock } from './stations.ts';
 
 const arg = (name: string): number | undefined => {
   const i = process.argv.indexOf(name);
@@ -62,22 +62,9 @@ const relayState = (): Promise<Stats> =>
     worker.postMessage({ type: 'stats' });
   });
 
-const SILENT = `
-import socket, sys, time
-rs = []
-for _ in range(19):
-    r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    r.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    r.bind(("127.0.0.1", 0))
-    rs.append(r)
-for _ in range(2):
-    for r in rs:
-        r.sendto(b"\\xff", ("127.0.0.1", int(sys.argv[1])))
-    time.sleep(1.1)
-print("ready", flush=True)
-sys.stdin.read()
-`;
-const others = spawn('python3', ['-c', SILENT, String(port)], { stdio: ['pipe', 'pipe', 'inherit'] });
+const others = spawn('python3', ['-c', SILENT_RECEIVERS, String(port), '19'], {
+  stdio: ['pipe', 'pipe', 'inherit'],
+});
 const receiver = await sock();
 const sender = await sock();
 const sentAt = new Map<number, bigint>();

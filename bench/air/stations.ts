@@ -21,3 +21,25 @@ export function frame(seq: number): Buffer {
 /** The p-th percentile of sorted `xs`. */
 export const pct = (xs: number[], p: number): number =>
   xs[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))] ?? Number.NaN;
+
+/**
+ * python3 -c SILENT_RECEIVERS PORT N: N receivers that hello the relay on PORT twice (ours proves a
+ * station heard again after 1 s) and never read, so the kernel drops what overflows them and no
+ * receiver's work competes with the relay for the CPU; prints "ready" once proven.
+ */
+export const SILENT_RECEIVERS = `
+import socket, sys, time
+port = int(sys.argv[1])
+rs = []
+for _ in range(int(sys.argv[2])):
+    r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    r.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    r.bind(("127.0.0.1", 0))
+    rs.append(r)
+for _ in range(2):
+    for r in rs:
+        r.sendto(b"\\xff", ("127.0.0.1", port))
+    time.sleep(1.1)
+print("ready", flush=True)
+sys.stdin.read()
+`;
