@@ -488,6 +488,32 @@ describe('the kernel queue in front of the relay (#32: drop, as radio does, rath
     await until(() => r.stats().framesIn === st.framesIn + 1, 5000, 'a frame after the burst');
   });
 
+  it('a flood times the queue (within its bounds); light traffic puts back the Linux default', async () => {
+    const r = await relay({ rate: null });
+    const a = await station(r);
+    for (let i = 0; i < 4; i++) await station(r);
+    await until(() => r.peers().length === 5, 5000, 'five stations');
+    const sizes = new Set<number>();
+    const end = Date.now() + 3 * RELAY_LIMITS.QUEUE_MEASURE_MS;
+    for (let n = 0; Date.now() < end; ) {
+      for (let k = 0; k < 50; k++) void a.st.send(frame(1, n++));
+      await new Promise((res) => setImmediate(res)); // the relay reads between bursts
+      sizes.add(r.stats().queueFrames);
+    }
+    sizes.delete(RELAY_LIMITS.QUEUE_INITIAL_FRAMES);
+    expect(sizes.size).toBeGreaterThan(0); // timed at least once
+    for (const q of sizes) {
+      expect(q).toBeGreaterThanOrEqual(RELAY_LIMITS.QUEUE_MIN_FRAMES);
+      expect(q).toBeLessThanOrEqual(RELAY_LIMITS.QUEUE_MAX_FRAMES);
+    }
+    // light traffic, 10 frames/s: the window that holds the flood's tail is timed, the next one not
+    for (let i = 0; i < 20 && r.stats().queueFrames !== RELAY_LIMITS.QUEUE_INITIAL_FRAMES; i++) {
+      await a.st.send(frame(1, i));
+      await settle(100);
+    }
+    expect(r.stats().queueFrames).toBe(RELAY_LIMITS.QUEUE_INITIAL_FRAMES);
+  });
+
   it('finds its socket in /proc/net/udp by the address as the kernel prints it', () => {
     expect(procAddress('127.0.0.1', false)).toBe('0100007F');
     expect(procAddress('0.0.0.0', false)).toBe('00000000');
