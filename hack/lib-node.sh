@@ -54,14 +54,24 @@ NODE_PIDNS=${RETROKUBE_NODE_PIDNS:-0}
 NODE_NS_PROCS="containerd kubelet" # what runs inside; the control plane and kube-proxy need not
 # PID 1 of the namespace: shares /, reaps the orphans the kernel hands it (bash reaps any child on
 # SIGCHLD), and ends on SIGTERM, which takes every process of the namespace with it.
-NODE_INIT_SCRIPT='mount --make-rshared /; trap "exit 0" TERM; while :; do sleep 60 & wait $!; done'
+# It first gives the node a device-plugin folder of its own: a kubelet opens its registration
+# socket at the fixed path /var/lib/kubelet/device-plugins/kubelet.sock whatever its --root-dir,
+# so every other kubelet of this machine (the workers of hack/nodes-up.sh, which npm test runs
+# beside this node) replaced it with its own. virt-handler then registered its kvm, tun and
+# vhost-net plugins with a worker's kubelet (or a dead one's socket), this node never got those
+# devices, and every VM stayed unschedulable. The bind mount lives in the namespace only (unshare
+# makes its mounts private before / is made shared again), so the machine's folder is untouched.
+NODE_INIT_SCRIPT='mkdir -p "$NODE_DEVICE_PLUGINS" /var/lib/kubelet/device-plugins &&
+  mount --bind "$NODE_DEVICE_PLUGINS" /var/lib/kubelet/device-plugins || exit 1
+  mount --make-rshared /; trap "exit 0" TERM; while :; do sleep 60 & wait $!; done'
 
 node_init_pid() { cat "$R/pids/node-init.pid" 2>/dev/null || true; }
 
 # start_node_init: the namespace and its init, recorded as the process "node-init".
 start_node_init() {
   local u pid
-  setsid unshare --pid --fork --mount-proc bash -c "$NODE_INIT_SCRIPT" >"$R/logs/node-init.log" 2>&1 </dev/null &
+  NODE_DEVICE_PLUGINS="$R/device-plugins" setsid unshare --pid --fork --mount-proc bash -c "$NODE_INIT_SCRIPT" \
+    >"$R/logs/node-init.log" 2>&1 </dev/null &
   u=$!
   pid=$(child_running "$u" "$(command -v bash)") || return 1
   echo "$pid" >"$R/pids/node-init.pid"

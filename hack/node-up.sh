@@ -171,7 +171,11 @@ if [ "$NODE_PIDNS" = 1 ]; then
   step="starting the node's PID namespace"
   fix="check that 'unshare --pid --fork --mount-proc true' works here (see logs/node-init.log)"
   start_node_init
-  say "containerd and the kubelet run in a PID namespace of their own (init $(node_init_pid))"
+  for _ in $(seq 1 50); do in_node mountpoint -q /var/lib/kubelet/device-plugins && break; sleep 0.1; done
+  step="giving the node a device-plugin folder of its own"
+  fix="the namespace's init could not mount $R/device-plugins over /var/lib/kubelet/device-plugins (see logs/node-init.log)"
+  in_node mountpoint -q /var/lib/kubelet/device-plugins
+  say "containerd and the kubelet run in a PID namespace of their own (init $(node_init_pid)), with their own device-plugin folder"
 fi
 
 # --- containerd, with the sandbox (pause) and add-ons images imported --------------------------------

@@ -135,6 +135,10 @@ export function helmRun(
   });
 }
 
+/** The condition `type` of an object's status (undefined when it has none). */
+export const condition = (o: Deep, type: string): Deep =>
+  (o?.status?.conditions ?? []).find((c: Deep) => c.type === type);
+
 /** kubectl get -o json, parsed. */
 export async function getJson(args: string[]): Promise<Deep> {
   return JSON.parse(await kubectl(['get', ...args, '-o', 'json']));

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   apply,
   type Chart,
+  condition,
   type Deep,
   deleteNamespace,
   freshNamespace,
@@ -22,9 +23,6 @@ const LIMITS = {
   convergeMs: 900_000, // 11 machine pods booting on one shared node (each seeds its disk first)
   statusMs: 120_000,
 } as const;
-
-const cond = (o: Deep, type: string): Deep =>
-  (o?.status?.conditions ?? []).find((c: Deep) => c.type === type);
 
 describe.skipIf(skipReason())('OberonKube on the real node: spread from the first pod, refusals said', () => {
   let ns: string;
@@ -50,7 +48,9 @@ describe.skipIf(skipReason())('OberonKube on the real node: spread from the firs
       'the OberonKube Ready 10/10 with 20/20 pods heard',
       async () => {
         const k = await getJson(['oberonkube', '-n', ns, 'ten']);
-        return cond(k, 'Ready')?.status === 'True' && k.status?.converged && k.status.pods === '20/20' && k;
+        return (
+          condition(k, 'Ready')?.status === 'True' && k.status?.converged && k.status.pods === '20/20' && k
+        );
       },
       LIMITS.convergeMs,
     );
@@ -92,22 +92,22 @@ spec: {nodes: 1, deployments: "web 999 Ticker"}
       'the access problem in status',
       async () => {
         const k = await getJson(['oberonkube', '-n', ns, 'badkey']);
-        return /kubectl/.test(cond(k, 'Ready')?.message ?? '') && k;
+        return /kubectl/.test(condition(k, 'Ready')?.message ?? '') && k;
       },
       LIMITS.statusMs,
     );
-    const message: string = cond(refused, 'Ready').message;
+    const message: string = condition(refused, 'Ready').message;
     for (const c of message.slice(message.indexOf('kubectl')).split(' && '))
       await kubectl(c.trim().split(/\s+/).slice(1));
     const bad = await waitFor(
       'Degraded KeyInvalid',
       async () => {
         const k = await getJson(['oberonkube', '-n', ns, 'badkey']);
-        return cond(k, 'Degraded')?.status === 'True' && k;
+        return condition(k, 'Degraded')?.status === 'True' && k;
       },
       LIMITS.statusMs,
     );
-    expect(cond(bad, 'Degraded')).toMatchObject({
+    expect(condition(bad, 'Degraded')).toMatchObject({
       reason: 'KeyInvalid',
       message: expect.stringMatching(/not 0–16 hex digits/),
     });

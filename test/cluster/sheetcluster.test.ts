@@ -12,6 +12,7 @@ import {
   apiProxy,
   apply,
   type Chart,
+  condition,
   type Deep,
   deleteNamespace,
   freshNamespace,
@@ -40,8 +41,6 @@ const NODES = ['node-0', 'node-1', 'node-2'];
 const TICKERS = 3; // spec.deployments scales the long-running WASM sample "ticker" to 3
 
 type Row = Record<string, unknown>;
-const cond = (o: Deep, type: string): Deep =>
-  (o?.status?.conditions ?? []).find((c: Deep) => c.type === type);
 
 describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the sheet as the truth)', () => {
   let ns: string;
@@ -80,7 +79,7 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
   };
   const readyFromSheet = async (): Promise<Deep> => {
     const o = await sheetCluster();
-    return cond(o, 'Ready')?.status === 'True' && o.status?.nodes === '3/3' ? o : undefined;
+    return condition(o, 'Ready')?.status === 'True' && o.status?.nodes === '3/3' ? o : undefined;
   };
   /** Runs `fn` with the (only) node cordoned: a pod deleted meanwhile has its replacement Pending. */
   const whileCordoned = async (fn: () => Promise<void>): Promise<void> => {
@@ -102,7 +101,7 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
     void (async () => {
       while (watchingStart) {
         const o = await getJson(['sheetcluster', '-n', ns, NAME]).catch(() => undefined);
-        const d = o && cond(o, 'Degraded');
+        const d = o && condition(o, 'Degraded');
         if (d) startConditions.push(d);
         await new Promise((r) => setTimeout(r, 1000));
       }
@@ -188,7 +187,7 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
 
     const o = await waitFor('the SheetCluster Ready, NODES 3/3', readyFromSheet, LIMITS.readyMs);
     watchingStart = false;
-    expect(cond(o, 'Degraded')?.status).toBe('False');
+    expect(condition(o, 'Degraded')?.status).toBe('False');
     // A normal start is never Degraded (a readiness probe failing for its first seconds is normal),
     // and once the tickers run, no start-up "Unschedulable" is shown as the last warning.
     expect(startConditions.length).toBeGreaterThan(0);
@@ -348,12 +347,12 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
         'the SheetCluster Degraded: NodesNotReady naming the victim',
         async () => {
           const o = await sheetCluster();
-          return cond(o, 'Degraded')?.reason === 'NodesNotReady' && o;
+          return condition(o, 'Degraded')?.reason === 'NodesNotReady' && o;
         },
         LIMITS.moveMs,
       );
-      expect(cond(lost, 'Degraded').message).toContain(victim);
-      expect(cond(lost, 'Ready').status).toBe('False');
+      expect(condition(lost, 'Degraded').message).toContain(victim);
+      expect(condition(lost, 'Ready').status).toBe('False');
       expect(lost.status.nodes).toBe('2/3');
       // The replacement exists but waits: what kept the node silent was the deletion, nothing else.
       const held = await getJson(['pod', '-n', ns, `${CHILD}-${victim}`]);
@@ -419,11 +418,11 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
       'the SheetCluster Degraded: PodsCannotStart',
       async () => {
         const c = await getJson(['sheetcluster', '-n', ns, NAME]);
-        return cond(c, 'Degraded')?.reason === 'PodsCannotStart' && c;
+        return condition(c, 'Degraded')?.reason === 'PodsCannotStart' && c;
       },
       LIMITS.readyMs,
     );
-    expect(cond(degraded, 'Degraded').message).toMatch(/ghost-\d+: .*nope is not in the Images tab/);
+    expect(condition(degraded, 'Degraded').message).toMatch(/ghost-\d+: .*nope is not in the Images tab/);
   });
 
   it('the SheetCluster deleted: the garbage collector removes every child, the workbook PVC too', async () => {
