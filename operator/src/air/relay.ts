@@ -91,9 +91,25 @@ export const RELAY_LIMITS = {
    * bound (what it holds still waits for the stall) but only lose frames: after a flood timed on a
    * starved core had left 32 datagrams, a station at a steady 400 frames/s lost 168 of 1,200 (bench/air
    * --compare). Real Kube traffic (21 stations at 20 frames/s, ~420/s) always has this.
+   * The bound it sets: a stall of the relay's thread loses nothing while it lasts less than 256
+   * datagrams of traffic: 0.6 s at the ~420/s of the busiest real air, 6 s at the ~40/s a 20-node
+   * air sends at rest (docs/kube-on-oberon.md); a longer stall loses the newest, counted as
+   * `queue` drops. Those frames had waited 12 times MAX_DELAY_MS already, and a node is NotReady
+   * only after 5 s without a heartbeat. A relay of its own (`air relay`, the OberonAir pod) has no
+   * work that long: its heap is small, and at the pod's 200m CPU limit the kernel withholds the
+   * core at most 80 ms of every 100 (`retrokube up` shares the relay's loop with its console, its
+   * live view and its listener: a stall there shows as `queue` drops). The 4 MiB main asked for
+   * held 10,000 datagrams where the host allowed it (net.core.rmem_max): 24 s of that air,
+   * delivered late rather than dropped.
    */
   QUEUE_INITIAL_FRAMES: 256,
-  /** QUEUE_MS of the slowest relay measured here (~1,300 frames/s to 20 stations on a loaded host). */
+  /**
+   * QUEUE_MS of the slowest relay measured here (~1,300 frames/s to 20 stations on a loaded host).
+   * All a timed relay promises to hold: more sent at once than this may lose the excess. A real
+   * station sends one frame at a time (SCC), so a burst is one frame per station, and the 21 of
+   * the largest air fit; a test that counts what the relay judged sends at most half of it at once
+   * (relay.test.ts, BURST).
+   */
   QUEUE_MIN_FRAMES: 32,
   /**
    * QUEUE_MS of ~40,000 frames/s (a relay with few stations, or one whose rate ceiling drops a flood
