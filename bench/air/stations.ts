@@ -1,5 +1,8 @@
-// What bench/air/run.ts and compare.ts share: a station's socket on loopback, a numbered frame, a percentile.
+// What the air benchmarks share: a station's socket on loopback, a numbered frame, a percentile, the
+// reference relay run by python3, and silent receivers.
+import { spawn } from 'node:child_process';
 import dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
 import { encodeDatagram } from '../../operator/src/air/wire.ts';
 
 /** A station's UDP socket on loopback (a large receive buffer: the bench must not be what drops). */
@@ -43,3 +46,60 @@ for _ in range(2):
 print("ready", flush=True)
 sys.stdin.read()
 `;
+
+/** A relay under a benchmark: its port, its deliveries and CPU µs so far, and its end. */
+export interface RelayUnderTest {
+  port: number;
+  sample(): Promise<{ delivered: number; cpuUs: number }>;
+  close(): Promise<void>;
+}
+
+/** The reference relay (bench/air/reference-relay.py) in a python3 process of its own. */
+export async function reference(): Promise<RelayUnderTest> {
+  const py = spawn(
+    'python3',
+    [new URL('./reference-relay.py', import.meta.url).pathname, '--port', '0', '--bind', '127.0.0.1'],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const next = lineReader(py.stdout);
+  const port = Number((await next(/^air relay on udp\/(\d+)/))[1]);
+  const cpuUs = (): number => {
+    const stat = readFileSync(`/proc/${py.pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10_000; // utime + stime, 100 ticks/s
+  };
+  return {
+    port,
+    sample: async () => {
+      py.kill('SIGUSR1');
+      const delivered = Number((await next(/^delivered (\d+)/))[1]);
+      return { delivered, cpuUs: cpuUs() };
+    },
+    close: async () => {
+      py.kill('SIGTERM');
+      await new Promise((r) => py.once('exit', r));
+    },
+  };
+}
+
+/** Reads `stream` by lines: each call waits for the next line matching `re` (skipping the others). */
+export function lineReader(stream: NodeJS.ReadableStream): (re: RegExp) => Promise<RegExpMatchArray> {
+  const lines: string[] = [];
+  let wake: (() => void) | undefined;
+  let buf = '';
+  stream.on('data', (d: Buffer) => {
+    buf += d;
+    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+      lines.push(buf.slice(0, i));
+      buf = buf.slice(i + 1);
+      wake?.();
+    }
+  });
+  return async (re) => {
+    for (;;) {
+      const i = lines.findIndex((l) => re.test(l));
+      if (i >= 0) return lines.splice(0, i + 1)[i]?.match(re) as RegExpMatchArray;
+      await new Promise<void>((r) => (wake = r));
+    }
+  };
+}
