@@ -6,8 +6,9 @@
 // `--dir CHECKOUT` another checkout's relay (A/B runs, interleaved by the caller).
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { lineReader, type RelayUnderTest, reference } from './stations.ts';
+import { lineReader, pct, type RelayUnderTest, reference } from './stations.ts';
 
 const arg = (name: string): string | undefined => {
   const i = process.argv.indexOf(name);
@@ -48,15 +49,21 @@ async function ours(dir: string): Promise<RelayUnderTest> {
     pathToFileURL(join(dir, 'operator/src/air/relay.ts')).href
   )) as typeof import('../../operator/src/air/relay.ts');
   const relay = await startRelay({ port: 0, bind: '127.0.0.1', rate: null });
+  // the kernel queue the relay holds, ten times a second (it sizes it to its speed)
+  const sizes = setInterval(() => queueFrames.push(relay.stats().queueFrames), 100);
   return {
     port: relay.address.port,
     sample: async () => {
       const u = process.threadCpuUsage();
       return { delivered: relay.stats().framesOut, cpuUs: u.user + u.system };
     },
-    close: () => relay.close(),
+    close: () => {
+      clearInterval(sizes);
+      return relay.close();
+    },
   };
 }
+const queueFrames: number[] = [];
 
 const dir = arg('--dir');
 const which = process.argv.includes('--reference') ? 'reference' : dir ? resolve(dir) : 'ours';
@@ -71,18 +78,27 @@ const floodLines = lineReader(flood.stdout);
 await floodLines(/^flood/);
 const before = await relay.sample();
 const t0 = process.hrtime.bigint();
+const elu = performance.eventLoopUtilization();
+queueFrames.length = 0;
 await floodLines(/^done/);
 const after = await relay.sample();
+const busy = performance.eventLoopUtilization(elu).utilization;
 const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
 flood.stdin.end();
 await relay.close();
 const delivered = after.delivered - before.delivered;
 const cpuSeconds = (after.cpuUs - before.cpuUs) / 1e6;
+const q = queueFrames.sort((a, b) => a - b);
 console.log(
   JSON.stringify({
     relay: which,
     deliveriesPerSecond: Math.round(delivered / seconds),
     deliveriesPerCpuSecond: Math.round(delivered / cpuSeconds),
     coreShare: Number((cpuSeconds / seconds).toFixed(2)),
+    // ours: the share of the time its loop was not waiting for datagrams (busy, or waiting for a
+    // core), and the sizes of its kernel queue (min, median, max datagrams)
+    ...(which === 'reference'
+      ? {}
+      : { loopBusy: Number(busy.toFixed(2)), queueFrames: [q[0], pct(q, 50), q.at(-1)] }),
   }),
 );
