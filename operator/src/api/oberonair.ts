@@ -1,13 +1,10 @@
 // OberonAir: one radio "air" — a UDP relay that forwards Wirth's 32-byte radio frames between the
 // Oberon machines that joined it. The operator runs it as a Deployment plus a ClusterIP Service.
 import { type Static, Type } from '@sinclair/typebox';
+import { AIR_DEFAULTS, AIR_NAME_MAX } from './oberonair-limits.ts';
 import { CommonStatus, type KindDefinition, Resources } from './schema.ts';
 
-export const AIR_DEFAULTS = {
-  port: 7524, // the upstream relay's port: machines of the catalog find an air there
-  loss: 0, // a perfect air unless asked otherwise
-  resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { cpu: '200m', memory: '64Mi' } },
-} as const;
+export { AIR_DEFAULTS, AIR_NAME_MAX } from './oberonair-limits.ts';
 
 export const OberonAirSpec = Type.Object(
   {
@@ -109,9 +106,6 @@ export const OberonAirStatus = Type.Object(
 
 export type OberonAirSpecT = Static<typeof OberonAirSpec>;
 export type OberonAirStatusT = Static<typeof OberonAirStatus>;
-
-/** Child objects are named `rk-air-<name>`; a Service name is a DNS-1035 label of at most 63 characters. */
-export const AIR_NAME_MAX = 63 - 'rk-air-'.length;
 
 export const OberonAirKind: KindDefinition = {
   kind: 'OberonAir',

@@ -2,13 +2,9 @@
 // spread over the Kubernetes nodes. One schema for every kind that has it, rendered by
 // controllers/placement.ts; docs/operator.md § Placement gives the reasons.
 import { type Static, Type } from '@sinclair/typebox';
+import { PLACEMENT_DEFAULTS } from './placement-settings.ts';
 
-export const PLACEMENT_DEFAULTS = {
-  // Soft: a one-node cluster (a laptop, the fast test node) still runs every machine; a bigger one
-  // spreads them. `required` refuses to stack two on one node (pods stay Pending instead).
-  spread: 'soft',
-  topologyKey: 'kubernetes.io/hostname', // one domain per Kubernetes node
-} as const;
+export { PLACEMENT_DEFAULTS, type PlacementSettings, placementSettings } from './placement-settings.ts';
 
 export const Placement = Type.Object(
   {
@@ -33,14 +29,3 @@ export const Placement = Type.Object(
 );
 
 export type PlacementT = Static<typeof Placement>;
-export interface PlacementSettings {
-  spread: 'soft' | 'required' | 'none';
-  topologyKey: string;
-}
-
-export function placementSettings(p: PlacementT | undefined): PlacementSettings {
-  return {
-    spread: p?.spread ?? PLACEMENT_DEFAULTS.spread,
-    topologyKey: p?.topologyKey ?? PLACEMENT_DEFAULTS.topologyKey,
-  };
-}

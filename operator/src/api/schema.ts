@@ -3,9 +3,7 @@
 // `additionalProperties`, no empty `required`).
 import { type TObject, type TSchema, Type } from '@sinclair/typebox';
 
-export const GROUP = 'retrokube.io';
-export const VERSION = 'v1alpha1';
-export const API_VERSION = `${GROUP}/${VERSION}`;
+export { API_VERSION, GROUP, VERSION } from './group.ts';
 
 /** A Kubernetes resource quantity ('10m', '64Mi', 2), exactly as core/v1 ResourceRequirements. */
 export const Quantity = Type.Unsafe<string | number>({

@@ -2,9 +2,10 @@
 // optional union sync, and deployments stretched over the members by free CPU.
 import { type Static, Type } from '@sinclair/typebox';
 import { CommonStatus, type KindDefinition } from './schema.ts';
+import { FEDERATION_DEFAULTS } from './sheetfederation-limits.ts';
 import { SheetMember } from './sheetmember.ts';
 
-export const FEDERATION_DEFAULTS = { syncIntervalSeconds: 60, observeSeconds: 15 } as const;
+export { FEDERATION_DEFAULTS } from './sheetfederation-limits.ts';
 
 const MemberCount = Type.Object({
   member: Type.String({ maxLength: 63 }),

@@ -4,20 +4,9 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { CommonStatus, type KindDefinition } from './schema.ts';
 import { SheetMember } from './sheetmember.ts';
+import { MIGRATION_DEFAULTS, MIGRATION_PHASES } from './sheetmigration-limits.ts';
 
-export const MIGRATION_DEFAULTS = { waitSeconds: 120, pollSeconds: 3, rollbackWindowSeconds: 0 } as const;
-
-export const MIGRATION_PHASES = [
-  'Pending',
-  'ScalingTarget',
-  'WaitingTarget',
-  'DrainingSource',
-  'Watching',
-  'Succeeded',
-  'RollingBack',
-  'RolledBack',
-  'Failed',
-] as const;
+export { MIGRATION_DEFAULTS, MIGRATION_PHASES } from './sheetmigration-limits.ts';
 
 export const SheetMigrationSpec = Type.Object(
   {

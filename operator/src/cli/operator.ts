@@ -1,7 +1,6 @@
 // `retrokube operator` runs the controllers against the current kubeconfig;
 // `retrokube crds` prints the CustomResourceDefinitions.
 import type { Command } from 'commander';
-import { parseAllDocuments } from 'yaml';
 import { LEVELS, type OperatorVerbOptions } from './operator-options.ts';
 
 export function registerOperatorVerbs(program: Command): void {
@@ -67,6 +66,8 @@ Examples:
       if (o.output === 'yaml') {
         process.stdout.write(crdStream());
       } else if (o.output === 'json') {
+        // The YAML parser loads here, not with the verbs: the operator reads no YAML in a pod (#32).
+        const { parseAllDocuments } = await import('yaml');
         const docs = parseAllDocuments(crdStream()).map((d) => d.toJSON());
         process.stdout.write(`${JSON.stringify(docs, null, 2)}\n`);
       } else {

@@ -5,7 +5,7 @@
 // The board takes up to 4 KiB at once (its receive buffer), so what is sent here is in the machine
 // before the connection closes. KubeVirt allows one console connection per VMI: a person's open
 // `virtctl console` is replaced by this one for the moment it lasts.
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import type { KubeClient } from '../runtime/client.ts';
 
 export const CONSOLE_LIMITS = {
@@ -34,8 +34,10 @@ export async function sendToSerialConsole(
   // The client's own credentials and TLS material (a token read again each time, the cluster CA).
   const opts: WebSocket.ClientOptions = { handshakeTimeout: CONSOLE_LIMITS.openMs };
   await client.kc.applyToHTTPSOptions(opts as Parameters<KubeClient['kc']['applyToHTTPSOptions']>[0]);
+  // The WebSocket library loads with the first KubeVirt machine's console, not with the operator (#32).
+  const { default: Socket } = await import('ws');
   await new Promise<void>((resolve, reject) => {
-    const ws = new WebSocket(url, [CONSOLE_LIMITS.protocol], opts);
+    const ws = new Socket(url, [CONSOLE_LIMITS.protocol], opts);
     const fail = (why: string) => {
       ws.terminate();
       reject(new Error(`serial console of VMI ${namespace}/${vmi}: ${why}`));

@@ -1,7 +1,8 @@
 // OberonAir controller: one relay Deployment and one ClusterIP Service per air, and the operator's
 // passive station on it: status.heard says what the air sounds like (senders, clusters, frames/s).
 // Reads top to bottom: watch setup, reconcile, render (pure), status (pure).
-import { AIR_DEFAULTS, type OberonAirSpecT, type OberonAirStatusT } from '../api/oberonair.ts';
+import type { OberonAirSpecT, OberonAirStatusT } from '../api/oberonair.ts';
+import { AIR_DEFAULTS } from '../api/oberonair-limits.ts';
 import { CORE, type KubeObject, type ResourceType } from '../runtime/client.ts';
 import { type ConditionInput, setConditions } from '../runtime/conditions.ts';
 import type {

@@ -5,7 +5,7 @@
 // triggered: the lines go again whenever they differ from what this operator last sent to that VMI
 // (a new VMI, after a restart, boots without them; a new operator sends them once more, and Apply
 // of an unchanged deployment changes nothing). Status says a change arrived only from the air.
-import { liveApplyLines } from '../api/oberonkube.ts';
+import { liveApplyLines } from '../api/oberonkube-boot.ts';
 import type { KubeObject, ResourceType } from '../runtime/client.ts';
 import type { ReconcileContext } from '../runtime/controller.ts';
 import { logger } from '../util/log.ts';

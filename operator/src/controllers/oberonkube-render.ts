@@ -2,17 +2,17 @@
 // children — one OberonAir, N node OberonMachines, the plane OberonMachine once the nodes are
 // heard, and (a pod plane) the ConfigMap of live deployment lines. Used by oberonkube.ts.
 import { createHmac } from 'node:crypto';
+import { GROUP, VERSION } from '../api/group.ts';
+import type { OberonKubeSpecT } from '../api/oberonkube.ts';
 import {
   type DeploymentItem,
   holdCommand,
-  KUBE_DEFAULTS,
   kubeNodeName,
   liveApplyLines,
-  type OberonKubeSpecT,
   parseDeploymentList,
-} from '../api/oberonkube.ts';
-import { type PlacementSettings, placementSettings } from '../api/placement.ts';
-import { GROUP, VERSION } from '../api/schema.ts';
+} from '../api/oberonkube-boot.ts';
+import { KUBE_DEFAULTS } from '../api/oberonkube-limits.ts';
+import { type PlacementSettings, placementSettings } from '../api/placement-settings.ts';
 import type { KubeObject } from '../runtime/client.ts';
 import { controllerRef, MANAGED_BY } from '../runtime/objects.ts';
 import { AIR_LABEL, LIVE_KEY } from './oberonmachine-render.ts';

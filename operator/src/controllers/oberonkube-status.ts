@@ -2,7 +2,8 @@
 // heard, the node table, and the Ready, Converged and Degraded conditions.
 import type { ClusterView } from '../air/view.ts';
 import { LIMITS as AIR_LIMITS } from '../air/wire.ts';
-import { KUBE_LIMITS, kubeNodeName } from '../api/oberonkube.ts';
+import { kubeNodeName } from '../api/oberonkube-boot.ts';
+import { KUBE_LIMITS } from '../api/oberonkube-limits.ts';
 import { type Condition, type ConditionInput, setConditions } from '../runtime/conditions.ts';
 import type { KubeSettings, OberonKube } from './oberonkube-render.ts';
 

@@ -16,9 +16,9 @@
 // children) is in oberonkube-render.ts, the status it computes in oberonkube-status.ts (both pure).
 import { randomBytes } from 'node:crypto';
 import { type ClusterView, VIEW_LIMITS } from '../air/view.ts';
-import { AIR_DEFAULTS } from '../api/oberonair.ts';
-import { kubeNodeName } from '../api/oberonkube.ts';
-import { GROUP } from '../api/schema.ts';
+import { GROUP } from '../api/group.ts';
+import { AIR_DEFAULTS } from '../api/oberonair-limits.ts';
+import { kubeNodeName } from '../api/oberonkube-boot.ts';
 import { ApiError, CORE, type KubeObject, type ResourceType } from '../runtime/client.ts';
 import type {
   ControllerDefinition,

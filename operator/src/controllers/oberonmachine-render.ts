@@ -9,12 +9,13 @@
 // the hook substitutes it for $(KEY).
 
 import { readFileSync } from 'node:fs';
-import { joinCommands, nodeRoleCommands, planeRoleCommands } from '../api/oberonkube.ts';
-import { MACHINE_DEFAULTS, type OberonMachineSpecT } from '../api/oberonmachine.ts';
-import { type PlacementSettings, placementSettings } from '../api/placement.ts';
+import { joinCommands, nodeRoleCommands, planeRoleCommands } from '../api/oberonkube-boot.ts';
+import type { OberonMachineSpecT } from '../api/oberonmachine.ts';
+import { MACHINE_DEFAULTS } from '../api/oberonmachine-limits.ts';
+import { type PlacementSettings, placementSettings } from '../api/placement-settings.ts';
 import { KEY_REFERENCE } from '../machine/boot-key.ts';
 import { LIVE_CONFIGMAP_KEY } from '../machine/live-configmap-ref.ts';
-import { PAYLOAD_LIMITS } from '../machine/payload.ts';
+import { PAYLOAD_LIMITS } from '../machine/payload-limits.ts';
 import type { KubeObject } from '../runtime/client.ts';
 import { controllerRef, hashOf, MANAGED_BY } from '../runtime/objects.ts';
 import { KUBEVIRT_MACHINE_TYPE } from './launcher-plan.ts';

@@ -1,7 +1,7 @@
 // What every retrokube controller declares and does the same way: its kind in our API group, the
 // RBAC rules for its own kind, and applying a child it owns without ever taking over someone
 // else's object of the same name.
-import { GROUP, VERSION } from '../api/schema.ts';
+import { GROUP, VERSION } from '../api/group.ts';
 import type { KubeObject, ResourceType } from '../runtime/client.ts';
 import type { ReconcileContext } from '../runtime/controller.ts';
 import { isControlledBy } from '../runtime/objects.ts';

@@ -3,7 +3,8 @@
 // never by asking the plane. The change reaches a running plane live, through the cluster's
 // deployments ConfigMap: the driver writes the deployment's fields into the OberonKube's
 // spec.deployments; blue/green sets the serving label consumers follow.
-import { DEPLOYMENTS_PATTERN, parseDeploymentList } from '../api/oberonkube.ts';
+import { parseDeploymentList } from '../api/oberonkube-boot.ts';
+import { DEPLOYMENTS_PATTERN } from '../api/oberonkube-limits.ts';
 import type { Observation, Version } from '../rollout/plan.ts';
 import { ApiError, type KubeObject } from '../runtime/client.ts';
 import { OBERONKUBE } from './oberonkube.ts';

@@ -6,8 +6,9 @@
 // What a target is, how it is changed and judged, belongs to one driver per selector.kind
 // (rollout-driver.ts): OberonKubes heard on the air (rollout-oberon.ts), SheetClusters and
 // federation members read from their sheets (rollout-sheets.ts). This file only walks.
+
+import { GROUP } from '../api/group.ts';
 import type { RolloutSpecT, RolloutStatusT, TargetKind } from '../api/rollout.ts';
-import { GROUP } from '../api/schema.ts';
 import {
   type Change,
   decide,

@@ -9,7 +9,6 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import type { SheetDeploymentT } from '../api/sheetcluster.ts';
-import { deploymentCells } from '../sheets/apiserver/validate.ts';
 import { HttpStatusError, SheetsClient } from '../sheets/ctl/client.ts';
 import { isStartingMessage } from '../sheets/scheduler/orders.ts';
 
@@ -329,10 +328,13 @@ function latestMetrics(rows: Row[]): SheetSummary['metrics'] {
  * again (apply overwrites only the keys it sends, so every other cell stays as people left it).
  * Returns those deployments, each with the fields that differ named for the Event.
  */
-export function deploymentsToApply(
+export async function deploymentsToApply(
   spec: readonly SheetDeploymentT[],
   rows: readonly Row[],
-): Array<{ deployment: SheetDeploymentT; fields: string[]; created: boolean }> {
+): Promise<Array<{ deployment: SheetDeploymentT; fields: string[]; created: boolean }>> {
+  // The apiserver's own cell rules, loaded on the first cluster with deployments: that module
+  // compiles TypeBox validators, which an operator with no SheetCluster never needs (#32).
+  const { deploymentCells } = await import('../sheets/apiserver/validate.ts');
   const byName = new Map(rows.map((r) => [text(r.name).trim(), r]));
   const out: Array<{ deployment: SheetDeploymentT; fields: string[]; created: boolean }> = [];
   for (const d of spec) {

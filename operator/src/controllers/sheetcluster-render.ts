@@ -5,13 +5,9 @@
 // (pods register as node-0, node-1, ... by their StatefulSet index, so a replaced pod rejoins
 // under its old name), spread over the Kubernetes nodes with a disruption budget (placement.ts).
 import { createHmac } from 'node:crypto';
-import { type PlacementSettings, placementSettings } from '../api/placement.ts';
-import {
-  SHEET_DEFAULTS,
-  type SheetClusterSpecT,
-  type SheetDeploymentT,
-  type SheetRuntime,
-} from '../api/sheetcluster.ts';
+import { type PlacementSettings, placementSettings } from '../api/placement-settings.ts';
+import type { SheetClusterSpecT, SheetDeploymentT } from '../api/sheetcluster.ts';
+import { SHEET_DEFAULTS, type SheetRuntime } from '../api/sheetcluster-limits.ts';
 import type { KubeObject } from '../runtime/client.ts';
 import { controllerRef, MANAGED_BY } from '../runtime/objects.ts';
 import { disruptionBudget, type PodPlacement, spreadTogether } from './placement.ts';

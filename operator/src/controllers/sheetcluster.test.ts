@@ -109,15 +109,17 @@ describe('SheetCluster observation', () => {
     expect(isWarning('Unschedulable: no node fits')).toBe(true);
   });
 
-  it('ownership: the spec owns exactly the fields it sets', () => {
+  it('ownership: the spec owns exactly the fields it sets', async () => {
     const spec = [
       { name: 'web', replicas: 2, env: ['A=1', 'B=2'] },
       { name: 'new', image: 'sicf:x:1' },
     ];
     expect(
-      deploymentsToApply(spec, [{ name: 'web', replicas: 2, env: 'A=1,B=2', command: 'edited by a person' }]),
+      await deploymentsToApply(spec, [
+        { name: 'web', replicas: 2, env: 'A=1,B=2', command: 'edited by a person' },
+      ]),
     ).toEqual([{ deployment: spec[1], fields: ['image'], created: true }]);
-    const drift = deploymentsToApply(spec, [
+    const drift = await deploymentsToApply(spec, [
       { name: 'web', replicas: 5, env: 'A=1,B=2' },
       { name: 'new', image: 'sicf:x:1', replicas: 9 },
     ]);

@@ -371,17 +371,17 @@ async function applySpecDeployments(
   key: string,
 ): Promise<void> {
   if (!memo.read?.ok) return;
-  const todo = deploymentsToApply(s.deployments, memo.read.rows.deployments);
-  if (!todo.length) {
+  const toApply = await deploymentsToApply(s.deployments, memo.read.rows.deployments);
+  if (!toApply.length) {
     memo.applyProblem = '';
     return;
   }
-  const batch: SheetDeploymentT[] = todo.map((t) => t.deployment);
+  const batch: SheetDeploymentT[] = toApply.map((t) => t.deployment);
   const h = hashOf(batch);
   if (h === memo.refusedHash) return; // refused as it is; the spec must change first
   try {
     const r = await applyDeployments(url, token, key, batch);
-    for (const t of todo) {
+    for (const t of toApply) {
       const line = r.applied.find((l) => l.startsWith(`${t.deployment.name}:`));
       if (!line) continue;
       void ctx.recorder.record(

@@ -2,11 +2,8 @@
 // merged service list, run the union sync on its interval, and keep stretched deployments split
 // over the members by the stretch rule — growing members first, shrinking others only once the
 // grown ones run their share (nothing drained that is not running elsewhere).
-import {
-  FEDERATION_DEFAULTS,
-  type SheetFederationSpecT,
-  type SheetFederationStatusT,
-} from '../api/sheetfederation.ts';
+import type { SheetFederationSpecT, SheetFederationStatusT } from '../api/sheetfederation.ts';
+import { FEDERATION_DEFAULTS } from '../api/sheetfederation-limits.ts';
 import { activeMember } from '../rollout/sheet-target.ts';
 import type { KubeObject, ResourceType } from '../runtime/client.ts';
 import { type ConditionInput, setConditions } from '../runtime/conditions.ts';

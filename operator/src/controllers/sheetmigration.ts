@@ -3,11 +3,8 @@
 // (absolute and idempotent), then stores the new phase in status. The status is the only memory:
 // an operator killed anywhere re-runs at most the last step, which writes the same rows again —
 // nothing is ever scaled twice. Every phase change is an Event.
-import {
-  MIGRATION_DEFAULTS,
-  type SheetMigrationSpecT,
-  type SheetMigrationStatusT,
-} from '../api/sheetmigration.ts';
+import type { SheetMigrationSpecT, SheetMigrationStatusT } from '../api/sheetmigration.ts';
+import { MIGRATION_DEFAULTS } from '../api/sheetmigration-limits.ts';
 import type { KubeObject, ResourceType } from '../runtime/client.ts';
 import { type ConditionInput, setConditions } from '../runtime/conditions.ts';
 import type {

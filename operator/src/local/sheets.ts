@@ -167,13 +167,13 @@ export async function startLocalSheets(
     const client = new SheetsClient({ url, token, key });
     // spec.deployments, by the operator's ownership rule: the spec owns the fields it sets.
     const enforce = async () => {
-      const todo = deploymentsToApply(s.deployments, await client.get('deployments'));
-      if (!todo.length) return;
+      const toApply = await deploymentsToApply(s.deployments, await client.get('deployments'));
+      if (!toApply.length) return;
       const r = await applyDeployments(
         url,
         token,
         key,
-        todo.map((t) => t.deployment),
+        toApply.map((t) => t.deployment),
       );
       for (const line of [...r.applied, ...r.refused])
         o.out(`SheetCluster ${s.name}: spec.deployments ${line}`);

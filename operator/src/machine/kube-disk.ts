@@ -17,13 +17,11 @@ import { defaultCacheDir, findBaseImage } from './base-image.ts';
 import { buildDisk } from './builder/build.ts';
 import { parseObjectFile } from './builder/rsc.ts';
 import { OberonVolume } from './fs/volume.ts';
+import { KUBE_DISK_LIMITS } from './kube-disk-limits.ts';
 
 const log = logger('kube-disk');
 
-export const LIMITS = {
-  diskBytes: 8 * 1024 * 1024, // each machine's disk: the FS puts new files past the 1-MB base image
-  cacheKeyChars: 16, // hex digits of the sha256 in the cached file name: plenty to tell builds apart
-} as const;
+export const LIMITS = KUBE_DISK_LIMITS;
 
 /** Our Oberon sources, in compile order (a module after the ones it imports). */
 export const KUBE_MODULES = ['Pods', 'Kube', 'KubeNet', 'Ticker', 'Ticker2', 'Boot'] as const;

@@ -8,16 +8,10 @@
 import { chmod, copyFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isKeyHex } from './boot-key.ts';
-import { LIMITS as KUBE_DISK_LIMITS } from './kube-disk.ts';
+import { PAYLOAD_FILES, PAYLOAD_LIMITS } from './payload-limits.ts';
 import { romBytes } from './qemu-runner.ts';
 
-export const PAYLOAD_LIMITS = {
-  diskBytes: KUBE_DISK_LIMITS.diskBytes, // 8 MiB: the FS writes past 1 MB (Kube's store, new files)
-  fileMode: 0o664, // QEMU in the launcher pod (group qemu) writes the disk
-  keyMode: 0o640, // read by the hook (group qemu), by nobody else
-} as const;
-
-export const PAYLOAD_FILES = { rom: 'prom.bin', disk: 'oberon.dsk', key: 'key' } as const;
+export { PAYLOAD_FILES, PAYLOAD_LIMITS } from './payload-limits.ts';
 
 export interface FillOptions {
   /** Path of the disk to seed from when the folder has none (called only then). */

@@ -1,16 +1,16 @@
-// A small REST client for the Kubernetes API. Configuration and authentication come from
-// @kubernetes/client-node's KubeConfig (kubeconfig files, in-cluster config, exec/OIDC plugins),
-// loaded only when a client is made from it: it adds about 85 MB to a process, which a machine
-// pod's 128Mi cannot carry, so a plane's pod uses the service account alone (in-cluster-auth.ts);
-// transport is node:http(s) with ONE keep-alive agent for the life of the client. We do not use
-// client-node's fetch path because it builds a new undici Agent (a new TLS connection) for every
-// request and every watch reconnect (operator-practice §1.2), and its Watch gives no way to stop
-// handler exceptions from becoming unhandled rejections.
+// A small REST client for the Kubernetes API. Configuration and authentication come from the
+// kubeconfig, KUBECONFIG or the pod's service account, read as @kubernetes/client-node reads them
+// (kubeconfig.ts); that library itself (about 50 MiB of RSS: its generated API, its plugins'
+// dependencies) loads only for a user with an exec or auth-provider plugin. Transport is
+// node:http(s) with ONE keep-alive agent for the life of the client. We do not use client-node's
+// fetch path because it builds a new undici Agent (a new TLS connection) for every request and
+// every watch reconnect (operator-practice §1.2), and its Watch gives no way to stop handler
+// exceptions from becoming unhandled rejections.
 import http from 'node:http';
 import https from 'node:https';
-import { createRequire } from 'node:module';
 import { createInterface } from 'node:readline';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeAuth } from './kube-auth.ts';
+import { loadKubeAuth } from './kubeconfig.ts';
 
 export const LIMITS = {
   requestTimeoutMs: 30_000, // a plain REST call that takes longer is treated as failed and retried
@@ -118,12 +118,7 @@ export interface WatchHandle {
 
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-/** What the client needs of a configuration: the server, and auth + TLS for each request. KubeConfig has both. */
-export interface KubeAuth {
-  getCurrentCluster(): { server: string; caData?: string; caFile?: string } | null;
-  /** Sets headers (a token, read again each time: tokens rotate) and TLS material on the options. */
-  applyToHTTPSOptions(opts: https.RequestOptions): Promise<void>;
-}
+export type { KubeAuth } from './kube-auth.ts';
 
 export class KubeClient {
   readonly kc: KubeAuth;
@@ -142,13 +137,7 @@ export class KubeClient {
 
   /** A client for the current kubeconfig: KUBECONFIG, ~/.kube/config, or the in-cluster service account. */
   static fromDefault(kubeconfigPath?: string): KubeClient {
-    const { KubeConfig: Config } = createRequire(import.meta.url)('@kubernetes/client-node') as {
-      KubeConfig: new () => KubeConfig;
-    };
-    const kc = new Config();
-    if (kubeconfigPath) kc.loadFromFile(kubeconfigPath);
-    else kc.loadFromDefault();
-    return new KubeClient(kc);
+    return new KubeClient(loadKubeAuth(kubeconfigPath));
   }
 
   observe(fn: RequestObserver): void {

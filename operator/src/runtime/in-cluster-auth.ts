@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import type https from 'node:https';
 import net from 'node:net';
 import { join } from 'node:path';
-import type { KubeAuth } from './client.ts';
+import type { KubeAuth } from './kube-auth.ts';
 
 export const IN_CLUSTER_LIMITS = {
   // The kubelet rotates a projected token well before it expires (at 80 % of its hour); reading

@@ -67,7 +67,7 @@ export function powerCut(name: string): { restore(): Promise<void> } {
  * delete, Ready elsewhere, uncordon), before a case cuts that host's power. A case about one kind
  * of loss spares the parts whose loss Kubernetes heals only after its 300-s eviction toleration,
  * longer than the case waits (seen in CI: a cut with the operator on it left the air unheard, and
- * the Sheet status unwritten).
+ * the SheetCluster's status unwritten).
  */
 export async function moveOff(host: string, ns: string, selectors: string[]): Promise<void> {
   const there = (await Promise.all(selectors.map((s) => pods(ns, s))))

@@ -68,6 +68,10 @@ export function sheetClusterOnNodes(): void {
         spec: {
           nodes: 3,
           failoverSeconds: TTL_S,
+          // Required, not the default soft spread: the scheduler may weigh a soft spread below its
+          // other scores (a CI rehearsal put two agents on one node), and this case needs one agent
+          // per node to cut one.
+          placement: { spread: 'required' },
           store: { type: 'xlsx', xlsx: { size: '64Mi' } },
           deployments: [{ name: 'ticker', replicas: tickers }],
         },
@@ -87,7 +91,7 @@ export function sheetClusterOnNodes(): void {
             (await pods(sns, AGENTS)).filter(podReady).length === 3,
           LIMITS.convergeMs,
         );
-        // Spread: one agent on each node (the apiserver shares one of them: four pods, three hosts).
+        // One agent on each node (the apiserver shares one of them: four pods, three hosts).
         expect(new Set((await pods(sns, AGENTS)).map(nodeOf)).size).toBe(WORKERS);
         if (!proxy) throw new Error('no kubectl proxy');
         sheet = new SheetsClient({

@@ -31,6 +31,12 @@ export const LIMITS = {
   // A cluster counts as big once this many reconciles in a row took longer than deferAboveMs: one
   // slow pass (a cold JIT, a GC, a loaded host) does not make a small cluster defer its reconciles.
   bigAfter: 3,
+  // ...and small again only once this many in a row took under half of deferAboveMs. Without the
+  // gap, a cluster whose reconciles take about deferAboveMs (1,000 nodes and 10,000 pods on a loaded
+  // host) flipped back to small at one fast pass and then ran a reconcile inline in every person's
+  // write — four a second in bench/sheets-scale, each holding the event loop (a 1,000-node profile:
+  // p99 16 -> 58 ms once the reconciles got faster, all of it scale -> reconcileSoon -> #reconcile).
+  smallAfter: 10,
   // A big cluster (reconciles slower than deferAboveMs, bigAfter) leaves the reconciles that new nodes and a person's
   // apply/scale/delete ask for to the timer, which runs one at most every paceFactor × T ms (T the
   // last reconcile's duration): scheduling then holds the event loop ≤ 1 % of the time, so a
@@ -73,8 +79,10 @@ export class Cluster {
   #tickRunning = false;
   #lastReconcileMs = 0;
   #lastReconcileEnd = 0;
-  /** Reconciles in a row slower than deferAboveMs (LIMITS.bigAfter). */
+  /** Reconciles in a row slower than deferAboveMs (LIMITS.bigAfter), and under half of it (LIMITS.smallAfter). */
   #slowInRow = 0;
+  #fastInRow = 0;
+  #isBig = false;
   readonly #deferAboveMs: number;
   /** A change placement depends on was left to the timer (big cluster): the next paced tick reconciles. */
   #pending = false;
@@ -165,9 +173,9 @@ export class Cluster {
     }
   }
 
-  /** Whether reconciles are costly enough (LIMITS.bigAfter) that new nodes and verbs leave them to the timer. */
+  /** Whether reconciles are costly enough (LIMITS.bigAfter, smallAfter) that new nodes and verbs leave them to the timer. */
   #big(): boolean {
-    return this.#cache !== undefined && this.#slowInRow >= LIMITS.bigAfter;
+    return this.#cache !== undefined && this.#isBig;
   }
 
   /** Whether the timer may reconcile now: always in a small cluster, paced in a big one. */
@@ -242,7 +250,11 @@ export class Cluster {
     } finally {
       this.#lastReconcileEnd = performance.now();
       this.#lastReconcileMs = this.#lastReconcileEnd - t0;
-      this.#slowInRow = this.#lastReconcileMs > this.#deferAboveMs ? this.#slowInRow + 1 : 0;
+      const ms = this.#lastReconcileMs;
+      this.#slowInRow = ms > this.#deferAboveMs ? this.#slowInRow + 1 : 0;
+      this.#fastInRow = ms < this.#deferAboveMs / 2 ? this.#fastInRow + 1 : 0;
+      if (this.#slowInRow >= LIMITS.bigAfter) this.#isBig = true;
+      else if (this.#fastInRow >= LIMITS.smallAfter) this.#isBig = false;
     }
   }
 

@@ -33,9 +33,12 @@ export class EventLog {
     for (const e of events) tx.insert('Events', { ts, kind: e.kind, object: e.object, message: e.message });
     this.#count += events.length;
     if (this.#count > this.max + this.trimSlack) {
-      const all = tx.rows('Events');
-      tx.replaceAll('Events', all.slice(Math.max(0, all.length - this.max)));
-      this.#count = Math.min(all.length, this.max);
+      // The oldest rows go and the rest stay the same row objects (deleteWhere keeps them; a
+      // replaceAll rebuilt all 5,000), so the journal records the trim as one move, not every row.
+      const all = tx.rows('Events').length;
+      let drop = all - this.max;
+      tx.deleteWhere('Events', () => drop-- > 0);
+      this.#count = Math.min(all, this.max);
     }
   }
 }

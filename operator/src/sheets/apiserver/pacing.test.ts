@@ -99,4 +99,32 @@ describe('paced reconciles in a big cluster', () => {
       await small.stop();
     }
   });
+
+  it('a big cluster stays big through fast reconciles until LIMITS.smallAfter in a row', async () => {
+    let step = 30; // each performance.now() call advances this much: a reconcile takes `step` ms
+    vi.spyOn(performance, 'now').mockImplementation(() => (clock += step));
+    const c = new Cluster({ store: new MemoryStore(), now: () => unix, tickMs: 3_600_000, deferAboveMs: 10 });
+    await c.start({ samples: false });
+    const node = (n: string) =>
+      c.heartbeat({ node: n, ip: '10.0.0.1', cpu_total: 4000, mem_total: 4096, pods: [] });
+    const inline = async () => {
+      const before = c.reconciles;
+      await c.apply({ deployments: [] });
+      return c.reconciles > before;
+    };
+    try {
+      await node('a'); // a new node in a small cluster: the first slow reconcile
+      for (let i = 0; i < LIMITS.bigAfter - 1; i++) expect(await inline()).toBe(true); // slow: 30 ms > 10
+      expect(await inline()).toBe(false); // big: left to the timer
+      step = 1; // now each reconcile is fast (cordon always reconciles inline)
+      await c.cordon('a', true);
+      expect(await inline()).toBe(false); // one fast pass does not make it small
+      for (let i = 1; i < LIMITS.smallAfter - 1; i++) await c.cordon('a', i % 2 === 0);
+      expect(await inline()).toBe(false); // one short of LIMITS.smallAfter: still big
+      await c.cordon('a', false);
+      expect(await inline()).toBe(true); // small again
+    } finally {
+      await c.stop();
+    }
+  });
 });

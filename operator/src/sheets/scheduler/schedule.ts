@@ -48,8 +48,8 @@ interface NodeAlloc {
   placeable: boolean;
   cpu: number;
   mem: number;
-  /** Bound `port/proto` keys. */
-  bound: Set<string>;
+  /** Bound `port/proto` keys; made at the first binding (most nodes of a big cluster bind none). */
+  bound: Set<string> | undefined;
   /** Lowest port of the range that might still be free (every lower one is bound or fixed). */
   autoCursor: { tcp: number; udp: number };
   /** Its number in phase 2's FreeHeap (placeable nodes in tab order), -1 when not placeable. */
@@ -64,8 +64,10 @@ export function isFresh(node: NodeIn, now: number, ttlSec: number): boolean {
 
 /** node_selector ⊆ labels, and every NoSchedule taint tolerated (by `k=v` or bare `k`). */
 export function matches(dep: DeploymentIn, node: NodeIn): boolean {
-  for (const [k, v] of Object.entries(dep.nodeSelector)) {
-    if (node.labels[k] !== v) return false;
+  // for…in, not Object.entries: this runs once per pod and candidate node (no array per call).
+  for (const k in dep.nodeSelector) {
+    if (!Object.hasOwn(dep.nodeSelector, k)) continue;
+    if (node.labels[k] !== dep.nodeSelector[k]) return false;
   }
   for (const t of node.taints) {
     if (t.effect !== 'NoSchedule') continue;
@@ -92,7 +94,7 @@ function bindPorts(
   if (specs.length === 0) return [];
   const taken = new Set<string>();
   const isFree = (port: number, proto: string) =>
-    !a.bound.has(portKey(port, proto)) && !taken.has(portKey(port, proto));
+    !a.bound?.has(portKey(port, proto)) && !taken.has(portKey(port, proto));
   const out: AssignedPort[] = [];
   for (const s of specs) {
     if (s.host !== null) {
@@ -133,11 +135,16 @@ function commit(
 ) {
   a.cpu += dep.cpuReq;
   a.mem += dep.memReq;
+  // A pod without host ports binds nothing, and the cursors stay a valid lower bound (every port
+  // below them is bound or fixed): only a binding moves them. Most pods have none, and advancing
+  // both cursors built two port keys per pod.
+  if (ports.length === 0) return;
+  a.bound ??= new Set();
   for (const p of ports) a.bound.add(portKey(p.host, p.proto));
   // Advance the auto cursors past ports that are now bound or fixed.
   for (const proto of ['tcp', 'udp'] as const) {
     let c = Math.max(a.autoCursor[proto], range[0]);
-    while (c <= range[1] && (a.bound.has(portKey(c, proto)) || fixed.has(portKey(c, proto)))) c++;
+    while (c <= range[1] && (a.bound?.has(portKey(c, proto)) || fixed.has(portKey(c, proto)))) c++;
     a.autoCursor[proto] = c;
   }
 }
@@ -157,7 +164,7 @@ export function schedule(input: ScheduleInput): ScheduleResult {
       placeable: keepable && node.schedulable,
       cpu: 0,
       mem: 0,
-      bound: new Set(),
+      bound: undefined,
       autoCursor: { tcp: input.portRange[0], udp: input.portRange[0] },
       heapItem: -1,
     };
@@ -178,9 +185,13 @@ export function schedule(input: ScheduleInput): ScheduleResult {
     for (let i = 1; i <= dep.replicas; i++) slots.push({ name: `${dep.name}-${i}`, dep });
   }
 
-  const placed = new Map<string, Placement>();
+  // By slot number (slot names are unique: a name's last `-n` is its ordinal): an array, not a Map
+  // keyed by name — setting 10,000 Map entries was the schedule's hottest line in the profile.
+  const placed: (Placement | undefined)[] = new Array(slots.length);
+  let placedCount = 0;
   // Phase 1: running pods keep their node when it is keepable and still matches, fits and binds.
-  for (const { name, dep } of slots) {
+  for (let k = 0; k < slots.length; k++) {
+    const { name, dep } = slots[k];
     const prev = input.existing.get(name);
     if (!prev?.node) continue;
     const a = byName.get(prev.node);
@@ -188,7 +199,8 @@ export function schedule(input: ScheduleInput): ScheduleResult {
     const ports = bindPorts(a, dep.ports, prev.ports, fixed, input.portRange);
     if (!ports) continue;
     commit(a, dep, ports, input.portRange, fixed);
-    placed.set(name, { name, deployment: dep.name, node: a.node.name, ports });
+    placed[k] = { name, deployment: dep.name, node: a.node.name, ports };
+    placedCount++;
   }
   // Phase 2: the rest go to the placeable node with the most free CPU (first in tab order on ties).
   // The heap's top is that node among all placeable ones; when it fits, matches and binds, no other
@@ -200,11 +212,12 @@ export function schedule(input: ScheduleInput): ScheduleResult {
   });
   // Built only when some pod is left for phase 2 (a steady cluster keeps every pod in phase 1).
   const heap =
-    placed.size < slots.length && placeable.every((_, i) => Number.isFinite(freeOf(i)))
+    placedCount < slots.length && placeable.every((_, i) => Number.isFinite(freeOf(i)))
       ? new FreeHeap(placeable.length, freeOf)
       : undefined;
-  for (const { name, dep } of slots) {
-    if (placed.has(name)) continue;
+  for (let k = 0; k < slots.length; k++) {
+    if (placed[k]) continue;
+    const { name, dep } = slots[k];
     const prev = input.existing.get(name);
     let best: NodeAlloc | null = null;
     let bestPorts: AssignedPort[] = [];
@@ -232,14 +245,14 @@ export function schedule(input: ScheduleInput): ScheduleResult {
     if (best) {
       commit(best, dep, bestPorts, input.portRange, fixed);
       if (best.heapItem >= 0) heap?.update(best.heapItem);
-      placed.set(name, { name, deployment: dep.name, node: best.node.name, ports: bestPorts });
+      placed[k] = { name, deployment: dep.name, node: best.node.name, ports: bestPorts };
     } else {
-      placed.set(name, { name, deployment: dep.name, node: '', ports: [] });
+      placed[k] = { name, deployment: dep.name, node: '', ports: [] };
     }
   }
 
   return {
-    placements: slots.map((s) => placed.get(s.name) as Placement),
+    placements: placed as Placement[], // every slot is placed (or Unschedulable) by phase 2
     nodes: allocs.map((a) => ({
       name: a.node.name,
       fresh: a.fresh,

@@ -11,8 +11,8 @@ import { MemoryStore } from './memory.ts';
 import { OLD_HMAC_SCHEMA, TABS } from './schema.ts';
 import { setupCluster } from './setup.ts';
 import { type BackendFactory, backendFactories, closeEmulators } from './testing.ts';
-import { CellLimitError, ConflictError, SchemaError, type Store } from './types.ts';
-import { openXlsxStore, TEMP_PREFIX } from './xlsx.ts';
+import { CellLimitError, ConflictError, KeepRow, SchemaError, type Store } from './types.ts';
+import { openXlsxStore, piecesOf, TEMP_PREFIX } from './xlsx.ts';
 import { Journal } from './xlsx-journal.ts';
 
 let tmp: string;
@@ -121,6 +121,33 @@ describe.each(factories)('store backend $name', (f: BackendFactory) => {
     const s2 = await reopen();
     expect(s2.get('Deployments', 'd3')?.replicas).toBe(30);
     expect(s2.get('Deployments', 'd9')?.replicas).toBe(1);
+  });
+
+  it('rewrite keeps the rows it is told to keep, in the new order, with their cells untouched', async () => {
+    const { store, reopen } = await fresh();
+    await setupCluster(store, { samples: false });
+    await store.transact((tx) => {
+      for (let i = 0; i < 4; i++) tx.insert('Deployments', { name: `d${i}`, image: 'x', replicas: i });
+    });
+    await store.transact((tx) => {
+      // d1 is dropped, d9 is new, d3 moves ahead of d2 and is rewritten.
+      tx.rewrite('Deployments', [
+        new KeepRow('d0'),
+        { name: 'd3', image: 'y', replicas: 33 },
+        new KeepRow('d2'),
+        { name: 'd9', image: 'z', replicas: 9 },
+      ]);
+      expect(tx.get('Deployments', 'd1')).toBeUndefined();
+      expect(() => tx.rewrite('Deployments', [new KeepRow('nope')])).toThrow(/no row nope/);
+      expect(() => tx.rewrite('Deployments', [new KeepRow('d0'), { name: 'd0' }])).toThrow(/duplicate/);
+    });
+    const s2 = await reopen();
+    expect(s2.rows('Deployments').map((r) => [r.name, r.image, r.replicas])).toEqual([
+      ['d0', 'x', 0],
+      ['d3', 'y', 33],
+      ['d2', 'x', 2],
+      ['d9', 'z', 9],
+    ]);
   });
 
   it('supports CRUD by key: upsert merges, update/delete report missing rows, Layers use a compound key', async () => {
@@ -256,6 +283,34 @@ describe.each(factories)('store backend $name', (f: BackendFactory) => {
 });
 
 describe('xlsx backend specifics', () => {
+  it('a save sends its rows to the I/O worker in pieces; headers go with the first piece of their tab', () => {
+    const rows = (n: number, from = 0): [number, string[]][] =>
+      Array.from({ length: n }, (_, i) => [from + i, [`r${from + i}`]]);
+    const pieces = piecesOf(
+      [
+        { name: 'A', headers: ['a'], oldHeaderWidth: 1, rows: rows(5) },
+        { name: 'B', headers: ['b'], oldHeaderWidth: 0, rows: [] },
+        { name: 'C', headers: undefined, oldHeaderWidth: 1, rows: rows(3) },
+      ],
+      4,
+    );
+    expect(pieces.map((p) => p.map((t) => `${t.name}${t.headers ? '+h' : ''}:${t.rows.length}`))).toEqual([
+      ['A+h:4'],
+      ['A:1', 'B+h:0', 'C:3'],
+    ]);
+    expect(pieces.flat().flatMap((t) => t.rows.map(([i]) => `${t.name}${i}`))).toEqual([
+      'A0',
+      'A1',
+      'A2',
+      'A3',
+      'A4',
+      'C0',
+      'C1',
+      'C2',
+    ]);
+    expect(piecesOf([], 4)).toEqual([[]]);
+  });
+
   it('saves atomically: no temp file is left behind and the file always opens', async () => {
     const file = path.join(tmp, 'atomic.xlsx');
     const s = await openXlsxStore(file, { watchMs: 0 });

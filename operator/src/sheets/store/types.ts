@@ -69,6 +69,14 @@ export interface TxResult<T> {
   version: number; // store version after this transaction (unchanged if fn wrote nothing)
 }
 
+/** In Tx.rewrite: the current row of this key, kept as it is (a class: no Row can be mistaken for it). */
+export class KeepRow {
+  readonly key: Key;
+  constructor(key: Key) {
+    this.key = key;
+  }
+}
+
 // The view a transaction works on. All methods are synchronous.
 export interface Tx {
   tabs(): string[];
@@ -89,6 +97,11 @@ export interface Tx {
   deleteWhere(tab: string, pred: (row: Row) => boolean): number;
   // Replace all data rows of the tab (the Pods tab is recomputed on each reconcile).
   replaceAll(tab: string, rows: Row[]): void;
+  // replaceAll for a keyed tab where most rows stay as they are: an entry `new KeepRow(key)` is the
+  // tab's current row of that key, cells untouched (not rebuilt, so a backend sees it unchanged).
+  // A reconcile that adds or removes one pod rewrites the Pods tab; rebuilding 10,000 unchanged
+  // rows cost more than the schedule itself.
+  rewrite(tab: string, rows: (Row | KeepRow)[]): void;
   // Create the tab / append missing columns (see "Schema"). Returns what it did.
   ensureTab(schema: TabSchema): { created: boolean; addedColumns: string[] };
 }

@@ -3,9 +3,17 @@
 //
 // Files: `.sk-journal.<workbook name>.<gen>` in the workbook's directory, JSON lines:
 //   {"journal":1,"gen":g,"base":"<sha256>"?}   header; `base` when the generation starts from a known file
-//   {"tabs":[{name, headers?, n, rows:[[i,row],…]}]}   a record: the tabs' rows that changed since the
-//                                                   previous record (absolute row index, whole row; `n`
-//                                                   the tab's row count), so records replay in order
+//   {"tabs":[{name, headers?, n, moved?, rows:[[i,row],…]}]}   a record: the tabs' rows that changed
+//                                                   since the previous record (absolute row index, whole
+//                                                   row; `n` the tab's row count), so records replay in
+//                                                   order; `moved: [[to, from, count],…]` says rows
+//                                                   from..from+count-1 of the previous state now start
+//                                                   at `to` (applied before `rows`)
+//                                                   (a row inserted or removed mid-tab shifts the rest,
+//                                                   and writing each shifted row made one reconcile's
+//                                                   record ~1 MB at 10,000 pods). Code from before
+//                                                   `moved` would replay such a record wrongly: a journal
+//                                                   left by a crash is to be opened by this code or later.
 //   {"next":"<sha256>"}                           appended before a save's temp file (holding everything
 //                                                   before this generation) is renamed over the workbook:
 //                                                   the file this generation starts from, if the rename
@@ -34,8 +42,16 @@ export interface TabDelta {
   name: string;
   headers?: string[];
   n: number;
+  /** [to, from, count]: a run of the previous state's rows, unchanged, at a new position. */
+  moved?: [number, number, number][];
   rows: [number, StoredCell[]][];
 }
+
+export const LIMITS = {
+  // A shift is written as a move only when it saves at least this many rows: a short run is as
+  // cheap to write out, and a record without `moved` is what older code reads.
+  minMovedRows: 64,
+} as const;
 
 interface GenFile {
   gen: number;
@@ -61,16 +77,54 @@ export function deltaOf(book: Book, journaled: Map<string, Grid>, tabs: Iterable
       !was || was.headers.length !== g.headers.length || was.headers.some((h, i) => h !== g.headers[i]);
     const rows: [number, StoredCell[]][] = [];
     const old = was?.rows ?? [];
+    const moved = movesOf(old, g.rows);
+    const isMoved = new Uint8Array(g.rows.length);
+    for (const [to, , count] of moved) isMoved.fill(1, to, to + count);
     for (let i = 0; i < g.rows.length; i++) {
+      if (isMoved[i]) continue;
       const now = g.rows[i];
       const before = old[i];
       if (now === before || (before && sameCells(now, before))) continue;
       rows.push([i, now]);
     }
-    if (!headersChanged && rows.length === 0 && old.length === g.rows.length) continue;
-    out.push({ name, headers: headersChanged ? g.headers : undefined, n: g.rows.length, rows });
+    if (!headersChanged && moved.length === 0 && rows.length === 0 && old.length === g.rows.length) continue;
+    out.push({
+      name,
+      headers: headersChanged ? g.headers : undefined,
+      n: g.rows.length,
+      ...(moved.length > 0 ? { moved } : {}),
+      rows,
+    });
   }
   return out;
+}
+
+/**
+ * Runs of `old`'s rows (the same row objects) found at other positions in `now`: what a row inserted
+ * or removed above them does. Looked for only when the row count changed (a heartbeat's update keeps
+ * positions, and then no index of the old rows is built); runs shorter than LIMITS.minMovedRows are
+ * left to be written out.
+ */
+function movesOf(old: StoredCell[][], now: StoredCell[][]): [number, number, number][] {
+  if (old.length === now.length || old.length === 0) return [];
+  let p = 0; // rows above the first change stay where they are (an append moves nothing)
+  while (p < old.length && p < now.length && now[p] === old[p]) p++;
+  if (p === old.length || p === now.length) return [];
+  const at = new Map<StoredCell[], number>();
+  for (let j = p; j < old.length; j++) at.set(old[j], j);
+  const runs: [number, number, number][] = [];
+  for (let i = p; i < now.length; ) {
+    const j = at.get(now[i]);
+    if (j === undefined || j === i) {
+      i++;
+      continue;
+    }
+    let k = 1;
+    while (i + k < now.length && j + k < old.length && now[i + k] === old[j + k]) k++;
+    if (k >= LIMITS.minMovedRows) runs.push([i, j, k]);
+    i += k;
+  }
+  return runs;
 }
 
 /** Apply records, in order, to a book (the workbook as loaded); returns the tabs they touched. */
@@ -81,6 +135,9 @@ export function replay(book: Book, records: TabDelta[][]): Set<string> {
       const cur = book.grids.get(d.name);
       const headers = d.headers ?? cur?.headers ?? [];
       const rows = cur ? [...cur.rows] : [];
+      const prev = cur?.rows ?? [];
+      for (const [to, from, count] of d.moved ?? [])
+        for (let k = 0; k < count; k++) rows[to + k] = prev[from + k] ?? [];
       rows.length = d.n;
       for (let i = 0; i < d.n; i++) rows[i] ??= [];
       for (const [i, r] of d.rows) if (i < d.n) rows[i] = r;

@@ -2,6 +2,7 @@
 // the CPU-heavy zip/XML work never stalls the apiserver's event loop.
 // Protocol (one request at a time from XlsxStore):
 //   load {file}                      → {exists, sheets: SheetData[], hash}
+//   apply {tabs}                     → {}   (a piece of a save's rows, sent ahead of prepare)
 //   prepare {file, tabs}             → {tmp, hash}
 //   commit {file, tmp, hash, expect} → {stamp} | {conflict: true}
 //   discard {tmp}                    → {}
@@ -12,9 +13,10 @@
 // fsyncs the directory.
 
 import { createHash } from 'node:crypto';
-import { constants, promises as fsp } from 'node:fs';
+import { constants, promises as fsp, readlinkSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import ExcelJS from 'exceljs';
 import {
   looksLikeFormula,
@@ -39,6 +41,17 @@ export interface TabChange {
 }
 
 const TEMP_PREFIX = '.~sk-';
+// Serialising a big workbook keeps this thread busy for seconds. On a host with few cores it then
+// competes with the apiserver's event loop for a core, and a heartbeat waits in the run queue behind
+// exceljs; a lower priority for this thread (Linux: setpriority on its thread id; xlsx.ts
+// LIMITS.workerNice) lets the event loop go first and the save take the idle time.
+try {
+  const nice = Number((workerData as { nice?: number } | null)?.nice ?? 0);
+  const tid = Number(/task\/(\d+)$/.exec(readlinkSync('/proc/thread-self'))?.[1]);
+  if (nice > 0 && tid > 0) os.setPriority(tid, Math.min(19, os.getPriority(tid) + nice));
+} catch {
+  // Not Linux, or not allowed: the save then shares the core with the event loop as before.
+}
 let wb = new ExcelJS.Workbook();
 let seq = 0;
 // Whether a formula-looking value was ever written as Text here or read back: then every save adds
@@ -167,7 +180,7 @@ async function commit(file: string, tmp: string, hash: string, expect: Stamp | u
 
 interface Request {
   id: number;
-  op: 'load' | 'prepare' | 'commit' | 'discard';
+  op: 'load' | 'apply' | 'prepare' | 'commit' | 'discard';
   file: string;
   tabs?: TabChange[];
   tmp?: string;
@@ -179,6 +192,9 @@ function run(m: Request): Promise<unknown> {
   switch (m.op) {
     case 'load':
       return load(m.file);
+    case 'apply':
+      apply(m.tabs ?? []);
+      return Promise.resolve({});
     case 'prepare':
       return prepare(m.file, m.tabs ?? []);
     case 'commit':
