@@ -36,13 +36,33 @@ RUN RETROKUBE_JIT_HINTS=off RETROKUBE_OBERON_BASE_URL="$OBERON_BASE_URL" node --
   import { buildKubeDisk } from "./operator/src/machine/kube-disk.ts"; \
   console.log((await findBaseImage()).path, (await buildKubeDisk()).cachePath);'
 
+# --- compile-cache: the operator's modules type-stripped and compiled, for its first start ---------
+# Node's compile cache (NODE_COMPILE_CACHE) filled by the image's own Node, as the image's user, for
+# the files the runtime stage holds at the same paths (operator/bin/bake-compile-cache.js loads what
+# `retrokube operator` loads until it has started, and starts nothing). Node uses an entry only under
+# its own version, V8 flags and uid and while the module's source hash matches, so a cache from
+# another build is never used wrongly; portable: keyed by paths relative to the cache folder (made
+# at /app all the same: an entry keeps the path its stack traces name). Node writes its files 0600:
+# made readable here, as the runtime stage copies them as root.
+FROM deps AS compile-cache
+ENV NODE_ENV=production XDG_CACHE_HOME=/app/cache NODE_COMPILE_CACHE=/app/cache/retrokube/compile-cache NODE_COMPILE_CACHE_PORTABLE=1
+RUN mkdir -p "$NODE_COMPILE_CACHE" && chown 1000:1000 "$NODE_COMPILE_CACHE"
+COPY package.json LICENSE ./
+COPY crds ./crds
+COPY images ./images
+COPY operator ./operator
+USER 1000:1000
+RUN node operator/bin/bake-compile-cache.js && chmod -R a+rX,go-w "$NODE_COMPILE_CACHE"
+
 # --- runtime ------------------------------------------------------------------------------------
 # hack/build-image.sh builds the same /app and config without Docker, reading this stage: keep its
 # instructions to ENV, WORKDIR, COPY, USER, ENTRYPOINT and CMD (test/cluster/image.test.ts checks).
 # The sources come last: after a change there, a build with a layer cache (docker build, buildah
-# --layers) reuses every layer above and copies operator/ again.
+# --layers) reuses every layer above, copies operator/ again and bakes its compile cache again.
 FROM ${NODE_IMAGE} AS runtime
-ENV NODE_ENV=production XDG_CACHE_HOME=/app/cache
+# The compile cache (stage above) is read-only in the pod (readOnlyRootFilesystem): Node reads it and
+# silently writes nothing there (a module it lacks is compiled as without a cache).
+ENV NODE_ENV=production XDG_CACHE_HOME=/app/cache NODE_COMPILE_CACHE=/app/cache/retrokube/compile-cache NODE_COMPILE_CACHE_PORTABLE=1
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json LICENSE ./
@@ -50,6 +70,7 @@ COPY crds ./crds
 COPY images ./images
 COPY --from=disks /app/cache/retrokube ./cache/retrokube
 COPY operator ./operator
+COPY --from=compile-cache /app/cache/retrokube/compile-cache ./cache/retrokube/compile-cache
 # The `node` user (uid 1000) of the official image; the chart runs with runAsUser 1000 too.
 USER 1000:1000
 ENTRYPOINT ["node", "operator/src/cli/main.ts"]

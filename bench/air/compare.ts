@@ -10,13 +10,12 @@
 //    counts them (the reference prints its count on SIGUSR1), the relay's CPU seconds (its thread;
 //    the reference's process), and the delay of every 16th frame from send to receiver 0 (p50, p99, max);
 //  - steady: one station sends STEADY_RATE frames/s for STEADY_SECONDS; frames receiver 0 missed.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { startRecording, writeResults } from '../results.ts';
-import { frame, pct, sock } from './stations.ts';
+import { frame, pct, type RelayUnderTest, reference, SILENT_RECEIVERS, sock } from './stations.ts';
 
 const record = startRecording();
 
@@ -40,13 +39,6 @@ const arg = (name: string): number | undefined => {
 const ROUNDS = arg('--rounds') ?? BENCH.ROUNDS;
 const SECONDS = arg('--seconds') ?? BENCH.FLOOD_SECONDS;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-interface RelayUnderTest {
-  port: number;
-  /** Deliveries made so far, and the relay's CPU µs so far. */
-  sample(): Promise<{ delivered: number; cpuUs: number }>;
-  close(): Promise<void>;
-}
 
 async function ours(
   raw: boolean,
@@ -72,70 +64,6 @@ async function ours(
     },
   };
 }
-
-async function reference(): Promise<RelayUnderTest> {
-  const py = spawn(
-    'python3',
-    [new URL('./reference-relay.py', import.meta.url).pathname, '--port', '0', '--bind', '127.0.0.1'],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  ) as ChildProcess & { stdout: NodeJS.ReadableStream };
-  const lines: string[] = [];
-  let wake: (() => void) | undefined;
-  let buf = '';
-  py.stdout.on('data', (d: Buffer) => {
-    buf += d;
-    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
-      lines.push(buf.slice(0, i));
-      buf = buf.slice(i + 1);
-      wake?.();
-    }
-  });
-  const next = async (re: RegExp): Promise<RegExpMatchArray> => {
-    for (;;) {
-      const i = lines.findIndex((l) => re.test(l));
-      if (i >= 0) return lines.splice(0, i + 1)[i]?.match(re) as RegExpMatchArray;
-      await new Promise<void>((r) => (wake = r));
-    }
-  };
-  const port = Number((await next(/^air relay on udp\/(\d+)/))[1]);
-  const cpuUs = (): number => {
-    const stat = readFileSync(`/proc/${py.pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10_000; // utime + stime, 100 ticks/s
-  };
-  return {
-    port,
-    sample: async () => {
-      py.kill('SIGUSR1');
-      const delivered = Number((await next(/^delivered (\d+)/))[1]);
-      return { delivered, cpuUs: cpuUs() };
-    },
-    close: async () => {
-      py.kill('SIGTERM');
-      await new Promise((r) => py.once('exit', r));
-    },
-  };
-}
-
-// 19 receivers that hello twice (ours proves a station heard again after 1 s) and never read.
-const SILENT_RECEIVERS = `
-import socket, sys, time
-port = int(sys.argv[1])
-rs = []
-for _ in range(int(sys.argv[2])):
-    r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    r.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    r.bind(("127.0.0.1", 0))
-    rs.append(r)
-for _ in range(2):
-    for r in rs:
-        r.sendto(b"\\xff", ("127.0.0.1", port))
-    time.sleep(1.1)
-print("ready", flush=True)
-sys.stdin.read()
-`;
 
 async function measure(relay: RelayUnderTest) {
   const others = spawn('python3', ['-c', SILENT_RECEIVERS, String(relay.port), String(BENCH.RECEIVERS - 1)], {

@@ -1,5 +1,8 @@
-// What bench/air/run.ts and compare.ts share: a station's socket on loopback, a numbered frame, a percentile.
+// What the air benchmarks share: a station's socket on loopback, a numbered frame, a percentile, the
+// reference relay run by python3, and silent receivers.
+import { spawn } from 'node:child_process';
 import dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
 import { encodeDatagram } from '../../operator/src/air/wire.ts';
 
 /** A station's UDP socket on loopback (a large receive buffer: the bench must not be what drops). */
@@ -21,3 +24,82 @@ export function frame(seq: number): Buffer {
 /** The p-th percentile of sorted `xs`. */
 export const pct = (xs: number[], p: number): number =>
   xs[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))] ?? Number.NaN;
+
+/**
+ * python3 -c SILENT_RECEIVERS PORT N: N receivers that hello the relay on PORT twice (ours proves a
+ * station heard again after 1 s) and never read, so the kernel drops what overflows them and no
+ * receiver's work competes with the relay for the CPU; prints "ready" once proven.
+ */
+export const SILENT_RECEIVERS = `
+import socket, sys, time
+port = int(sys.argv[1])
+rs = []
+for _ in range(int(sys.argv[2])):
+    r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    r.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    r.bind(("127.0.0.1", 0))
+    rs.append(r)
+for _ in range(2):
+    for r in rs:
+        r.sendto(b"\\xff", ("127.0.0.1", port))
+    time.sleep(1.1)
+print("ready", flush=True)
+sys.stdin.read()
+`;
+
+/** A relay under a benchmark: its port, its deliveries and CPU µs so far, and its end. */
+export interface RelayUnderTest {
+  port: number;
+  sample(): Promise<{ delivered: number; cpuUs: number }>;
+  close(): Promise<void>;
+}
+
+/** The reference relay (bench/air/reference-relay.py) in a python3 process of its own. */
+export async function reference(): Promise<RelayUnderTest> {
+  const py = spawn(
+    'python3',
+    [new URL('./reference-relay.py', import.meta.url).pathname, '--port', '0', '--bind', '127.0.0.1'],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const next = lineReader(py.stdout);
+  const port = Number((await next(/^air relay on udp\/(\d+)/))[1]);
+  const cpuUs = (): number => {
+    const stat = readFileSync(`/proc/${py.pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10_000; // utime + stime, 100 ticks/s
+  };
+  return {
+    port,
+    sample: async () => {
+      py.kill('SIGUSR1');
+      const delivered = Number((await next(/^delivered (\d+)/))[1]);
+      return { delivered, cpuUs: cpuUs() };
+    },
+    close: async () => {
+      py.kill('SIGTERM');
+      await new Promise((r) => py.once('exit', r));
+    },
+  };
+}
+
+/** Reads `stream` by lines: each call waits for the next line matching `re` (skipping the others). */
+export function lineReader(stream: NodeJS.ReadableStream): (re: RegExp) => Promise<RegExpMatchArray> {
+  const lines: string[] = [];
+  let wake: (() => void) | undefined;
+  let buf = '';
+  stream.on('data', (d: Buffer) => {
+    buf += d;
+    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+      lines.push(buf.slice(0, i));
+      buf = buf.slice(i + 1);
+      wake?.();
+    }
+  });
+  return async (re) => {
+    for (;;) {
+      const i = lines.findIndex((l) => re.test(l));
+      if (i >= 0) return lines.splice(0, i + 1)[i]?.match(re) as RegExpMatchArray;
+      await new Promise<void>((r) => (wake = r));
+    }
+  };
+}

@@ -11,15 +11,32 @@
 //   compileCache   node operator/bin/retrokube.js: the installed `retrokube` (a checkout's, npm's),
 //                  with Node's compile cache warm (one unmeasured start fills it, as a second start finds it)
 // and, with --baseline DIR (another checkout with node_modules, e.g. main's: `git archive main | tar
-// -x -C DIR`), the same two from DIR: before and after, same API server, same load.
-//   node_modules/.bin/node bench/operator/<bench>.ts [--count N] [--starts 3] [--baseline DIR] [--save]
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+// -x -C DIR`), the same two from DIR: before and after, same API server, same load. When the image
+// hack/build-image.sh builds from this checkout exists (or --image ARCHIVE names one), its /app and
+// Node are unpacked and two more start in each round, as its pod runs them (the image's ENTRYPOINT,
+// WORKDIR and ENV, uid 1000 in a user namespace, the baked compile cache read-only):
+//   builtImage         with the compile cache baked into the image (Dockerfile: compile-cache stage)
+//   builtImageNoCache  the same image with NODE_DISABLE_COMPILE_CACHE=1
+//   node_modules/.bin/node bench/operator/<bench>.ts [--count N] [--starts 3] [--baseline DIR]
+//     [--image ARCHIVE | --no-image] [--save]
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CORE, isStatus, KubeClient } from '../../operator/src/runtime/client.ts';
 import { freePort, REPO_ROOT, startControlPlane } from '../../test/envtest/control-plane.ts';
+import { cacheUse } from '../../test/unit/compile-cache-use.ts';
 import { startRecording, writeResults } from '../results.ts';
 
 const LIMITS = {
@@ -95,6 +112,8 @@ interface Operator {
   proc: ChildProcess;
   pid: number;
   metricsPort: number;
+  /** Its stderr so far, when the variant captures it. */
+  stderr: () => string;
 }
 
 /** `env` without the variables set to undefined (a variant's way to say "not inherited"). */
@@ -104,17 +123,34 @@ const childEnv = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv =>
 /** The image's process: no compile cache, whatever this shell's environment says. */
 const NO_COMPILE_CACHE = { NODE_COMPILE_CACHE: undefined } as const;
 
-/** `retrokube operator` from `entry` (main.ts or the installed bin), once ready (/readyz 200). */
-async function startOperator(
-  entry: string,
-  kubeconfig: string,
-  namespace: string,
-  env: NodeJS.ProcessEnv = {},
-): Promise<Operator> {
+interface StartVariant {
+  name: string;
+  /** main.ts or the installed bin (relative to `cwd` when given). */
+  entry: string;
+  env?: NodeJS.ProcessEnv;
+  /** What runs the entry (default: this checkout's Node), e.g. another Node behind `unshare`. */
+  command?: string[];
+  cwd?: string;
+  /** Only the environment given here (an image's), not this shell's. */
+  ownEnv?: boolean;
+  /** One unmeasured start first fills its compile cache ($XDG_CACHE_HOME/retrokube/compile-cache). */
+  warmUp?: boolean;
+  /** Keep its stderr (Operator.stderr) rather than pass it through. */
+  captureStderr?: boolean;
+}
+
+/** `retrokube operator` from `v.entry` (main.ts or the installed bin), once ready (/readyz 200). */
+async function startOperator(v: StartVariant, kubeconfig: string, namespace: string): Promise<Operator> {
+  const { entry } = v;
   const metricsPort = await freePort();
+  const [cmd, ...pre] = v.command ?? [join(REPO_ROOT, 'node_modules/.bin/node')];
+  // A captured stderr goes to a file: Node's native debug lines are lost when they meet a full pipe.
+  const errFile = v.captureStderr ? join(mkdtempSync(join(tmpdir(), 'rk-bench-stderr-')), 'stderr') : '';
+  const errFd = errFile ? openSync(errFile, 'w') : 'inherit';
   const proc = spawn(
-    join(REPO_ROOT, 'node_modules/.bin/node'),
+    cmd as string,
     [
+      ...pre,
       entry,
       'operator',
       ...['--kubeconfig', kubeconfig],
@@ -122,10 +158,13 @@ async function startOperator(
       ...['--namespace', namespace],
     ],
     {
-      stdio: ['ignore', 'inherit', 'inherit'],
-      env: childEnv({ ...process.env, RETROKUBE_LOG_LEVEL: 'warn', ...env }),
+      stdio: ['ignore', 'inherit', errFd],
+      cwd: v.cwd,
+      env: childEnv({ ...(v.ownEnv ? {} : process.env), RETROKUBE_LOG_LEVEL: 'warn', ...v.env }),
     },
   );
+  if (typeof errFd === 'number') closeSync(errFd);
+  const stderr = () => (errFile ? readFileSync(errFile, 'utf8') : '');
   const t0 = performance.now();
   // Started = ready: /readyz answers 200 once the controllers run on synced caches (their first
   // LISTs done, over TLS), which is later than /metrics, served before the controllers start.
@@ -136,7 +175,7 @@ async function startOperator(
       (r) => r.status === 200,
       () => false,
     );
-    if (ok) return { proc, pid: proc.pid as number, metricsPort };
+    if (ok) return { proc, pid: proc.pid as number, metricsPort, stderr };
     if (performance.now() - t0 > LIMITS.startTimeoutMs) throw new Error(`${entry}: not ready in time`);
     await sleep(100);
   }
@@ -152,12 +191,6 @@ async function stopOperator(op: Operator): Promise<void> {
   clearTimeout(timer);
 }
 
-interface StartVariant {
-  name: string;
-  entry: string;
-  env?: NodeJS.ProcessEnv;
-}
-
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
@@ -165,16 +198,115 @@ const median = (xs: number[]) => {
 };
 const mib = (x: number) => +x.toFixed(1);
 
+/** The image's user: the Dockerfile's USER and the chart's runAsUser. */
+const IMAGE_USER = '1000:1000';
+
+interface UnpackedImage {
+  archive: string;
+  /** The variants that run it. */
+  variants: StartVariant[];
+  /** Entries of its baked compile cache (Node's folder for its version, flags and uid 1000). */
+  compileCacheEntries: number;
+  compileCacheDir: string;
+}
+
+/**
+ * The image's /app and Node, unpacked under `dir` (the image's other files are not needed: this
+ * host's libraries serve its Node), with the variants that start its operator as its pod does.
+ */
+function unpackImage(archive: string, dir: string): UnpackedImage {
+  execFileSync('tar', ['-xf', archive, '-C', dir, 'index.json', 'blobs']);
+  const blob = (digest: string) => join(dir, 'blobs/sha256', digest.replace('sha256:', ''));
+  const index = JSON.parse(readFileSync(join(dir, 'index.json'), 'utf8'));
+  const manifest = JSON.parse(readFileSync(blob(index.manifests[0].digest), 'utf8'));
+  const config = JSON.parse(readFileSync(blob(manifest.config.digest), 'utf8')).config as {
+    Env: string[];
+    WorkingDir: string;
+    User: string;
+    Entrypoint: string[];
+  };
+  if (manifest.layers.length !== 1) throw new Error(`${archive}: one layer expected (hack/build-image.sh)`);
+  if (config.User !== IMAGE_USER) throw new Error(`${archive}: user ${config.User}, expected ${IMAGE_USER}`);
+  const root = join(dir, 'root');
+  mkdirSync(root);
+  const app = config.WorkingDir.replace(/^\//, '');
+  // hack/lib-oci.sh's layer names its files ./app/..., ./usr/...
+  execFileSync('tar', [
+    '-xzf',
+    blob(manifest.layers[0].digest),
+    '-C',
+    root,
+    `./${app}`,
+    './usr/local/bin/node',
+  ]);
+  rmSync(join(dir, 'blobs'), { recursive: true, force: true });
+  // The ENV as the pod has it, with this tree for the image's WORKDIR.
+  const wd = config.WorkingDir.replace(/\/$/, '');
+  const env: NodeJS.ProcessEnv = { HOME: '/tmp' };
+  for (const pair of config.Env) {
+    const i = pair.indexOf('=');
+    const v = pair.slice(i + 1);
+    env[pair.slice(0, i)] = v === wd || v.startsWith(`${wd}/`) ? join(root, v) : v;
+  }
+  const cacheDir = env.NODE_COMPILE_CACHE;
+  if (!cacheDir || env.NODE_COMPILE_CACHE_PORTABLE !== '1')
+    throw new Error(
+      `${archive}: no portable NODE_COMPILE_CACHE in its ENV (an image before the baked cache?)`,
+    );
+  // Read-only, as in the pod: its user cannot write there (nor can it here, in its user namespace).
+  const tags = readdirSync(cacheDir);
+  const compileCacheEntries = tags.reduce((n, d) => n + readdirSync(join(cacheDir, d)).length, 0);
+  for (const d of tags) {
+    for (const f of readdirSync(join(cacheDir, d))) chmodSync(join(cacheDir, d, f), 0o444);
+    chmodSync(join(cacheDir, d), 0o555);
+  }
+  chmodSync(cacheDir, 0o555);
+  const [uid, gid] = IMAGE_USER.split(':');
+  const command = [
+    'unshare',
+    '--user',
+    `--map-user=${uid}`,
+    `--map-group=${gid}`,
+    join(root, 'usr/local/bin/node'),
+  ];
+  if (config.Entrypoint[0] !== 'node') throw new Error(`${archive}: ENTRYPOINT ${config.Entrypoint}`);
+  const base = { entry: config.Entrypoint[1] as string, command, cwd: join(root, app), ownEnv: true };
+  return {
+    archive,
+    compileCacheEntries,
+    compileCacheDir: join(cacheDir, tags[0] ?? ''),
+    variants: [
+      { name: 'builtImage', ...base, env },
+      { name: 'builtImageNoCache', ...base, env: { ...env, NODE_DISABLE_COMPILE_CACHE: '1' } },
+    ],
+  };
+}
+
+/** Makes what unpackImage made read-only removable again. */
+function writableAgain(dir: string): void {
+  if (!existsSync(dir)) return;
+  for (const e of readdirSync(dir, { recursive: true, withFileTypes: true }))
+    if (e.isDirectory()) chmodSync(join(e.parentPath, e.name), 0o755);
+}
+
 /** RSS at start of each variant, `rounds` interleaved rounds (module comment). */
 async function measureStarts(
   kubeconfig: string,
   namespace: string,
   rounds: number,
   baseline: string | undefined,
+  image: string | undefined,
 ): Promise<Record<string, unknown>> {
   const cache = mkdtempSync(join(tmpdir(), 'rk-bench-compile-cache-'));
   try {
     const variants: StartVariant[] = [];
+    let unpacked: UnpackedImage | undefined;
+    if (image) {
+      console.log(`unpacking ${image}`);
+      mkdirSync(join(cache, 'image'));
+      unpacked = unpackImage(image, join(cache, 'image'));
+      variants.push(...unpacked.variants);
+    }
     for (const [prefix, dir] of [
       ['', REPO_ROOT],
       ...(baseline ? [['baseline', resolve(baseline)]] : []),
@@ -188,6 +320,7 @@ async function measureStarts(
       variants.push({
         name: name('compileCache'),
         entry: join(dir, 'operator/bin/retrokube.js'),
+        warmUp: true,
         // The compile cache goes to $XDG_CACHE_HOME/retrokube/compile-cache (bin/compile-cache.js);
         // one folder per checkout, so neither finds the other's entries.
         env: {
@@ -198,15 +331,36 @@ async function measureStarts(
       });
     }
     const cacheEntries: Record<string, number> = {};
-    for (const v of variants.filter((x) => x.env?.XDG_CACHE_HOME)) {
+    for (const v of variants.filter((x) => x.warmUp)) {
       // Ready, then a moment for `retrokube operator` to install its signal handlers: a SIGTERM
       // before that kills it without the clean exit that writes the cache (main's operator writes
       // it only then).
-      const warm = await startOperator(v.entry, kubeconfig, namespace, v.env);
+      const warm = await startOperator(v, kubeconfig, namespace);
       await sleep(LIMITS.warmSettleMs);
       await stopOperator(warm);
       const dir = join(v.env?.XDG_CACHE_HOME as string, 'retrokube/compile-cache');
       cacheEntries[v.name] = readdirSync(dir).reduce((n, d) => n + readdirSync(join(dir, d)).length, 0);
+    }
+    // What the image's start took from its baked cache, in Node's own words (one unmeasured start
+    // with NODE_DEBUG_NATIVE=COMPILE_CACHE, ready against the API server, then stopped).
+    let builtImageCacheUse: Record<string, unknown> | undefined;
+    const built = unpacked?.variants[0];
+    if (built) {
+      const probe = await startOperator(
+        { ...built, env: { ...built.env, NODE_DEBUG_NATIVE: 'COMPILE_CACHE' }, captureStderr: true },
+        kubeconfig,
+        namespace,
+      );
+      await stopOperator(probe);
+      const { stripped, compiled } = cacheUse(probe.stderr());
+      const ts = [...stripped].filter(([u]) => u.includes('/app/operator/src/'));
+      builtImageCacheUse = {
+        typeScriptModules: ts.length,
+        strippedAgain: ts.filter(([, hit]) => !hit).map(([u]) => u.replace(/^.*\/app\//, '')),
+        modulesCompiled: compiled.size,
+        modulesCompiledAgain: [...compiled.values()].filter((hit) => !hit).length,
+      };
+      console.log(`the image's start and its baked compile cache: ${JSON.stringify(builtImageCacheUse)}`);
     }
     const runs = new Map(
       variants.map((v) => [v.name, [] as Array<{ hwmMiB: number; rssMiB: number; load1m: number }>]),
@@ -214,7 +368,7 @@ async function measureStarts(
     for (let round = 0; round < rounds; round++) {
       for (const v of variants) {
         const load1m = +(loadavg()[0] ?? 0).toFixed(2);
-        const op = await startOperator(v.entry, kubeconfig, namespace, v.env);
+        const op = await startOperator(v, kubeconfig, namespace);
         const sample = {
           hwmMiB: mib(statusMiB(op.pid, 'VmHWM')),
           rssMiB: mib(statusMiB(op.pid, 'VmRSS')),
@@ -224,7 +378,18 @@ async function measureStarts(
         runs.get(v.name)?.push(sample);
       }
     }
-    const out: Record<string, unknown> = { rounds, compileCacheEntries: cacheEntries };
+    const out: Record<string, unknown> = {
+      rounds,
+      compileCacheEntries: cacheEntries,
+      ...(unpacked
+        ? {
+            builtImageArchive: unpacked.archive.split('/').pop(),
+            builtImageCompileCacheEntries: unpacked.compileCacheEntries,
+            builtImageCompileCacheDir: unpacked.compileCacheDir.split('/').pop(),
+            builtImageCacheUse,
+          }
+        : {}),
+    };
     for (const [name, rs] of runs) {
       out[name] = {
         medianMiB: mib(median(rs.map((r) => r.hwmMiB))),
@@ -236,6 +401,7 @@ async function measureStarts(
     }
     return out;
   } finally {
+    writableAgain(cache);
     rmSync(cache, { recursive: true, force: true });
   }
 }
@@ -248,6 +414,8 @@ export async function runOperatorBench(b: OperatorBench): Promise<void> {
       concurrency: { type: 'string', default: '16' },
       starts: { type: 'string', default: String(LIMITS.starts) },
       baseline: { type: 'string' },
+      image: { type: 'string' },
+      'no-image': { type: 'boolean', default: false },
       save: { type: 'boolean', default: false }, // read by results.ts (saving())
     },
   });
@@ -259,6 +427,15 @@ export async function runOperatorBench(b: OperatorBench): Promise<void> {
   if (!Number.isInteger(concurrency) || concurrency < 1)
     throw new Error('--concurrency must be a positive integer');
   const ns = b.namespace;
+  // The image of this checkout when it has been built (hack/build-image.sh --print-path names it).
+  let image = args.image;
+  if (!image && !args['no-image']) {
+    const built = execFileSync('bash', [join(REPO_ROOT, 'hack/build-image.sh'), '--print-path'], {
+      encoding: 'utf8',
+    }).trim();
+    if (existsSync(built)) image = built;
+    else console.log(`no image of this checkout (${built}): the builtImage variants are left out`);
+  }
 
   const plane = await startControlPlane();
   console.log(`kube-apiserver ${plane.server} ready`);
@@ -288,14 +465,14 @@ export async function runOperatorBench(b: OperatorBench): Promise<void> {
     }
 
     const rssAtStart =
-      starts > 0 ? await measureStarts(plane.kubeconfigPath, ns, starts, args.baseline) : undefined;
+      starts > 0 ? await measureStarts(plane.kubeconfigPath, ns, starts, args.baseline, image) : undefined;
 
-    // The operator of the run itself, as the image runs it (src/cli/main.ts).
+    // The operator of the run itself, as the image's ENTRYPOINT runs it from this checkout
+    // (src/cli/main.ts, no compile cache).
     op = await startOperator(
-      join(REPO_ROOT, 'operator/src/cli/main.ts'),
+      { name: 'run', entry: join(REPO_ROOT, 'operator/src/cli/main.ts'), env: NO_COMPILE_CACHE },
       plane.kubeconfigPath,
       ns,
-      NO_COMPILE_CACHE,
     );
     const { pid, metricsPort } = op;
     const m0 = await metrics(metricsPort);

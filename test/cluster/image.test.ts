@@ -1,10 +1,21 @@
 // The image hack/build-image.sh builds without Docker holds what the Dockerfile's final stage says
 // (checked here by an independent reading of the Dockerfile, .dockerignore and package-lock.json),
 // and a machine pod's seed container finds everything it needs inside it: run for real in the
-// unpacked image (chroot, no network, the image's user), it copies the prebuilt Kube disk.
+// unpacked image (chroot, no network, the image's user), it copies the prebuilt Kube disk. The
+// operator's start there takes every one of its TypeScript modules from the compile cache baked into
+// the image (Node's own account, NODE_DEBUG_NATIVE=COMPILE_CACHE), and writes nothing to it.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +23,7 @@ import { machineSettings, renderPod } from '../../operator/src/controllers/obero
 import { BASE_IMAGE } from '../../operator/src/machine/base-image.ts';
 import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
 import { REPO_ROOT } from '../envtest/control-plane.ts';
+import { cacheUse } from '../unit/compile-cache-use.ts';
 import { skipReason } from './harness.ts';
 
 const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
@@ -27,6 +39,14 @@ function finalStage(): { op: string; args: string }[] {
     const [op, ...rest] = l.split(/\s+/);
     return { op: op.toUpperCase(), args: rest.join(' ') };
   });
+}
+
+/** The runtime's NODE_COMPILE_CACHE (an absolute path in the image). */
+function compileCacheDir(): string {
+  const env = finalStage()
+    .filter((s) => s.op === 'ENV')
+    .flatMap((s) => s.args.split(/\s+/));
+  return env.find((p) => p.startsWith('NODE_COMPILE_CACHE='))?.slice('NODE_COMPILE_CACHE='.length) ?? '';
 }
 
 /** .dockerignore as Docker reads it: a leading `**\/` matches at any depth, else from the context root. */
@@ -122,6 +142,8 @@ describe.skipIf(skipReason())('the product image (hack/build-image.sh) against t
           expected.set(to.replace(/^\.\//, ''), sha256(readFileSync(join(REPO_ROOT, f))));
         }
     }
+    // The compile cache (its own test below) is the runtime's NODE_COMPILE_CACHE under /app.
+    const compileCache = `${compileCacheDir().replace(/^\/app\//, '')}/`;
     const fromRepo = inImage.filter((f) => !f.startsWith('node_modules/') && !f.startsWith('cache/'));
     expect(fromRepo.sort()).toEqual([...expected.keys()].sort());
     for (const f of fromRepo) expect([f, sha256(readFileSync(join(app, f)))]).toEqual([f, expected.get(f)]);
@@ -158,7 +180,7 @@ describe.skipIf(skipReason())('the product image (hack/build-image.sh) against t
 
     // The disks: the base image by its sha256, the Kube disk the repo's sources build.
     const kube = await buildKubeDisk();
-    const disks = inImage.filter((f) => f.startsWith('cache/')).sort();
+    const disks = inImage.filter((f) => f.startsWith('cache/') && !f.startsWith(compileCache)).sort();
     expect(disks).toEqual(
       [`cache/retrokube/${BASE_IMAGE.fileName}`, `cache/retrokube/${kube.cachePath.split('/').pop()}`].sort(),
     );
@@ -201,5 +223,78 @@ describe.skipIf(skipReason())('the product image (hack/build-image.sh) against t
     expect(r.stdout).toContain('(cached;');
     const kube = await buildKubeDisk();
     expect(sha256(readFileSync(join(disk, 'oberon.dsk')))).toBe(sha256(readFileSync(kube.cachePath)));
+  });
+
+  it("the operator's start in the unpacked image takes every TypeScript module from the baked compile cache, as user 1000, and writes nothing", () => {
+    const c = config.config as {
+      Env: string[];
+      User: string;
+      WorkingDir: string;
+      Labels?: Record<string, string>;
+    };
+    const dir = join(root, compileCacheDir());
+    // Node's one folder: this image's Node (its label), its V8 flags, the image's uid.
+    const uid = c.User.split(':')[0];
+    const node = c.Labels?.['io.retrokube.node'];
+    expect(readdirSync(dir)).toEqual([
+      expect.stringMatching(new RegExp(`^v${node}-${process.arch}-[0-9a-f]+-${uid}$`)),
+    ]);
+    const before = walk(dir).map((f) => [
+      relative(dir, f),
+      sha256(readFileSync(f)),
+      statSync(f).mode & 0o777,
+    ]);
+    expect(before.length).toBeGreaterThan(150);
+    expect(before.filter(([, , mode]) => mode !== 0o644)).toEqual([]); // root's, readable by the user
+    // Up to its kubeconfig (none here): main.ts, the verb, operator-run.ts and all it imports loaded.
+    // stderr to a file: Node's native debug lines are lost when they meet a full pipe.
+    const errFile = join(work, 'operator-start.stderr');
+    const errFd = openSync(errFile, 'w');
+    const r = spawnSync(
+      'unshare',
+      [
+        '--net',
+        'chroot',
+        `--userspec=${c.User}`,
+        root,
+        '/bin/sh',
+        '-c',
+        'cd "$1" && shift && exec "$@"',
+        'sh',
+        c.WorkingDir,
+        '/bin/env',
+        '-i',
+        ...c.Env,
+        'HOME=/tmp',
+        'NODE_DEBUG_NATIVE=COMPILE_CACHE',
+        'RETROKUBE_DEBUG=1', // the failure's stack
+        ...(JSON.parse(finalStage().find((s) => s.op === 'ENTRYPOINT')?.args ?? '[]') as string[]),
+        'operator',
+        '--kubeconfig',
+        '/nonexistent/kubeconfig',
+      ],
+      { encoding: 'utf8', timeout: 120_000, cwd: '/', stdio: ['pipe', 'pipe', errFd] },
+    );
+    closeSync(errFd);
+    r.stderr = readFileSync(errFile, 'utf8');
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(
+      "retrokube: ENOENT: no such file or directory, open '/nonexistent/kubeconfig'",
+    );
+    // Its stack names the image's files: a cached module keeps the path it was baked at (Node
+    // appends it to the stripped source), and both builds bake at the image's own paths.
+    const frames = r.stderr.split('\n').filter((l) => /^\s+at .*operator\/src\//.test(l));
+    expect(frames.length).toBeGreaterThan(3);
+    expect(frames.filter((l) => !l.includes(`file://${c.WorkingDir}/operator/src/`))).toEqual([]);
+    const { stripped, compiled } = cacheUse(r.stderr);
+    const ts = [...stripped.keys()].filter((u) => u.startsWith(`file://${c.WorkingDir}/operator/src/`));
+    expect(ts.length).toBeGreaterThan(50);
+    expect(ts).toContain(`file://${c.WorkingDir}/operator/src/cli/operator-run.ts`);
+    expect(ts.filter((u) => !stripped.get(u))).toEqual([]);
+    expect(ts.filter((u) => compiled.get(u) !== true)).toEqual([]);
+    expect([...compiled.values()].filter(Boolean).length).toBeGreaterThan(ts.length); // its packages too
+    expect(
+      walk(dir).map((f) => [relative(dir, f), sha256(readFileSync(f)), statSync(f).mode & 0o777]),
+    ).toEqual(before);
   });
 });

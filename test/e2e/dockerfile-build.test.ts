@@ -1,8 +1,9 @@
 // The root Dockerfile built by a real engine (buildah, hack/build-dockerfile.sh, with the base made
 // here by hack/build-node-base.sh) holds what hack/build-image.sh's archive holds — the same /app:
 // every file with the same bytes, production node_modules only, the Oberon base disk with its
-// sha256 and the same Kube disk — and the same config; and it runs: as user 1000 with no network
-// in the unpacked image, `retrokube version` answers and a machine boots from its Kube disk.
+// sha256 and the same Kube disk, the same compile cache entries — and the same config; and it
+// runs: as user 1000 with no network in the unpacked image, `retrokube version` answers and a
+// machine boots from its Kube disk.
 // Both archives come from the set-up (npm run setup); under CI=true a missing one fails the file.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -111,6 +112,19 @@ function files(dir: string): Map<string, string> {
   return out;
 }
 
+// Node's compile cache of the operator's modules (the Dockerfile's compile-cache stage). V8's code
+// in an entry differs from one process to the next, so an entry is compared by what it is for —
+// its name (the module's path and kind) and Node's header: magic, source size and source hash.
+const COMPILE_CACHE = 'cache/retrokube/compile-cache/';
+function compileCacheByHeader(root: string, m: Map<string, string>): Map<string, string> {
+  for (const k of m.keys())
+    if (k.startsWith(COMPILE_CACHE)) {
+      const h = readFileSync(join(root, 'app', k)).subarray(0, 16);
+      m.set(k, `entry ${h.readUInt32LE(0)} ${h.readUInt32LE(4)} ${h.readUInt32LE(12)}`);
+    }
+  return m;
+}
+
 /**
  * A command in the unpacked image as its user, in its working folder, with its environment and no
  * network (as a machine pod's container): chroot, then the image's own /bin/sh goes to WorkingDir.
@@ -155,15 +169,24 @@ describe.skipIf(why !== undefined)('the Dockerfile built by buildah equals hack/
   it('the same config: entrypoint, command, working folder, user, and the ENV the Dockerfile sets', () => {
     for (const k of ['Entrypoint', 'Cmd', 'WorkingDir', 'User'] as const)
       expect([k, ours.config[k]]).toEqual([k, theirs.config[k]]);
-    for (const pair of ['NODE_ENV=production', 'XDG_CACHE_HOME=/app/cache']) {
+    for (const pair of [
+      'NODE_ENV=production',
+      'XDG_CACHE_HOME=/app/cache',
+      'NODE_COMPILE_CACHE=/app/cache/retrokube/compile-cache',
+      'NODE_COMPILE_CACHE_PORTABLE=1',
+    ]) {
       expect(ours.config.Env).toContain(pair);
       expect(theirs.config.Env).toContain(pair);
     }
   });
 
-  it('the same /app, byte for byte: repo files, production node_modules, the two disks', () => {
-    const a = files(join(ours.root, 'app'));
-    const b = files(join(theirs.root, 'app'));
+  it('the same /app, byte for byte: repo files, production node_modules, the two disks; the same compile cache', () => {
+    const a = compileCacheByHeader(ours.root, files(join(ours.root, 'app')));
+    const b = compileCacheByHeader(theirs.root, files(join(theirs.root, 'app')));
+    // Both baked the operator's modules, for the same Node and uid: the same entries.
+    const entries = [...a.keys()].filter((k) => k.startsWith(COMPILE_CACHE));
+    expect(entries.length).toBeGreaterThan(150);
+    expect(entries.every((k) => /^entry /.test(a.get(k) ?? ''))).toBe(true);
     // npm ci writes its hidden lock file; hack/build-image.sh removes it (it names this machine's
     // install, not the product). Everything else must match.
     a.delete('node_modules/.package-lock.json');

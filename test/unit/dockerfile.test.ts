@@ -142,4 +142,50 @@ describe('Dockerfile', () => {
     }
     expect(offenders).toEqual([]);
   });
+
+  it("bakes the operator's compile cache as the runtime will read it: same Node, files, packages, user, environment and folder", () => {
+    const envOf = (st: Stage) =>
+      st.body
+        .filter((i) => i.op === 'ENV')
+        .flatMap((i) => i.args.split(/\s+/).filter((p) => p.includes('=')));
+    const env = new Map(envOf(runtime).map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
+    const cacheDir = env.get('NODE_COMPILE_CACHE') ?? '';
+    // Portable: entries keyed by paths relative to the folder (tests and benchmarks move the tree).
+    expect(env.get('NODE_COMPILE_CACHE_PORTABLE')).toBe('1');
+    const workdir = runtime.body.findLast((i) => i.op === 'WORKDIR')?.args ?? '';
+    expect(cacheDir.startsWith(`${workdir}/`)).toBe(true);
+    // The runtime's last COPY brings it from its stage to the folder NODE_COMPILE_CACHE names (last:
+    // hack/build-image.sh bakes it in the tree the COPYs before it assembled).
+    const copies = runtime.body.filter((i) => i.op === 'COPY');
+    const [from, src, dest] =
+      /^--from=(\S+)\s+(\S+)\s+(\S+)$/.exec(copies.at(-1)?.args ?? '')?.slice(1) ?? [];
+    expect([src, `${workdir}/${dest?.replace(/^\.\//, '')}`]).toEqual([cacheDir, cacheDir]);
+    const stage = stages.find((st) => st.name === from);
+    expect(stage, `stage ${from}`).toBeDefined();
+    // On the same base (the same Node binary) through the stage that installs the production packages.
+    const chain: Stage[] = [stage!];
+    for (let st = stage; st; st = stages.find((e) => e.name === st?.from)) if (st !== stage) chain.push(st);
+    expect(chain.at(-1)?.from).toBe(runtime.from);
+    expect(chain.some((st) => st.body.some((i) => i.op === 'RUN' && /\bnpm ci\b/.test(i.args)))).toBe(true);
+    // Its working folder (its own, else the nearest stage's it is built on) is the runtime's.
+    expect(
+      chain.find((st) => st.body.some((i) => i.op === 'WORKDIR'))?.body.findLast((i) => i.op === 'WORKDIR')
+        ?.args,
+    ).toBe(workdir);
+    // The same files from the build context, the runtime's environment, and its user for the bake.
+    const contextCopies = (st: Stage) =>
+      st.body.filter((i) => i.op === 'COPY' && !i.args.includes('--from=')).map((i) => i.args);
+    expect(contextCopies(stage!).sort()).toEqual(contextCopies(runtime).sort());
+    expect(envOf(stage!).sort()).toEqual(envOf(runtime).sort());
+    const bake = stage!.body.findIndex(
+      (i) => i.op === 'RUN' && /\bnode operator\/bin\/bake-compile-cache\.js\b/.test(i.args),
+    );
+    expect(bake).toBeGreaterThan(-1);
+    expect(stage!.body.slice(0, bake).findLast((i) => i.op === 'USER')?.args).toBe(
+      runtime.body.findLast((i) => i.op === 'USER')?.args,
+    );
+    // Node writes its entries 0600; the runtime copies them as root, and its user must read them.
+    expect(stage!.body[bake]?.args).toMatch(/chmod -R a\+rX/);
+    expect(existsSync(join(ROOT, 'operator/bin/bake-compile-cache.js'))).toBe(true);
+  });
 });

@@ -63,7 +63,7 @@ export async function relayRegistry(relay: Relay): Promise<Registry> {
   );
   new Counter({
     name: 'air_relay_dropped_total',
-    help: 'Frames or deliveries not forwarded, by reason (loss, rate ceiling, air off, station cut, output budget)',
+    help: 'Frames or deliveries not forwarded, by reason (loss, rate ceiling, air off, station cut, output budget, late: the send queue held earlier ones, queue: the kernel queue in front of the relay was full, a frame that would have waited past 50 ms)',
     labelNames: ['reason'],
     registers: [registry],
     collect() {
@@ -75,6 +75,7 @@ export async function relayRegistry(relay: Relay): Promise<Registry> {
       this.labels('cut').inc(st.droppedCut);
       this.labels('budget').inc(st.droppedBudget);
       this.labels('late').inc(st.droppedLate);
+      this.labels('queue').inc(st.droppedQueue);
     },
   });
   new Gauge({
@@ -83,6 +84,14 @@ export async function relayRegistry(relay: Relay): Promise<Registry> {
     registers: [registry],
     collect() {
       this.set(relay.stats().peers);
+    },
+  });
+  new Gauge({
+    name: 'air_relay_queue_frames',
+    help: 'Datagrams the kernel queue in front of the relay holds: 25 ms of its measured speed',
+    registers: [registry],
+    collect() {
+      this.set(relay.stats().queueFrames);
     },
   });
   new Gauge({

@@ -41,6 +41,14 @@ export interface RelayStats {
   droppedBudget: number;
   /** Deliveries dropped because the kernel still held earlier sends: radio drops rather than queues. */
   droppedLate: number;
+  /**
+   * Datagrams the kernel dropped on arrival because the queue in front of the relay was full
+   * (RELAY_LIMITS.QUEUE_MS of its speed): frames that would have waited past MAX_DELAY_MS. 0 where
+   * the kernel does not say (not Linux).
+   */
+  droppedQueue: number;
+  /** Datagrams the kernel queue in front of the relay holds now. */
+  queueFrames: number;
   /** Stations refused or evicted because their address or the table was full. */
   refusedPeers: number;
   sendErrors: number;

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rawRequest } from '../util/http-guard.testkit.ts';
 import { ManualClock } from './clock.ts';
+import { procAddress } from './kernel-drops.ts';
 import { clusterTag, heartbeatDatagram, keyFromHex } from './kubenet.ts';
 import { startListener } from './listen.ts';
 import { RELAY_LIMITS, type Relay, type RelayOptions, startRelay } from './relay.ts';
@@ -42,11 +43,32 @@ async function station(r: Relay, hello = true): Promise<Probe> {
   return { st, got, port: st.local.port };
 }
 
-async function until(cond: () => boolean, ms = 5000, what = 'condition'): Promise<void> {
+async function until(cond: () => boolean, ms = 5000, what = 'condition', pollMs = 5): Promise<void> {
   const end = Date.now() + ms;
   while (!cond()) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}
+
+/**
+ * Frames a test may send in one turn of its loop (the relay's too: nothing is read until the turn
+ * ends) and still count on the relay to judge them all: half the smallest kernel queue the relay
+ * may hold in front of it. A flood times that queue, and a relay timed on a busy host holds as
+ * little as QUEUE_MIN_FRAMES (25 ms of its speed there); whatever arrives beyond it the kernel
+ * drops by design, and a count of judged frames would wait for them forever.
+ */
+const BURST = RELAY_LIMITS.QUEUE_MIN_FRAMES / 2;
+
+/** Waits (polling every ms) until the relay judged `n` frames; says what the kernel dropped if not. */
+async function judged(r: Relay, n: number, what: string): Promise<void> {
+  try {
+    await until(() => r.stats().framesIn >= n, 10_000, what, 1);
+  } catch (e) {
+    const { framesIn, droppedQueue, queueFrames } = r.stats();
+    throw new Error(
+      `${(e as Error).message}: ${framesIn} of ${n} judged, ${droppedQueue} dropped by the kernel queue of ${queueFrames} datagrams`,
+    );
   }
 }
 
@@ -176,13 +198,14 @@ describe('the relay on loopback', () => {
     const rx = await station(r);
     await until(() => r.peers().length === 2, 5000, 'two stations');
     const total = 10_000;
-    const batch = 250;
-    for (let i = 0; i < total; i += batch) {
-      for (let j = i; j < i + batch; j++) void tx.st.send(frame(1, j));
-      // pace the sender so no kernel buffer overflows: wait until the relay judged the batch
-      await until(() => r.stats().framesIn === i + batch, 10_000, `batch ${i}`);
+    // paced so that no kernel queue overflows (BURST): each burst is judged before the next is sent
+    for (let i = 0; i < total; i += BURST) {
+      const end = Math.min(total, i + BURST);
+      for (let j = i; j < end; j++) void tx.st.send(frame(1, j));
+      await judged(r, end, `batch ${i}`);
     }
     const st = r.stats();
+    expect(st).toMatchObject({ framesIn: total, droppedQueue: 0 });
     expect(st.framesOut + st.droppedLoss).toBe(total);
     const ratio = st.droppedLoss / total;
     expect(ratio).toBeGreaterThan(0.27);
@@ -218,10 +241,13 @@ describe('the relay on loopback', () => {
     let flooding = true;
     let flooded = 0;
     const started = Date.now();
-    // The flooder sends ~10,000 frames/s (unloaded), 500 times a real station's ~20/s.
+    // The flooder sends ~8,000 frames/s (unloaded), 400 times a real station's ~20/s, in bursts
+    // that fit the relay's queue (BURST) with the honest stations' frames of the same turn: the
+    // flood times that queue, and an honest frame the kernel dropped behind a burst would fail below.
+    expect(BURST + 3).toBeLessThanOrEqual(RELAY_LIMITS.QUEUE_MIN_FRAMES);
     const flood = (async () => {
       while (flooding) {
-        for (let k = 0; k < 20; k++) void flooder.st.send(frame(99, flooded++));
+        for (let k = 0; k < BURST; k++) void flooder.st.send(frame(99, flooded++));
         await settle(2);
       }
     })();
@@ -257,11 +283,13 @@ describe('the relay on loopback', () => {
     const total = 1200; // 3 s at 400 frames/s
     const started = Date.now();
     for (let i = 0; i < total; i += 4) {
+      // four at a time, and a turn of the loop between them even when a stalled host leaves the
+      // sender behind its schedule: catching up in one burst would outgrow the relay's queue (BURST)
       const due = started + (i * 1000) / 400;
-      if (due > Date.now()) await settle(due - Date.now());
+      await (due > Date.now() ? settle(due - Date.now()) : new Promise((res) => setImmediate(res)));
       for (let j = i; j < i + 4; j++) void tx.st.send(frame(1, j));
     }
-    await until(() => r.stats().framesIn === total, 10_000, 'every frame judged');
+    await judged(r, total, 'every frame judged');
     expect(r.stats().droppedRate).toBe(0);
     await until(() => rx.got.length === total, 10_000, 'every frame delivered');
     // a sender at least as fast as the limit would be clipped: the ceiling is above 400/s, not off
@@ -295,7 +323,9 @@ describe('the relay on loopback', () => {
       { numRuns: 300 },
     );
     await until(
-      () => r.stats().hellos + r.stats().framesIn + r.stats().malformed >= sent + 3,
+      // the kernel queue in front of the relay drops what it cannot hold (the sends above never
+      // yield to the relay's loop): those were judged too, by the queue
+      () => r.stats().hellos + r.stats().framesIn + r.stats().malformed + r.stats().droppedQueue >= sent + 3,
       5000,
       'all judged',
     );
@@ -459,6 +489,66 @@ describe('runtime control of the relay', () => {
   });
 });
 
+describe('the kernel queue in front of the relay (#32: drop, as radio does, rather than queue)', () => {
+  it('holds the Linux default before a flood is timed; a burst beyond it is dropped by the kernel and counted', async () => {
+    const r = await relay({ rate: null, metricsPort: 0, metricsBind: '127.0.0.1' });
+    const a = await station(r);
+    await station(r);
+    await until(() => r.peers().length === 2, 5000, 'two stations');
+    expect(r.stats().queueFrames).toBe(RELAY_LIMITS.QUEUE_INITIAL_FRAMES);
+    // one turn of this loop (the relay's too): nothing is read until every frame is sent
+    const raw = dgram.createSocket('udp4');
+    open.push({ close: () => new Promise<void>((res) => raw.close(() => res())) });
+    const burst = 4 * RELAY_LIMITS.QUEUE_INITIAL_FRAMES;
+    for (let i = 0; i < burst; i++) raw.send(frame(9, i), r.address.port, '127.0.0.1');
+    await until(() => r.stats().framesIn + r.stats().droppedQueue === burst, 5000, 'the burst judged');
+    const st = r.stats();
+    if (process.platform === 'linux') {
+      expect(st.droppedQueue).toBeGreaterThan(0);
+      expect(st.framesIn).toBeLessThanOrEqual(RELAY_LIMITS.QUEUE_INITIAL_FRAMES + 1);
+    }
+    const text = await (await fetch(`${r.metrics!.url}/metrics`)).text();
+    expect(text).toMatch(new RegExp(`^air_relay_dropped_total\\{reason="queue"\\} ${st.droppedQueue}$`, 'm'));
+    expect(text).toMatch(/^air_relay_queue_frames \d+$/m);
+    // and the air still carries frames
+    await a.st.send(frame(1, 7));
+    await until(() => r.stats().framesIn === st.framesIn + 1, 5000, 'a frame after the burst');
+  });
+
+  it('a flood times the queue (within its bounds); light traffic puts back the Linux default', async () => {
+    const r = await relay({ rate: null });
+    const a = await station(r);
+    for (let i = 0; i < 4; i++) await station(r);
+    await until(() => r.peers().length === 5, 5000, 'five stations');
+    const sizes = new Set<number>();
+    const end = Date.now() + 3 * RELAY_LIMITS.QUEUE_MEASURE_MS;
+    for (let n = 0; Date.now() < end; ) {
+      for (let k = 0; k < 50; k++) void a.st.send(frame(1, n++));
+      await new Promise((res) => setImmediate(res)); // the relay reads between bursts
+      sizes.add(r.stats().queueFrames);
+    }
+    sizes.delete(RELAY_LIMITS.QUEUE_INITIAL_FRAMES);
+    expect(sizes.size).toBeGreaterThan(0); // timed at least once
+    for (const q of sizes) {
+      expect(q).toBeGreaterThanOrEqual(RELAY_LIMITS.QUEUE_MIN_FRAMES);
+      expect(q).toBeLessThanOrEqual(RELAY_LIMITS.QUEUE_MAX_FRAMES);
+    }
+    // light traffic, 10 frames/s: the window that holds the flood's tail is timed, the next one not
+    for (let i = 0; i < 20 && r.stats().queueFrames !== RELAY_LIMITS.QUEUE_INITIAL_FRAMES; i++) {
+      await a.st.send(frame(1, i));
+      await settle(100);
+    }
+    expect(r.stats().queueFrames).toBe(RELAY_LIMITS.QUEUE_INITIAL_FRAMES);
+  });
+
+  it('finds its socket in /proc/net/udp by the address as the kernel prints it', () => {
+    expect(procAddress('127.0.0.1', false)).toBe('0100007F');
+    expect(procAddress('0.0.0.0', false)).toBe('00000000');
+    expect(procAddress('::1', true)).toBe('00000000000000000000000001000000');
+    expect(procAddress('::', true)).toBe('0'.repeat(32));
+  });
+});
+
 describe('#17.7 the peer table against one host with many ports', () => {
   /** `n` hello-only sockets bound to `host` (a loopback address: 127.0.0.0/8 all reach lo). */
   async function sprayHellos(r: Relay, host: string, n: number): Promise<dgram.Socket[]> {
@@ -549,7 +639,8 @@ describe('#28.3 the peer table against a spray of one-frame sources', () => {
         s.send(Buffer.from(frame(50 + h, i)), r.address.port, '127.0.0.1');
         spray.push(s);
       }
-    await until(() => r.stats().framesIn >= 2 + 33 * 32, 10_000, 'the spray');
+    // what the relay's kernel queue could not hold is dropped there, as a flood is (RELAY_LIMITS.QUEUE_MS)
+    await until(() => r.stats().framesIn + r.stats().droppedQueue >= 2 + 33 * 32, 10_000, 'the spray');
     await settle();
     // the spray held at most MAX_UNPROVEN_PER_HOST entries per address, and each frame reached few
     expect(r.peers().length).toBeLessThanOrEqual(1 + 33 * RELAY_LIMITS.MAX_UNPROVEN_PER_HOST);

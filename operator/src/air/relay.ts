@@ -7,8 +7,10 @@
 import dgram from 'node:dgram';
 import dns from 'node:dns';
 import { isIP, isIPv6 } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { type Logger, logger } from '../util/log.ts';
 import { type Clock, systemClock } from './clock.ts';
+import { kernelDrops } from './kernel-drops.ts';
 import { decodeKubeData } from './kubenet.ts';
 import { startRelayControl, startRelayMetrics } from './relay-http.ts';
 import type { HttpEndpoint, Relay, RelayEvent, RelayPeer, RelayStats } from './relay-types.ts';
@@ -69,8 +71,68 @@ export const RELAY_LIMITS = {
   MAX_UNPROVEN_PER_HOST: 24,
   /** Unproven stations one frame reaches at most: that fresh air is served whole; a spray is amplified ×24 at most, not ×64. */
   MAX_UNPROVEN_RECEIVERS: 24,
-  /** A bigger kernel receive buffer rides out bursts while the relay is busy fanning out. */
-  RECV_BUFFER_BYTES: 4 * 1024 * 1024,
+  /**
+   * The longest a frame may wait in front of the relay: one SCC send (Wait, 50 ms). Radio does
+   * not queue: a frame the air cannot carry now is lost, so later than this it is dropped (#32).
+   */
+  MAX_DELAY_MS: 50,
+  /**
+   * The kernel's receive queue is where a flood waits (bench/air/queues.ts: with a 4-MiB buffer it
+   * held ~9,000 frames, 1.2 s of the relay's speed, while every other queue on the path stayed
+   * empty). It is sized to hold this long of what the relay forwards, timed while it works; the
+   * kernel drops the rest on arrival, for free. The other half of MAX_DELAY_MS is for waits no
+   * buffer governs: the relay's thread, or a receiver's, waiting for a core on a busy host.
+   */
+  QUEUE_MS: 25,
+  /**
+   * Whenever traffic is too light to time the relay (fewer than QUEUE_MIN_SAMPLE datagrams in a
+   * timing): the Linux default receive buffer (208 KiB), as the reference relay has. Light traffic
+   * builds no queue unless the relay's thread stalls, and then a small queue would not keep the
+   * bound (what it holds still waits for the stall) but only lose frames: after a flood timed on a
+   * starved core had left 32 datagrams, a station at a steady 400 frames/s lost 168 of 1,200 (bench/air
+   * --compare). Real Kube traffic (21 stations at 20 frames/s, ~420/s) always has this.
+   * The bound it sets: a stall of the relay's thread loses nothing while it lasts less than 256
+   * datagrams of traffic: 0.6 s at the ~420/s of the busiest real air, 6 s at the ~40/s a 20-node
+   * air sends at rest (docs/kube-on-oberon.md); a longer stall loses the newest, counted as
+   * `queue` drops. Those frames had waited 12 times MAX_DELAY_MS already, and a node is NotReady
+   * only after 5 s without a heartbeat. A relay of its own (`air relay`, the OberonAir pod) has no
+   * work that long: its heap is small, and at the pod's 200m CPU limit the kernel withholds the
+   * core at most 80 ms of every 100 (`retrokube up` shares the relay's loop with its console, its
+   * live view and its listener: a stall there shows as `queue` drops). The 4 MiB main asked for
+   * held 10,000 datagrams where the host allowed it (net.core.rmem_max): 24 s of that air,
+   * delivered late rather than dropped.
+   */
+  QUEUE_INITIAL_FRAMES: 256,
+  /**
+   * QUEUE_MS of the slowest relay measured here (~1,300 frames/s to 20 stations on a loaded host).
+   * All a timed relay promises to hold: more sent at once than this may lose the excess. A real
+   * station sends one frame at a time (SCC), so a burst is one frame per station, and the 21 of
+   * the largest air fit; a test that counts what the relay judged sends at most half of it at once
+   * (relay.test.ts, BURST).
+   */
+  QUEUE_MIN_FRAMES: 32,
+  /**
+   * QUEUE_MS of ~40,000 frames/s (a relay with few stations, or one whose rate ceiling drops a flood
+   * for almost nothing). A queue timed that fast holds QUEUE_MS only while the relay keeps its
+   * core: on a host that takes the core away, 4,096 datagrams waited 270-305 ms (bench/air
+   * --compare, default limits, load 3.8). Kernel memory: 850 KiB.
+   */
+  QUEUE_MAX_FRAMES: 1024,
+  /**
+   * Kernel bytes a queued 33-byte datagram takes of the receive buffer (its skb truesize: 832 on
+   * Linux loopback, bench/air/queues.ts; a NIC's may be larger, which only shortens the queue).
+   */
+  DATAGRAM_TRUESIZE: 832,
+  /** How often the relay times itself while datagrams flow. */
+  QUEUE_MEASURE_MS: 250,
+  /** Datagrams a timing needs: fewer time the loop's idle wake-ups, not the relay's speed. */
+  QUEUE_MIN_SAMPLE: 200,
+  /**
+   * The queue shrinks at once when the relay times itself slower, and grows at most this much a
+   * timing: one fast window (a flood the rate ceiling drops for free) must not let the next hold
+   * frames past the bound.
+   */
+  QUEUE_MAX_GROWTH: 1.25,
 } as const;
 
 export type { Relay, RelayEvent, RelayPeer, RelayState, RelayStats } from './relay-types.ts';
@@ -146,7 +208,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   let on = true;
   const cuts = new Set<string>();
   const peers = new Map<string, PeerEntry>();
-  const s: Omit<RelayStats, 'peers'> = {
+  const s: Omit<RelayStats, 'peers' | 'droppedQueue' | 'queueFrames'> = {
     hellos: 0,
     framesIn: 0,
     framesOut: 0,
@@ -289,14 +351,51 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   };
 
   const bind = opts.bind ?? '0.0.0.0';
-  const socket = dgram.createSocket({
-    type: isIPv6(bind) ? 'udp6' : 'udp4',
-    recvBufferSize: RELAY_LIMITS.RECV_BUFFER_BYTES,
-    lookup: literalLookup,
-  });
+  const socket = dgram.createSocket({ type: isIPv6(bind) ? 'udp6' : 'udp4', lookup: literalLookup });
+
+  // The kernel queue in front of the relay holds QUEUE_MS of the relay's speed: frames handled per
+  // ms of its loop's busy time (wall time while the thread works, so a relay sharing its core times
+  // itself slower and holds fewer frames: the bound is kept in time, not in frames).
+  let queueFrames: number = RELAY_LIMITS.QUEUE_INITIAL_FRAMES;
+  const sizeQueue = (frames: number): void => {
+    queueFrames = frames;
+    // Linux doubles what it is given (the other half is its bookkeeping).
+    socket.setRecvBufferSize(Math.ceil((frames * RELAY_LIMITS.DATAGRAM_TRUESIZE) / 2));
+  };
+  let handled = 0;
+  let timedAt = performance.now();
+  let timedElu = performance.eventLoopUtilization();
+  let timedHandled = 0;
+  const timeQueue = (): void => {
+    const at = performance.now();
+    if (at - timedAt < RELAY_LIMITS.QUEUE_MEASURE_MS) return;
+    const elu = performance.eventLoopUtilization();
+    const n = handled - timedHandled;
+    const busyMs = elu.active - timedElu.active;
+    if (n < RELAY_LIMITS.QUEUE_MIN_SAMPLE) {
+      if (queueFrames !== RELAY_LIMITS.QUEUE_INITIAL_FRAMES) sizeQueue(RELAY_LIMITS.QUEUE_INITIAL_FRAMES);
+    } else if (busyMs > 0) {
+      const frames = Math.round(
+        Math.max(
+          RELAY_LIMITS.QUEUE_MIN_FRAMES,
+          Math.min(
+            RELAY_LIMITS.QUEUE_MAX_FRAMES,
+            (n / busyMs) * RELAY_LIMITS.QUEUE_MS,
+            queueFrames * RELAY_LIMITS.QUEUE_MAX_GROWTH,
+          ),
+        ),
+      );
+      if (frames !== queueFrames) sizeQueue(frames);
+    }
+    timedAt = at;
+    timedElu = elu;
+    timedHandled = handled;
+  };
 
   let expiredAt = Number.NEGATIVE_INFINITY;
   socket.on('message', (msg, rinfo) => {
+    handled++;
+    timeQueue();
     const now = clock.now();
     if (now - expiredAt >= RELAY_LIMITS.EXPIRE_EVERY_MS) {
       expiredAt = now;
@@ -370,6 +469,13 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
         outTokens--;
         if (pass === 1) silent++;
         if (pass >= 2) unproven++;
+        // One system call per delivery: under a flood it is nearly all of the relay's CPU (93 % in a
+        // --cpu-prof of bench/air/profile.ts: the send and the kernel's delivery behind it; the
+        // relay's own JS about 2 %, dgram's 1 %). Node has no sendmmsg to batch them; calling the
+        // binding under dgram directly saved 4-9 % of CPU per delivery (measured, not used: a
+        // private API). A socket connected to each station would save more (no address to parse
+        // and route per send: +13 % deliveries per CPU-second to 20 receivers, measured in Node), at
+        // the price of SO_REUSEPORT on the relay's port (no busy-port check) and a descriptor each.
         socket.send(msg, p.port, p.host);
         s.framesOut++;
         receivers++;
@@ -400,6 +506,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     socket.bind(opts.port ?? AIR_PORT, bind, () => {
       socket.removeAllListeners('error');
       socket.on('error', onSocketError);
+      sizeQueue(queueFrames);
       resolve();
     });
   });
@@ -409,7 +516,12 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   const sweep = setInterval(() => expire(clock.now()), RELAY_LIMITS.SWEEP_MS);
   sweep.unref();
 
-  const stats = (): RelayStats => ({ ...s, peers: peers.size });
+  const stats = (): RelayStats => ({
+    ...s,
+    droppedQueue: kernelDrops(address),
+    queueFrames,
+    peers: peers.size,
+  });
   const peerList = (): RelayPeer[] => [...peers.values()].map((p) => ({ ...publicPeer(p), cut: isCut(p) }));
 
   const relay: Relay = {
@@ -494,10 +606,10 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
 
 /** One line for people: what the air carried so far. */
 export function relaySummary(st: RelayStats, loss: number, on: boolean): string {
-  const dropped = st.droppedLoss + st.droppedRate + st.droppedOff + st.droppedCut;
+  const dropped = st.droppedLoss + st.droppedRate + st.droppedOff + st.droppedCut + st.droppedQueue;
   return (
     `air ${on ? 'on' : 'OFF'}: ${st.peers} stations, ${st.framesIn} frames in, ${st.framesOut} out, ` +
-    `${dropped} dropped (loss ${st.droppedLoss}, rate ${st.droppedRate}, off ${st.droppedOff}, cut ${st.droppedCut}), ` +
+    `${dropped} dropped (loss ${st.droppedLoss}, rate ${st.droppedRate}, off ${st.droppedOff}, cut ${st.droppedCut}, queue full ${st.droppedQueue}), ` +
     `${st.malformed} malformed, loss ${Math.round(loss * 100)}%`
   );
 }

@@ -135,7 +135,9 @@ export async function runOperator(o: OperatorVerbOptions): Promise<void> {
   await mgr.start();
   // Node writes its compile cache (on when started through bin/retrokube.js) at exit, and an
   // operator often ends killed: written now, the next start finds its modules stripped and compiled
-  // (~25 MiB less RSS at start than stripping them again, #32). Without a cache this does nothing.
+  // (~25 MiB less RSS at start than stripping them again, #32). Without a cache this does nothing;
+  // in the image the cache is baked at build and read-only in the pod: every module of the start
+  // was found there, and Node ignores a write it cannot make (test/unit/image-compile-cache.test.ts).
   flushCompileCache();
   const ports = mgr.httpServers.map(portOf);
   log.info(

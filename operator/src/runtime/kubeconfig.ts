@@ -218,6 +218,7 @@ export function loadKubeAuth(
   kubeconfigPath?: string,
   env: NodeJS.ProcessEnv = process.env,
   platform: NodeJS.Platform = process.platform,
+  serviceAccountDir: string = SERVICE_ACCOUNT_DIR,
 ): KubeAuth {
   const fromParsed = (p: Parsed): KubeAuth => {
     const auth = new KubeconfigAuth(p);
@@ -234,12 +235,12 @@ export function loadKubeAuth(
   const home = homeDir(env);
   if (home && existsSync(join(home, '.kube', 'config')))
     return fromParsed(readKubeconfigFile(join(home, '.kube', 'config')));
-  if (existsSync(join(SERVICE_ACCOUNT_DIR, 'token'))) {
+  if (existsSync(join(serviceAccountDir, 'token'))) {
     // The same service account as client-node's in-cluster config (token re-read once a minute, as
     // its FileAuth does); the odd pods it reaches otherwise (no API Service address, an http port,
     // an unreadable CA) keep client-node's behaviour.
     const port = env.KUBERNETES_SERVICE_PORT ?? '';
-    const auth = IN_CLUSTER_HTTP_PORTS.has(port) ? undefined : inClusterAuth(env);
+    const auth = IN_CLUSTER_HTTP_PORTS.has(port) ? undefined : inClusterAuth(env, serviceAccountDir);
     return auth ?? clientNodeConfig(undefined);
   }
   // Nothing configured: client-node's last resort, which every request then refuses (plain http).
