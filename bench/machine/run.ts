@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { assemble } from '../../operator/src/machine/asm.ts';
+import { bootImageDir, loadBootImages, saveBootImage } from '../../operator/src/machine/boot-image-store.ts';
 import { Risc5 } from '../../operator/src/machine/cpu.ts';
 import { Machine } from '../../operator/src/machine/machine.ts';
 import { setUpNodeMachines } from '../../operator/src/machine/node-setup.ts';
@@ -23,8 +24,9 @@ const record = startRecording();
 
 const quick = process.argv.includes('--quick');
 // Boot images from earlier processes (boot-image-store.ts) would hide the real boot: this process
-// starts without them; its own machines still share theirs.
-process.env.RETROKUBE_BOOT_IMAGES = 'off';
+// starts without them; its own machines still share theirs. One kind of fresh child below gets a
+// folder of its own (RETROKUBE_BOOT_IMAGES=<folder>): the first boot of a process from the store.
+if (!process.argv.includes('--cold-compile')) process.env.RETROKUBE_BOOT_IMAGES = 'off';
 // Likewise the translator's hints (jit-hints.ts): in this process and its workers, none; the
 // fresh-process figures below give each child a folder of hints of its own.
 if (!process.argv.includes('--cold-compile')) process.env.RETROKUBE_JIT_HINTS = 'off';
@@ -35,6 +37,12 @@ setUpNodeMachines();
 // measure the neighbours). Wall-clock figures are given where they are the point (boot, idle).
 const cpuMs = () => {
   const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+// This thread's share alone: the rest of the process's CPU is V8's helper threads (optimising
+// compiles of our JavaScript and of wasm, garbage collection), which a fresh process pays anew.
+const threadMs = () => {
+  const u = process.threadCpuUsage();
   return (u.user + u.system) / 1000;
 };
 const results: Record<string, unknown> = {
@@ -83,37 +91,59 @@ function tightLoop(jit: boolean): number {
   return n / ((cpuMs() - t0) / 1000);
 }
 
+/**
+ * Two boots to Oberon.Loop, then the compile. With the boot-image store on (a fresh child given a
+ * folder), the first boot reads the store (inside the timed part), starts from an image when one
+ * matches the disk and saves the one its real boot recorded; the second starts from the first's.
+ */
 function bootAndCompile(jit: boolean): {
   bootMsCold: number;
   bootMsWarm: number;
   bootInstructions: number;
+  bootRestored: boolean;
   compileInstructions: number;
   compileMs: number;
+  /** Of compileMs, this thread's (the rest: V8's helper threads). */
+  compileThreadMs: number;
   compileMips: number;
 } {
   const disk = fs.readFileSync(BASE_IMAGE);
+  const imageDir = bootImageDir();
   let t0 = cpuMs();
-  let m = new Machine({ disk: Buffer.from(disk), clock: 'deterministic', jit });
+  const stored = imageDir === null ? undefined : loadBootImages(imageDir);
+  let m = new Machine({ disk: Buffer.from(disk), clock: 'deterministic', jit, bootImages: stored });
   m.runUntil(() => m.booted, { maxInstructions: 20e6 });
   const bootMsCold = cpuMs() - t0;
+  const bootRestored = m.restored;
+  const own = m.bootImage;
+  if (own !== null) saveBootImage(imageDir, own);
   t0 = cpuMs();
-  m = new Machine({ disk: Buffer.from(disk), clock: 'deterministic', jit });
+  m = new Machine({
+    disk: Buffer.from(disk),
+    clock: 'deterministic',
+    jit,
+    bootImages: imageDir === null ? undefined : [...(own === null ? [] : [own]), ...(stored ?? [])],
+  });
   m.runUntil(() => m.booted, { maxInstructions: 20e6 });
   const bootMsWarm = cpuMs() - t0;
   const bootInstructions = m.cpu.instructions;
   m.runCommand(COMPILE);
   const i0 = m.cpu.instructions;
   t0 = cpuMs();
+  const th0 = threadMs();
   if (!m.runUntilIdle(500e6)) throw new Error('the compile did not finish');
   const compileMs = cpuMs() - t0;
+  const compileThreadMs = threadMs() - th0;
   const compileInstructions = m.cpu.instructions - i0;
   if (m.disk.writes < 10) throw new Error('the compiler wrote no object files');
   return {
     bootMsCold,
     bootMsWarm,
     bootInstructions,
+    bootRestored,
     compileInstructions,
     compileMs,
+    compileThreadMs,
     compileMips: compileInstructions / compileMs / 1000,
   };
 }
@@ -170,12 +200,13 @@ async function workerBoot(): Promise<{ wallMs: number; workerCpuMs: number; rest
 
 /**
  * Boot + compile once in a fresh Node process (translator on or off), with the translator's hints
- * (jit-hints.ts) in `hints`: an empty folder (cold), or one an earlier child filled (warm).
+ * (jit-hints.ts) in `hints`: an empty folder (cold), or one an earlier child filled (warm); and
+ * boot images (boot-image-store.ts) in `images`, or 'off'.
  */
-function coldCompile(jit: boolean, hints: string): ReturnType<typeof bootAndCompile> {
+function coldCompile(jit: boolean, hints: string, images = 'off'): ReturnType<typeof bootAndCompile> {
   const out = execFileSync(process.execPath, [import.meta.filename, '--cold-compile', jit ? 'on' : 'off'], {
     encoding: 'utf8',
-    env: { ...process.env, RETROKUBE_JIT_HINTS: hints },
+    env: { ...process.env, RETROKUBE_JIT_HINTS: hints, RETROKUBE_BOOT_IMAGES: images },
   });
   return JSON.parse(out.trim().split('\n').pop() ?? '{}');
 }
@@ -221,28 +252,39 @@ for (const jit of [false, true]) {
     compileSelf: {
       instructions: bc.compileInstructions,
       cpuMs: runs.map((c) => c.compileMs),
+      helperThreadsCpuMs: runs.map((c) => c.compileMs - c.compileThreadMs),
       mipsRuns: mips,
       mips: median(mips),
     },
   };
 }
-// A fresh process each: the figures of the first machine of a process. Three kinds, interleaved
+// A fresh process each: the figures of the first machine of a process. Four kinds, interleaved
 // round by round so they see the same host load: the interpreter alone, the translator with no
-// hints (a first run), and the translator with the hints of earlier runs (any later run); with
-// --c-baseline, the C emulator in each round too.
+// hints (a first run), the translator with the hints and translations of earlier runs (any later
+// run), and the same starting from the stored boot image; with --c-baseline, the C emulator in
+// each round too.
 const hintsRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'retrokube-bench-hints-'));
 const warmHints = path.join(hintsRoot, 'warm');
-coldCompile(true, warmHints); // fills the warm folder
+const warmImages = path.join(hintsRoot, 'images');
+coldCompile(true, warmHints, warmImages); // fills the warm folders
 const FRESH = [
-  { key: 'interpreter', jit: false, hints: () => path.join(hintsRoot, 'unused') },
-  { key: 'translatorNoHints', jit: true, hints: () => fs.mkdtempSync(path.join(hintsRoot, 'cold-')) },
-  { key: 'translatorHints', jit: true, hints: () => warmHints },
+  { key: 'interpreter', jit: false, hints: () => path.join(hintsRoot, 'unused'), images: 'off' },
+  {
+    key: 'translatorNoHints',
+    jit: true,
+    hints: () => fs.mkdtempSync(path.join(hintsRoot, 'cold-')),
+    images: 'off',
+  },
+  { key: 'translatorHints', jit: true, hints: () => warmHints, images: 'off' },
+  // The first machine of a process starting from the stored boot image (as MachineRunner's do).
+  { key: 'translatorHintsImage', jit: true, hints: () => warmHints, images: warmImages },
 ] as const;
 const FRESH_ROUNDS = quick ? 3 : 5;
 const fresh = new Map<string, ReturnType<typeof bootAndCompile>[]>();
 const cRuns: CRun[] = [];
 for (let r = 0; r < FRESH_ROUNDS; r++) {
-  for (const f of FRESH) fresh.set(f.key, [...(fresh.get(f.key) ?? []), coldCompile(f.jit, f.hints())]);
+  for (const f of FRESH)
+    fresh.set(f.key, [...(fresh.get(f.key) ?? []), coldCompile(f.jit, f.hints(), f.images)]);
   if (cDriver !== null && cInput !== null)
     cRuns.push(runCDriver(cDriver, fs.readFileSync(BASE_IMAGE), cInput.events, cInput.diskAfter));
 }
@@ -252,14 +294,20 @@ for (const f of FRESH) {
   const runs = fresh.get(f.key) ?? [];
   const mips = runs.map((c) => c.compileMips);
   const boots = runs.map((c) => c.bootMsCold);
+  const helpers = runs.map((c) => c.compileMs - c.compileThreadMs);
   console.log(
-    `[fresh process, ${f.key}] compile median ${median(mips).toFixed(1)} M instructions/s (runs: ${mips.map((m) => m.toFixed(1)).join(', ')}); boot median ${median(boots).toFixed(0)} ms CPU (runs: ${boots.map((b) => b.toFixed(0)).join(', ')})`,
+    `[fresh process, ${f.key}] compile median ${median(mips).toFixed(1)} M instructions/s (runs: ${mips.map((m) => m.toFixed(1)).join(', ')}; of its CPU, V8's helper threads ${helpers.map((h) => h.toFixed(0)).join(', ')} ms); boot median ${median(boots).toFixed(0)} ms CPU (runs: ${boots.map((b) => b.toFixed(0)).join(', ')})`,
   );
+  if (f.images !== 'off' && !runs.every((c) => c.bootRestored))
+    throw new Error('a fresh process did not start from the stored boot image');
   freshResults[f.key] = {
     compileMipsRuns: mips,
     compileMips: median(mips),
+    compileCpuMsRuns: runs.map((c) => c.compileMs),
+    compileHelperThreadsCpuMsRuns: helpers,
     bootCpuMsRuns: boots,
     bootCpuMs: median(boots),
+    bootRestored: runs.map((c) => c.bootRestored),
   };
 }
 results.freshProcess = freshResults;
@@ -275,10 +323,14 @@ if (cDriver !== null) {
   const ratios = {
     freshNoHints: ours('translatorNoHints') / median(mips),
     freshHints: ours('translatorHints') / median(mips),
+    freshHintsImage: ours('translatorHintsImage') / median(mips),
     warmInProcess: (results.translator as { compileSelf: { mips: number } }).compileSelf.mips / median(mips),
   };
+  // The first boot of a process, CPU: ours from the stored boot image over C's real boot (≤ 1 is
+  // the goal), medians.
+  const bootOverC = (freshResults.translatorHintsImage as { bootCpuMs: number }).bootCpuMs / median(boots);
   console.log(
-    `compile, ours / C: fresh process without hints ${ratios.freshNoHints.toFixed(2)}x, with hints ${ratios.freshHints.toFixed(2)}x, warm in-process ${ratios.warmInProcess.toFixed(2)}x`,
+    `compile, ours / C: fresh process without hints ${ratios.freshNoHints.toFixed(2)}x, with hints ${ratios.freshHints.toFixed(2)}x, with hints after a boot from the stored image ${ratios.freshHintsImage.toFixed(2)}x, warm in-process ${ratios.warmInProcess.toFixed(2)}x; first boot of a process from the stored image / C's boot, CPU: ${bootOverC.toFixed(2)}x`,
   );
   results.c = {
     build: 'gcc -O2, pdewacht/oberon-risc-emu risc.c + risc-fp.c + disk.c, bench/machine/pdewacht-driver.c',
@@ -292,6 +344,7 @@ if (cDriver !== null) {
     idleCpuPercent: idle.idleCpuPercent,
     idleInstructionsPerSecond: idle.idleInstructionsPerSecond,
     oursOverC: ratios,
+    firstBootFromImageOverC: bootOverC,
   };
 } else {
   console.log('no C baseline (--c-baseline DIR: a checkout of pdewacht/oberon-risc-emu)');

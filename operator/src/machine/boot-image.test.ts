@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { BootImage } from './boot-image.ts';
-import { loadBootImages, saveBootImage } from './boot-image-store.ts';
+import { emulatorVersion, loadBootImages, saveBootImage } from './boot-image-store.ts';
 import { Machine } from './machine.ts';
 import { MachineRunner } from './runner.ts';
 import { BASE_IMAGE, copyBaseImage, removeCopies } from './test-disk.ts';
@@ -100,6 +100,38 @@ describe('boot images', () => {
     const b = new Machine({ disk: Buffer.from(base), clock: 'deterministic', bootImages: [image] });
     expect(a.restored).toBe(true);
     expect(a.stateDigest()).toBe(b.stateDigest());
+  });
+
+  it('is never taken from a file another version of the emulator code stored, even under this version’s name', () => {
+    const dir = fs.mkdtempSync(path.join(storeDir, 'versions-'));
+    const recorder = new Machine({ disk: Buffer.from(base), clock: 'deterministic', bootImages: [] });
+    recorder.runUntil(() => recorder.booted, { maxInstructions: 60e6 });
+    const image = recorder.bootImage as BootImage;
+    const ours = emulatorVersion() as string;
+    expect(ours).toMatch(/^[0-9a-f]{16}$/);
+    saveBootImage(dir, image, '0123456789abcdef'); // a complete, valid image of other code
+    expect(loadBootImages(dir, '0123456789abcdef').length).toBe(1);
+    expect(loadBootImages(dir)).toEqual([]);
+    const [file] = fs.readdirSync(dir);
+    fs.renameSync(path.join(dir, file), path.join(dir, file.replace('0123456789abcdef', ours)));
+    expect(loadBootImages(dir)).toEqual([]); // the header says which code wrote it
+    // Cold store: a real boot; warm: this version's own image, the same machine after a compile.
+    const cold = new Machine({
+      disk: Buffer.from(base),
+      clock: 'deterministic',
+      bootImages: loadBootImages(dir),
+    });
+    expect(cold.restored).toBe(false);
+    expect(cold.runUntil(() => cold.booted, { maxInstructions: 60e6 })).toBe(true);
+    saveBootImage(dir, cold.bootImage as BootImage);
+    const warm = new Machine({
+      disk: Buffer.from(base),
+      clock: 'deterministic',
+      bootImages: loadBootImages(dir),
+    });
+    expect(warm.restored).toBe(true);
+    expect(warm.stateDigest()).toBe(cold.stateDigest());
+    expect(afterwards(warm)).toEqual(afterwards(cold));
   });
 
   it('is refused for another disk or configuration (the machine boots for real)', () => {

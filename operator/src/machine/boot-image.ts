@@ -53,11 +53,8 @@ export function blocksData(disk: DiskImage, blocks: readonly number[]): Uint8Arr
 
 /** True when this disk holds exactly the recorded bytes in every block the recorded boot read. */
 export function sameBlocks(disk: DiskImage, image: BootImage): boolean {
-  const now = new Int32Array(blocksData(disk, image.reads).buffer);
-  const then = new Int32Array(image.readData.buffer, image.readData.byteOffset, image.readData.length >>> 2);
-  if (now.length !== then.length) return false;
-  for (let i = 0; i < now.length; i++) if (now[i] !== then[i]) return false;
-  return true;
+  if (image.readData.length !== image.reads.length * 512) return false;
+  return image.reads.every((b, i) => disk.blockEquals(b, image.readData.subarray(i * 512, (i + 1) * 512)));
 }
 
 /**

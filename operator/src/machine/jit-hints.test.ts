@@ -1,6 +1,8 @@
-// The translator's hints across processes (jit-hints.ts): a file is used only when it is whole and
-// of this translator version and RAM size, a hint only where RAM holds its words, and a machine
-// computes the same thing with no hints, with hints from an earlier run and with junk hints.
+// The translator's hints and translations across processes (jit-hints.ts): a file is used only
+// when it is whole and of this translator version and RAM size, a hint only where RAM holds its
+// words, a stored translation only where RAM holds the words it was made for, and a machine
+// computes the same thing with no store, with an earlier run's, with junk, and with another
+// version's.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -8,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { assemble } from './asm.ts';
 import { Risc5 } from './cpu.ts';
-import { LIMITS as JIT_LIMITS } from './jit.ts';
+import { LIMITS as JIT_LIMITS, sharedTranslations, translationsMade } from './jit.ts';
 import { useHintSource } from './jit-hint-source.ts';
 import {
   decodeHints,
@@ -66,11 +68,33 @@ function resign(file: Buffer): Buffer {
 describe('hint files', () => {
   it('come back as they were written', () => {
     expect(TRANSLATOR_VERSION).toMatch(/^[0-9a-f]{16}$/);
-    const back = decodeHints(encodeHints(MEM, VERSION, sample()), MEM, VERSION);
-    expect([...back].map(([pc, w]) => [pc, [...w]])).toEqual([
+    const translations = new Map([
+      [`${MEM},0,,7:1,2`, { length: 2, body: [0x20, 1, 0x21, 2] }],
+      [`${MEM},0,,9:3`, { length: 1, body: Uint8Array.of(0x41, 0x7f) }],
+    ]);
+    const back = decodeHints(encodeHints(MEM, VERSION, sample(), translations), MEM, VERSION);
+    expect([...back.entries].map(([pc, w]) => [pc, [...w]])).toEqual([
       [0, [1, 2, 3]],
       [100, [-1, 0x7fffffff]],
     ]);
+    expect([...back.translations].map(([k, t]) => [k, t.length, [...t.body]])).toEqual([
+      [`${MEM},0,,7:1,2`, 2, [0x20, 1, 0x21, 2]],
+      [`${MEM},0,,9:3`, 1, [0x41, 0x7f]],
+    ]);
+  });
+
+  it('refuse translations of another RAM size or out of range', () => {
+    const one = (key: string, length: number, body: number[]) =>
+      encodeHints(MEM, VERSION, sample(), new Map([[key, { length, body }]]));
+    expect(() => decodeHints(one(`${MEM * 2},0,,7:1`, 1, [1]), MEM, VERSION)).toThrow('RAM size');
+    expect(() => decodeHints(one(`${MEM},0,,7:1`, 0, [1]), MEM, VERSION)).toThrow('range');
+    expect(() => decodeHints(one(`${MEM},0,,7:1`, JIT_LIMITS.maxBlock + 1, [1]), MEM, VERSION)).toThrow(
+      'range',
+    );
+    expect(() => decodeHints(one(`${MEM},0,,7:1`, 1, []), MEM, VERSION)).toThrow('range');
+    const good = one(`${MEM},0,,7:1`, 1, [1, 2, 3]);
+    const cut = resign(Buffer.concat([good.subarray(0, good.length - 34), good.subarray(-32)]));
+    expect(() => decodeHints(cut, MEM, VERSION)).toThrow('range');
   });
 
   it('are refused when corrupt, truncated, of another translator version or RAM size, or out of range', () => {
@@ -122,6 +146,15 @@ describe('hint files', () => {
     const dir = path.join(tmp, 'junk');
     fs.mkdirSync(dir, { recursive: true });
     fs.writeFileSync(fileOf(dir, MEM, VERSION), 'not a hint file');
+    const known = new Uint8Array(MEM >>> 2);
+    expect(new JitHints(MEM, dir, VERSION, known).entries.size).toBe(0);
+    expect(known.every((k) => k === 0)).toBe(true);
+  });
+
+  it('of another translator version are never read, even under this version’s file name', () => {
+    const dir = path.join(tmp, 'foreign');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(fileOf(dir, MEM, VERSION), encodeHints(MEM, '0123456789abcdef', sample()));
     const known = new Uint8Array(MEM >>> 2);
     expect(new JitHints(MEM, dir, VERSION, known).entries.size).toBe(0);
     expect(known.every((k) => k === 0)).toBe(true);
@@ -200,10 +233,13 @@ interface Outcome {
   state: string;
   instructions: number;
   hinted: number;
+  /** Translations the thread made itself during the scenario (not taken from the store). */
+  made: number;
 }
 
 /** Boot, compile a module, idle: the RAM, registers and disk the machine ends with. */
 function scenario(disk: Buffer, jit: boolean): Outcome {
+  const made = translationsMade();
   const m = new Machine({ disk: Buffer.from(disk), clock: 'deterministic', jit });
   if (!m.runUntil(() => m.booted, { maxInstructions: 60e6 })) throw new Error('no boot');
   m.runCommand('ORP.Compile Sierpinski.Mod');
@@ -214,11 +250,16 @@ function scenario(disk: Buffer, jit: boolean): Outcome {
   h.update(new Uint8Array(m.cpu.R.buffer, m.cpu.R.byteOffset, 64));
   h.update(`${m.cpu.pc} ${m.cpu.nz} ${m.cpu.C} ${m.cpu.V} ${m.cpu.H} ${m.cycles}`);
   h.update(m.disk.bytes);
-  return { state: h.digest('hex'), instructions: m.cpu.instructions, hinted: m.cpu.hintedTranslations };
+  return {
+    state: h.digest('hex'),
+    instructions: m.cpu.instructions,
+    hinted: m.cpu.hintedTranslations,
+    made: translationsMade() - made,
+  };
 }
 
 describe('a machine with hints', () => {
-  it('ends in the same state as the interpreter with no hints, with an earlier run’s hints, and with junk hints', () => {
+  it('ends in the same state as the interpreter with no store, an earlier run’s, junk, a corrupt file and another version’s', () => {
     const disk = fs.readFileSync(copyBaseImage());
     const reference = scenario(disk, false);
     const same = (o: Outcome, label: string) =>
@@ -232,24 +273,54 @@ describe('a machine with hints', () => {
     same(cold, 'no hints');
     expect(cold.hinted).toBe(0);
 
+    expect(cold.made).toBeGreaterThan(50);
+    const made = new Map(
+      [...sharedTranslations()].map(([k, t]) => [k, Buffer.from(Uint8Array.from(t.body))]),
+    );
     forgetHints(); // saves what the cold run learned; the next machine starts as a new process
     const file = fileOf(dir, 1 << 20, VERSION);
     const learned = decodeHints(fs.readFileSync(file), 1 << 20, VERSION);
-    expect(learned.size).toBeGreaterThan(50);
+    expect(learned.entries.size).toBeGreaterThan(50);
+    // The stored translations are byte for byte the ones this translator made.
+    expect(learned.translations.size).toBe(made.size);
+    for (const [k, t] of learned.translations)
+      expect(Buffer.from(t.body).equals(made.get(k) as Buffer)).toBe(true);
     const warm = scenario(disk, true);
-    same(warm, "an earlier run's hints");
+    same(warm, "an earlier run's hints and translations");
     expect(warm.hinted, 'the hints were used').toBeGreaterThan(30);
+    expect(warm.made, 'the stored translations were used').toBeLessThan(warm.hinted / 4);
 
-    // Junk: the same starts with other words (no hint matches RAM), then a corrupt file.
-    const junk = new Map([...learned].map(([pc, w]) => [pc, w.map((x) => x ^ 0x5a5a)]));
+    // Junk: the same starts with other words (no hint matches RAM), and translations whose keys
+    // name other words (none is ever taken); then a corrupt file.
+    const junk = new Map([...learned.entries].map(([pc, w]) => [pc, w.map((x) => x ^ 0x5a5a)]));
+    const junkT = new Map([...learned.translations].map(([k, t]) => [`${k},1234`, t]));
     forgetHints();
-    fs.writeFileSync(file, encodeHints(1 << 20, VERSION, junk));
+    fs.writeFileSync(file, encodeHints(1 << 20, VERSION, junk, junkT));
     const stale = scenario(disk, true);
-    same(stale, 'hints whose words are not in RAM');
+    same(stale, 'hints and translations whose words are not in RAM');
     expect(stale.hinted).toBe(0);
+    expect(stale.made).toBeGreaterThan(50);
+
+    // Another translator version's file, under its own name and under this version's, with
+    // translations that are wrong for this one (every body is another block's): never read.
+    const bodies = [...learned.translations.values()];
+    const wrong = new Map(
+      [...learned.translations].map(([k, t], i) => [
+        k,
+        { ...bodies[(i + 1) % bodies.length], length: t.length },
+      ]),
+    );
+    forgetHints();
+    const foreign = encodeHints(1 << 20, '0123456789abcdef', learned.entries, wrong);
+    fs.writeFileSync(fileOf(dir, 1 << 20, '0123456789abcdef'), foreign);
+    fs.writeFileSync(file, foreign);
+    const other = scenario(disk, true);
+    same(other, "another version's file");
+    expect(other.hinted).toBe(0);
+    expect(other.made).toBeGreaterThan(50);
 
     forgetHints();
-    const corrupt = encodeHints(1 << 20, VERSION, learned);
+    const corrupt = encodeHints(1 << 20, VERSION, learned.entries, learned.translations);
     corrupt[corrupt.length >> 1] ^= 0xff;
     fs.writeFileSync(file, corrupt);
     const broken = scenario(disk, true);

@@ -1,0 +1,580 @@
+// The translator proper (jit.ts): one superblock of RISC5 instructions → the body of one wasm
+// function, instruction for instruction the interpreter's semantics (cpu.ts). Registers and
+// flags live in locals for the whole block; C/V are computed only where an exit or a later
+// instruction can observe them.
+
+import { CELL, type FixedReads, LIMITS, type MemoryLayout, type Translation } from './jit-layout.ts';
+import { FN, L, OP, sleb, uleb } from './jit-wasm.ts';
+
+function isBranch(ir: number): boolean {
+  return ir < 0 && (ir & 0x40000000) !== 0;
+}
+
+function readsCV(ir: number): boolean {
+  if (ir >= 0) {
+    const op = (ir >>> 16) & 15;
+    const u = (ir & 0x20000000) !== 0;
+    const q = (ir & 0x40000000) !== 0;
+    if (op === 0 && u && !q && (ir & 0x10000000) !== 0) return true; // MOV flags
+    return (op === 8 || op === 9) && u; // ADC, SBC
+  }
+  if ((ir & 0x40000000) === 0) return false;
+  const c = (ir >>> 24) & 7;
+  return c >= 2 && c <= 6;
+}
+
+function writesCV(ir: number): boolean {
+  if (ir < 0) return false;
+  const op = (ir >>> 16) & 15;
+  return op === 8 || op === 9;
+}
+
+/** Registers an instruction reads (bit mask) and the one it writes (-1: none). */
+function regUse(ir: number): { reads: number; writes: number } {
+  if (ir >= 0) {
+    const c = (ir & 0x40000000) === 0 ? 1 << (ir & 15) : 0;
+    return { reads: (1 << ((ir >>> 20) & 15)) | c, writes: (ir >>> 24) & 15 };
+  }
+  if ((ir & 0x40000000) === 0) {
+    const base = 1 << ((ir >>> 20) & 15);
+    if ((ir & 0x20000000) === 0) return { reads: base, writes: (ir >>> 24) & 15 };
+    return { reads: base | (1 << ((ir >>> 24) & 15)), writes: -1 };
+  }
+  const target = (ir & 0x20000000) === 0 ? 1 << (ir & 15) : 0;
+  return { reads: target, writes: (ir & 0x10000000) !== 0 ? 15 : -1 };
+}
+
+// ---------------------------------------------------------------- translation
+
+/** The instruction words of the block at pc0: up to an unconditional branch, at most LIMITS.maxBlock. */
+export function blockWords(mem: Int32Array, pc0: number, memWords: number): number[] {
+  const irs: number[] = [];
+  for (let pc = pc0; pc < memWords && irs.length < LIMITS.maxBlock; pc++) {
+    const ir = mem[pc];
+    irs.push(ir);
+    if (isBranch(ir) && ((ir >>> 24) & 15) === 7) break; // an unconditional branch ends the block
+  }
+  return irs;
+}
+
+export function translateWords(
+  irs: number[],
+  pc0: number,
+  layout: MemoryLayout,
+  displayStart: number,
+  fixedReads: FixedReads,
+): Translation {
+  const memBytes = layout.memBytes;
+  const n = irs.length;
+  // C/V liveness: live at every exit; an ADD/SUB whose C/V are overwritten unread skips them.
+  const needCV = new Array<boolean>(n).fill(true);
+  let live = true;
+  let used = 0;
+  let dirty = 0;
+  let cvWritten = false;
+  for (let k = n - 1; k >= 0; k--) {
+    const ir = irs[k];
+    if (writesCV(ir)) {
+      needCV[k] = live;
+      live = false;
+      cvWritten = true;
+    }
+    if (readsCV(ir) || isBranch(ir)) live = true;
+    const u = regUse(ir);
+    used |= u.reads;
+    if (u.writes >= 0) {
+      used |= 1 << u.writes;
+      dirty |= 1 << u.writes;
+    }
+  }
+
+  const stateBase = memBytes;
+  const codeMarkBase = layout.codeMarkBase;
+  const b: number[] = [];
+  const get = (l: number) => b.push(OP.localGet, l);
+  const set = (l: number) => b.push(OP.localSet, l);
+  const tee = (l: number) => b.push(OP.localTee, l);
+  const i32 = (v: number) => {
+    b.push(OP.i32Const);
+    sleb(b, v);
+  };
+  const load = (offset: number, op: number = OP.i32Load) => {
+    b.push(op, op === OP.i32Load ? 2 : 0);
+    uleb(b, offset);
+  };
+  const store = (offset: number, op: number = OP.i32Store) => {
+    b.push(op, op === OP.i32Store ? 2 : 0);
+    uleb(b, offset);
+  };
+  const cell = (c: number) => stateBase + c * 4;
+  // Structured control: `depth` counts the ifs open inside the exit block, so an exit knows how
+  // far to branch out.
+  let depth = 0;
+  const open = (type: number) => {
+    b.push(OP.if, type);
+    depth++;
+  };
+  const close = () => {
+    b.push(OP.end);
+    depth--;
+  };
+  /**
+   * Leave the block after its k-th instruction (pushPc leaves the next PC on the stack): every
+   * exit branches to one shared epilogue that writes registers, flags and the count back.
+   */
+  const exit = (k: number, pushPc: () => void) => {
+    pushPc();
+    i32(k + 1);
+    set(L.count);
+    b.push(OP.br);
+    uleb(b, depth);
+  };
+  const exitTo = (k: number, pc: number) => exit(k, () => i32(pc));
+  const stopExit = (k: number, next: number) => {
+    i32(0);
+    load(cell(CELL.stop));
+    open(OP.void);
+    exitTo(k, next);
+    close();
+  };
+
+  // Entry: registers and flags into locals.
+  for (let r = 0; r < 16; r++) {
+    if ((used & (1 << r)) === 0) continue;
+    i32(0);
+    load(stateBase + r * 4);
+    set(r);
+  }
+  i32(0);
+  load(cell(CELL.nz));
+  set(L.nz);
+  i32(0);
+  load(cell(CELL.C));
+  set(L.C);
+  i32(0);
+  load(cell(CELL.V));
+  set(L.V);
+  b.push(OP.block, OP.i32); // the exit block: its value is the next PC
+
+  let ended = false;
+  for (let k = 0; k < n; k++) {
+    const ir = irs[k];
+    const next = pc0 + k + 1;
+    if (ir >= 0) {
+      registerOp(ir, needCV[k]);
+    } else if ((ir & 0x40000000) === 0) {
+      memoryOp(ir, k, next);
+    } else {
+      const cond = (ir >>> 24) & 15;
+      if (cond === 15) continue; // "never": not even the link is written
+      const link = (ir & 0x10000000) !== 0;
+      const taken = () => {
+        if (link) {
+          i32(next << 2);
+          tee(15);
+          set(L.nz);
+        }
+        if ((ir & 0x20000000) === 0)
+          exit(k, () => {
+            get(ir & 15);
+            i32(2);
+            b.push(OP.i32ShrU);
+          });
+        else exitTo(k, (next + ((ir << 8) >> 8)) >>> 0);
+      };
+      if (cond === 7) {
+        taken();
+        ended = true;
+      } else {
+        condition(cond);
+        open(OP.void);
+        taken();
+        close();
+      }
+    }
+  }
+  if (!ended) exitTo(n - 1, pc0 + n);
+  b.push(OP.end);
+  // The epilogue: registers written, flags, the instruction count; the next PC is the result.
+  set(L.pc);
+  for (let r = 0; r < 16; r++) {
+    if ((dirty & (1 << r)) === 0) continue;
+    i32(0);
+    get(r);
+    store(stateBase + r * 4);
+  }
+  i32(0);
+  get(L.nz);
+  store(cell(CELL.nz));
+  if (cvWritten) {
+    i32(0);
+    get(L.C);
+    store(cell(CELL.C));
+    i32(0);
+    get(L.V);
+    store(cell(CELL.V));
+  }
+  i32(0);
+  i32(0);
+  load(cell(CELL.instr));
+  get(L.count);
+  b.push(OP.i32Add);
+  store(cell(CELL.instr));
+  get(L.pc);
+  return { body: b, length: n };
+
+  function condition(cond: number): void {
+    switch (cond & 7) {
+      case 0: // N
+        get(L.nz);
+        i32(0);
+        b.push(OP.i32LtS);
+        break;
+      case 1: // Z
+        get(L.nz);
+        b.push(OP.i32Eqz);
+        break;
+      case 2:
+        get(L.C);
+        break;
+      case 3:
+        get(L.V);
+        break;
+      case 4: // C | Z
+        get(L.C);
+        get(L.nz);
+        b.push(OP.i32Eqz, OP.i32Or);
+        break;
+      case 5: // N ≠ V
+        get(L.nz);
+        i32(0);
+        b.push(OP.i32LtS);
+        get(L.V);
+        b.push(OP.i32Xor);
+        break;
+      case 6: // (N ≠ V) | Z
+        get(L.nz);
+        i32(0);
+        b.push(OP.i32LtS);
+        get(L.V);
+        b.push(OP.i32Xor);
+        get(L.nz);
+        b.push(OP.i32Eqz, OP.i32Or);
+        break;
+      default:
+        i32(1);
+    }
+    if (cond >= 8) b.push(OP.i32Eqz);
+  }
+
+  function registerOp(ir: number, cvLive: boolean): void {
+    const a = (ir >>> 24) & 15;
+    const rb = (ir >>> 20) & 15;
+    const q = (ir & 0x40000000) !== 0;
+    const u = (ir & 0x20000000) !== 0;
+    const v = (ir & 0x10000000) !== 0;
+    const imm = v ? ir | 0xffff0000 : ir & 0xffff;
+    const pushC = () => (q ? i32(imm) : get(ir & 15));
+    const binary = (op: number) => {
+      get(rb);
+      pushC();
+      b.push(op);
+    };
+    switch ((ir >>> 16) & 15) {
+      case 0: // MOV
+        if (!u) pushC();
+        else if (q) i32(imm << 16);
+        else if (v) {
+          // The flags word: N Z C V in the top bits, the hardware's version tag 0xD0 below.
+          get(L.nz);
+          i32(0);
+          b.push(OP.i32LtS);
+          i32(3);
+          b.push(OP.i32Shl);
+          get(L.nz);
+          b.push(OP.i32Eqz);
+          i32(2);
+          b.push(OP.i32Shl, OP.i32Or);
+          get(L.C);
+          i32(1);
+          b.push(OP.i32Shl, OP.i32Or);
+          get(L.V);
+          b.push(OP.i32Or);
+          i32(28);
+          b.push(OP.i32Shl);
+          i32(0xd0);
+          b.push(OP.i32Or);
+        } else {
+          i32(0);
+          load(cell(CELL.H));
+        }
+        break;
+      case 1:
+        binary(OP.i32Shl);
+        break;
+      case 2:
+        binary(OP.i32ShrS);
+        break;
+      case 3:
+        binary(OP.i32Rotr);
+        break;
+      case 4:
+        binary(OP.i32And);
+        break;
+      case 5: // ANN
+        get(rb);
+        pushC();
+        i32(-1);
+        b.push(OP.i32Xor, OP.i32And);
+        break;
+      case 6:
+        binary(OP.i32Or);
+        break;
+      case 7:
+        binary(OP.i32Xor);
+        break;
+      case 8:
+      case 9:
+        addSub(ir, rb, pushC, u, cvLive);
+        break;
+      case 10: {
+        // MUL: low word to a, high word to H (64-bit product).
+        const ext = u ? OP.i64ExtendU : OP.i64ExtendS;
+        binary(OP.i32Mul);
+        set(L.r);
+        i32(0);
+        get(rb);
+        b.push(ext);
+        pushC();
+        b.push(ext, OP.i64Mul, 0x42, 32, OP.i64ShrU, OP.i32WrapI64); // 0x42 32 = i64.const 32
+        store(cell(CELL.H));
+        get(L.r);
+        break;
+      }
+      case 11:
+        divide(ir, rb, pushC, u);
+        break;
+      default:
+        // The floating-point unit: the interpreter's own functions.
+        i32(ir);
+        get(rb);
+        pushC();
+        b.push(OP.call, FN.complexOp);
+    }
+    tee(a);
+    set(L.nz);
+  }
+
+  function addSub(ir: number, rb: number, pushC: () => void, u: boolean, cvLive: boolean): void {
+    const add = ((ir >>> 16) & 15) === 8;
+    const arith = add ? OP.i32Add : OP.i32Sub;
+    if (!cvLive && !u) {
+      get(rb);
+      pushC();
+      b.push(arith);
+      return;
+    }
+    get(rb);
+    set(L.x);
+    pushC();
+    set(L.y);
+    get(L.x);
+    get(L.y);
+    b.push(arith);
+    if (u) {
+      get(L.C);
+      b.push(arith);
+    }
+    set(L.r);
+    // Carry/borrow out of bit 31 and overflow, from the operands' and the result's top bits.
+    if (add) {
+      // C = ((x & y) | ((x | y) & ~r)) >>> 31
+      get(L.x);
+      get(L.y);
+      b.push(OP.i32And);
+      get(L.x);
+      get(L.y);
+      b.push(OP.i32Or);
+      get(L.r);
+      i32(-1);
+      b.push(OP.i32Xor, OP.i32And, OP.i32Or);
+      i32(31);
+      b.push(OP.i32ShrU);
+      set(L.C);
+      // V = ((r ^ y) & (r ^ x)) >>> 31
+      get(L.r);
+      get(L.y);
+      b.push(OP.i32Xor);
+      get(L.r);
+      get(L.x);
+      b.push(OP.i32Xor, OP.i32And);
+    } else {
+      // C = ((~x & y) | ((~x | y) & r)) >>> 31
+      get(L.x);
+      i32(-1);
+      b.push(OP.i32Xor);
+      tee(L.w);
+      get(L.y);
+      b.push(OP.i32And);
+      get(L.w);
+      get(L.y);
+      b.push(OP.i32Or);
+      get(L.r);
+      b.push(OP.i32And, OP.i32Or);
+      i32(31);
+      b.push(OP.i32ShrU);
+      set(L.C);
+      // V = ((x ^ y) & (r ^ x)) >>> 31
+      get(L.x);
+      get(L.y);
+      b.push(OP.i32Xor);
+      get(L.r);
+      get(L.x);
+      b.push(OP.i32Xor, OP.i32And);
+    }
+    i32(31);
+    b.push(OP.i32ShrU);
+    set(L.V);
+    get(L.r);
+  }
+
+  function divide(ir: number, rb: number, pushC: () => void, u: boolean): void {
+    // Positive divisors inline (floor division, remainder to H); others through the shared helper.
+    pushC();
+    tee(L.y);
+    i32(0);
+    b.push(OP.i32GtS);
+    open(OP.i32);
+    get(rb);
+    tee(L.x);
+    get(L.y);
+    b.push(u ? OP.i32DivU : OP.i32DivS);
+    set(L.r);
+    get(L.x);
+    get(L.y);
+    b.push(u ? OP.i32RemU : OP.i32RemS);
+    set(L.w);
+    if (!u) {
+      // Truncating division → floor: a negative remainder moves the quotient down by one.
+      get(L.w);
+      i32(0);
+      b.push(OP.i32LtS);
+      open(OP.void);
+      get(L.r);
+      i32(1);
+      b.push(OP.i32Sub);
+      set(L.r);
+      get(L.w);
+      get(L.y);
+      b.push(OP.i32Add);
+      set(L.w);
+      close();
+    }
+    i32(0);
+    get(L.w);
+    store(cell(CELL.H));
+    get(L.r);
+    b.push(OP.else);
+    i32(ir);
+    get(rb);
+    get(L.y);
+    b.push(OP.call, FN.complexOp);
+    close();
+  }
+
+  function memoryOp(ir: number, k: number, next: number): void {
+    const a = (ir >>> 24) & 15;
+    const byte = (ir & 0x10000000) !== 0;
+    get((ir >>> 20) & 15);
+    i32((ir << 12) >> 12);
+    b.push(OP.i32Add);
+    tee(L.ad);
+    i32(memBytes);
+    b.push(OP.i32LtU);
+    if ((ir & 0x20000000) === 0) {
+      // Load: RAM inline; a device read goes through the bus and may stop the CPU.
+      open(OP.i32);
+      get(L.ad);
+      if (byte) load(0, OP.i32Load8u);
+      else {
+        i32(-4);
+        b.push(OP.i32And);
+        load(0);
+      }
+      b.push(OP.else);
+      for (const [address, value] of fixedReads) {
+        get(L.ad);
+        i32(address);
+        b.push(OP.i32Eq);
+        open(OP.i32);
+        i32(value);
+        b.push(OP.else);
+      }
+      get(L.ad);
+      i32(k + 1);
+      b.push(OP.call, FN.ioRead);
+      for (let f = 0; f < fixedReads.length; f++) close();
+      if (byte) {
+        get(L.ad);
+        i32(3);
+        b.push(OP.i32And);
+        i32(3);
+        b.push(OP.i32Shl, OP.i32ShrU);
+        i32(0xff);
+        b.push(OP.i32And);
+      }
+      tee(a);
+      set(L.nz);
+      stopExit(k, next);
+      get(a);
+      close();
+      tee(a);
+      set(L.nz);
+      return;
+    }
+    // Store: RAM inline (bumping the frame counter in the display, invalidating translated code).
+    open(OP.void);
+    get(L.ad);
+    if (byte) {
+      get(a);
+      store(0, OP.i32Store8);
+    } else {
+      i32(-4);
+      b.push(OP.i32And);
+      get(a);
+      store(0);
+    }
+    get(L.ad);
+    i32(displayStart);
+    b.push(OP.i32GeU);
+    open(OP.void);
+    i32(0);
+    i32(0);
+    load(cell(CELL.fb));
+    i32(1);
+    b.push(OP.i32Add);
+    store(cell(CELL.fb));
+    close();
+    get(L.ad);
+    i32(2);
+    b.push(OP.i32ShrU);
+    tee(L.w);
+    load(codeMarkBase, OP.i32Load8u);
+    open(OP.void);
+    get(L.w);
+    b.push(OP.call, FN.invalidate);
+    exitTo(k, next);
+    close();
+    b.push(OP.else);
+    get(L.ad);
+    get(a);
+    if (byte) {
+      i32(0xff);
+      b.push(OP.i32And);
+    }
+    i32(k + 1);
+    b.push(OP.call, FN.ioWrite);
+    stopExit(k, next);
+    close();
+  }
+}
