@@ -50,7 +50,11 @@ export interface InformerOptions {
    * them); an object that stops being accepted is treated as deleted.
    */
   keep?: (obj: KubeObject) => boolean;
+  /** Told of every LIST, WATCH and failure (the manager counts them in informer_operations_total). */
+  onOperation?: (op: InformerOperation) => void;
 }
+
+export type InformerOperation = 'list' | 'watch' | 'failure';
 
 interface WatchEvent {
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
@@ -165,6 +169,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       } catch (err) {
         if (this.stopped) break;
         this.stats.failures++;
+        this.opts.onOperation?.('failure');
         failures++;
         this.rv = ''; // start over with a LIST: safe after a restart, a 410, or a lost stream
         const cap = this.opts.backoffMaxMs ?? LIMITS.backoffMaxMs;
@@ -193,6 +198,7 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   private async relist(): Promise<void> {
     this.stats.lists++;
+    this.opts.onOperation?.('list');
     const fresh = new Map<string, T>();
     let cont: string | undefined;
     let rv = '';
@@ -238,6 +244,7 @@ export class Informer<T extends KubeObject = KubeObject> {
   private async watchOnce(): Promise<void> {
     if (this.stopped) return;
     this.stats.watches++;
+    this.opts.onOperation?.('watch');
     const startedAt = Date.now();
     let lines = 0;
     const timeoutSec = this.opts.watchTimeoutSec ?? LIMITS.watchTimeoutSec;
