@@ -19,8 +19,15 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CORE, isStatus, KubeClient } from '../../operator/src/runtime/client.ts';
-import { freePort, REPO_ROOT, startControlPlane } from '../../test/envtest/control-plane.ts';
+import {
+  type ControlPlane,
+  type Datastore,
+  freePort,
+  REPO_ROOT,
+  startControlPlane,
+} from '../../test/envtest/control-plane.ts';
 import { startRecording, writeResults } from '../results.ts';
+import { type ChangeProbe, changeLatency, overload, percentiles } from './phases.ts';
 
 const LIMITS = {
   pollMs: 250, // convergence polling cadence
@@ -29,6 +36,11 @@ const LIMITS = {
   startTimeoutMs: 60_000, // an operator whose /metrics does not answer by then failed to start
   stopTimeoutMs: 15_000, // SIGTERM grace (the manager stops its informers and servers) before SIGKILL
   warmSettleMs: 1_000, // after ready, before the warm-up start is stopped (see measureStarts)
+  changes: 50, // spec changes in the latency phase (#32: p99 over them)
+  pauseMs: 15_000, // the API server paused (SIGSTOP) in the overload phase: shorter than a request's 30 s timeout
+  downMs: 5_000, // the API server down in the restart of the overload phase
+  overloadWindowMs: 20_000, // what the operator does after each disturbance is counted over this window
+  recoveryTimeoutMs: 120_000, // a change not reconciled by then after a disturbance fails the run
 } as const;
 
 export interface OperatorBench {
@@ -51,6 +63,8 @@ export interface OperatorBench {
   countSettled?(k: KubeClient, namespace: string): Promise<number>;
   /** Extra fixed fields of the results. */
   extra?: Record<string, unknown>;
+  /** A spec change whose child write the latency and overload phases time. */
+  probe?: ChangeProbe;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -244,51 +258,77 @@ export async function runOperatorBench(b: OperatorBench): Promise<void> {
   const record = startRecording();
   const { values: args } = parseArgs({
     options: {
+      // One count, or several (e.g. 100,1000: a reference and the scale), each on a fresh API server.
       count: { type: 'string', default: String(b.defaultCount) },
       concurrency: { type: 'string', default: '16' },
       starts: { type: 'string', default: String(LIMITS.starts) },
       baseline: { type: 'string' },
+      datastore: { type: 'string', default: 'kine' },
+      changes: { type: 'string', default: String(LIMITS.changes) },
+      overload: { type: 'boolean', default: false }, // the overload phase, on the largest count
+      timeout: { type: 'string' }, // seconds until the objects must be complete (default: the bench's)
       save: { type: 'boolean', default: false }, // read by results.ts (saving())
     },
   });
   const starts = Number(args.starts);
   if (!Number.isInteger(starts) || starts < 0) throw new Error('--starts must be a non-negative integer');
-  const count = Number(args.count);
+  const counts = String(args.count).split(',').map(Number);
   const concurrency = Number(args.concurrency);
-  if (!Number.isInteger(count) || count < 1) throw new Error('--count must be a positive integer');
+  const changes = Number(args.changes);
+  if (counts.some((c) => !Number.isInteger(c) || c < 1))
+    throw new Error('--count must be positive integers, comma-separated');
   if (!Number.isInteger(concurrency) || concurrency < 1)
     throw new Error('--concurrency must be a positive integer');
-  const ns = b.namespace;
+  if (!Number.isInteger(changes) || changes < 0) throw new Error('--changes must be a non-negative integer');
+  if (args.datastore !== 'kine' && args.datastore !== 'etcd') throw new Error('--datastore: kine or etcd');
+  const datastore: Datastore = args.datastore;
+  const largest = Math.max(...counts);
+  const timeoutMs = args.timeout === undefined ? b.timeoutMs : Number(args.timeout) * 1000;
+  if (!(timeoutMs > 0)) throw new Error('--timeout must be a positive number of seconds');
 
-  const plane = await startControlPlane();
-  console.log(`kube-apiserver ${plane.server} ready`);
+  const runs: Record<string, unknown>[] = [];
+  for (const [n, count] of counts.entries()) {
+    runs.push(
+      await runOnce(
+        { ...b, timeoutMs },
+        {
+          count,
+          concurrency,
+          datastore,
+          starts: n === 0 ? starts : 0,
+          baseline: args.baseline,
+          changes,
+          overload: args.overload && count === largest,
+        },
+      ),
+    );
+  }
+  // The first count's figures stay at the top level (the docs' figures of one run read them there).
+  const result = { ...runs[0], ...(runs.length > 1 ? { runs } : {}) };
+  writeResults(b.name, result, record);
+}
+
+interface RunOptions {
+  count: number;
+  concurrency: number;
+  datastore: Datastore;
+  starts: number;
+  baseline: string | undefined;
+  changes: number;
+  overload: boolean;
+}
+
+async function runOnce(b: OperatorBench, o: RunOptions): Promise<Record<string, unknown>> {
+  const { count, concurrency } = o;
+  const ns = b.namespace;
+  const plane = await startControlPlane({ datastore: o.datastore });
+  console.log(`kube-apiserver ${plane.server} on ${plane.datastore} ready; ${count} ${b.objects}`);
   const k = KubeClient.fromDefault(plane.kubeconfigPath);
   let op: Operator | undefined;
   try {
-    await k.create(CORE.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
-    // The harness's service range is a /24 (254 ClusterIPs); add a ServiceCIDR for 500+ Services.
-    try {
-      await k.create(
-        {
-          group: 'networking.k8s.io',
-          version: 'v1',
-          plural: 'servicecidrs',
-          kind: 'ServiceCIDR',
-          namespaced: false,
-        },
-        {
-          apiVersion: 'networking.k8s.io/v1',
-          kind: 'ServiceCIDR',
-          metadata: { name: ns },
-          spec: { cidrs: ['10.96.0.0/20'] },
-        },
-      );
-    } catch (err) {
-      if (!isStatus(err, 409)) throw err;
-    }
-
+    await prepareNamespace(k, ns);
     const rssAtStart =
-      starts > 0 ? await measureStarts(plane.kubeconfigPath, ns, starts, args.baseline) : undefined;
+      o.starts > 0 ? await measureStarts(plane.kubeconfigPath, ns, o.starts, o.baseline) : undefined;
 
     // The operator of the run itself, as the image runs it (src/cli/main.ts).
     op = await startOperator(
@@ -313,14 +353,30 @@ export async function runOperatorBench(b: OperatorBench): Promise<void> {
     console.log(`created ${count} ${b.objects} in ${(createdMs / 1000).toFixed(1)} s`);
 
     let completeMs = 0;
+    let done = 0;
     for (;;) {
-      const done = await b.countComplete(k, ns);
+      done = await b.countComplete(k, ns);
       if (done === count) {
         completeMs = performance.now() - t0;
         break;
       }
-      if (performance.now() - t0 > b.timeoutMs) throw new Error(`only ${done}/${count} complete in time`);
+      if (performance.now() - t0 > b.timeoutMs) break;
       await sleep(LIMITS.pollMs);
+    }
+    if (done < count) {
+      // Not all complete in time: what the operator reached is the figure (no phase at rest follows).
+      console.log(`only ${done}/${count} complete after ${b.timeoutMs / 1000} s`);
+      return {
+        benchmark: b.name,
+        datastore: plane.datastore,
+        objects: count,
+        completeAtTimeout: done,
+        timeoutSeconds: b.timeoutMs / 1000,
+        reconcileErrors: errors(await metrics(metricsPort)) - errors(m0),
+        operatorPeakRssMiB: +peakRssMiB(pid).toFixed(1),
+        operatorCpuSeconds: +(cpuSeconds(pid) - cpu0).toFixed(2),
+        loadAverage1m: +(loadavg()[0] ?? 0).toFixed(1),
+      };
     }
     console.log(`complete in ${(completeMs / 1000).toFixed(1)} s`);
     let settleMs: number | undefined;
@@ -336,15 +392,32 @@ export async function runOperatorBench(b: OperatorBench): Promise<void> {
     }
     const m1 = await metrics(metricsPort);
     const cpu1 = cpuSeconds(pid);
+    const rssCompleteMiB = statusMiB(pid, 'VmRSS');
 
     // Quiet period: nothing changes, so the operator should write nothing.
     await sleep(LIMITS.quietMs);
     const m2 = await metrics(metricsPort);
+    const cpu2 = cpuSeconds(pid);
+
+    let changeLatencyMs: ReturnType<typeof percentiles> | undefined;
+    let changeWrites: number | undefined;
+    if (b.probe && o.changes > 0) {
+      const lat = await changeLatency(k, ns, b.probe, count, o.changes);
+      changeLatencyMs = percentiles(lat);
+      changeWrites = writes(await metrics(metricsPort)) - writes(m2);
+      console.log(`change → child write: ${JSON.stringify(changeLatencyMs)} ms`);
+    }
+    const rssRestMiB = statusMiB(pid, 'VmRSS');
+    const overloadResult =
+      o.overload && b.probe
+        ? await runOverload(plane, k, ns, b.probe, count, metricsPort, o.changes)
+        : undefined;
 
     const result = {
       benchmark: b.name,
       ...b.extra,
       date: new Date().toISOString(),
+      datastore: plane.datastore,
       objects: count,
       createConcurrency: concurrency,
       createSeconds: +(createdMs / 1000).toFixed(2),
@@ -357,19 +430,92 @@ export async function runOperatorBench(b: OperatorBench): Promise<void> {
       apiWritesPerObject: +((writes(m1) - writes(m0)) / count).toFixed(2),
       writesWhileQuiet: writes(m2) - writes(m1),
       quietSeconds: LIMITS.quietMs / 1000,
+      // At rest the controllers still look at every object every few seconds (reads only).
+      quietCpuPercentOfCore: +(((cpu2 - cpu1) * 100) / (LIMITS.quietMs / 1000)).toFixed(1),
       operatorCpuSeconds: +(cpu1 - cpu0).toFixed(2),
       operatorCpuMsPerObject: +(((cpu1 - cpu0) * 1000) / count).toFixed(1),
       operatorPeakRssMiB: +peakRssMiB(pid).toFixed(1),
       operatorRssAtStartMiB: +rssAtStartMiB.toFixed(1),
+      operatorRssCompleteMiB: mib(rssCompleteMiB),
+      operatorRssAtRestMiB: mib(rssRestMiB),
+      ...(changeLatencyMs ? { changeToChildWriteMs: changeLatencyMs, changeWrites } : {}),
+      ...(overloadResult ? { overload: overloadResult } : {}),
       ...(rssAtStart ? { rssAtStart } : {}),
       loadAverage1m: +(loadavg()[0] ?? 0).toFixed(1),
       node: process.versions.node,
     };
     console.log(JSON.stringify(result, null, 2));
-    writeResults(b.name, result, record);
+    return result;
   } finally {
     if (op) await stopOperator(op);
     k.close();
     await plane.stop();
   }
+}
+
+async function prepareNamespace(k: KubeClient, ns: string): Promise<void> {
+  await k.create(CORE.namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  // The harness's service range is a /24 (254 ClusterIPs); add a ServiceCIDR for 500+ Services.
+  try {
+    await k.create(
+      {
+        group: 'networking.k8s.io',
+        version: 'v1',
+        plural: 'servicecidrs',
+        kind: 'ServiceCIDR',
+        namespaced: false,
+      },
+      {
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'ServiceCIDR',
+        metadata: { name: ns },
+        // A /18: 16,382 addresses, for 1,000 clusters' 4,000+ Services.
+        spec: { cidrs: ['10.96.0.0/18'] },
+      },
+    );
+  } catch (err) {
+    if (!isStatus(err, 409)) throw err;
+  }
+}
+
+/** The overload phase (phases.ts) against this run's API server and operator. */
+function runOverload(
+  plane: ControlPlane,
+  k: KubeClient,
+  ns: string,
+  probe: ChangeProbe,
+  count: number,
+  metricsPort: number,
+  firstRound: number,
+) {
+  return overload(
+    {
+      metrics: () => metrics(metricsPort),
+      apiPid: () => {
+        const pid = plane.apiServerPid;
+        if (pid === undefined) throw new Error('no kube-apiserver process');
+        return pid;
+      },
+      restart: (downMs) => plane.restartApiServer(downMs),
+      // From the moment the API server is back: retried until a change goes through.
+      probeChange: async (round) => {
+        const t0 = performance.now();
+        for (;;) {
+          try {
+            await changeLatency(k, ns, probe, count, 1, round);
+            return performance.now() - t0;
+          } catch (err) {
+            if (performance.now() - t0 > LIMITS.recoveryTimeoutMs) throw err;
+            await sleep(LIMITS.pollMs);
+          }
+        }
+      },
+    },
+    {
+      pauseMs: LIMITS.pauseMs,
+      downMs: LIMITS.downMs,
+      windowMs: LIMITS.overloadWindowMs,
+      firstRound: firstRound + 1,
+    },
+  );
 }
