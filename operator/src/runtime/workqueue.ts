@@ -102,9 +102,10 @@ export class WorkQueue<K = string> {
 
   /** Number of keys waiting to be handed out (not counting delayed or in-process keys). */
   get length(): number {
-    let lowWaiting = 0;
-    for (const k of this.lowKeys) if (!this.processing.has(k)) lowWaiting++;
-    return this.queue.length + lowWaiting;
+    // Dirty keys that are not being processed; `processing` holds at most one key per worker.
+    let busy = 0;
+    for (const k of this.processing) if (this.dirty.has(k)) busy++;
+    return this.dirty.size - busy;
   }
 
   get processingCount(): number {
