@@ -21,6 +21,7 @@ import {
   type ResourceType,
   resourcePath,
 } from './client.ts';
+import { cacheStrings } from './intern.ts';
 
 export const LIMITS = {
   pageSize: 500, // LIST page size: bounds one response's memory on large clusters
@@ -217,7 +218,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         item.kind ??= this.opts.type.kind;
         if (this.opts.keep && !this.opts.keep(item)) continue;
         if (!this.opts.keepManagedFields) delete item.metadata.managedFields;
-        fresh.set(objectKey(item), item);
+        fresh.set(objectKey(item), cacheStrings.intern(item));
       }
       cont = page.metadata?.continue || undefined;
       rv = page.metadata?.resourceVersion ?? rv;
@@ -310,6 +311,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       : this.opts.type.version;
     obj.kind ??= this.opts.type.kind;
     if (!this.opts.keepManagedFields) delete obj.metadata.managedFields;
+    if (ev.type !== 'DELETED') cacheStrings.intern(obj); // one copy of each repeated string (intern.ts)
     const key = objectKey(obj);
     const prev = this.cache.get(key);
     if (this.opts.keep && ev.type !== 'DELETED' && !this.opts.keep(obj)) {
