@@ -17,7 +17,31 @@ const newSpaceMiB = (keep: boolean) =>
   Number(execFileSync(process.execPath, ['--input-type=module', '-e', churn(keep)], { encoding: 'utf8' })) /
   2 ** 20;
 
-describe('keepYoungHeapSmall: the operator new space does not grow with its heap', () => {
+const oldSpaceChurn = (keep: boolean) => `
+  const { keepYoungHeapSmall } = await import(${JSON.stringify(MODULE)});
+  const v8 = await import('node:v8');
+  ${keep ? 'keepYoungHeapSmall();' : ''}
+  const oldSpace = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'old_space').space_size;
+  const live = new Map();
+  let peak = 0;
+  for (let i = 0; i < 600_000; i++) {
+    live.set(i % 60_000, JSON.parse(JSON.stringify({ name: 'x'.repeat(80) + i, s: 'y'.repeat(200) })));
+    if (i % 20_000 === 0) peak = Math.max(peak, oldSpace());
+  }
+  console.log(peak);`;
+const peakHeapMiB = (keep: boolean) =>
+  Number(
+    execFileSync(process.execPath, ['--input-type=module', '-e', oldSpaceChurn(keep)], { encoding: 'utf8' }),
+  ) /
+  2 ** 20;
+
+describe('keepYoungHeapSmall: the operator heap does not grow far past what is live', () => {
+  it('the old space (not the new one) under churn of the same live set stays smaller with it', () => {
+    const kept = peakHeapMiB(true);
+    const grown = peakHeapMiB(false);
+    expect(kept).toBeLessThan(grown * 0.75);
+  });
+
   it('under the same churn, the new space stays at its initial size with it and grows without it', () => {
     const small = newSpaceMiB(true);
     const grown = newSpaceMiB(false);
