@@ -283,7 +283,7 @@ async function reconcile(
   }
   // Scaling down: our machines that are no longer desired go.
   const want = new Set(desired.machines.map((m) => m.metadata.name));
-  for (const m of ctx.owned(OBERONMACHINE).list(s.namespace)) {
+  for (const m of ctx.owned(OBERONMACHINE).controlledBy(uid)) {
     if (
       isControlledBy(m, uid) &&
       !want.has(m.metadata.name) &&

@@ -62,6 +62,9 @@ interface WatchEvent {
   object: KubeObject & { code?: number; message?: string };
 }
 
+const ownerUid = (obj: KubeObject): string | undefined =>
+  obj.metadata.ownerReferences?.find((r) => r.controller)?.uid;
+
 export function objectKey(obj: KubeObject): string {
   return obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : `${obj.metadata.name}`;
 }
@@ -70,6 +73,8 @@ export class Informer<T extends KubeObject = KubeObject> {
   readonly opts: InformerOptions;
   private readonly client: KubeClient;
   private readonly cache = new Map<string, T>();
+  /** Keys of the cached objects by their controller owner's uid: a parent's children without a scan of the kind. */
+  private readonly byOwner = new Map<string, Set<string>>();
   private readonly handlers: InformerHandler<T>[] = [];
   private rv = '';
   private stopped = true;
@@ -118,6 +123,36 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   get size(): number {
     return this.cache.size;
+  }
+
+  /**
+   * The cached objects whose controller owner has `uid`. An O(children) read: a scan of the whole
+   * kind per reconcile was 1,000 × 4,000 OberonMachines per poll round at 1,000 OberonKubes, the
+   * operator's hottest path (a CPU profile: 69 % of its time in that loop).
+   */
+  controlledBy(uid: string): T[] {
+    const out: T[] = [];
+    for (const k of this.byOwner.get(uid) ?? []) {
+      const o = this.cache.get(k);
+      if (o) out.push(o);
+    }
+    return out;
+  }
+
+  private index(key: string, obj: T | undefined, prev: T | undefined): void {
+    const was = prev ? ownerUid(prev) : undefined;
+    const now = obj ? ownerUid(obj) : undefined;
+    if (was === now) return;
+    if (was) {
+      const set = this.byOwner.get(was);
+      set?.delete(key);
+      if (set?.size === 0) this.byOwner.delete(was);
+    }
+    if (now) {
+      const set = this.byOwner.get(now) ?? new Set<string>();
+      set.add(key);
+      this.byOwner.set(now, set);
+    }
   }
 
   /** Starts the loop; resolves once the first LIST is in the cache. */
@@ -228,7 +263,11 @@ export class Informer<T extends KubeObject = KubeObject> {
     this.absentNow = false;
     const old = new Map(this.cache);
     this.cache.clear();
-    for (const [k, v] of fresh) this.cache.set(k, v);
+    this.byOwner.clear();
+    for (const [k, v] of fresh) {
+      this.cache.set(k, v);
+      this.index(k, v, undefined);
+    }
     for (const [k, v] of fresh) {
       const prev = old.get(k);
       if (!prev) this.emit('add', v);
@@ -317,6 +356,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     if (this.opts.keep && ev.type !== 'DELETED' && !this.opts.keep(obj)) {
       if (prev) {
         this.cache.delete(key);
+        this.index(key, undefined, prev);
         this.emit('delete', prev);
       }
       if (rv) this.rv = rv;
@@ -328,9 +368,11 @@ export class Informer<T extends KubeObject = KubeObject> {
         return; // never cached: nothing to forget
       }
       this.cache.delete(key);
+      this.index(key, undefined, prev);
       this.emit('delete', obj);
     } else {
       this.cache.set(key, obj);
+      this.index(key, obj, prev);
       if (!prev) this.emit('add', obj);
       else if (prev.metadata.resourceVersion !== rv) this.emit('update', obj, prev);
     }
