@@ -1,4 +1,3 @@
-import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import {
   KubeClient,
@@ -8,14 +7,9 @@ import {
   type WatchHandle,
 } from './client.ts';
 import { Informer } from './informer.ts';
+import { offlineKubeConfig, THING } from './offline.testkit.ts';
 
-const T: ResourceType = {
-  group: 'retrokube.io',
-  version: 'v1alpha1',
-  plural: 'things',
-  kind: 'Thing',
-  namespaced: true,
-};
+const T = THING;
 
 /** A client whose LIST answers `items` and whose one WATCH the test feeds by hand. */
 class FakeClient extends KubeClient {
@@ -27,14 +21,7 @@ class FakeClient extends KubeClient {
     this.opened = r;
   });
   constructor(items: KubeObject[]) {
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'c', server: 'http://127.0.0.1:9' }],
-      users: [{ name: 'u' }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-      currentContext: 'x',
-    });
-    super(kc);
+    super(offlineKubeConfig());
     this.items = items;
   }
   override async list<T2 extends KubeObject>(): Promise<ObjectList<T2>> {
