@@ -1,4 +1,4 @@
-// The shared half of the operator benchmarks: a real kube-apiserver (kine memory://), `retrokube
+// The shared half of the operator benchmarks: a real kube-apiserver (kine memory:// or etcd), `retrokube
 // operator` as its own process, COUNT objects created with bounded concurrency, polling until a
 // bench-specific check says every object is complete, then a quiet period in which the operator
 // should write nothing. Figures come from the operator's own /metrics and /proc.

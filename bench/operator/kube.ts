@@ -1,11 +1,11 @@
-// Benchmark: 100 OberonKube objects of 3 nodes against a real kube-apiserver (kine memory://),
+// Benchmark: 100 OberonKube objects of 3 nodes against a real kube-apiserver (kine memory://, or etcd),
 // reconciled by `retrokube operator` running as its own process (each cluster also gets a
 // passive air station; no machine runs, so the planes stay gated behind their nodes). The bench
 // publishes each relay's EndpointSlice as the endpointslice controller would, so machines are
 // released. Measures: time until every cluster has its key Secret, OberonAir (+ relay Deployment
 // and Service), 3 node OberonMachines (+ a StatefulSet of 1 and a Service each) and a status; API writes per
 // object; writes during a quiet period afterwards (must be zero, although every cluster is
-// re-examined every 2 s); the operator's peak RSS; then, at rest, the latency from a change of one
+// re-examined every 2 s, longer with many: runtime/poll.ts); the operator's peak RSS; then, at rest, the latency from a change of one
 // cluster's deployments line to the operator's write of its live-commands ConfigMap (phases.ts),
 // and with --overload what the operator does when the API server is paused and restarted.
 //   node_modules/.bin/node bench/operator/kube.ts [--count 100[,1000]] [--concurrency 16]
