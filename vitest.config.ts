@@ -17,7 +17,11 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 // - browser: the web console and the browser lab in Debian's chromium (playwright-core), real time.
 // envtest files that run alone, on a server of their own: those that restart kube-apiserver
 // (restartApiServer).
-const ENVTEST_ALONE = ['test/envtest/harness.test.ts', 'test/envtest/oberonair-restart.test.ts'];
+const ENVTEST_ALONE = [
+  'test/envtest/harness.test.ts',
+  'test/envtest/oberonair-restart.test.ts',
+  'test/envtest/control-plane-etcd.test.ts',
+];
 // e2e files that run two at a time (e2e-pairs): each is a few emulated machines or one `retrokube up`
 // waiting on the air in real time, not on the cores (test/e2e/labs-judge.test.ts: 33 s of CPU in
 // 283 s of wall). Every other e2e file runs alone (e2e): new ones until they have passed paired,

@@ -1,15 +1,20 @@
-// Benchmark: 100 OberonKube objects of 3 nodes against a real kube-apiserver (kine memory://),
+// Benchmark: 100 OberonKube objects of 3 nodes against a real kube-apiserver (kine memory://, or etcd),
 // reconciled by `retrokube operator` running as its own process (each cluster also gets a
 // passive air station; no machine runs, so the planes stay gated behind their nodes). The bench
 // publishes each relay's EndpointSlice as the endpointslice controller would, so machines are
 // released. Measures: time until every cluster has its key Secret, OberonAir (+ relay Deployment
 // and Service), 3 node OberonMachines (+ a StatefulSet of 1 and a Service each) and a status; API writes per
 // object; writes during a quiet period afterwards (must be zero, although every cluster is
-// re-examined every 2 s); the operator's peak RSS.
-//   node_modules/.bin/node bench/operator/kube.ts [--count 100] [--concurrency 16]
+// re-examined every 2 s, longer with many: runtime/poll.ts); the operator's peak RSS; then, at rest, the latency from a change of one
+// cluster's deployments line to the operator's write of its live-commands ConfigMap (phases.ts),
+// and with --overload what the operator does when the API server is paused and restarted.
+//   node_modules/.bin/node bench/operator/kube.ts [--count 100[,1000]] [--concurrency 16]
+//     [--datastore kine|etcd] [--changes 50] [--overload]
 import { OBERONAIR } from '../../operator/src/controllers/oberonair.ts';
 import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
+import { liveCommandsName } from '../../operator/src/controllers/oberonkube-render.ts';
 import { KINDS_OWNED, OBERONMACHINE } from '../../operator/src/controllers/oberonmachine.ts';
+import { LIVE_KEY } from '../../operator/src/controllers/oberonmachine-render.ts';
 import { CORE, type KubeClient, type KubeObject } from '../../operator/src/runtime/client.ts';
 import { publishRelayEndpoint } from '../../test/envtest/relay-endpoint.ts';
 import { runOperatorBench } from './harness.ts';
@@ -26,6 +31,20 @@ await runOperatorBench({
   extra: {
     nodesPerCluster: NODES,
     childrenPerObject: 1 + 3 + NODES * 3, // Secret, air + Deployment + Service, per node machine + StatefulSet + Service
+  },
+  probe: {
+    child: CORE.configMap,
+    async change(k, ns, i, round) {
+      const web = 5 + (round % 20); // never the 4 of create(), and within what 3 nodes may run
+      await k.mergePatch(OBERONKUBE, ns, `k${i}`, {
+        spec: { deployments: `web ${web} Ticker; api 2 Ticker2` },
+      });
+      return {
+        child: liveCommandsName(`k${i}`),
+        done: (cm) =>
+          String((cm.data as Record<string, string> | undefined)?.[LIVE_KEY]).includes(`web ${web} `),
+      };
+    },
   },
   async create(k, ns, i) {
     await k.create(OBERONKUBE, {

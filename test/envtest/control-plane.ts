@@ -1,7 +1,10 @@
-// A real Kubernetes control plane for tests: kine (memory:// datastore) + kube-apiserver on
-// loopback, token auth, RBAC, our CRDs and the KubeVirt VirtualMachine CRD installed.
+// A real Kubernetes control plane for tests: a datastore + kube-apiserver on loopback, token auth,
+// RBAC, our CRDs and the KubeVirt VirtualMachine CRD installed. No kubelet, no controller-manager.
 // Used by the vitest global setup of the `envtest` project and by benchmarks that need an API
-// server outside vitest. Binaries come from hack/build-testbins.sh.
+// server outside vitest. Binaries come from hack/build-testbins.sh; etcd from hack/build-node-bins.sh.
+// The datastore is kine `memory://` (light, starts at once: the tests) or a real etcd on a temp
+// data dir (`datastore: 'etcd'`: the benchmarks at scale, where kine's in-memory backend fell over
+// with "WATCH SEND EVENTS FOR PAST REVISION" at 1,000 OberonKubes).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { appendFileSync, closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -32,6 +35,25 @@ export interface TestBins {
   kine: string;
   helm: string;
   kubectl: string;
+}
+
+export type Datastore = 'kine' | 'etcd';
+
+/** The etcd binary hack/build-node-bins.sh builds (or would build); ETCD_BIN wins. */
+export function locateEtcd(): string {
+  if (process.env.ETCD_BIN) return process.env.ETCD_BIN;
+  const dir =
+    process.env.RETROKUBE_NODEBINS_DIR ||
+    execFileSync('bash', [join(REPO_ROOT, 'hack/build-node-bins.sh'), '--print-dir'], {
+      encoding: 'utf8',
+    }).trim();
+  const bin = join(dir, 'etcd');
+  if (!existsSync(bin)) {
+    throw new Error(
+      `envtest: etcd missing (${bin}). Build it with: bash hack/build-node-bins.sh (needs Go; ~3-5 min cold).`,
+    );
+  }
+  return bin;
 }
 
 /** Where hack/build-testbins.sh puts (or would put) the binaries; env overrides win. */
@@ -186,6 +208,8 @@ export interface ControlPlaneOptions {
   installCrds?: boolean;
   /** Keep the temp folder (logs, certs) after stop() (default: env RETROKUBE_ENVTEST_KEEP). */
   keep?: boolean;
+  /** kine memory:// (default, or env RETROKUBE_ENVTEST_DATASTORE) or etcd on a temp data dir. */
+  datastore?: Datastore;
 }
 
 export interface ControlPlane {
@@ -194,6 +218,9 @@ export interface ControlPlane {
   kubeconfigPath: string;
   adminToken: string;
   bins: TestBins;
+  datastore: Datastore;
+  /** The kube-apiserver's process id (a bench pauses it with SIGSTOP to play an overloaded server). */
+  readonly apiServerPid: number | undefined;
   /** Stops kube-apiserver, waits `downMs`, starts it again on the same port with the same data. */
   restartApiServer(downMs?: number): Promise<{ downMs: number; readyMs: number }>;
   stopApiServer(): Promise<void>;
@@ -223,22 +250,14 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     mode: 0o600,
   });
 
-  const kinePort = await freePort();
+  const datastore = opts.datastore ?? (process.env.RETROKUBE_ENVTEST_DATASTORE === 'etcd' ? 'etcd' : 'kine');
+  const storePort = await freePort();
   const apiPort = await freePort();
   const server = `https://127.0.0.1:${apiPort}`;
-
-  const kine = startProcess(
-    bins.kine,
-    [
-      `--listen-address=127.0.0.1:${kinePort}`,
-      '--endpoint=memory://',
-      '--metrics-bind-address=0', // off: kine defaults to :8080, which our operator uses
-    ],
-    join(dir, 'kine.log'),
-  );
+  const store = await startDatastore(datastore, bins, dir, storePort);
 
   const apiArgs = [
-    `--etcd-servers=http://127.0.0.1:${kinePort}`,
+    `--etcd-servers=http://127.0.0.1:${storePort}`,
     '--bind-address=127.0.0.1',
     '--advertise-address=127.0.0.1',
     `--secure-port=${apiPort}`,
@@ -265,8 +284,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
           `kube-apiserver exited (${api.child.exitCode}):\n${tail(join(dir, 'kube-apiserver.log'))}`,
         );
       }
-      if (kine.child.exitCode !== null) {
-        throw new Error(`kine exited (${kine.child.exitCode}):\n${tail(join(dir, 'kine.log'))}`);
+      if (store.child.exitCode !== null) {
+        throw new Error(
+          `${datastore} exited (${store.child.exitCode}):\n${tail(join(dir, `${datastore}.log`))}`,
+        );
       }
       try {
         const r = await kubeRequest({ server, token: adminToken, ca }, 'GET', '/readyz');
@@ -294,7 +315,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   // process.exit), still take the children down: 'exit' handlers may only do synchronous work.
   const onExit = () => {
     api?.child.kill('SIGKILL');
-    kine.child.kill('SIGKILL');
+    store.child.kill('SIGKILL');
     if (!keep) rmSync(dir, { recursive: true, force: true });
   };
   process.once('exit', onExit);
@@ -302,7 +323,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const stopAll = async (): Promise<void> => {
     process.removeListener('exit', onExit);
     await stopProcess(api);
-    await stopProcess(kine);
+    await stopProcess(store);
     if (!keep) await rm(dir, { recursive: true, force: true });
   };
 
@@ -321,6 +342,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       kubeconfigPath,
       adminToken,
       bins,
+      datastore,
+      get apiServerPid() {
+        return api?.child.pid;
+      },
       startApiServer,
       stopApiServer,
       async restartApiServer(downMs = 0) {
@@ -337,6 +362,38 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     await stopAll();
     throw err;
   }
+}
+
+/** kine on memory://, or a single-member etcd on `dir`/etcd (loopback client and peer ports). */
+async function startDatastore(kind: Datastore, bins: TestBins, dir: string, port: number): Promise<Proc> {
+  if (kind === 'kine') {
+    return startProcess(
+      bins.kine,
+      [
+        `--listen-address=127.0.0.1:${port}`,
+        '--endpoint=memory://',
+        '--metrics-bind-address=0', // off: kine defaults to :8080, which our operator uses
+      ],
+      join(dir, 'kine.log'),
+    );
+  }
+  const peer = `http://127.0.0.1:${await freePort()}`;
+  const client = `http://127.0.0.1:${port}`;
+  return startProcess(
+    locateEtcd(),
+    [
+      '--name=envtest',
+      `--data-dir=${join(dir, 'etcd')}`,
+      '--log-level=warn',
+      '--unsafe-no-fsync', // a throwaway store: durability would only measure this host's disk
+      `--listen-client-urls=${client}`,
+      `--advertise-client-urls=${client}`,
+      `--listen-peer-urls=${peer}`,
+      `--initial-advertise-peer-urls=${peer}`,
+      `--initial-cluster=envtest=${peer}`,
+    ],
+    join(dir, 'etcd.log'),
+  );
 }
 
 export function kubeconfigYaml(server: string, caFile: string, token: string): string {

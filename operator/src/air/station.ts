@@ -2,6 +2,7 @@
 // datagram it hears to a callback. The listener, the injector, the tests and the benchmark use it.
 import dgram from 'node:dgram';
 import { type AddressInfo, isIPv6 } from 'node:net';
+import { cachedLookup } from './relay-lookup.ts';
 import { AIR_PORT, helloDatagram, LIMITS } from './wire.ts';
 
 /** A listener hears up to ~100 frames/s on a busy air; 1 MiB rides out long pauses of its event loop. */
@@ -54,6 +55,7 @@ export async function openStation(opts: StationOptions): Promise<Station> {
   const socket = dgram.createSocket({
     type: v6 ? 'udp6' : 'udp4',
     recvBufferSize: STATION_RECV_BUFFER_BYTES,
+    lookup: cachedLookup(v6 ? 6 : 4), // not one getaddrinfo per datagram (relay-lookup.ts)
   });
   let heard = false;
   socket.on('message', (msg) => {

@@ -15,6 +15,7 @@ import { defaultIdentity } from '../runtime/leader.ts';
 import { Manager } from '../runtime/manager.ts';
 import { portOf } from '../runtime/server.ts';
 import { logger, rootLogger } from '../util/log.ts';
+import { keepYoungHeapSmall } from '../util/young-heap.ts';
 import { LEVELS, memberHostList, type OperatorVerbOptions, parseBindAddress } from './operator-options.ts';
 
 export function createOperatorManager(opts: {
@@ -95,6 +96,7 @@ export function createOperatorManager(opts: {
 
 /** Runs the operator until SIGTERM or SIGINT (the body of `retrokube operator`). */
 export async function runOperator(o: OperatorVerbOptions): Promise<void> {
+  keepYoungHeapSmall(); // before the caches fill: ~100 MiB less RSS at 1,000 OberonKubes (young-heap.ts)
   if (o.logLevel) {
     if (!LEVELS.includes(o.logLevel))
       throw new Error(`--log-level "${o.logLevel}" is not one of ${LEVELS.join(', ')}`);

@@ -12,6 +12,7 @@ import type {
   ReconcileResult,
 } from '../runtime/controller.ts';
 import { controllerRef, isSubset, MANAGED_BY } from '../runtime/objects.ts';
+import { pollPeriod } from '../runtime/poll.ts';
 import { CHILD_VERBS, type PolicyRule } from '../runtime/rbac.ts';
 import { VERSION as RETROKUBE_VERSION } from '../version.ts';
 import { type AirHeard, steadyRate } from './air-census.ts';
@@ -24,6 +25,7 @@ export const LIMITS = {
   conflictRecheckMs: 60_000, // a name taken by someone else is re-checked every minute
   relayMetricsPort: 9524, // the relay's HTTP /metrics (TCP), also its readiness probe
   hearPollMs: 5_000, // how often what is heard is looked at (cache reads; writes only on change)
+  hearPollPerAirMs: 10, // ...or this per air if longer (runtime/poll.ts): 1,000 airs every 10 s
   minHeardWriteMs: 5_000, // at most one status write per air this often for a change in what is heard
   hearWindowMs: 10_000, // a new station's census counts over ten heartbeat periods (its rate window)
 } as const;
@@ -164,7 +166,11 @@ async function reconcile(
     (c) => c.type === 'Degraded' && c.status === 'True' && c.reason === 'RelayFailing',
   );
   if (changed && failing) void ctx.recorder.record(air, 'Warning', 'RelayFailing', failing.message);
-  return { requeueAfterMs: conflicts.length ? LIMITS.conflictRecheckMs : LIMITS.hearPollMs };
+  return {
+    requeueAfterMs: conflicts.length
+      ? LIMITS.conflictRecheckMs
+      : pollPeriod(LIMITS.hearPollMs, ctx.primary.size, LIMITS.hearPollPerAirMs),
+  };
 }
 
 // --- render (pure) -----------------------------------------------------------------------------

@@ -27,6 +27,7 @@ import type {
   ReconcileResult,
 } from '../runtime/controller.ts';
 import { controllerRef, isControlledBy, MANAGED_BY } from '../runtime/objects.ts';
+import { pollPeriod } from '../runtime/poll.ts';
 import type { PolicyRule } from '../runtime/rbac.ts';
 import { logger } from '../util/log.ts';
 import { type AirAddress, AirEars } from './air-ears.ts';
@@ -41,6 +42,9 @@ import { PDB } from './placement.ts';
 
 export const LIMITS = {
   pollMs: 2_000, // how often the heard view is turned into status (reads only; writes are rate-limited)
+  // ...or this per cluster if longer (runtime/poll.ts): ~1 ms a poll, so the polls of any number
+  // of clusters stay near 1/8 of a core (1,000 clusters: every 8 s).
+  pollPerClusterMs: 8,
   minStatusIntervalMs: 5_000, // at most one status write per cluster this often while the air changes
   planeGraceMs: 120_000, // start the plane anyway if the nodes are not all heard by then
   forgedWindowMs: 60_000, // forged frames this recent keep the cluster Degraded
@@ -279,7 +283,7 @@ async function reconcile(
   }
   // Scaling down: our machines that are no longer desired go.
   const want = new Set(desired.machines.map((m) => m.metadata.name));
-  for (const m of ctx.owned(OBERONMACHINE).list(s.namespace)) {
+  for (const m of ctx.owned(OBERONMACHINE).controlledBy(uid)) {
     if (
       isControlledBy(m, uid) &&
       !want.has(m.metadata.name) &&
@@ -305,7 +309,7 @@ async function reconcile(
   // flap every cluster to 0/N nodes) and no Event is sent.
   const now = Date.now();
   if (heard && !conflicts.length && k.status !== undefined && !heardFullWindow(heard, LIMITS))
-    return { requeueAfterMs: LIMITS.pollMs };
+    return { requeueAfterMs: pollEvery(ctx) };
   if (heard && !memo.heardWindow) {
     memo.heardWindow = true;
     log.info(
@@ -333,8 +337,13 @@ async function reconcile(
   if (wait <= 0) {
     if (await ctx.applyStatusIfChanged(OBERONKUBE, k, status)) memo.lastWriteMs = now;
   }
-  return { requeueAfterMs: wait > 0 ? Math.min(wait, LIMITS.pollMs) : LIMITS.pollMs };
+  const poll = pollEvery(ctx);
+  return { requeueAfterMs: wait > 0 ? Math.min(wait, poll) : poll };
 }
+
+/** The poll period of one cluster, given how many there are (runtime/poll.ts). */
+const pollEvery = (ctx: ReconcileContext): number =>
+  pollPeriod(LIMITS.pollMs, ctx.primary.size, LIMITS.pollPerClusterMs);
 
 function lastForged(k: OberonKube): number {
   const n = (k.status as { forgedFrames?: unknown } | undefined)?.forgedFrames;

@@ -1,30 +1,15 @@
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ApiError, KubeClient, type ResourceType } from './client.ts';
 import { Controller, type ReconcileContext, TerminalError } from './controller.ts';
 import { EventRecorder } from './events.ts';
 import { Informer } from './informer.ts';
 import { createOperatorMetrics } from './metrics.ts';
+import { offlineKubeConfig, THING } from './offline.testkit.ts';
 
-const T: ResourceType = {
-  group: 'retrokube.io',
-  version: 'v1alpha1',
-  plural: 'things',
-  kind: 'Thing',
-  namespaced: true,
-};
+const T = THING;
 
-function client(): KubeClient {
-  const kc = new KubeConfig();
-  // Nothing listens here: these tests never reach the network (informers are not started).
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: 'http://127.0.0.1:9' }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
-  return new KubeClient(kc);
-}
+// Nothing listens there: these tests never reach the network (informers are not started).
+const client = (): KubeClient => new KubeClient(offlineKubeConfig());
 
 function controller(
   reconcile: (ctx: ReconcileContext, key: { namespace: string; name: string }) => Promise<unknown>,

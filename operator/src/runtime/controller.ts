@@ -11,10 +11,10 @@ import type { Logger } from 'pino';
 import { logger } from '../util/log.ts';
 import { ApiError, type KubeClient, type KubeObject, type ResourceType } from './client.ts';
 import type { EventRecorder } from './events.ts';
-import type { Informer } from './informer.ts';
+import type { Informer, InformerEventType } from './informer.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { controllerOf, FIELD_MANAGER, isSubset, withAppliedHash } from './objects.ts';
-import { runWorkers, WorkQueue } from './workqueue.ts';
+import { type Priority, runWorkers, WorkQueue } from './workqueue.ts';
 
 export const LIMITS = {
   concurrency: 4, // reconciles in flight per controller: enough to hide API latency, gentle on the server
@@ -147,7 +147,7 @@ export class Controller {
     this.primary = deps.informer(def.primary, false);
     this.primary.on((type, obj) => {
       this.forgetWritten(def.primary, obj, type === 'delete');
-      this.queue.add(`${obj.metadata.namespace ?? ''}/${obj.metadata.name}`);
+      this.queue.add(`${obj.metadata.namespace ?? ''}/${obj.metadata.name}`, priorityOf(type));
     });
     const group = def.primary.group;
     const optional = new Set((def.optionalOwns ?? []).map(typeId));
@@ -158,14 +158,14 @@ export class Controller {
         this.forgetWritten(t, obj, type === 'delete');
         const owner = controllerOf(obj);
         if (!owner || owner.kind !== def.primary.kind || owner.apiVersion.split('/')[0] !== group) return;
-        this.queue.add(`${obj.metadata.namespace ?? ''}/${owner.name}`);
+        this.queue.add(`${obj.metadata.namespace ?? ''}/${owner.name}`, priorityOf(type));
       });
     }
     for (const w of def.watches ?? []) {
       const inf = deps.informer(w.type, !!w.managedOnly, w.filter);
       this.watchedInformers.set(typeId(w.type), inf);
-      inf.on((_type, obj) => {
-        for (const key of w.map(obj, this.primary)) this.queue.add(key);
+      inf.on((type, obj) => {
+        for (const key of w.map(obj, this.primary)) this.queue.add(key, priorityOf(type));
       });
     }
   }
@@ -313,6 +313,9 @@ function newerThan(a: KubeObject, b: KubeObject): boolean {
   if (/^\d+$/.test(ra) && /^\d+$/.test(rb)) return BigInt(ra) > BigInt(rb);
   return false; // opaque versions: trust the informer
 }
+
+/** A change is worth acting on before the polls; a resync is a poll. */
+const priorityOf = (type: InformerEventType): Priority => (type === 'resync' ? 'low' : 'high');
 
 export function typeId(t: ResourceType): string {
   return `${t.plural}.${t.group}/${t.version}`;

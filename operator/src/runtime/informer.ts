@@ -21,6 +21,7 @@ import {
   type ResourceType,
   resourcePath,
 } from './client.ts';
+import { cacheStrings } from './intern.ts';
 
 export const LIMITS = {
   pageSize: 500, // LIST page size: bounds one response's memory on large clusters
@@ -50,12 +51,19 @@ export interface InformerOptions {
    * them); an object that stops being accepted is treated as deleted.
    */
   keep?: (obj: KubeObject) => boolean;
+  /** Told of every LIST, WATCH and failure (the manager counts them in informer_operations_total). */
+  onOperation?: (op: InformerOperation) => void;
 }
+
+export type InformerOperation = 'list' | 'watch' | 'failure';
 
 interface WatchEvent {
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
   object: KubeObject & { code?: number; message?: string };
 }
+
+const ownerUid = (obj: KubeObject): string | undefined =>
+  obj.metadata.ownerReferences?.find((r) => r.controller)?.uid;
 
 export function objectKey(obj: KubeObject): string {
   return obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : `${obj.metadata.name}`;
@@ -65,6 +73,8 @@ export class Informer<T extends KubeObject = KubeObject> {
   readonly opts: InformerOptions;
   private readonly client: KubeClient;
   private readonly cache = new Map<string, T>();
+  /** Keys of the cached objects by their controller owner's uid: a parent's children without a scan of the kind. */
+  private readonly byOwner = new Map<string, Set<string>>();
   private readonly handlers: InformerHandler<T>[] = [];
   private rv = '';
   private stopped = true;
@@ -113,6 +123,36 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   get size(): number {
     return this.cache.size;
+  }
+
+  /**
+   * The cached objects whose controller owner has `uid`. An O(children) read: a scan of the whole
+   * kind per reconcile was 1,000 × 4,000 OberonMachines per poll round at 1,000 OberonKubes, the
+   * operator's hottest path (a CPU profile: 69 % of its time in that loop).
+   */
+  controlledBy(uid: string): T[] {
+    const out: T[] = [];
+    for (const k of this.byOwner.get(uid) ?? []) {
+      const o = this.cache.get(k);
+      if (o) out.push(o);
+    }
+    return out;
+  }
+
+  private index(key: string, obj: T | undefined, prev: T | undefined): void {
+    const was = prev ? ownerUid(prev) : undefined;
+    const now = obj ? ownerUid(obj) : undefined;
+    if (was === now) return;
+    if (was) {
+      const set = this.byOwner.get(was);
+      set?.delete(key);
+      if (set?.size === 0) this.byOwner.delete(was);
+    }
+    if (now) {
+      const set = this.byOwner.get(now) ?? new Set<string>();
+      set.add(key);
+      this.byOwner.set(now, set);
+    }
   }
 
   /** Starts the loop; resolves once the first LIST is in the cache. */
@@ -165,6 +205,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       } catch (err) {
         if (this.stopped) break;
         this.stats.failures++;
+        this.opts.onOperation?.('failure');
         failures++;
         this.rv = ''; // start over with a LIST: safe after a restart, a 410, or a lost stream
         const cap = this.opts.backoffMaxMs ?? LIMITS.backoffMaxMs;
@@ -193,6 +234,7 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   private async relist(): Promise<void> {
     this.stats.lists++;
+    this.opts.onOperation?.('list');
     const fresh = new Map<string, T>();
     let cont: string | undefined;
     let rv = '';
@@ -211,7 +253,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         item.kind ??= this.opts.type.kind;
         if (this.opts.keep && !this.opts.keep(item)) continue;
         if (!this.opts.keepManagedFields) delete item.metadata.managedFields;
-        fresh.set(objectKey(item), item);
+        fresh.set(objectKey(item), cacheStrings.intern(item));
       }
       cont = page.metadata?.continue || undefined;
       rv = page.metadata?.resourceVersion ?? rv;
@@ -221,7 +263,11 @@ export class Informer<T extends KubeObject = KubeObject> {
     this.absentNow = false;
     const old = new Map(this.cache);
     this.cache.clear();
-    for (const [k, v] of fresh) this.cache.set(k, v);
+    this.byOwner.clear();
+    for (const [k, v] of fresh) {
+      this.cache.set(k, v);
+      this.index(k, v, undefined);
+    }
     for (const [k, v] of fresh) {
       const prev = old.get(k);
       if (!prev) this.emit('add', v);
@@ -238,6 +284,7 @@ export class Informer<T extends KubeObject = KubeObject> {
   private async watchOnce(): Promise<void> {
     if (this.stopped) return;
     this.stats.watches++;
+    this.opts.onOperation?.('watch');
     const startedAt = Date.now();
     let lines = 0;
     const timeoutSec = this.opts.watchTimeoutSec ?? LIMITS.watchTimeoutSec;
@@ -303,11 +350,13 @@ export class Informer<T extends KubeObject = KubeObject> {
       : this.opts.type.version;
     obj.kind ??= this.opts.type.kind;
     if (!this.opts.keepManagedFields) delete obj.metadata.managedFields;
+    if (ev.type !== 'DELETED') cacheStrings.intern(obj); // one copy of each repeated string (intern.ts)
     const key = objectKey(obj);
     const prev = this.cache.get(key);
     if (this.opts.keep && ev.type !== 'DELETED' && !this.opts.keep(obj)) {
       if (prev) {
         this.cache.delete(key);
+        this.index(key, undefined, prev);
         this.emit('delete', prev);
       }
       if (rv) this.rv = rv;
@@ -319,9 +368,11 @@ export class Informer<T extends KubeObject = KubeObject> {
         return; // never cached: nothing to forget
       }
       this.cache.delete(key);
+      this.index(key, undefined, prev);
       this.emit('delete', obj);
     } else {
       this.cache.set(key, obj);
+      this.index(key, obj, prev);
       if (!prev) this.emit('add', obj);
       else if (prev.metadata.resourceVersion !== rv) this.emit('update', obj, prev);
     }

@@ -103,6 +103,8 @@ export class Manager {
         labelSelector: managedOnly ? MANAGED_SELECTOR : undefined,
         keep: filter?.keep,
         resyncMs: this.opts.resyncMs,
+        onOperation: (operation) =>
+          this.metrics.informerOperations.inc({ resource: `${type.plural}.${type.group}`, operation }),
       });
       this.informers.set(id, inf);
     }

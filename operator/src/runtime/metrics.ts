@@ -11,6 +11,7 @@ export interface OperatorMetrics {
   queueAdds: Counter<'name'>;
   queueRetries: Counter<'name'>;
   restRequests: Counter<'method' | 'code'>;
+  informerOperations: Counter<'resource' | 'operation'>;
   leader: Gauge<'name'>;
 }
 
@@ -59,6 +60,12 @@ export function createOperatorMetrics(registry: Registry = new Registry()): Oper
       name: 'rest_client_requests_total',
       help: 'Number of API server requests by HTTP method and status code (0 = no answer)',
       labelNames: ['method', 'code'],
+      registers,
+    }),
+    informerOperations: new Counter({
+      name: 'informer_operations_total',
+      help: 'LISTs, WATCHes and failed LIST/WATCH attempts of the informers, per resource (relists show up here)',
+      labelNames: ['resource', 'operation'],
       registers,
     }),
     leader: new Gauge({

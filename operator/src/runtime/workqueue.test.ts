@@ -40,6 +40,43 @@ describe('work queue', () => {
     expect(q.length).toBe(0);
   });
 
+  it('hands out keys added for a change before keys that came back by themselves (polls, retries)', async () => {
+    const q = new WorkQueue<string>();
+    for (let i = 0; i < 3; i++) q.add(`ns/poll-${i}`, 'low');
+    q.addAfter('ns/later', 0); // a requeue-after that is due: low
+    q.add('ns/changed'); // an informer event: high
+    expect(q.length).toBe(5);
+    expect(await q.get()).toBe('ns/changed');
+    expect(await q.get()).toBe('ns/poll-0');
+    q.done('ns/poll-0');
+    q.done('ns/changed');
+    // A key waiting at low priority that gets an event moves up, and is handed out only once.
+    q.add('ns/poll-2');
+    expect(await q.get()).toBe('ns/poll-2');
+    expect(await q.get()).toBe('ns/poll-1');
+    expect(await q.get()).toBe('ns/later');
+    expect(q.length).toBe(0);
+    let more: string | undefined;
+    void q.get().then((k) => {
+      more = k;
+    });
+    await Promise.resolve();
+    expect(more).toBeUndefined(); // the stale low entry of ns/poll-2 was not handed out again
+  });
+
+  it('a key re-added while processing comes back with the priority it was re-added with', async () => {
+    const q = new WorkQueue<string>();
+    q.add('a');
+    expect(await q.get()).toBe('a');
+    q.add('a', 'low'); // requeued by itself while its worker runs
+    q.add('b', 'low');
+    q.done('a');
+    q.add('c'); // a change arrives after
+    expect(await q.get()).toBe('c');
+    expect(await q.get()).toBe('b');
+    expect(await q.get()).toBe('a');
+  });
+
   it('requeue-after delivers the key once the delay passes, keeping the earliest time', async () => {
     const q = new WorkQueue<string>();
     q.addAfter('k', 5000);

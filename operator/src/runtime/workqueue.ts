@@ -6,6 +6,10 @@
 // - addAfter(key, ms) delays a key (requeue-after); the earliest requested time wins.
 // - addRateLimited(key) delays a key by its per-key exponential backoff (failures), combined with a
 //   global token bucket; forget(key) resets the backoff after a success.
+// - Two priorities (controller-runtime's priority queue): a key added for a change (an informer
+//   event) is handed out before keys that come back on their own (requeue-after, retries,
+//   resyncs): with 1,000 OberonKubes each re-examined every 2 s, a changed one otherwise waited
+//   behind ~1,000 polls (seconds). A waiting low key that gets an event moves up.
 // - The queue does not run workers itself; `runWorkers` below pulls with bounded concurrency.
 
 export const LIMITS = {
@@ -68,6 +72,9 @@ export class RateLimiter<K> {
   }
 }
 
+/** 'high': something changed; 'low': the key comes back by itself (poll, retry, resync). */
+export type Priority = 'high' | 'low';
+
 export interface QueueHooks {
   /** Called whenever the number of waiting keys changes (for a queue-depth gauge). */
   onDepth?: (depth: number) => void;
@@ -76,8 +83,11 @@ export interface QueueHooks {
 }
 
 export class WorkQueue<K = string> {
-  private readonly queue: K[] = [];
-  private readonly dirty = new Set<K>(); // waiting to be processed (in `queue`, or re-added while processing)
+  private readonly queue: K[] = []; // high priority, FIFO
+  private readonly low: K[] = []; // low priority, FIFO; may hold stale entries (see lowKeys)
+  /** Dirty keys whose only request is low: an entry of `low` counts only while its key is here. */
+  private readonly lowKeys = new Set<K>();
+  private readonly dirty = new Set<K>(); // waiting to be processed (in a queue, or re-added while processing)
   private readonly processing = new Set<K>();
   private readonly delayed = new Map<K, { at: number; timer: ReturnType<typeof setTimeout> }>();
   private readonly waiters: Array<(k: K | undefined) => void> = [];
@@ -92,7 +102,10 @@ export class WorkQueue<K = string> {
 
   /** Number of keys waiting to be handed out (not counting delayed or in-process keys). */
   get length(): number {
-    return this.queue.length;
+    // Dirty keys that are not being processed; `processing` holds at most one key per worker.
+    let busy = 0;
+    for (const k of this.processing) if (this.dirty.has(k)) busy++;
+    return this.dirty.size - busy;
   }
 
   get processingCount(): number {
@@ -103,28 +116,37 @@ export class WorkQueue<K = string> {
     return this.delayed.size;
   }
 
-  add(key: K): void {
+  add(key: K, priority: Priority = 'high'): void {
     if (this.shuttingDown) return;
     this.hooks.onAdd?.();
-    if (this.dirty.has(key)) return; // already waiting: dedup
+    if (this.dirty.has(key)) {
+      // Already waiting (dedup); an event lifts a key that waited at low priority.
+      if (priority === 'high' && this.lowKeys.delete(key) && !this.processing.has(key)) {
+        this.queue.push(key);
+        this.hooks.onDepth?.(this.length);
+      }
+      return;
+    }
     this.dirty.add(key);
+    if (priority === 'low') this.lowKeys.add(key);
     if (this.processing.has(key)) return; // re-queued by done()
     const waiter = this.waiters.shift();
     if (waiter) {
       this.dirty.delete(key);
+      this.lowKeys.delete(key);
       this.processing.add(key);
       waiter(key);
       return;
     }
-    this.queue.push(key);
-    this.hooks.onDepth?.(this.queue.length);
+    (priority === 'low' ? this.low : this.queue).push(key);
+    this.hooks.onDepth?.(this.length);
   }
 
   /** Add `key` after `ms`; if it is already scheduled earlier, keep the earlier time. */
   addAfter(key: K, ms: number): void {
     if (this.shuttingDown) return;
     if (ms <= 0) {
-      this.add(key);
+      this.add(key, 'low');
       return;
     }
     const at = Date.now() + ms;
@@ -133,7 +155,7 @@ export class WorkQueue<K = string> {
     if (existing) clearTimeout(existing.timer);
     const timer = setTimeout(() => {
       this.delayed.delete(key);
-      this.add(key);
+      this.add(key, 'low');
     }, ms);
     timer.unref?.();
     this.delayed.set(key, { at, timer });
@@ -154,23 +176,35 @@ export class WorkQueue<K = string> {
 
   /** Next key to process; resolves undefined once the queue shuts down. */
   get(): Promise<K | undefined> {
-    const key = this.queue.shift();
+    const key = this.next();
     if (key !== undefined) {
       this.dirty.delete(key);
+      this.lowKeys.delete(key);
       this.processing.add(key);
-      this.hooks.onDepth?.(this.queue.length);
+      this.hooks.onDepth?.(this.length);
       return Promise.resolve(key);
     }
     if (this.shuttingDown) return Promise.resolve(undefined);
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
-  /** Marks `key` as finished; if it was added meanwhile, it goes back to the queue. */
+  /** The next key to hand out: high first; low entries whose key moved up or was handed out are skipped. */
+  private next(): K | undefined {
+    const high = this.queue.shift();
+    if (high !== undefined) return high;
+    for (let k = this.low.shift(); k !== undefined; k = this.low.shift()) {
+      if (this.lowKeys.has(k) && !this.processing.has(k)) return k;
+    }
+    return undefined;
+  }
+
+  /** Marks `key` as finished; if it was added meanwhile, it goes back to the queue (same priority). */
   done(key: K): void {
     this.processing.delete(key);
     if (this.dirty.has(key)) {
       this.dirty.delete(key);
-      this.add(key);
+      const priority = this.lowKeys.delete(key) ? 'low' : 'high';
+      this.add(key, priority);
     }
   }
 

@@ -1,0 +1,61 @@
+// How a station finds its relay's address. Node's dgram resolves a host name on every send
+// (getaddrinfo on libuv's 4-thread pool). The operator keeps one station per air: with 1,000 airs
+// a hello every 5 s is 200 lookups/s, and where a lookup is slow (a name not resolvable yet, a
+// busy DNS) they queued without bound — 25,000 pending getaddrinfo requests in the operator at
+// 1,000 OberonKubes, blocking the pool for everything else. So a station keeps the answer for a
+// while, and never has more than one lookup of its relay in flight: sends meanwhile wait for it.
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
+
+export const LOOKUP_LIMITS = {
+  // A relay is a Service: its ClusterIP lives as long as the Service, so an answer may be kept a
+  // while; 30 s bounds how long a station talks to an address that went away.
+  ttlMs: 30_000,
+} as const;
+
+/** The shape dgram.createSocket's `lookup` option takes (dgram passes the family as `options`). */
+export type SocketLookup = (
+  hostname: string,
+  options: unknown,
+  callback: (err: NodeJS.ErrnoException | null, address: string, family: number) => void,
+) => void;
+
+type Resolve = (hostname: string, family: 4 | 6) => Promise<LookupAddress>;
+
+const resolveWithDns: Resolve = (hostname, family) =>
+  new Promise((ok, fail) =>
+    dnsLookup(hostname, { family }, (err, address, fam) => (err ? fail(err) : ok({ address, family: fam }))),
+  );
+
+/**
+ * A lookup for one station's socket: IP literals answer at once; a name is resolved at most once
+ * at a time and its answer kept for `ttlMs`. A failure is not kept: the next send asks again.
+ */
+export function cachedLookup(
+  family: 4 | 6,
+  resolve: Resolve = resolveWithDns,
+  now: () => number = Date.now,
+  ttlMs: number = LOOKUP_LIMITS.ttlMs,
+): SocketLookup {
+  const answers = new Map<string, { answer: LookupAddress; until: number }>();
+  const pending = new Map<string, Promise<LookupAddress>>();
+  return (hostname, _options, callback) => {
+    // Answered on a later tick, as dns.lookup does: dgram sends from inside the callback.
+    if (isIP(hostname)) return process.nextTick(callback, null, hostname, isIP(hostname));
+    const kept = answers.get(hostname);
+    if (kept && kept.until > now())
+      return process.nextTick(callback, null, kept.answer.address, kept.answer.family);
+    let inFlight = pending.get(hostname);
+    if (!inFlight) {
+      inFlight = resolve(hostname, family).finally(() => pending.delete(hostname));
+      pending.set(hostname, inFlight);
+    }
+    inFlight.then(
+      (answer) => {
+        answers.set(hostname, { answer, until: now() + ttlMs });
+        callback(null, answer.address, answer.family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, '', family),
+    );
+  };
+}

@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import {
+  KubeClient,
+  type KubeObject,
+  type ObjectList,
+  type ResourceType,
+  type WatchHandle,
+} from './client.ts';
+import { Informer } from './informer.ts';
+import { offlineKubeConfig, THING } from './offline.testkit.ts';
+
+const T = THING;
+
+/** A client whose LIST answers `items` and whose one WATCH the test feeds by hand. */
+class FakeClient extends KubeClient {
+  push: (ev: unknown) => void = () => {};
+  private readonly items: KubeObject[];
+  private opened: () => void = () => {};
+  /** Resolves once the informer has opened its watch (after its first LIST). */
+  readonly watching = new Promise<void>((r) => {
+    this.opened = r;
+  });
+  constructor(items: KubeObject[]) {
+    super(offlineKubeConfig());
+    this.items = items;
+  }
+  override async list<T2 extends KubeObject>(): Promise<ObjectList<T2>> {
+    return { metadata: { resourceVersion: '10' }, items: structuredClone(this.items) as T2[] };
+  }
+  override async stream(_p: string, _q: unknown, onEvent: (e: unknown) => void): Promise<WatchHandle> {
+    this.push = onEvent;
+    this.opened();
+    let end = () => {};
+    return { done: new Promise<void>((r) => (end = r)), abort: () => end() };
+  }
+}
+
+const child = (name: string, owner: string | undefined, rv = '1'): KubeObject => ({
+  metadata: {
+    name,
+    namespace: 'ns',
+    resourceVersion: rv,
+    uid: `uid-${name}`,
+    managedFields: [{ manager: 'retrokube' }],
+    ...(owner
+      ? {
+          ownerReferences: [
+            { apiVersion: 'v1', kind: 'K', name: owner, uid: `uid-${owner}`, controller: true },
+          ],
+        }
+      : {}),
+  },
+  spec: { image: 'img:1', args: ['machine', 'run'] },
+});
+
+describe('Informer: what the controllers read from the cache', () => {
+  it('answers a parent’s children by its uid from LIST and WATCH, following adds, re-parenting and deletes', async () => {
+    const c = new FakeClient([
+      child('a-0', 'a'),
+      child('a-1', 'a'),
+      child('b-0', 'b'),
+      child('loose', undefined),
+    ]);
+    const inf = new Informer(c, { type: T });
+    await inf.start();
+    await c.watching;
+    const names = (uid: string) =>
+      inf
+        .controlledBy(uid)
+        .map((o) => o.metadata.name)
+        .sort();
+    expect(names('uid-a')).toEqual(['a-0', 'a-1']);
+    expect(names('uid-b')).toEqual(['b-0']);
+    c.push({ type: 'ADDED', object: child('b-1', 'b', '11') });
+    c.push({ type: 'MODIFIED', object: child('a-1', 'b', '12') }); // taken over by b
+    c.push({ type: 'DELETED', object: child('a-0', 'a', '13') });
+    expect(names('uid-a')).toEqual([]);
+    expect(names('uid-b')).toEqual(['a-1', 'b-0', 'b-1']);
+    expect(names('uid-nobody')).toEqual([]);
+    await inf.stop();
+  });
+
+  it('keeps every field a controller compares, drops only managedFields', async () => {
+    const c = new FakeClient([child('a-0', 'a')]);
+    const inf = new Informer(c, { type: T });
+    await inf.start();
+    await c.watching;
+    c.push({ type: 'MODIFIED', object: child('a-0', 'a', '11') });
+    const cached = inf.get('ns', 'a-0');
+    const { managedFields: _dropped, ...meta } = child('a-0', 'a', '11').metadata;
+    expect(cached).toEqual({
+      apiVersion: 'retrokube.io/v1alpha1',
+      kind: 'Thing',
+      ...child('a-0', 'a', '11'),
+      metadata: meta,
+    });
+    await inf.stop();
+  });
+});
