@@ -128,3 +128,49 @@ describe('paced reconciles in a big cluster', () => {
     }
   });
 });
+
+describe("a big cluster's timer pass, split over turns of the event loop", () => {
+  const beatWith = (node: string, cpu: number) =>
+    cluster.heartbeat({ node, ip: '10.0.0.1', cpu_total: cpu, mem_total: 4096, pods: [] });
+  const setUp = async () => {
+    await beat('a');
+    await beatWith('idle', 500); // too small for any pod: its heartbeats change no Pods row
+    await cluster.apply({ deployments: [{ name: 'web', image: 'x', replicas: 2, cpu_req: 1000 }] });
+    paceElapses();
+    expect(await cluster.tick()).toBe(true);
+    expect(pods()).toEqual(['web-1@a', 'web-2@a']);
+    expect(await cluster.scale('web', 4)).toBe('scaled');
+    paceElapses();
+  };
+
+  it('writes its schedule when only heartbeats that change no placement came between', async () => {
+    await setUp();
+    const redone = cluster.splitRedone;
+    const pass = cluster.tick(); // reads now; schedules and writes in later turns
+    await beatWith('idle', 500);
+    expect(await pass).toBe(true);
+    expect(cluster.splitRedone).toBe(redone);
+    expect(pods()).toEqual(['web-1@a', 'web-2@a', 'web-3@a', 'web-4@a']);
+  });
+
+  it('runs whole when a heartbeat between changed what placement reads (capacity)', async () => {
+    await setUp();
+    const redone = cluster.splitRedone;
+    const pass = cluster.tick();
+    await beatWith('a', 2000); // room for two pods now, not four
+    expect(await pass).toBe(true);
+    expect(cluster.splitRedone).toBe(redone + 1);
+    expect(pods()).toEqual(['web-1@a', 'web-2@a', 'web-3@', 'web-4@']);
+  });
+
+  it("leaves a person's scale between its reads and its writes to the next pass", async () => {
+    await setUp();
+    const pass = cluster.tick();
+    expect(await cluster.scale('web', 1)).toBe('scaled');
+    expect(await pass).toBe(true);
+    expect(pods()).toHaveLength(4); // scheduled from what it read
+    paceElapses();
+    expect(await cluster.tick()).toBe(true); // the scale asked for this one
+    expect(pods()).toEqual(['web-1@a']);
+  });
+});

@@ -66,8 +66,25 @@ export function scheduleKey(nodes: NodeIn[], now: number, nodeTtlSec: number): s
   return parts.join('\n');
 }
 
+/** What a pass reads before it schedules: the three tabs as placement sees them. */
+export interface PassReads {
+  deployments: DeploymentIn[];
+  problems: string[];
+  nodeRows: Row[];
+  nodes: NodeIn[];
+  podRowsBefore: Row[];
+  before: Map<string, Row>;
+  existing: Map<string, ExistingPod>;
+}
+
 /** Schedule everything and write Pods and the nodes' cpu_used/status (the caller writes the Events). */
 export function reconcilePass(tx: Tx, o: PassInput): PassResult {
+  const reads = readPass(tx, o);
+  return writePass(tx, o, reads, schedulePass(reads, o));
+}
+
+/** The reads of a pass. A pass split over turns of the event loop (cluster.ts) does them on its own. */
+export function readPass(tx: Tx, o: PassInput): PassReads {
   const { deployments, problems } = deploymentsFromRows(tx.rows('Deployments'));
   const nodeRows = tx.rows('Nodes');
   const nodes: NodeIn[] = [];
@@ -85,15 +102,27 @@ export function reconcilePass(tx: Tx, o: PassInput): PassResult {
     const pin = o.pins?.get(p.name);
     existing.set(p.name, pin ? { ...p, node: pin } : p);
   }
-  const result = schedule({
-    deployments,
-    nodes,
-    existing,
+  return { deployments, problems, nodeRows, nodes, podRowsBefore, before, existing };
+}
+
+export function schedulePass(r: PassReads, o: PassInput): ScheduleResult {
+  return schedule({
+    deployments: r.deployments,
+    nodes: r.nodes,
+    existing: r.existing,
     now: o.now,
     nodeTtlSec: o.nodeTtlSec,
     exclude: o.exclude,
     portRange: o.portRange,
   });
+}
+
+/**
+ * The writes of a pass, from its reads and their schedule: valid only while Pods and what placement
+ * reads of Nodes are as they were read (cluster.ts checks that before a split pass writes).
+ */
+export function writePass(tx: Tx, o: PassInput, reads: PassReads, result: ScheduleResult): PassResult {
+  const { deployments, problems, nodeRows, nodes, podRowsBefore, before } = reads;
 
   // Pods tab: rewrite only when the set or order of pods changed, else update changed rows. A pod
   // that stays where it was and is not in the report being answered keeps its row as it is: its
@@ -271,4 +300,20 @@ function differs(a: Row, b: Row): boolean {
       return true;
   }
   return false;
+}
+
+/**
+ * Whether a node as read now places pods as it did when a split pass read it (`was`): a heartbeat
+ * moves last_heartbeat on, which matters only if it changes the node's freshness at the pass's `now`.
+ */
+export function placesAsBefore(was: NodeIn, is: NodeIn, now: number, nodeTtlSec: number): boolean {
+  const fresh = (n: NodeIn) => n.lastHeartbeat > 0 && now - n.lastHeartbeat < nodeTtlSec;
+  return (
+    was.cpuTotal === is.cpuTotal &&
+    was.memTotal === is.memTotal &&
+    was.schedulable === is.schedulable &&
+    fresh(was) === fresh(is) &&
+    JSON.stringify(was.labels) === JSON.stringify(is.labels) &&
+    JSON.stringify(was.taints) === JSON.stringify(is.taints)
+  );
 }
