@@ -13,7 +13,7 @@
 // change) at each size, interleaved with ours, so before and after are measured in the same run.
 // Writes bench/results/sheets-scale.json (with --save).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os, { tmpdir } from 'node:os';
@@ -40,6 +40,9 @@ const SECONDS = Number(arg('--seconds') ?? 40);
 const PROF_DIR = arg('--cpu-prof');
 const FLUSH_MS = arg('--flush-ms');
 const BASELINE = arg('--baseline');
+// Extra Node flags for the apiserver process, e.g. `--trace-gc` while looking for stalls.
+const NODE_FLAGS = arg('--node-flags')?.split(' ').filter(Boolean) ?? [];
+const SERVER_LOG = arg('--server-log'); // the apiserver's stdout (e.g. --trace-gc lines) is appended here
 const mainOf = (tree: string) => path.join(path.resolve(tree), 'operator/src/sheets/apiserver/main.ts');
 
 const pct = (xs: number[], p: number) => {
@@ -65,6 +68,7 @@ function startServer(file: string, main: string): Promise<{ proc: ChildProcess; 
     const proc = spawn(
       process.execPath,
       [
+        ...NODE_FLAGS,
         ...prof,
         main,
         '--workbook',
@@ -80,11 +84,16 @@ function startServer(file: string, main: string): Promise<{ proc: ChildProcess; 
       ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
-    let out = '';
+    let out: string | undefined = '';
     proc.stdout?.on('data', (d) => {
-      out += d;
+      if (SERVER_LOG) appendFileSync(SERVER_LOG, d);
+      if (out === undefined) return; // listening: only the log wants the rest
+      out = (out + d).slice(-4096);
       const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
-      if (m) resolve({ proc, port: Number(m[1]) });
+      if (m) {
+        out = undefined;
+        resolve({ proc, port: Number(m[1]) });
+      }
     });
     proc.once('exit', (c) => reject(new Error(`apiserver exited ${c}`)));
   });
