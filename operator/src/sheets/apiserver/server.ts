@@ -164,6 +164,7 @@ export async function createApiServer(o: ApiServerOptions): Promise<ApiServer> {
     version: o.store.version(),
     reconciles: cluster.reconciles,
     deferred: cluster.deferred,
+    splitRedone: cluster.splitRedone,
     handoffs: cluster.handoffs().length,
   }));
 
