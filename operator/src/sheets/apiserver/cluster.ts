@@ -16,19 +16,7 @@ import {
 import { setupCluster } from '../store/setup.ts';
 import type { Durability, Row, Store, Tx } from '../store/types.ts';
 import { EventLog, type EventRow } from './events.ts';
-import {
-  applyPlan,
-  type CachedSchedule,
-  foldReport,
-  type PassInput,
-  type PassResult,
-  placesAsBefore,
-  planPass,
-  readPass,
-  reconcilePass,
-  scheduleKey,
-  schedulePass,
-} from './reconcile.ts';
+import { type CachedSchedule, foldReport, reconcilePass, scheduleKey } from './reconcile.ts';
 import type { HeartbeatBody } from './validate.ts';
 import * as verbs from './verbs.ts';
 
@@ -75,16 +63,6 @@ export type { ApplyResult } from './verbs.ts';
 
 type PassOptions = { now: number; report?: Report; exclude?: Set<string>; pins?: Map<string, string> };
 
-/**
- * What changed while a split pass (a big cluster's timer reconcile, read and scheduled in turns of the
- * event loop of their own) was between its reads and its writes: the nodes that heartbeated, and
- * whether anything else its writes depend on changed (then it reconciles at once, as before).
- */
-interface SplitWatch {
-  heartbeats: Set<string>;
-  invalid: boolean;
-}
-
 export class Cluster {
   readonly store: Store;
   readonly nodeTtlSec: number;
@@ -98,9 +76,6 @@ export class Cluster {
   /** Tabs changed by someone else since our last schedule (a person's edit, another process). */
   #externalDirty = true;
   #unsubscribe: () => void;
-  #split: SplitWatch | undefined;
-  /** The node whose heartbeat is committing (set only around its synchronous commit). */
-  #heartbeatOf: string | undefined;
   #tickRunning = false;
   #lastReconcileMs = 0;
   #lastReconcileEnd = 0;
@@ -116,8 +91,6 @@ export class Cluster {
   /** Heartbeats and verbs answered without a reconcile while a big cluster's reconcile was deferred. */
   deferred = 0;
   reconciles = 0;
-  /** Split passes whose reads no longer held at their writes, so the whole pass ran at once. */
-  splitRedone = 0;
   /** Unix seconds when start() ran (0 before): the floor of a Ready node's last heartbeat. */
   #startedAt = 0;
   /** What the verbs need of this cluster. */
@@ -150,7 +123,6 @@ export class Cluster {
         this.#cache = undefined;
         this.#events.forget();
       }
-      this.#noteForSplit(ev.source, ev.tabs);
     });
   }
 
@@ -191,8 +163,7 @@ export class Cluster {
       const asked = urgent || this.#pending || this.#externalDirty || handoffExpired;
       if (!asked && (this.#big() || this.#cache?.key() === scheduleKey(this.#nodes(), now, this.nodeTtlSec)))
         return false;
-      if (!urgent && this.#big()) await this.#splitReconcile(now);
-      else await this.store.transact((tx) => this.#reconcile(tx, { now }), { durability: 'buffered' });
+      await this.store.transact((tx) => this.#reconcile(tx, { now }), { durability: 'buffered' });
       return true;
     } catch (err) {
       log.error({ err }, 'timer reconcile failed');
@@ -256,132 +227,34 @@ export class Cluster {
     return out;
   }
 
-  #passInput(o: PassOptions): PassInput {
-    return {
-      ...o,
-      nodeTtlSec: this.nodeTtlSec,
-      portRange: this.portRange,
-      nodeIn: (r) => this.#nodeIn(r),
-      handoffs: this.#handoffs,
-    };
-  }
-
   /** One reconcile pass (reconcile.ts) inside a transaction, timed for the heartbeat's deferral. */
   #reconcile(tx: Tx, o: PassOptions): CachedSchedule {
-    if (this.#split) this.#split.invalid = true; // its reads no longer hold
     this.reconciles++;
     const t0 = performance.now();
     try {
-      const cache = this.#adopt(tx, reconcilePass(tx, this.#passInput(o)), o.now);
+      const pass = reconcilePass(tx, {
+        ...o,
+        nodeTtlSec: this.nodeTtlSec,
+        portRange: this.portRange,
+        nodeIn: (r) => this.#nodeIn(r),
+        handoffs: this.#handoffs,
+      });
+      this.#reportSheetProblems(pass.problems);
+      this.#handoffs = pass.handoffs;
+      this.#events.write(tx, pass.events, o.now);
+      this.#cache = pass.cache;
+      this.#externalDirty = false;
       this.#pending = false;
-      return cache;
+      this.#staleAt = pass.cache.staleAt;
+      return pass.cache;
     } finally {
-      this.#timed(performance.now() - t0);
-    }
-  }
-
-  /** Take a finished pass's schedule, hand-offs and events. */
-  #adopt(tx: Tx, pass: PassResult, now: number): CachedSchedule {
-    this.#reportSheetProblems(pass.problems);
-    this.#handoffs = pass.handoffs;
-    this.#events.write(tx, pass.events, now);
-    this.#cache = pass.cache;
-    this.#externalDirty = false;
-    this.#staleAt = pass.cache.staleAt;
-    return pass.cache;
-  }
-
-  /** A pass took `ms` of the event loop: pace the next one and decide whether the cluster is big. */
-  #timed(ms: number): void {
-    this.#lastReconcileEnd = performance.now();
-    this.#lastReconcileMs = ms;
-    this.#slowInRow = ms > this.#deferAboveMs ? this.#slowInRow + 1 : 0;
-    this.#fastInRow = ms < this.#deferAboveMs / 2 ? this.#fastInRow + 1 : 0;
-    if (this.#slowInRow >= LIMITS.bigAfter) this.#isBig = true;
-    else if (this.#fastInRow >= LIMITS.smallAfter) this.#isBig = false;
-  }
-
-  /**
-   * A big cluster's timer reconcile in four turns of the event loop — reads, schedule, working out
-   * the writes, making them — so a heartbeat waits for a part of a pass, not a whole one (at 10,000 nodes and pods a whole pass held
-   * the loop 40-95 ms on a loaded host, the largest stalls after registration). Between the turns
-   * heartbeats go on: the writes go ahead only if Pods is untouched and every node that heartbeated
-   * places pods as it was read (placesAsBefore); otherwise the whole pass runs at once, as before. A
-   * verb or a new node meanwhile leaves #pending set: the next paced pass takes it in.
-   */
-  async #splitReconcile(now: number): Promise<void> {
-    const watch: SplitWatch = { heartbeats: new Set(), invalid: false };
-    this.#split = watch;
-    this.#pending = false; // asked from now on: for the next pass
-    const input = this.#passInput({ now });
-    let ms = 0;
-    const timed = <T>(f: () => T): T => {
-      const t0 = performance.now();
-      try {
-        return f();
-      } finally {
-        ms += performance.now() - t0;
-      }
-    };
-    const turn = () => new Promise((r) => setImmediate(r));
-    try {
-      const { value: reads } = await timed(() =>
-        this.store.transact((tx) => readPass(tx, input), { durability: 'buffered' }),
-      );
-      await turn();
-      const result = timed(() => schedulePass(reads, input));
-      await turn();
-      const plan = timed(() => planPass(input, reads, result));
-      await turn();
-      await this.store.transact(
-        (tx) => {
-          this.#split = undefined;
-          if (watch.invalid || !this.#placesAsRead(tx, reads.nodes, watch.heartbeats, now)) {
-            this.splitRedone++;
-            this.#reconcile(tx, { now });
-            return;
-          }
-          this.reconciles++;
-          timed(() =>
-            this.#adopt(tx, applyPlan(tx, { ...input, handoffs: this.#handoffs }, reads, plan), now),
-          );
-          this.#timed(ms);
-        },
-        { durability: 'buffered' },
-      );
-    } catch (err) {
-      this.#pending = true;
-      throw err;
-    } finally {
-      if (this.#split === watch) this.#split = undefined;
-    }
-  }
-
-  /** Whether every node that heartbeated during a split pass still places pods as the pass read it. */
-  #placesAsRead(tx: Tx, read: NodeIn[], heartbeats: Set<string>, now: number): boolean {
-    if (heartbeats.size === 0) return true;
-    const byName = new Map(read.map((n) => [n.name, n]));
-    for (const name of heartbeats) {
-      const was = byName.get(name);
-      if (!was) continue; // a new node: not in this schedule, and its heartbeat left #pending set
-      const row = tx.get('Nodes', name);
-      const is = row ? this.#nodeIn(row) : null;
-      if (!is || !placesAsBefore(was, is, now, this.nodeTtlSec)) return false;
-    }
-    return true;
-  }
-
-  /** A change while a split pass is between its reads and its writes (see SplitWatch). */
-  #noteForSplit(source: string, tabs: string[]): void {
-    const w = this.#split;
-    if (!w) return;
-    if (source === 'external') w.invalid = true;
-    for (const t of tabs) {
-      if (t === 'Pods') w.invalid = true;
-      else if (t === 'Nodes') {
-        if (this.#heartbeatOf === undefined) w.invalid = true;
-        else w.heartbeats.add(this.#heartbeatOf);
-      }
+      this.#lastReconcileEnd = performance.now();
+      this.#lastReconcileMs = this.#lastReconcileEnd - t0;
+      const ms = this.#lastReconcileMs;
+      this.#slowInRow = ms > this.#deferAboveMs ? this.#slowInRow + 1 : 0;
+      this.#fastInRow = ms < this.#deferAboveMs / 2 ? this.#fastInRow + 1 : 0;
+      if (this.#slowInRow >= LIMITS.bigAfter) this.#isBig = true;
+      else if (this.#fastInRow >= LIMITS.smallAfter) this.#isBig = false;
     }
   }
 
@@ -418,79 +291,66 @@ export class Cluster {
       spec_hash: p.spec_hash ?? undefined,
     }));
     const report: Report = { node: nodeName, ip, pods: reported };
-    // transact commits (and tells its listeners) before its first await: #noteForSplit sees this node.
-    this.#heartbeatOf = nodeName;
-    let committing: ReturnType<typeof this.store.transact<Order[]>>;
-    try {
-      committing = this.store.transact(
-        (tx) => {
-          const existing = tx.get('Nodes', nodeName);
-          const events: EventRow[] = [];
-          if (existing) {
-            tx.update('Nodes', nodeName, {
-              ip,
-              cpu_total: cpuTotal,
-              mem_total: memTotal,
-              last_heartbeat: now,
-            });
-            if (text(existing.status) === 'NotReady')
-              events.push({ kind: 'Node', object: nodeName, message: 'Ready: heartbeat resumed' });
-          } else {
-            tx.insert('Nodes', {
-              name: nodeName,
-              ip,
-              cpu_total: cpuTotal,
-              cpu_used: 0,
-              mem_total: memTotal,
-              status: 'Ready',
-              last_heartbeat: now,
-              schedulable: true,
-              labels: '',
-              taints: '',
-            });
-            events.push({
-              kind: 'Node',
-              object: nodeName,
-              message: `registered (${cpuTotal}m, ${memTotal}Mi)`,
-            });
-          }
-          this.#events.write(tx, events, now);
-          // Fast path: a known, fresh node re-reporting the same capacity changes nothing placement
-          // depends on (other nodes going silent is the timer's job), so the last schedule stands.
-          let cache = this.#cache;
-          const fast =
-            cache !== undefined &&
-            !this.#externalDirty &&
-            existing !== undefined &&
-            cache.fresh.has(nodeName) &&
-            cache.caps.get(nodeName) === `${cpuTotal}|${memTotal}`;
-          // A big cluster answers a new or returning node from the last schedule and leaves the
-          // reconcile to the paced timer (LIMITS.paceFactor): a heartbeat never waits for a schedule
-          // of the whole cluster. Small clusters always reconcile inline.
-          if (!fast && cache && this.#big()) {
-            this.#pending = true;
-            this.deferred++;
-            foldReport(tx, cache, report, this.#handoffs);
-          } else if (fast && cache) foldReport(tx, cache, report, this.#handoffs);
-          else cache = this.#reconcile(tx, { now, report });
-          // Only this node's placements matter unless it still carries a hand-off (rare): scanning
-          // every placement per heartbeat cost O(pods) each.
-          let carries = false;
-          for (const h of this.#handoffs.values()) if (h.from === nodeName) carries = true;
-          return nodeOrders(
-            nodeName,
-            carries ? cache.result.placements : (cache.byNode.get(nodeName) ?? []),
-            cache.deployments,
-            reported.map((p) => p.name),
-            this.#handoffs,
-          );
-        },
-        { durability: 'buffered' },
-      );
-    } finally {
-      this.#heartbeatOf = undefined;
-    }
-    const { value } = await committing;
+    const { value } = await this.store.transact(
+      (tx) => {
+        const existing = tx.get('Nodes', nodeName);
+        const events: EventRow[] = [];
+        if (existing) {
+          tx.update('Nodes', nodeName, { ip, cpu_total: cpuTotal, mem_total: memTotal, last_heartbeat: now });
+          if (text(existing.status) === 'NotReady')
+            events.push({ kind: 'Node', object: nodeName, message: 'Ready: heartbeat resumed' });
+        } else {
+          tx.insert('Nodes', {
+            name: nodeName,
+            ip,
+            cpu_total: cpuTotal,
+            cpu_used: 0,
+            mem_total: memTotal,
+            status: 'Ready',
+            last_heartbeat: now,
+            schedulable: true,
+            labels: '',
+            taints: '',
+          });
+          events.push({
+            kind: 'Node',
+            object: nodeName,
+            message: `registered (${cpuTotal}m, ${memTotal}Mi)`,
+          });
+        }
+        this.#events.write(tx, events, now);
+        // Fast path: a known, fresh node re-reporting the same capacity changes nothing placement
+        // depends on (other nodes going silent is the timer's job), so the last schedule stands.
+        let cache = this.#cache;
+        const fast =
+          cache !== undefined &&
+          !this.#externalDirty &&
+          existing !== undefined &&
+          cache.fresh.has(nodeName) &&
+          cache.caps.get(nodeName) === `${cpuTotal}|${memTotal}`;
+        // A big cluster answers a new or returning node from the last schedule and leaves the
+        // reconcile to the paced timer (LIMITS.paceFactor): a heartbeat never waits for a schedule
+        // of the whole cluster. Small clusters always reconcile inline.
+        if (!fast && cache && this.#big()) {
+          this.#pending = true;
+          this.deferred++;
+          foldReport(tx, cache, report, this.#handoffs);
+        } else if (fast && cache) foldReport(tx, cache, report, this.#handoffs);
+        else cache = this.#reconcile(tx, { now, report });
+        // Only this node's placements matter unless it still carries a hand-off (rare): scanning
+        // every placement per heartbeat cost O(pods) each.
+        let carries = false;
+        for (const h of this.#handoffs.values()) if (h.from === nodeName) carries = true;
+        return nodeOrders(
+          nodeName,
+          carries ? cache.result.placements : (cache.byNode.get(nodeName) ?? []),
+          cache.deployments,
+          reported.map((p) => p.name),
+          this.#handoffs,
+        );
+      },
+      { durability: 'buffered' },
+    );
     return { pods: value };
   }
 

@@ -66,25 +66,8 @@ export function scheduleKey(nodes: NodeIn[], now: number, nodeTtlSec: number): s
   return parts.join('\n');
 }
 
-/** What a pass reads before it schedules: the three tabs as placement sees them. */
-export interface PassReads {
-  deployments: DeploymentIn[];
-  problems: string[];
-  nodeRows: Row[];
-  nodes: NodeIn[];
-  podRowsBefore: Row[];
-  before: Map<string, Row>;
-  existing: Map<string, ExistingPod>;
-}
-
 /** Schedule everything and write Pods and the nodes' cpu_used/status (the caller writes the Events). */
 export function reconcilePass(tx: Tx, o: PassInput): PassResult {
-  const reads = readPass(tx, o);
-  return applyPlan(tx, o, reads, planPass(o, reads, schedulePass(reads, o)));
-}
-
-/** The reads of a pass. A pass split over turns of the event loop (cluster.ts) does them on its own. */
-export function readPass(tx: Tx, o: PassInput): PassReads {
   const { deployments, problems } = deploymentsFromRows(tx.rows('Deployments'));
   const nodeRows = tx.rows('Nodes');
   const nodes: NodeIn[] = [];
@@ -102,38 +85,15 @@ export function readPass(tx: Tx, o: PassInput): PassReads {
     const pin = o.pins?.get(p.name);
     existing.set(p.name, pin ? { ...p, node: pin } : p);
   }
-  return { deployments, problems, nodeRows, nodes, podRowsBefore, before, existing };
-}
-
-export function schedulePass(r: PassReads, o: PassInput): ScheduleResult {
-  return schedule({
-    deployments: r.deployments,
-    nodes: r.nodes,
-    existing: r.existing,
+  const result = schedule({
+    deployments,
+    nodes,
+    existing,
     now: o.now,
     nodeTtlSec: o.nodeTtlSec,
     exclude: o.exclude,
     portRange: o.portRange,
   });
-}
-
-/** A pass's writes worked out from its reads and schedule, before any is made. */
-export interface PassPlan {
-  /** Rows to update in place (same pods in the same order), or the whole tab to rewrite. */
-  pods: { update: Row[] } | { rewrite: (Row | KeepRow)[] };
-  nodes: { name: string; cpu_used: number; status: string }[];
-  events: EventRow[];
-  fresh: Set<string>;
-  cache: CachedSchedule;
-}
-
-/**
- * Work out a pass's writes (no store access: a split pass does this in a turn of its own). Valid only
- * while Pods and what placement reads of Nodes are as they were read (cluster.ts checks that before a
- * split pass writes).
- */
-export function planPass(o: PassInput, reads: PassReads, result: ScheduleResult): PassPlan {
-  const { deployments, nodeRows, nodes, podRowsBefore, before } = reads;
 
   // Pods tab: rewrite only when the set or order of pods changed, else update changed rows. A pod
   // that stays where it was and is not in the report being answered keeps its row as it is: its
@@ -147,15 +107,12 @@ export function planPass(o: PassInput, reads: PassReads, result: ScheduleResult)
     placements.every((p, i) => text(podRowsBefore[i].name) === p.name);
   const events = podEvents(placements, before);
   const keep = (p: Placement) => kept(p, before.get(p.name), o.report);
-  let pods: PassPlan['pods'];
   if (sameShape) {
     const changed = placements.filter((p) => !keep(p));
-    const update: Row[] = [];
     for (const r of podRows(changed, before, o.report, policyOf)) {
       const b = before.get(r.name) as Row;
-      if (differs(b, r as unknown as Row)) update.push(r as unknown as Row);
+      if (differs(b, r as unknown as Row)) tx.update('Pods', r.name, r as unknown as Row);
     }
-    pods = { update };
   } else {
     const built = new Map(
       podRows(
@@ -165,15 +122,13 @@ export function planPass(o: PassInput, reads: PassReads, result: ScheduleResult)
         policyOf,
       ).map((r) => [r.name, r as unknown as Row]),
     );
-    pods = {
-      rewrite: placements.map(
-        (p) => built.get(p.name) ?? new KeepRow(text((before.get(p.name) as Row).name)),
-      ),
-    };
+    tx.rewrite(
+      'Pods',
+      placements.map((p) => built.get(p.name) ?? new KeepRow(text((before.get(p.name) as Row).name))),
+    );
   }
 
   // Nodes: cpu_used and status.
-  const nodeWrites: PassPlan['nodes'] = [];
   const rowByName = new Map(nodeRows.map((r) => [text(r.name).trim(), r]));
   for (const n of result.nodes) {
     const r = rowByName.get(n.name);
@@ -189,10 +144,20 @@ export function planPass(o: PassInput, reads: PassReads, result: ScheduleResult)
       });
     }
     if (intOr(r.cpu_used, -1) !== n.cpuUsed || text(r.status) !== n.status)
-      nodeWrites.push({ name: n.name, cpu_used: n.cpuUsed, status: n.status });
+      tx.update('Nodes', n.name, { cpu_used: n.cpuUsed, status: n.status });
   }
 
+  // Make-before-break hand-offs.
   const fresh = new Set(result.nodes.filter((n) => n.fresh).map((n) => n.name));
+  const handoffs = updateHandoffs({
+    previous: o.handoffs,
+    before,
+    placements: result.placements,
+    freshNodes: fresh,
+    now: o.now,
+    report: o.report,
+  });
+
   const byNode = new Map<string, Placement[]>();
   for (const p of result.placements) {
     const l = byNode.get(p.node);
@@ -212,23 +177,7 @@ export function planPass(o: PassInput, reads: PassReads, result: ScheduleResult)
     byNode,
     deployments: new Map(deployments.map((d) => [d.name, d])),
   };
-  return { pods, nodes: nodeWrites, events, fresh, cache };
-}
-
-/** Make a planned pass's writes and carry the make-before-break hand-offs forward. */
-export function applyPlan(tx: Tx, o: PassInput, reads: PassReads, plan: PassPlan): PassResult {
-  if ('update' in plan.pods) for (const r of plan.pods.update) tx.update('Pods', text(r.name), r);
-  else tx.rewrite('Pods', plan.pods.rewrite);
-  for (const { name, ...cells } of plan.nodes) tx.update('Nodes', name, cells);
-  const handoffs = updateHandoffs({
-    previous: o.handoffs,
-    before: reads.before,
-    placements: plan.cache.result.placements,
-    freshNodes: plan.fresh,
-    now: o.now,
-    report: o.report,
-  });
-  return { cache: plan.cache, handoffs, events: plan.events, problems: reads.problems };
+  return { cache, handoffs, events, problems };
 }
 
 /**
@@ -322,20 +271,4 @@ function differs(a: Row, b: Row): boolean {
       return true;
   }
   return false;
-}
-
-/**
- * Whether a node as read now places pods as it did when a split pass read it (`was`): a heartbeat
- * moves last_heartbeat on, which matters only if it changes the node's freshness at the pass's `now`.
- */
-export function placesAsBefore(was: NodeIn, is: NodeIn, now: number, nodeTtlSec: number): boolean {
-  const fresh = (n: NodeIn) => n.lastHeartbeat > 0 && now - n.lastHeartbeat < nodeTtlSec;
-  return (
-    was.cpuTotal === is.cpuTotal &&
-    was.memTotal === is.memTotal &&
-    was.schedulable === is.schedulable &&
-    fresh(was) === fresh(is) &&
-    JSON.stringify(was.labels) === JSON.stringify(is.labels) &&
-    JSON.stringify(was.taints) === JSON.stringify(is.taints)
-  );
 }

@@ -164,7 +164,6 @@ export async function createApiServer(o: ApiServerOptions): Promise<ApiServer> {
     version: o.store.version(),
     reconciles: cluster.reconciles,
     deferred: cluster.deferred,
-    splitRedone: cluster.splitRedone,
     handoffs: cluster.handoffs().length,
   }));
 
