@@ -32,12 +32,23 @@ node_missing_prereqs() {
   echo "${out# }"
 }
 
-# A TCP port nothing listens on at ADDRESS (tests never take a fixed port).
+# A TCP port for a server at ADDRESS that nothing holds, in any state, and that no other call of
+# this start was given ($R/ports-given). Below the kernel's ephemeral range (ip_local_port_range,
+# 32768 by default): a port in that range may be taken by any outgoing connection between this
+# check and the server's bind (etcd once failed to start so, with envtest's clients busy on
+# loopback); one below it is only ever taken by a bind. Tests never take a fixed port.
 free_port() {
-  local addr=$1 p i
-  for i in $(seq 1 100); do
-    p=$((20000 + RANDOM % 40000))
-    [ -z "$(ss -Htln "sport = :$p")" ] && { echo "$p"; return 0; }
+  local addr=$1 p i lo span
+  lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  span=$((lo - 20000))
+  [ "$span" -ge 1000 ] || span=40000 # an odd ephemeral range: the old span, and its small risk
+  for i in $(seq 1 200); do
+    p=$((20000 + RANDOM % span))
+    if [ -n "${R:-}" ] && [ -f "$R/ports-given" ] && grep -qx "$p" "$R/ports-given"; then continue; fi
+    [ -z "$(ss -Htan "sport = :$p")" ] || continue
+    if [ -n "${R:-}" ] && [ -d "$R" ]; then echo "$p" >>"$R/ports-given"; fi
+    echo "$p"
+    return 0
   done
   echo "no free port found on $addr" >&2
   return 1
@@ -153,6 +164,27 @@ wait_until() {
   shift
   end=$(($(date +%s) + limit))
   until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$end" ] || return 1
+    sleep 0.5
+  done
+}
+
+# wait_serving SECONDS "NAME..." CMD...: wait_until, but fails at once when a process NAME started
+# by start_proc has exited, and sets $fix to say which, with its log's last line (a server that
+# died at its start, e.g. on a port taken, is not waited for until the limit).
+wait_serving() {
+  local limit=$1 names=$2 end name pid state
+  shift 2
+  end=$(($(date +%s) + limit))
+  until "$@" >/dev/null 2>&1; do
+    for name in $names; do
+      pid=$(cat "$R/pids/$name.pid" 2>/dev/null || true)
+      state=$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null || true)
+      if [ -z "$pid" ] || [ -z "$state" ] || [ "$state" = Z ]; then
+        fix="$name exited: $(tail -n 1 "$R/logs/$name.log" 2>/dev/null | cut -c1-300) (see logs/$name.log)"
+        return 1
+      fi
+    done
     [ "$(date +%s)" -lt "$end" ] || return 1
     sleep 0.5
   done

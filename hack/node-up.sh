@@ -160,7 +160,7 @@ for u in admin node; do
 done
 K() { "$TB/kubectl" --kubeconfig "$R/admin.kubeconfig.tmp" "$@"; }
 fix="kube-apiserver did not answer /readyz within ${LIMITS_APISERVER_S}s (see logs/kube-apiserver.log)"
-wait_until "$LIMITS_APISERVER_S" K get --raw /readyz
+wait_serving "$LIMITS_APISERVER_S" "etcd kube-apiserver" K get --raw /readyz
 mv "$R/admin.kubeconfig.tmp" "$R/admin.kubeconfig"
 mv "$R/node.kubeconfig.tmp" "$R/node.kubeconfig"
 K() { "$TB/kubectl" --kubeconfig "$R/admin.kubeconfig" "$@"; }

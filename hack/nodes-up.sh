@@ -147,7 +147,7 @@ kubeconfig_for "$server" "$R/certs/apiserver/apiserver.crt" "$admin_token" >"$R/
 chmod 600 "$R/admin.kubeconfig.tmp"
 K() { "$TB/kubectl" --kubeconfig "$R/admin.kubeconfig.tmp" "$@"; }
 fix="kube-apiserver did not answer /readyz within ${LIMITS_APISERVER_S}s (see logs/kube-apiserver.log)"
-wait_until "$LIMITS_APISERVER_S" K get --raw /readyz
+wait_serving "$LIMITS_APISERVER_S" "etcd kube-apiserver" K get --raw /readyz
 mv "$R/admin.kubeconfig.tmp" "$R/admin.kubeconfig"
 # Started by hand (no test run holds the lock): the cluster holds it while its API server lives.
 if [ -z "$(lock_holder)" ] || [ ! -d "/proc/$(lock_holder)" ]; then
