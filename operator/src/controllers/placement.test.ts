@@ -207,10 +207,23 @@ describe('placement of a SheetCluster', () => {
     expect(selects(b.spec.selector, api.metadata.labels)).toBe(false); // one pod: no budget (docs)
   });
 
-  it('required spread refuses a second agent on a node', () => {
+  it('required spread refuses a second agent on a node, counting the agents alone', () => {
     const c = sheet({ placement: { spread: 'required' } });
     const r = renderSheetCluster(c, sheetSettings(c, 'img:1'), values);
-    expect(podOf(r.agents).spec.topologySpreadConstraints?.[0]?.whenUnsatisfiable).toBe('DoNotSchedule');
-    expect(podOf(r.deployment).spec.topologySpreadConstraints?.[0]?.whenUnsatisfiable).toBe('ScheduleAnyway');
+    const agents = podOf(r.agents);
+    const api = podOf(r.deployment);
+    const [hard, soft] = (agents.spec.topologySpreadConstraints ?? []) as {
+      whenUnsatisfiable: string;
+      labelSelector: LabelSelector;
+    }[];
+    // The hard rule counts agents only: with the apiserver counted too, a skew of one would let two
+    // agents share a node while a third node holds the apiserver alone.
+    expect(hard?.whenUnsatisfiable).toBe('DoNotSchedule');
+    expect(selects(hard?.labelSelector as LabelSelector, agents.metadata.labels)).toBe(true);
+    expect(selects(hard?.labelSelector as LabelSelector, api.metadata.labels)).toBe(false);
+    // ...and a preference over both keeps the apiserver off the agents' nodes where it can.
+    expect(soft?.whenUnsatisfiable).toBe('ScheduleAnyway');
+    expect(selects(soft?.labelSelector as LabelSelector, api.metadata.labels)).toBe(true);
+    expect(api.spec.topologySpreadConstraints).toEqual([soft]);
   });
 });

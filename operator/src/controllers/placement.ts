@@ -78,7 +78,15 @@ export function spreadTogether(
   who: 'leader' | 'member',
   p: PlacementSettings,
 ): PodPlacement {
-  return spread(oneOf(common, key, [roles.leader, roles.member]), p, who === 'leader');
+  const together = spread(oneOf(common, key, [roles.leader, roles.member]), p, true);
+  if (who === 'leader' || p.spread !== 'required') return together;
+  // A required spread is the members' own rule: counted with the leader, a skew of one lets two
+  // members share a domain (the leader alone on a third), which a rehearsal of the several nodes
+  // did with a SheetCluster's agents. So the members' hard constraint counts the members alone,
+  // and the soft one over both still keeps the leader apart. (Two constraints of one topologyKey
+  // must differ in whenUnsatisfiable: they do.)
+  const own = spread(oneOf(common, key, [roles.member]), p).topologySpreadConstraints ?? [];
+  return { topologySpreadConstraints: [...own, ...(together.topologySpreadConstraints ?? [])] };
 }
 
 /**
