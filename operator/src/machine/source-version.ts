@@ -20,13 +20,13 @@ export function sourceFiles(
 ): { name: string; source: string }[] {
   const out: { name: string; source: string }[] = [];
   const seen = new Set<string>();
-  const todo = [entry];
-  for (let name = todo.shift(); name !== undefined; name = todo.shift()) {
+  const toRead = [entry];
+  for (let name = toRead.shift(); name !== undefined; name = toRead.shift()) {
     if (seen.has(name)) continue;
     seen.add(name);
     const source = read(name);
     out.push({ name, source });
-    for (const m of source.matchAll(IMPORT)) todo.push(m[1]);
+    for (const m of source.matchAll(IMPORT)) toRead.push(m[1]);
   }
   return out;
 }
