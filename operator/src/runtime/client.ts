@@ -67,13 +67,26 @@ export class ApiError extends Error {
   readonly status: number;
   readonly reason: string;
   readonly body: unknown;
-  constructor(status: number, reason: string, message: string, body: unknown) {
+  /** The server's Retry-After (429, 503: API Priority and Fairness, a server starting), in ms. */
+  readonly retryAfterMs: number | undefined;
+  constructor(status: number, reason: string, message: string, body: unknown, retryAfterMs?: number) {
     super(message);
     this.name = 'ApiError';
     this.status = status;
     this.reason = reason;
     this.body = body;
+    this.retryAfterMs = retryAfterMs;
   }
+}
+
+/** Retry-After as the API server sends it (delay-seconds; an HTTP date is accepted too), in ms. */
+export function retryAfterMs(header: string | string[] | undefined): number | undefined {
+  const v = Array.isArray(header) ? header[0] : header;
+  if (!v) return undefined;
+  if (/^\s*\d+(\.\d+)?\s*$/.test(v)) return Math.round(Number(v) * 1000);
+  if (!/[a-z]/i.test(v)) return undefined; // neither delay-seconds nor a date
+  const at = Date.parse(v);
+  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
 }
 
 export function isStatus(err: unknown, status: number): boolean {
@@ -197,7 +210,11 @@ export class KubeClient {
       headers['Content-Length'] = String(Buffer.byteLength(payload));
     }
     const transport = url.protocol === 'https:' ? https : http;
-    const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const { status, text, retryAfter } = await new Promise<{
+      status: number;
+      text: string;
+      retryAfter: string | undefined;
+    }>((resolve, reject) => {
       const req = transport.request(url, options, (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
@@ -210,7 +227,11 @@ export class KubeClient {
           chunks.push(c);
         });
         res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+          resolve({
+            status: res.statusCode ?? 0,
+            text: Buffer.concat(chunks).toString('utf8'),
+            retryAfter: res.headers['retry-after'],
+          }),
         );
         res.on('error', reject);
       });
@@ -233,7 +254,13 @@ export class KubeClient {
     if (status >= 400) {
       const st = parsed as { message?: string; reason?: string } | undefined;
       const message = typeof st === 'object' && st?.message ? st.message : `HTTP ${status}`;
-      throw new ApiError(status, (typeof st === 'object' && st?.reason) || '', message, parsed);
+      throw new ApiError(
+        status,
+        (typeof st === 'object' && st?.reason) || '',
+        message,
+        parsed,
+        retryAfterMs(retryAfter),
+      );
     }
     return parsed as T;
   }
@@ -263,7 +290,13 @@ export class KubeClient {
               // keep defaults
             }
             reject(
-              new ApiError(res.statusCode ?? 0, st.reason ?? '', st.message ?? `HTTP ${res.statusCode}`, st),
+              new ApiError(
+                res.statusCode ?? 0,
+                st.reason ?? '',
+                st.message ?? `HTTP ${res.statusCode}`,
+                st,
+                retryAfterMs(res.headers['retry-after']),
+              ),
             );
           });
           return;

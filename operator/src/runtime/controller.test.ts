@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ApiError, KubeClient, type ResourceType } from './client.ts';
+import { ApiError, KubeClient } from './client.ts';
 import { Controller, type ReconcileContext, TerminalError } from './controller.ts';
 import { EventRecorder } from './events.ts';
 import { Informer } from './informer.ts';
@@ -73,6 +73,21 @@ describe('controller error handling', () => {
     expect(n).toBe(2);
     expect(await results(metrics)).toEqual({ conflict: 1, success: 1 });
     expect((await metrics.reconcileErrors.get()).values.reduce((s, v) => s + v.value, 0)).toBe(0);
+    await ctl.stop();
+  });
+
+  it('waits out a 429’s Retry-After when it is longer than the backoff', async () => {
+    const calls: number[] = [];
+    const { ctl } = controller(async () => {
+      calls.push(Date.now());
+      if (calls.length === 1) throw new ApiError(429, 'TooManyRequests', 'slow down', undefined, 3_000);
+      return undefined;
+    });
+    ctl.start();
+    ctl.queue.add('ns/a');
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(calls.length).toBe(2);
+    expect(calls[1] - calls[0]).toBe(3_000); // not the 500 ms of a first failure
     await ctl.stop();
   });
 

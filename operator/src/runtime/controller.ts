@@ -18,6 +18,7 @@ import { type Priority, runWorkers, WorkQueue } from './workqueue.ts';
 
 export const LIMITS = {
   concurrency: 4, // reconciles in flight per controller: enough to hide API latency, gentle on the server
+  retryAfterMaxMs: 60_000, // a server's Retry-After longer than this is not believed
 } as const;
 
 export interface ObjectKeyRef {
@@ -281,6 +282,16 @@ export class Controller {
         result = 'conflict';
         this.log.debug({ object: key, err: err.message }, 'Conflict; requeued');
         this.queue.addRateLimited(key);
+      } else if (err instanceof ApiError && err.retryAfterMs !== undefined) {
+        // The server said when to come back (429 from API Priority and Fairness, a 503 while it
+        // starts): not sooner, and not counted as the object's fault beyond the usual backoff.
+        result = 'error';
+        m.reconcileErrors.inc({ controller: this.def.name });
+        this.log.debug(
+          { object: key, err: err.message, retryAfterMs: err.retryAfterMs },
+          'Server busy; requeued',
+        );
+        this.queue.addRateLimited(key, Math.min(err.retryAfterMs, LIMITS.retryAfterMaxMs));
       } else if (err instanceof TerminalError) {
         result = 'error';
         m.reconcileErrors.inc({ controller: this.def.name });

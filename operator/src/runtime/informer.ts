@@ -1,10 +1,13 @@
 // An informer: LIST then WATCH one resource type into a local cache, forever.
 //
-// - Any watch failure (connection refused, 5xx, 410 Gone, an unparsable line) leads to a fresh
-//   LIST after a capped exponential backoff; the relist diff emits `delete` for objects that
+// - A watch that fails (connection refused, 429, 5xx, an unparsable line) or ends (server
+//   timeout, our watchdog) resumes from the last resourceVersion without a LIST, after a capped
+//   exponential backoff (or the server's Retry-After, if longer) — as client-go's reflector does.
+//   Bookmarks keep that resourceVersion fresh. Only when the server no longer has it (410 Gone)
+//   or a LIST failed does the informer LIST again; the relist emits `delete` for objects that
 //   vanished while we were not watching, so nothing is missed.
-// - A watch that ends normally (server timeout, our watchdog) resumes from the last
-//   resourceVersion without a LIST. Bookmarks keep that resourceVersion fresh.
+// - LISTs of all the informers of a process take turns (relist-gate.ts), and a relist updates
+//   the cache page by page in place: never a second copy of a kind in memory.
 // - A watchdog aborts a stream that has been silent longer than the server-side timeout plus a
 //   margin (half-open TCP connections otherwise stall a watch forever: client-node #596).
 // - `resync` events for every cached object fire periodically, so a controller re-checks the
@@ -22,6 +25,7 @@ import {
   resourcePath,
 } from './client.ts';
 import { cacheStrings } from './intern.ts';
+import type { RelistGate } from './relist-gate.ts';
 
 export const LIMITS = {
   pageSize: 500, // LIST page size: bounds one response's memory on large clusters
@@ -30,6 +34,7 @@ export const LIMITS = {
   minWatchMs: 1_000, // a watch closed sooner without a single event is treated as a failure (no hot loop)
   backoffBaseMs: 200, // first retry after a failed LIST/WATCH
   backoffMaxMs: 10_000, // retry cap: an API server restart is noticed within 10 s
+  retryAfterMaxMs: 60_000, // a server's Retry-After longer than this is not believed (a minute is long enough)
   resyncMs: 10 * 60_000, // periodic resync of every cached object (controller-runtime SyncPeriod spirit)
 } as const;
 
@@ -53,6 +58,8 @@ export interface InformerOptions {
   keep?: (obj: KubeObject) => boolean;
   /** Told of every LIST, WATCH and failure (the manager counts them in informer_operations_total). */
   onOperation?: (op: InformerOperation) => void;
+  /** Shared by the informers of a process: their LISTs take turns (relist-gate.ts). */
+  relistGate?: RelistGate;
 }
 
 export type InformerOperation = 'list' | 'watch' | 'failure';
@@ -199,7 +206,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     let failures = 0;
     while (!this.stopped) {
       try {
-        if (!this.rv) await this.relist();
+        if (!this.rv) await this.relistInTurn();
         await this.watchOnce();
         failures = 0;
       } catch (err) {
@@ -207,11 +214,17 @@ export class Informer<T extends KubeObject = KubeObject> {
         this.stats.failures++;
         this.opts.onOperation?.('failure');
         failures++;
-        this.rv = ''; // start over with a LIST: safe after a restart, a 410, or a lost stream
+        const gone = err instanceof ApiError && err.status === 410;
+        // The server no longer has our resourceVersion: only a LIST can say what changed. Any
+        // other failure resumes the watch from where it was (a failed LIST left rv empty).
+        if (gone) this.rv = '';
         const cap = this.opts.backoffMaxMs ?? LIMITS.backoffMaxMs;
         const delay = Math.min(cap, LIMITS.backoffBaseMs * 2 ** Math.min(failures - 1, 20));
-        const jittered = Math.round(delay * (0.8 + Math.random() * 0.4));
-        const gone = err instanceof ApiError && err.status === 410;
+        const asked = err instanceof ApiError ? (err.retryAfterMs ?? 0) : 0;
+        const jittered = Math.max(
+          Math.round(delay * (0.8 + Math.random() * 0.4)),
+          Math.min(asked, LIMITS.retryAfterMaxMs),
+        );
         const notServed = err instanceof ApiError && err.status === 404;
         if (notServed && !this.absentNow)
           this.log.warn(
@@ -220,8 +233,8 @@ export class Informer<T extends KubeObject = KubeObject> {
           );
         this.absentNow = notServed;
         this.log[failures > 3 && !gone && !notServed ? 'warn' : 'debug'](
-          { err: (err as Error).message, retryInMs: jittered, failures },
-          'Watch failed; relisting after backoff',
+          { err: (err as Error).message, retryInMs: jittered, failures, relist: !this.rv },
+          this.rv ? 'Watch failed; resuming it after backoff' : 'Watch failed; relisting after backoff',
         );
         this.pause = new AbortController();
         await sleep(gone && failures === 1 ? 0 : jittered, undefined, { signal: this.pause.signal }).catch(
@@ -232,10 +245,22 @@ export class Informer<T extends KubeObject = KubeObject> {
     }
   }
 
+  private relistInTurn(): Promise<void> {
+    const gate = this.opts.relistGate;
+    return gate ? gate.run(() => (this.stopped ? Promise.resolve() : this.relist())) : this.relist();
+  }
+
+  /**
+   * LISTs the kind page by page into the cache in place (an object replaced drops the old copy at
+   * once; no second map of the kind), telling each add and update as its page comes; then the
+   * objects no page named are deleted. A LIST that fails halfway leaves a cache of objects each
+   * as the server had them, and the next LIST finishes the job.
+   */
   private async relist(): Promise<void> {
     this.stats.lists++;
     this.opts.onOperation?.('list');
-    const fresh = new Map<string, T>();
+    this.rv = '';
+    const seen = new Set<string>();
     let cont: string | undefined;
     let rv = '';
     do {
@@ -251,9 +276,17 @@ export class Informer<T extends KubeObject = KubeObject> {
           ? `${this.opts.type.group}/${this.opts.type.version}`
           : this.opts.type.version;
         item.kind ??= this.opts.type.kind;
-        if (this.opts.keep && !this.opts.keep(item)) continue;
+        if (this.opts.keep && !this.opts.keep(item)) continue; // unseen: deleted below if cached
         if (!this.opts.keepManagedFields) delete item.metadata.managedFields;
-        fresh.set(objectKey(item), cacheStrings.intern(item));
+        const key = objectKey(item);
+        seen.add(key);
+        const obj = cacheStrings.intern(item);
+        const prev = this.cache.get(key);
+        this.cache.set(key, obj);
+        this.index(key, obj, prev);
+        if (!prev) this.emit('add', obj);
+        else if (prev.metadata.resourceVersion !== obj.metadata.resourceVersion)
+          this.emit('update', obj, prev);
       }
       cont = page.metadata?.continue || undefined;
       rv = page.metadata?.resourceVersion ?? rv;
@@ -261,19 +294,12 @@ export class Informer<T extends KubeObject = KubeObject> {
     if (this.stopped) return;
     if (this.absentNow) this.log.info('This kind is served now; caching it');
     this.absentNow = false;
-    const old = new Map(this.cache);
-    this.cache.clear();
-    this.byOwner.clear();
-    for (const [k, v] of fresh) {
-      this.cache.set(k, v);
-      this.index(k, v, undefined);
+    for (const [k, v] of this.cache) {
+      if (seen.has(k)) continue;
+      this.cache.delete(k);
+      this.index(k, undefined, v);
+      this.emit('delete', v);
     }
-    for (const [k, v] of fresh) {
-      const prev = old.get(k);
-      if (!prev) this.emit('add', v);
-      else if (prev.metadata.resourceVersion !== v.metadata.resourceVersion) this.emit('update', v, prev);
-    }
-    for (const [k, v] of old) if (!fresh.has(k)) this.emit('delete', v);
     this.rv = rv;
     if (!this.synced) {
       this.synced = true;

@@ -11,6 +11,7 @@ import { Informer } from './informer.ts';
 import { type LeaderElectionOptions, LeaderElector } from './leader.ts';
 import { createOperatorMetrics, type OperatorMetrics } from './metrics.ts';
 import { MANAGED_SELECTOR } from './objects.ts';
+import { RelistGate } from './relist-gate.ts';
 import { type CheckResult, close, createHandler, listen } from './server.ts';
 
 export interface ManagerOptions {
@@ -39,6 +40,8 @@ export class Manager {
   readonly elector: LeaderElector | undefined;
   private readonly opts: ManagerOptions;
   private readonly informers = new Map<string, Informer<KubeObject>>();
+  /** The informers' LISTs take turns (relist-gate.ts): no burst of every kind after a restart. */
+  private readonly relistGate = new RelistGate();
   /** Informers some controller cannot start without (the rest belong to optionalOwns). */
   private readonly required = new Set<string>();
   private readonly servers: http.Server[] = [];
@@ -103,6 +106,7 @@ export class Manager {
         labelSelector: managedOnly ? MANAGED_SELECTOR : undefined,
         keep: filter?.keep,
         resyncMs: this.opts.resyncMs,
+        relistGate: this.relistGate,
         onOperation: (operation) =>
           this.metrics.informerOperations.inc({ resource: `${type.plural}.${type.group}`, operation }),
       });

@@ -161,9 +161,10 @@ export class WorkQueue<K = string> {
     this.delayed.set(key, { at, timer });
   }
 
-  addRateLimited(key: K): void {
+  /** Retries `key` after its backoff, or after `atLeastMs` (a server's Retry-After) if longer. */
+  addRateLimited(key: K, atLeastMs = 0): void {
     this.hooks.onRetry?.();
-    this.addAfter(key, this.limiter.when(key));
+    this.addAfter(key, Math.max(this.limiter.when(key), atLeastMs));
   }
 
   forget(key: K): void {
