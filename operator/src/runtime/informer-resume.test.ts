@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiError, KubeClient, type KubeObject, type ObjectList, type WatchHandle } from './client.ts';
 import { Informer } from './informer.ts';
 import { offlineKubeConfig, THING } from './offline.testkit.ts';
+import { Reconnect } from './reconnect.ts';
 import { RelistGate } from './relist-gate.ts';
 
 const obj = (name: string, rv: string): KubeObject => ({
@@ -119,6 +120,29 @@ describe('Informer: a broken watch', () => {
     expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
     expect(c.listCalls.length).toBe(1);
     await inf.stop();
+  });
+});
+
+describe('Reconnect: the server is back', () => {
+  it('wakes an informer waiting out a long backoff as soon as another one reaches the server', async () => {
+    const reconnect = new Reconnect();
+    const refused = () => ({
+      fail: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    });
+    const slow = new ScriptedClient([page('10', obj('a', '10'))], [refused()]);
+    const quick = new ScriptedClient([page('10', obj('b', '10'))], [refused()]);
+    // Alone, the slow one would retry in 5 s (±20 %); the quick one in 50 ms.
+    const a = new Informer(slow, { type: THING, backoffBaseMs: 5_000, reconnect });
+    const b = new Informer(quick, { type: THING, backoffBaseMs: 50, reconnect });
+    await a.start();
+    await slow.watchOpened(1);
+    const t0 = Date.now();
+    await b.start();
+    await slow.watchOpened(2);
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    expect(quick.watchRvs).toEqual(['10', '10']);
+    expect(reconnect.sleeping).toBe(0);
+    await Promise.all([a.stop(), b.stop()]);
   });
 });
 

@@ -25,6 +25,7 @@ import {
   resourcePath,
 } from './client.ts';
 import { cacheStrings } from './intern.ts';
+import type { Reconnect } from './reconnect.ts';
 import type { RelistGate } from './relist-gate.ts';
 
 export const LIMITS = {
@@ -48,6 +49,7 @@ export interface InformerOptions {
   fieldSelector?: string;
   resyncMs?: number;
   watchTimeoutSec?: number;
+  backoffBaseMs?: number;
   backoffMaxMs?: number;
   /** Keep managedFields in cached objects (default false: they are large and controllers never read them). */
   keepManagedFields?: boolean;
@@ -60,6 +62,8 @@ export interface InformerOptions {
   onOperation?: (op: InformerOperation) => void;
   /** Shared by the informers of a process: their LISTs take turns (relist-gate.ts). */
   relistGate?: RelistGate;
+  /** Shared likewise: the first to reach the server again wakes the others (reconnect.ts). */
+  reconnect?: Reconnect;
 }
 
 export type InformerOperation = 'list' | 'watch' | 'failure';
@@ -92,6 +96,8 @@ export class Informer<T extends KubeObject = KubeObject> {
   private firstSync: { resolve: () => void; promise: Promise<void> } | undefined;
   private pause: AbortController | undefined;
   private absentNow = false;
+  /** The last LIST or WATCH failed: the next one that reaches the server wakes the others. */
+  private failing = false;
   private readonly log;
   /** Counters for tests and metrics. */
   readonly stats = { lists: 0, watches: 0, failures: 0, events: 0 };
@@ -219,7 +225,8 @@ export class Informer<T extends KubeObject = KubeObject> {
         // other failure resumes the watch from where it was (a failed LIST left rv empty).
         if (gone) this.rv = '';
         const cap = this.opts.backoffMaxMs ?? LIMITS.backoffMaxMs;
-        const delay = Math.min(cap, LIMITS.backoffBaseMs * 2 ** Math.min(failures - 1, 20));
+        const base = this.opts.backoffBaseMs ?? LIMITS.backoffBaseMs;
+        const delay = Math.min(cap, base * 2 ** Math.min(failures - 1, 20));
         const asked = err instanceof ApiError ? (err.retryAfterMs ?? 0) : 0;
         const jittered = Math.max(
           Math.round(delay * (0.8 + Math.random() * 0.4)),
@@ -236,10 +243,16 @@ export class Informer<T extends KubeObject = KubeObject> {
           { err: (err as Error).message, retryInMs: jittered, failures, relist: !this.rv },
           this.rv ? 'Watch failed; resuming it after backoff' : 'Watch failed; relisting after backoff',
         );
+        this.failing = true;
         this.pause = new AbortController();
-        await sleep(gone && failures === 1 ? 0 : jittered, undefined, { signal: this.pause.signal }).catch(
-          () => {},
-        );
+        const signal = this.pause.signal;
+        const wait = sleep(gone && failures === 1 ? 0 : jittered, undefined, { signal }).catch(() => {});
+        // A kind not served waits for its CRD, and a Retry-After is the server's word: another
+        // informer's success changes neither.
+        const wakeable = !notServed && asked === 0 && this.opts.reconnect;
+        const woken = wakeable ? [wakeable.next(signal)] : [];
+        await Promise.race([wait, ...woken]);
+        this.pause.abort(); // ends whichever of the two is still pending
         this.pause = undefined;
       }
     }
@@ -256,6 +269,12 @@ export class Informer<T extends KubeObject = KubeObject> {
    * objects no page named are deleted. A LIST that fails halfway leaves a cache of objects each
    * as the server had them, and the next LIST finishes the job.
    */
+  private reachedServer(): void {
+    if (!this.failing) return;
+    this.failing = false;
+    this.opts.reconnect?.reached();
+  }
+
   private async relist(): Promise<void> {
     this.stats.lists++;
     this.opts.onOperation?.('list');
@@ -301,6 +320,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       this.emit('delete', v);
     }
     this.rv = rv;
+    this.reachedServer();
     if (!this.synced) {
       this.synced = true;
       this.firstSync?.resolve();
@@ -348,6 +368,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       },
     );
     this.current = handle;
+    this.reachedServer(); // the server answered the WATCH with 200
     if (this.stopped) handle.abort();
     arm();
     try {

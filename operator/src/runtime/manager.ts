@@ -11,6 +11,7 @@ import { Informer } from './informer.ts';
 import { type LeaderElectionOptions, LeaderElector } from './leader.ts';
 import { createOperatorMetrics, type OperatorMetrics } from './metrics.ts';
 import { MANAGED_SELECTOR } from './objects.ts';
+import { Reconnect } from './reconnect.ts';
 import { RelistGate } from './relist-gate.ts';
 import { type CheckResult, close, createHandler, listen } from './server.ts';
 
@@ -42,6 +43,8 @@ export class Manager {
   private readonly informers = new Map<string, Informer<KubeObject>>();
   /** The informers' LISTs take turns (relist-gate.ts): no burst of every kind after a restart. */
   private readonly relistGate = new RelistGate();
+  /** ...and wake each other when the server is back (reconnect.ts). */
+  private readonly reconnect = new Reconnect();
   /** Informers some controller cannot start without (the rest belong to optionalOwns). */
   private readonly required = new Set<string>();
   private readonly servers: http.Server[] = [];
@@ -107,6 +110,7 @@ export class Manager {
         keep: filter?.keep,
         resyncMs: this.opts.resyncMs,
         relistGate: this.relistGate,
+        reconnect: this.reconnect,
         onOperation: (operation) =>
           this.metrics.informerOperations.inc({ resource: `${type.plural}.${type.group}`, operation }),
       });
