@@ -228,11 +228,13 @@ async function runOnce(b: OperatorBench, o: RunOptions): Promise<Record<string, 
     console.log(`complete in ${(completeMs / 1000).toFixed(1)} s`);
     let settleMs: number | undefined;
     if (b.countSettled) {
+      // Its own budget from completion: what settles (the planes) may start only then.
       for (;;) {
         const settled = await b.countSettled(k, ns);
         if (settled === count) break;
-        if (performance.now() - t0 > b.timeoutMs) throw new Error(`only ${settled}/${count} settled in time`);
-        await sleep(LIMITS.pollMs);
+        if (performance.now() - t0 > completeMs + b.timeoutMs)
+          throw new Error(`only ${settled}/${count} settled in time`);
+        await sleep(Math.max(LIMITS.pollMs, count * 2.5)); // as the completion polls: LISTs of every kind
       }
       settleMs = performance.now() - t0;
       console.log(`settled in ${(settleMs / 1000).toFixed(1)} s`);
