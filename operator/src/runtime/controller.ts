@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { logger } from '../util/log.ts';
 import { ApiError, type KubeClient, type KubeObject, type ResourceType } from './client.ts';
 import type { EventRecorder } from './events.ts';
-import type { Informer, InformerEventType } from './informer.ts';
+import { dropManagedFields, type Informer, type InformerEventType } from './informer.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { controllerOf, FIELD_MANAGER, isSubset, withAppliedHash } from './objects.ts';
 import { type Priority, runWorkers, WorkQueue } from './workqueue.ts';
@@ -207,7 +207,7 @@ export class Controller {
   }
 
   private remember(t: ResourceType, obj: KubeObject): void {
-    delete obj.metadata.managedFields; // as in the informer caches: large, never read
+    dropManagedFields(obj); // as in the informer caches: large, never read
     this.written.set(`${typeId(t)}|${obj.metadata.namespace ?? ''}/${obj.metadata.name}`, obj);
   }
 

@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   KubeClient,
@@ -6,7 +8,7 @@ import {
   type ResourceType,
   type WatchHandle,
 } from './client.ts';
-import { Informer } from './informer.ts';
+import { dropManagedFields, Informer } from './informer.ts';
 import { offlineKubeConfig, THING } from './offline.testkit.ts';
 
 const T = THING;
@@ -95,5 +97,30 @@ describe('Informer: what the controllers read from the cache', () => {
       metadata: meta,
     });
     await inf.stop();
+  });
+
+  it('leaves a cached metadata without managedFields as compact as a parsed one (no dictionary mode)', () => {
+    const module = fileURLToPath(new URL('./informer.ts', import.meta.url));
+    const obj = JSON.stringify(child('a-0', 'a'));
+    const out = execFileSync(
+      process.execPath,
+      [
+        '--allow-natives-syntax',
+        '--input-type=module',
+        '-e',
+        `const { dropManagedFields } = await import(${JSON.stringify(module)});
+         const o = JSON.parse(${JSON.stringify(obj)});
+         dropManagedFields(o);
+         const d = JSON.parse(${JSON.stringify(obj)});
+         delete d.metadata.managedFields;
+         console.log(%HasFastProperties(o.metadata), %HasFastProperties(d.metadata), 'managedFields' in o.metadata);`,
+      ],
+      { encoding: 'utf8' },
+    ).trim();
+    // The second figure shows what `delete` would do: the reason for the helper.
+    expect(out).toBe('true false false');
+    const same = child('b-0', undefined);
+    dropManagedFields(same);
+    expect(same.metadata).toEqual({ name: 'b-0', namespace: 'ns', resourceVersion: '1', uid: 'uid-b-0' });
   });
 });

@@ -76,6 +76,18 @@ interface WatchEvent {
 const ownerUid = (obj: KubeObject): string | undefined =>
   obj.metadata.ownerReferences?.find((r) => r.controller)?.uid;
 
+/**
+ * Drops metadata.managedFields (large, never read by a controller) by giving the object a new
+ * metadata without it. `delete` would turn every cached metadata into a dictionary-mode object:
+ * in a heap snapshot at 300 OberonKubes, 7,500 of them held 5 MiB of property dictionaries, and a
+ * parsed metadata with its managedFields deleted takes 1,137 bytes against 401 rebuilt (Node 24).
+ */
+export function dropManagedFields(obj: KubeObject): void {
+  if (!obj.metadata || !('managedFields' in obj.metadata)) return;
+  const { managedFields: _dropped, ...metadata } = obj.metadata;
+  obj.metadata = metadata;
+}
+
 export function objectKey(obj: KubeObject): string {
   return obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : `${obj.metadata.name}`;
 }
@@ -296,7 +308,7 @@ export class Informer<T extends KubeObject = KubeObject> {
           : this.opts.type.version;
         item.kind ??= this.opts.type.kind;
         if (this.opts.keep && !this.opts.keep(item)) continue; // unseen: deleted below if cached
-        if (!this.opts.keepManagedFields) delete item.metadata.managedFields;
+        if (!this.opts.keepManagedFields) dropManagedFields(item);
         const key = objectKey(item);
         seen.add(key);
         const obj = cacheStrings.intern(item);
@@ -396,7 +408,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       ? `${this.opts.type.group}/${this.opts.type.version}`
       : this.opts.type.version;
     obj.kind ??= this.opts.type.kind;
-    if (!this.opts.keepManagedFields) delete obj.metadata.managedFields;
+    if (!this.opts.keepManagedFields) dropManagedFields(obj);
     if (ev.type !== 'DELETED') cacheStrings.intern(obj); // one copy of each repeated string (intern.ts)
     const key = objectKey(obj);
     const prev = this.cache.get(key);
