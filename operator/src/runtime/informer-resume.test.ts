@@ -106,20 +106,37 @@ describe('Informer: a broken watch', () => {
     ).toEqual(['a', 'c']);
     await inf.stop();
   });
+});
 
-  it('waits as long as the server’s Retry-After when that is longer than its own backoff', async () => {
-    const c = new ScriptedClient(
-      [page('10', obj('a', '10'))],
-      [{ fail: new ApiError(429, 'TooManyRequests', 'slow down', undefined, 300) }],
-    );
-    const inf = new Informer(c, { type: THING, backoffMaxMs: 20 });
-    await inf.start();
-    await c.watchOpened(1);
-    const t0 = Date.now();
-    await c.watchOpened(2);
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
-    expect(c.listCalls.length).toBe(1);
-    await inf.stop();
+/** How long after a 429 with `retryAfterMs` an informer with that backoff opens its watch again. */
+async function retryAfter429(
+  retryAfterMs: number,
+  backoff: { backoffBaseMs?: number; backoffMaxMs?: number },
+) {
+  const c = new ScriptedClient(
+    [page('10', obj('a', '10'))],
+    [{ fail: new ApiError(429, 'TooManyRequests', 'storage is (re)initializing', undefined, retryAfterMs) }],
+  );
+  const inf = new Informer(c, { type: THING, ...backoff });
+  await inf.start();
+  await c.watchOpened(1);
+  const t0 = Date.now();
+  await c.watchOpened(2);
+  const ms = Date.now() - t0;
+  expect(c.watchRvs).toEqual(['10', '10']); // resumed, no LIST
+  expect(c.listCalls.length).toBe(1);
+  await inf.stop();
+  return ms;
+}
+
+describe('Informer: the server says when to come back', () => {
+  it('waits as long as its Retry-After when that is longer than the informer’s own backoff', async () => {
+    expect(await retryAfter429(300, { backoffMaxMs: 20 })).toBeGreaterThanOrEqual(290);
+  });
+
+  it('retries after a Retry-After shorter than the backoff it had reached', async () => {
+    // Alone, its backoff would be 5 s (±20 %).
+    expect(await retryAfter429(100, { backoffBaseMs: 5_000 })).toBeLessThan(2_000);
   });
 });
 

@@ -2,7 +2,8 @@
 //
 // - A watch that fails (connection refused, 429, 5xx, an unparsable line) or ends (server
 //   timeout, our watchdog) resumes from the last resourceVersion without a LIST, after a capped
-//   exponential backoff (or the server's Retry-After, if longer) — as client-go's reflector does.
+//   exponential backoff (or after the server's Retry-After, when it sends one) — as client-go's
+//   reflector does.
 //   Bookmarks keep that resourceVersion fresh. Only when the server no longer has it (410 Gone)
 //   or a LIST failed does the informer LIST again; the relist emits `delete` for objects that
 //   vanished while we were not watching, so nothing is missed.
@@ -239,11 +240,15 @@ export class Informer<T extends KubeObject = KubeObject> {
         const cap = this.opts.backoffMaxMs ?? LIMITS.backoffMaxMs;
         const base = this.opts.backoffBaseMs ?? LIMITS.backoffBaseMs;
         const delay = Math.min(cap, base * 2 ** Math.min(failures - 1, 20));
+        // A Retry-After is the server's word on when it can answer (a 429 "storage is
+        // (re)initializing" after a restart says 1 s): it replaces our own backoff, which by then
+        // had grown to 10 s and kept every informer away for that long after the server was ready
+        // (a change at 1,000 OberonKubes: 16 s after ready).
         const asked = err instanceof ApiError ? (err.retryAfterMs ?? 0) : 0;
-        const jittered = Math.max(
-          Math.round(delay * (0.8 + Math.random() * 0.4)),
-          Math.min(asked, LIMITS.retryAfterMaxMs),
-        );
+        const jittered =
+          asked > 0
+            ? Math.min(asked, LIMITS.retryAfterMaxMs)
+            : Math.round(delay * (0.8 + Math.random() * 0.4));
         const notServed = err instanceof ApiError && err.status === 404;
         if (notServed && !this.absentNow)
           this.log.warn(
