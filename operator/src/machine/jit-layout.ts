@@ -17,7 +17,7 @@ export const LIMITS = {
  * JavaScript and translated code, then one code-mark byte per RAM word, then the table slot of
  * the block starting at each RAM word (0: none). Cell offsets are words from RAM's end.
  */
-export const CELL = { nz: 16, C: 17, V: 18, H: 19, instr: 20, stop: 21, fb: 22 } as const;
+export const CELL = { nz: 16, C: 17, V: 18, H: 19, instr: 20, stop: 21, fb: 22, budget: 23 } as const;
 const CELLS_BYTES = 128; // 16 registers + the cells above, rounded up
 export const WASM_PAGE = 65536;
 
