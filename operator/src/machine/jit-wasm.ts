@@ -115,8 +115,11 @@ const MEMORY_IMPORT = [0x02, 0x00, 0x00]; // a memory, no minimum of its own
  * A module of translated blocks: function i is exported as "i" (CodeSpace.install puts it in a
  * table, which the module imports so that a block can jump straight into the next one).
  */
-export function blocksBytes(bodies: ArrayLike<number>[]): Uint8Array {
+export function blocksBytes(bodies: ArrayLike<number>[], generation = 0): Uint8Array {
   const out = [...MAGIC];
+  // A custom section naming the generation (jit.ts): V8 hands out an earlier compiled module for
+  // the same bytes, and one of another generation was compiled for another tier.
+  if (generation !== 0) section(out, 0, [1, 0x67, generation & 0x7f]);
   // Types: 0 a block () → i32; 1 ioRead; 2 ioWrite; 3 invalidate; 4 complexOp.
   section(out, 1, [
     5,
