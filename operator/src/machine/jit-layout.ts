@@ -10,6 +10,7 @@ export const LIMITS = {
   batch: 16, // hot blocks compiled together in one wasm module (a module has a fixed cost of its own)
   batchDelay: 250_000, // ...or once the oldest has waited this many instructions (10 ms at 25 MHz), or at the end of run()
   sharedBlocks: 8192, // translations kept for every CPU of this thread (~1 KB each); the cache starts over when full
+  longLived: 100_000_000, // instructions a thread runs in translated code before its modules are compiled to tier up early (jit.ts setCompileTier): 4 s of machine time, about twice a boot and a compile of the compiler, so a fresh process's first compile stays below
 } as const;
 
 /**
@@ -17,7 +18,7 @@ export const LIMITS = {
  * JavaScript and translated code, then one code-mark byte per RAM word, then the table slot of
  * the block starting at each RAM word (0: none). Cell offsets are words from RAM's end.
  */
-export const CELL = { nz: 16, C: 17, V: 18, H: 19, instr: 20, stop: 21, fb: 22 } as const;
+export const CELL = { nz: 16, C: 17, V: 18, H: 19, instr: 20, stop: 21, fb: 22, budget: 23 } as const;
 const CELLS_BYTES = 128; // 16 registers + the cells above, rounded up
 export const WASM_PAGE = 65536;
 
@@ -62,5 +63,5 @@ export interface Translation {
   body: ArrayLike<number>;
   length: number;
   /** Its compiled function, once some CPU of the thread installed it (CodeSpace.install). */
-  compiled?: { module: WasmModule; index: number };
+  compiled?: { module: WasmModule; index: number; generation: number };
 }

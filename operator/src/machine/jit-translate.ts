@@ -219,9 +219,41 @@ export function translateWords(
   load(cell(CELL.instr));
   get(L.count);
   b.push(OP.i32Add);
+  tee(L.r);
   store(cell(CELL.instr));
+  chain();
   get(L.pc);
   return { body: b, length: n };
+
+  /**
+   * Jump straight into the next block when it is translated (a tail call: the stack does not
+   * grow), on exactly the dispatcher's conditions (jit-wasm.ts): no stop asked for, the budget
+   * not spent, the PC in RAM with a block there. This skips a return to the dispatcher and its
+   * loop per block run (3.7 M runs in a compile of the compiler), and each block's jump is a
+   * branch site of its own for the host CPU's predictor: a few per cent on a warm compile.
+   */
+  function chain(): void {
+    i32(0);
+    load(cell(CELL.stop));
+    b.push(OP.i32Eqz);
+    get(L.r);
+    i32(0);
+    load(cell(CELL.budget));
+    b.push(OP.i32LtS, OP.i32And);
+    get(L.pc);
+    i32(memBytes >>> 2);
+    b.push(OP.i32LtU, OP.i32And);
+    b.push(OP.if, OP.void);
+    get(L.pc);
+    i32(2);
+    b.push(OP.i32Shl);
+    load(layout.slotBase);
+    tee(L.w);
+    b.push(OP.if, OP.void);
+    get(L.w);
+    b.push(OP.returnCallIndirect, 0, 0);
+    b.push(OP.end, OP.end);
+  }
 
   function condition(cond: number): void {
     switch (cond & 7) {

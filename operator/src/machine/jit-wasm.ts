@@ -13,6 +13,7 @@ export const OP = {
   return: 0x0f,
   call: 0x10,
   callIndirect: 0x11,
+  returnCallIndirect: 0x13,
   localGet: 0x20,
   localSet: 0x21,
   localTee: 0x22,
@@ -110,9 +111,15 @@ const MAGIC = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
 const TABLE_IMPORT = [0x01, 0x70, 0x00, 0x00]; // a funcref table, no minimum of its own
 const MEMORY_IMPORT = [0x02, 0x00, 0x00]; // a memory, no minimum of its own
 
-/** A module of translated blocks: function i is exported as "i" (CodeSpace.install puts it in a table). */
-export function blocksBytes(bodies: ArrayLike<number>[]): Uint8Array {
+/**
+ * A module of translated blocks: function i is exported as "i" (CodeSpace.install puts it in a
+ * table, which the module imports so that a block can jump straight into the next one).
+ */
+export function blocksBytes(bodies: ArrayLike<number>[], generation = 0): Uint8Array {
   const out = [...MAGIC];
+  // A custom section naming the generation (jit.ts): V8 hands out an earlier compiled module for
+  // the same bytes, and one of another generation was compiled for another tier.
+  if (generation !== 0) section(out, 0, [1, 0x67, generation & 0x7f]);
   // Types: 0 a block () → i32; 1 ioRead; 2 ioWrite; 3 invalidate; 4 complexOp.
   section(out, 1, [
     5,
@@ -122,12 +129,13 @@ export function blocksBytes(bodies: ArrayLike<number>[]): Uint8Array {
     ...funcType(1, false),
     ...funcType(3, true),
   ]);
-  const imports: number[] = [5];
+  const imports: number[] = [6];
   importEntry(imports, 'ioRead', [0x00, 1]);
   importEntry(imports, 'ioWrite', [0x00, 2]);
   importEntry(imports, 'invalidate', [0x00, 3]);
   importEntry(imports, 'complexOp', [0x00, 4]);
   importEntry(imports, 'm', MEMORY_IMPORT);
+  importEntry(imports, 't', TABLE_IMPORT);
   section(out, 2, imports);
   const fns: number[] = [];
   uleb(fns, bodies.length);
@@ -169,7 +177,11 @@ export function blocksBytes(bodies: ArrayLike<number>[]): Uint8Array {
   return bytes;
 }
 
-/** The dispatcher: run(pc, budget) calls block after block through the table (see CodeSpace). */
+/**
+ * The dispatcher: run(pc, budget) calls the block at pc through the table (see CodeSpace); a
+ * block jumps on into the next translated one itself (jit-translate.ts), and returns when the
+ * chain ends, where this loop checks the same conditions again and returns the PC.
+ */
 export function dispatcherBytes(layout: MemoryLayout): Uint8Array {
   const out = [...MAGIC];
   section(out, 1, [2, ...funcType(0, true), ...funcType(2, true)]);
@@ -188,6 +200,7 @@ export function dispatcherBytes(layout: MemoryLayout): Uint8Array {
   const b: number[] = [1, 1, OP.i32]; // one extra local: the slot
   const cell = (c: number) => layout.memBytes + c * 4;
   const returnPcIf = () => b.push(OP.if, OP.void, OP.localGet, PC, OP.return, OP.end);
+  b.push(OP.i32Const, 0, OP.localGet, BUDGET, OP.i32Store, 2, ...ulebBytes(cell(CELL.budget)));
   b.push(OP.loop, OP.void);
   b.push(OP.localGet, PC, OP.i32Const, ...slebBytes(layout.memBytes >>> 2), OP.i32GeU);
   returnPcIf();

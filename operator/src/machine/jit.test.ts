@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { Risc5 } from './cpu.ts';
 import { randomProgram as randomWords, rng } from './interpreter-warmup.ts';
-import { CodeSpace, type Translation, translateBlock } from './jit.ts';
+import {
+  CodeSpace,
+  forgetTranslations,
+  LIMITS,
+  setCompileTier,
+  type Translation,
+  translateBlock,
+} from './jit.ts';
 
 // Random straight-line-and-forward-branch programs must leave the same registers, flags, H and
 // memory on the block translator as on the interpreter.
@@ -119,5 +126,50 @@ describe('stores into translated code', () => {
     const i = run(false);
     expect(i.at(-2)).not.toBe((i.at(-3) as number) + 3); // the new word ran (not the old three ADD 1)
     expect(run(true)).toEqual(i);
+  });
+});
+
+describe('a long-lived thread', () => {
+  // Past LIMITS.longLived instructions in translated code, the thread compiles its translations
+  // again in modules of the long-lived tier (jit.ts setCompileTier): the same bodies, so the same
+  // results as before and as the interpreter.
+  const state = (cpu: Risc5) => [
+    Array.from(cpu.R),
+    cpu.nz < 0,
+    cpu.nz === 0,
+    cpu.C,
+    cpu.V,
+    cpu.H,
+    Array.from(cpu.mem.subarray(0x400, 0x440)),
+  ];
+  it('compiles its blocks again for the long-lived tier, and they run as before', () => {
+    forgetTranslations();
+    const tiers: boolean[] = [];
+    setCompileTier((longLived) => tiers.push(longLived));
+    try {
+      const prog = randomProgram(rng(42), 40);
+      const before = runOn(prog, true, 42);
+      expect(before.translations).toBeGreaterThan(0);
+      expect(tiers.length).toBeGreaterThan(0);
+      expect(tiers).not.toContain(true);
+      const loop = new Risc5(
+        0x10000,
+        0xf000,
+        { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} },
+        { jit: true, hotBlock: 2 },
+      );
+      loop.mem.set(Int32Array.of(0x41180001, 0xe7fffffe | 0)); // ADD R1, R1, 1; B 0
+      loop.pc = 0;
+      while (loop.instructions <= LIMITS.longLived) loop.run(20_000_000); // its first runs are interpreted
+      expect(tiers).not.toContain(true); // the loop's block was compiled before the thread was long-lived
+      const after = runOn(prog, true, 42);
+      expect(tiers.at(-1), 'the long-lived tier compiled the blocks again').toBe(true);
+      const interpreted = runOn(prog, false, 42);
+      expect(state(after)).toEqual(state(interpreted));
+      expect(state(before)).toEqual(state(interpreted));
+    } finally {
+      setCompileTier(null);
+      forgetTranslations();
+    }
   });
 });

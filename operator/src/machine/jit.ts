@@ -21,6 +21,7 @@
 
 import { fpAdd, fpDiv, fpMul, idiv, idivResult } from './fpu.ts';
 import {
+  CELL,
   type Dispatch,
   type FixedReads,
   type JitImports,
@@ -78,7 +79,13 @@ export class CodeSpace {
     this.table = new WA.Table({ element: 'anyfunc', initial: 256 });
     this.imports = { j: { m: memory, t: this.table, ...helpers } };
     const dispatcher = new WA.Instance(new WA.Module(dispatcherBytes(this.layout)), this.imports);
-    this.dispatch = dispatcher.exports.run as Dispatch;
+    const run = dispatcher.exports.run as Dispatch;
+    const instr = new Int32Array(this.buffer, memBytes + CELL.instr * 4, 1);
+    this.dispatch = (pc, budget) => {
+      const next = run(pc, budget);
+      ranTranslated(instr[0]); // the CPU zeroes the cell before each dispatch
+      return next;
+    };
   }
 
   /**
@@ -88,11 +95,17 @@ export class CodeSpace {
    * has tiered up, serves every machine running that code.
    */
   install(blocks: Translation[]): number[] {
-    const fresh = blocks.filter((t) => t.compiled === undefined);
+    const fresh = blocks.filter((t) => t.compiled?.generation !== generation);
     if (fresh.length > 0) {
-      const module = new WA.Module(blocksBytes(fresh.map((t) => t.body)));
+      compileTier?.(generation !== 0);
+      const module = new WA.Module(
+        blocksBytes(
+          fresh.map((t) => t.body),
+          generation,
+        ),
+      );
       fresh.forEach((t, index) => {
-        t.compiled = { module, index };
+        t.compiled = { module, index, generation };
       });
     }
     return blocks.map((t) => {
@@ -119,6 +132,31 @@ export class CodeSpace {
     if (this.nextSlot >= this.table.length) this.table.grow(this.table.length);
     return this.nextSlot++;
   }
+}
+
+/**
+ * How this thread's modules are compiled. V8 runs a new wasm function in its baseline compiler
+ * and recompiles it with its optimising one once the function has used up a budget. The budget
+ * that suits a fresh process is high (wasm-tiering.ts: the optimising compiles cost more CPU than
+ * they save in a first compile of the compiler), but optimised blocks run a warm compile about a
+ * third faster. So a thread that has run LIMITS.longLived instructions in translated code starts
+ * generation 1: the hook (set by wasm-tiering.ts, Node only) lowers the budget before each such
+ * module is compiled, and every translation is compiled again in a module of generation 1 when a
+ * CPU next installs it (blocks a CPU holds already keep running as they are).
+ */
+let generation = 0;
+let translatedRun = 0;
+let compileTier: ((longLived: boolean) => void) | null = null;
+
+/** Translated code ran n instructions: a thread past LIMITS.longLived compiles for the long run. */
+function ranTranslated(n: number): void {
+  translatedRun += n;
+  if (generation === 0 && compileTier !== null && translatedRun >= LIMITS.longLived) generation = 1;
+}
+
+/** Called before each module of blocks is compiled, with whether the thread is long-lived. */
+export function setCompileTier(hook: ((longLived: boolean) => void) | null): void {
+  compileTier = hook;
 }
 
 /**
@@ -170,6 +208,8 @@ export function seedTranslation(key: string, t: Translation): void {
 /** Forget the thread's translations (tests: the next CPU starts as in a new process). */
 export function forgetTranslations(): void {
   shared.clear();
+  generation = 0;
+  translatedRun = 0;
 }
 
 /** translateBlock through the thread's shared cache. */
