@@ -52,8 +52,14 @@ export abstract class StoreBase implements Store {
       );
     }
     const tx = new TxImpl(this.book, this.limits);
-    const value = fn(tx);
-    if (value instanceof Promise) throw new TypeError('a transaction function must be synchronous');
+    let value: T;
+    try {
+      value = fn(tx);
+      if (value instanceof Promise) throw new TypeError('a transaction function must be synchronous');
+    } catch (e) {
+      tx.rollback(); // its row updates in place (model.ts Grid) are undone: nothing is applied
+      throw e;
+    }
     const changed = commitTx(this.book, tx, this.limits);
     if (changed.length === 0) return { value, version: this.ver };
     this.ver++;
