@@ -52,14 +52,8 @@ export abstract class StoreBase implements Store {
       );
     }
     const tx = new TxImpl(this.book, this.limits);
-    let value: T;
-    try {
-      value = fn(tx);
-      if (value instanceof Promise) throw new TypeError('a transaction function must be synchronous');
-    } catch (e) {
-      tx.rollback(); // its row updates in place (model.ts Grid) are undone: nothing is applied
-      throw e;
-    }
+    const value = fn(tx);
+    if (value instanceof Promise) throw new TypeError('a transaction function must be synchronous');
     const changed = commitTx(this.book, tx, this.limits);
     if (changed.length === 0) return { value, version: this.ver };
     this.ver++;

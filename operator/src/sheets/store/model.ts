@@ -29,14 +29,10 @@ export function cellValue(c: StoredCell | undefined): Cell {
   return isFormula(c) ? c.result : c;
 }
 
-// One tab. A committed grid that something may hold (a snapshot, the journal's or a save's view:
-// `frozen`) is immutable — a transaction copies it before writing — so a snapshot of the book is a
-// cheap copy of the Map. One that nothing holds is changed in place by a transaction's row updates
-// (undone if the transaction fails): a heartbeat updating one row of a 10,000-row tab copied the
-// whole rows array, a quarter of the heartbeat's time and most of its garbage.
+// One tab. Committed grids are treated as immutable (transactions copy before writing), so a
+// snapshot of the book is a cheap copy of the Map.
 export class Grid {
   readonly name: string;
-  frozen = false;
   headers: string[];
   rows: StoredCell[][];
   keyCols: string[];
@@ -249,12 +245,7 @@ export class Book {
     this.grids = grids ?? new Map();
   }
   snapshot(): Book {
-    return new Book(this.shareGrids());
-  }
-  /** The grids, for a caller that keeps them: each is frozen (see Grid). */
-  shareGrids(): Map<string, Grid> {
-    for (const g of this.grids.values()) g.frozen = true;
-    return new Map(this.grids);
+    return new Book(new Map(this.grids));
   }
   cellCount(): number {
     let n = 0;
@@ -276,9 +267,6 @@ export class TxImpl implements Tx {
   private readonly base: Book;
   private readonly limits: StoreLimits;
   readonly changed = new Map<string, Grid>();
-  /** Committed grids (not frozen) whose rows this transaction replaced in place, and the undo log. */
-  readonly inPlace = new Map<string, Grid>();
-  private readonly undo: { g: Grid; i: number; row: StoredCell[] }[] = [];
   readonly created: string[] = [];
 
   constructor(base: Book, limits: StoreLimits) {
@@ -296,27 +284,6 @@ export class TxImpl implements Tx {
       this.changed.set(tab, g);
     }
     return g;
-  }
-
-  /** Row i of the tab becomes `row`: in place when the committed grid is not frozen (see Grid). */
-  private setRow(tab: string, i: number, row: StoredCell[]): void {
-    const own = this.changed.get(tab);
-    const g = own ?? this.base.grid(tab);
-    if (!own && g.frozen) {
-      this.write(tab).rows[i] = row;
-      return;
-    }
-    if (!own) {
-      this.undo.push({ g, i, row: g.rows[i] });
-      this.inPlace.set(tab, g);
-    }
-    g.rows[i] = row;
-  }
-
-  /** Undo the in-place row updates (the transaction failed; its copies are dropped with it). */
-  rollback(): void {
-    for (let k = this.undo.length - 1; k >= 0; k--) this.undo[k].g.rows[this.undo[k].i] = this.undo[k].row;
-    this.undo.length = 0;
   }
 
   tabs(): string[] {
@@ -377,7 +344,8 @@ export class TxImpl implements Tx {
       this.insert(tab, row);
       return 'created';
     }
-    this.setRow(tab, i, this.buildRow(g, row, g.rows[i]));
+    const w = this.write(tab);
+    w.rows[i] = this.buildRow(w, row, w.rows[i]);
     return 'updated';
   }
 
@@ -385,22 +353,24 @@ export class TxImpl implements Tx {
     const g = this.read(tab);
     const i = g.findKey(keyString(g, key));
     if (i < 0) return false;
-    const next = this.buildRow(g, patch, g.rows[i]);
-    if (g.keyCols.some((c) => c in patch)) {
-      const nk = g.rowKey(next);
+    const w = this.write(tab);
+    const next = this.buildRow(w, patch, w.rows[i]);
+    if (w.keyCols.some((c) => c in patch)) {
+      const nk = w.rowKey(next);
       if (nk === undefined) throw new SchemaError(`tab ${tab}: an update may not blank the key`);
-      // A patch that repeats the row's own key keeps the index valid (rebuilding it here made every
-      // pod-status update of a heartbeat cost a scan of the whole Pods tab); a new key does not.
-      if (nk !== g.rowKey(g.rows[i])) {
-        const w = this.write(tab);
-        const j = w.findKey(nk);
-        if (j >= 0 && j !== i) throw new DuplicateKeyError(`tab ${tab} already has a row ${nk}`);
+      if (nk === w.rowKey(w.rows[i])) {
+        // The patch repeats the row's own key: the index stays valid (rebuilding it here made every
+        // pod-status update of a heartbeat cost a scan of the whole Pods tab).
         w.rows[i] = next;
-        w.invalidate();
         return true;
       }
+      const j = w.findKey(nk);
+      if (j >= 0 && j !== i) throw new DuplicateKeyError(`tab ${tab} already has a row ${nk}`);
+      w.rows[i] = next;
+      w.invalidate();
+    } else {
+      w.rows[i] = next;
     }
-    this.setRow(tab, i, next);
     return true;
   }
 
@@ -539,20 +509,17 @@ export class TxImpl implements Tx {
 
 // Apply a finished transaction to the book; returns the names of the tabs that changed.
 export function commitTx(book: Book, tx: TxImpl, limits: StoreLimits): string[] {
-  const tabs = new Map(tx.inPlace);
-  for (const [name, g] of tx.changed) tabs.set(name, g);
-  if (tabs.size === 0) return [];
+  if (tx.changed.size === 0) return [];
   const next = new Map(book.grids);
   // Indexes stay valid: every Tx operation keeps them exact or drops them.
-  for (const [name, g] of tabs) next.set(name, g);
+  for (const [name, g] of tx.changed) next.set(name, g);
   let cells = 0;
   for (const g of next.values()) cells += g.cellCount();
   if (cells > limits.maxCells) {
-    tx.rollback();
     throw new CellLimitError(
       `the workbook would hold ${cells} cells; this store allows at most ${limits.maxCells}`,
     );
   }
   book.grids = next;
-  return [...tabs.keys()];
+  return [...tx.changed.keys()];
 }

@@ -209,7 +209,7 @@ export class XlsxStore extends StoreBase {
       s.base = disk;
       s.rememberWritten(disk);
       s.stamp = r.stamp;
-      s.journaled = book.shareGrids();
+      s.journaled = new Map(book.grids);
       await s.journal.start(records.length > 0 ? undefined : (r.stamp?.hash ?? ABSENT));
       if (touched.size > 0) {
         log.info({ file: s.file, records: records.length, tabs: [...touched] }, 'replayed the journal');
@@ -247,7 +247,7 @@ export class XlsxStore extends StoreBase {
   private rememberWritten(book: Book): void {
     this.written.clear();
     this.writtenHeaders.clear();
-    for (const [name, g] of book.shareGrids()) {
+    for (const [name, g] of book.grids) {
       this.written.set(name, g.rows);
       this.writtenHeaders.set(name, g.headers);
     }
@@ -277,7 +277,7 @@ export class XlsxStore extends StoreBase {
       while (this.journalWaiters.length > 0) {
         const waiters = this.journalWaiters.splice(0);
         const delta = deltaOf(this.book, this.journaled, this.journalDirty);
-        this.journaled = this.book.shareGrids();
+        this.journaled = new Map(this.book.grids);
         this.journalDirty.clear();
         try {
           // An empty delta means a save's cut swept these commits into its own record (the save's
@@ -301,7 +301,7 @@ export class XlsxStore extends StoreBase {
     const sweep = deltaOf(snapshot, this.journaled, this.journalDirty);
     this.journalDirty.clear();
     const first = next.first ? deltaOf(this.book, next.first.grids, this.book.grids.keys()) : undefined;
-    this.journaled = this.book.shareGrids();
+    this.journaled = new Map(this.book.grids);
     const cut = this.journal.cut(next.base ? [] : sweep, { base: next.base, first });
     this.lastCut = cut;
     // Once durable it holds nobody back; a failed one stays, so what it swept is never acknowledged.
