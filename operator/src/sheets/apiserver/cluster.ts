@@ -16,6 +16,7 @@ import {
 import { setupCluster } from '../store/setup.ts';
 import type { Durability, Row, Store, Tx } from '../store/types.ts';
 import { EventLog, type EventRow } from './events.ts';
+import { replicasPass } from './incremental.ts';
 import { type CachedSchedule, foldReport, reconcilePass, scheduleKey } from './reconcile.ts';
 import type { HeartbeatBody } from './validate.ts';
 import * as verbs from './verbs.ts';
@@ -86,6 +87,16 @@ export class Cluster {
   readonly #deferAboveMs: number;
   /** A change placement depends on was left to the timer (big cluster): the next paced tick reconciles. */
   #pending = false;
+  /**
+   * A node joined, returned or changed capacity since the last schedule (its heartbeat was answered
+   * from that schedule): the next pass must be a full one. Without it, and with no other change than
+   * Deployments' replicas, the timer's pass is incremental.ts's.
+   */
+  #nodesChanged = false;
+  #lastReplicasPassMs = 0;
+  #lastReplicasPassEnd = 0;
+  /** Passes that were incremental.ts's (counted in `reconciles` too). */
+  replicaPasses = 0;
   /** Unix s from which a node fresh in the last schedule may have gone silent (failover check). */
   #staleAt = 0;
   /** Heartbeats and verbs answered without a reconcile while a big cluster's reconcile was deferred. */
@@ -156,7 +167,15 @@ export class Cluster {
     try {
       const now = this.#now();
       const urgent = this.#failoverDue(now);
-      if (!urgent && !this.#paceAllows()) return false;
+      if (!urgent && this.#replicasOnly()) {
+        if (!this.#paceAllows(this.#lastReplicasPassMs, this.#lastReplicasPassEnd)) return false;
+        const { value } = await this.store.transact((tx) => this.#replicasPass(tx, now), {
+          durability: 'buffered',
+        });
+        if (value) return true;
+        this.#nodesChanged = true; // the sheet did not allow it: the next pass is a full one, paced
+      }
+      if (!urgent && !this.#paceAllows(this.#lastReconcileMs, this.#lastReconcileEnd)) return false;
       const handoffExpired = [...this.#handoffs.values()].some(
         (h) => now - h.since > ORDER_LIMITS.handoffMaxSec,
       );
@@ -178,11 +197,39 @@ export class Cluster {
     return this.#cache !== undefined && this.#isBig;
   }
 
-  /** Whether the timer may reconcile now: always in a small cluster, paced in a big one. */
-  #paceAllows(): boolean {
+  /**
+   * Whether the timer may run a pass that last took `ms` and ended at `end` now: always in a small
+   * cluster, paced in a big one.
+   */
+  #paceAllows(ms: number, end: number): boolean {
     if (!this.#big()) return true;
-    const wait = Math.min(LIMITS.paceMaxMs, LIMITS.paceFactor * this.#lastReconcileMs);
-    return performance.now() - this.#lastReconcileEnd >= wait;
+    const wait = Math.min(LIMITS.paceMaxMs, LIMITS.paceFactor * ms);
+    return performance.now() - end >= wait;
+  }
+
+  /** A big cluster's pending change may be only Deployments' replicas (incremental.ts checks the rest). */
+  #replicasOnly(): boolean {
+    return (
+      this.#big() && this.#pending && !this.#nodesChanged && !this.#externalDirty && this.#handoffs.size === 0
+    );
+  }
+
+  /** incremental.ts's pass; false (nothing done) when the sheet needs a full one. */
+  #replicasPass(tx: Tx, now: number): boolean {
+    const cache = this.#cache;
+    if (!cache) return false;
+    const t0 = performance.now();
+    const pass = replicasPass(tx, cache);
+    if (!pass) return false;
+    this.reconciles++;
+    this.replicaPasses++;
+    this.#reportSheetProblems(pass.problems);
+    this.#events.write(tx, pass.events, now);
+    this.#cache = pass.cache;
+    this.#pending = false;
+    this.#lastReplicasPassEnd = performance.now();
+    this.#lastReplicasPassMs = this.#lastReplicasPassEnd - t0;
+    return true;
   }
 
   /**
@@ -245,6 +292,7 @@ export class Cluster {
       this.#cache = pass.cache;
       this.#externalDirty = false;
       this.#pending = false;
+      this.#nodesChanged = false;
       this.#staleAt = pass.cache.staleAt;
       return pass.cache;
     } finally {
@@ -333,6 +381,7 @@ export class Cluster {
         // of the whole cluster. Small clusters always reconcile inline.
         if (!fast && cache && this.#big()) {
           this.#pending = true;
+          this.#nodesChanged = true;
           this.deferred++;
           foldReport(tx, cache, report, this.#handoffs);
         } else if (fast && cache) foldReport(tx, cache, report, this.#handoffs);

@@ -65,6 +65,28 @@ describe('paced reconciles in a big cluster', () => {
     expect(pods().sort()).toEqual(['web-1@a', 'web-2@b']);
   });
 
+  it("places a person's scale with the replicas pass; a node that joins makes the next pass a full one", async () => {
+    await beat('a');
+    await beat('b');
+    await cluster.apply({ deployments: [{ name: 'web', image: 'x', replicas: 2 }] });
+    paceElapses();
+    expect(await cluster.tick()).toBe(true); // nodes joined since the last schedule: a full pass
+    expect(cluster.replicaPasses).toBe(0);
+    expect(pods()).toEqual(['web-1@a', 'web-2@b']);
+    await cluster.scale('web', 3);
+    expect(await cluster.tick()).toBe(true);
+    expect(cluster.replicaPasses).toBe(1);
+    expect(pods()).toEqual(['web-1@a', 'web-2@b', 'web-3@a']);
+    expect(store.get('Nodes', 'a')?.cpu_used).toBe(200);
+    expect(await cluster.tick()).toBe(false); // nothing left to do
+    await beat('c');
+    await cluster.scale('web', 4);
+    paceElapses();
+    expect(await cluster.tick()).toBe(true);
+    expect(cluster.replicaPasses).toBe(1); // c joined: the full pass placed web-4
+    expect(pods()).toEqual(['web-1@a', 'web-2@b', 'web-3@a', 'web-4@c']);
+  });
+
   it('fails a silent node over at once, without waiting for the pace', async () => {
     await beat('a');
     await beat('b');

@@ -30,6 +30,10 @@ export interface CachedSchedule {
   result: ScheduleResult;
   byNode: Map<string, Placement[]>;
   deployments: Map<string, DeploymentIn>;
+  /** The nodes as this schedule saw them, aligned with result.nodes; undefined when a name repeats. */
+  nodes?: NodeIn[];
+  /** nodes' positions by name, made by the first incremental pass that needs it and kept by the next. */
+  nodeIndex?: Map<string, number>;
 }
 
 export interface PassInput {
@@ -176,6 +180,8 @@ export function reconcilePass(tx: Tx, o: PassInput): PassResult {
     result,
     byNode,
     deployments: new Map(deployments.map((d) => [d.name, d])),
+    // schedule() keeps the first of nodes that share a name: equal lengths mean none does.
+    nodes: result.nodes.length === nodes.length ? nodes : undefined,
   };
   return { cache, handoffs, events, problems };
 }

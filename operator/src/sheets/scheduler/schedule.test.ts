@@ -285,6 +285,17 @@ describe('host ports (spec §3.5)', () => {
     const d = dep({ name: 'w', image: 'nginx:alpine', replicas: 1 });
     expect(specHash(d, [{ host: 30000, container: 80, proto: 'tcp' }])).toBe('fd4f1878aa4f');
   });
+
+  it('spec_hash is remembered per Deployment object, and made afresh once that object changes', () => {
+    const d = dep({ name: 'w', image: 'nginx:alpine', replicas: 1 });
+    const port = [{ host: 30000, container: 80, proto: 'tcp' as const }];
+    expect(specHash(d, port)).toBe('fd4f1878aa4f');
+    expect(specHash(d, port)).toBe('fd4f1878aa4f');
+    const h = specHash({ ...d, image: 'nginx' }, port);
+    d.image = 'nginx'; // the same object, changed: its remembered hash no longer applies
+    expect(specHash(d, port)).toBe(h);
+    expect(h).not.toBe('fd4f1878aa4f');
+  });
 });
 
 describe('pods rows, orders and make-before-break', () => {

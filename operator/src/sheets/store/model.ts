@@ -42,6 +42,8 @@ export class Grid {
   // come from another clone: findKey checks the row at that index and rebuilds a private index on a
   // mismatch. Every key of every sharing grid is in the Map, so a missing key is truly absent.
   private keyIndex: Map<string, number> | undefined;
+  /** keyIndex is this grid's alone (built or copied here), so entries may be moved or removed. */
+  private ownsIndex = false;
 
   constructor(name: string, headers: string[], rows: StoredCell[][], keyCols?: string[]) {
     this.name = name;
@@ -56,6 +58,7 @@ export class Grid {
     const g = new Grid(this.name, [...this.headers], [...this.rows], this.keyCols);
     g.colIndex = this.colIndex;
     g.keyIndex = this.keyIndex;
+    g.ownsIndex = false;
     return g;
   }
 
@@ -72,6 +75,7 @@ export class Grid {
   invalidate(): void {
     this.colIndex = undefined;
     this.keyIndex = undefined;
+    this.ownsIndex = false;
   }
 
   // Key string of a stored row, or undefined when the row is invisible.
@@ -105,9 +109,56 @@ export class Grid {
 
   private buildKeyIndex(): void {
     this.keyIndex = new Map();
+    this.ownsIndex = true;
     for (let i = 0; i < this.rows.length; i++) {
       const k = this.rowKey(this.rows[i]);
       if (k !== undefined && k !== '' && !this.keyIndex.has(k)) this.keyIndex.set(k, i);
+    }
+  }
+
+  /**
+   * Rows replaced wholesale with `index` the key → row index of the new rows (every key of them):
+   * the next lookup need not rebuild it. A reconcile rewrites the 10,000-row Pods tab, and the first
+   * heartbeat after it paid a scan of the whole tab to index it again.
+   */
+  replaceRows(rows: StoredCell[][], index: Map<string, number> | undefined): void {
+    this.rows = rows;
+    this.invalidate();
+    this.keyIndex = index;
+    this.ownsIndex = index !== undefined;
+  }
+
+  /**
+   * Rows [at, at + remove) replaced by `insert` (checked by the caller), the key index kept exact:
+   * removed keys dropped, inserted ones added, rows below moved by the difference. A copy of a shared
+   * index is made first (one Map copy, not a scan of every row's cells).
+   */
+  spliceRows(at: number, remove: number, insert: StoredCell[][]): void {
+    if (!this.keyIndex) this.buildKeyIndex();
+    if (!this.ownsIndex) {
+      this.keyIndex = new Map(this.keyIndex);
+      this.ownsIndex = true;
+    }
+    const index = this.keyIndex as Map<string, number>;
+    let dropped = false;
+    for (let i = at; i < at + remove; i++) {
+      const k = this.rowKey(this.rows[i]);
+      if (k && index.get(k) === i) dropped = index.delete(k);
+    }
+    this.rows.splice(at, remove, ...insert);
+    const shift = insert.length - remove;
+    for (let i = at; i < at + insert.length; i++) {
+      const k = this.rowKey(this.rows[i]);
+      if (k && !index.has(k)) index.set(k, i);
+    }
+    if (shift === 0 && !dropped) return;
+    // A row below keeps its entry if the entry was its own, and takes a dropped key it repeats (a
+    // repeated key's first row wins, as in buildKeyIndex).
+    for (let i = at + insert.length; i < this.rows.length; i++) {
+      const k = this.rowKey(this.rows[i]);
+      if (!k) continue;
+      const e = index.get(k);
+      if (e === i - shift || e === undefined) index.set(k, i);
     }
   }
 
@@ -349,6 +400,31 @@ export class TxImpl implements Tx {
     return n;
   }
 
+  spliceRows(tab: string, at: number, remove: readonly Key[], insert: Row[], anchor?: Key): void {
+    const g = this.read(tab);
+    if (g.keyCols.length === 0) throw new SchemaError(`tab ${tab} is append-only; use insert`);
+    const want = (i: number, key: Key) =>
+      i >= 0 && i < g.rows.length && g.rowKey(g.rows[i]) === keyString(g, key);
+    const misplaced =
+      at < 0 ||
+      at + remove.length > g.rows.length ||
+      (at > 0 ? anchor === undefined || !want(at - 1, anchor) : anchor !== undefined) ||
+      remove.some((k, j) => !want(at + j, k));
+    if (misplaced) throw new SchemaError(`tab ${tab}: the rows to splice at ${at} are not where expected`);
+    const w = this.write(tab);
+    const gone = new Set(remove.map((k) => keyString(w, k)));
+    const rows = insert.map((r) => this.buildRow(w, r));
+    const fresh = new Set<string>();
+    for (const r of rows) {
+      const k = w.rowKey(r);
+      if (k === undefined) throw new SchemaError(`tab ${tab}: a row needs ${w.keyCols.join(', ')}`);
+      if (fresh.has(k) || (!gone.has(k) && w.findKey(k) >= 0))
+        throw new DuplicateKeyError(`tab ${tab} already has a row ${k.replace('\u0000', '/')}`);
+      fresh.add(k);
+    }
+    w.spliceRows(at, remove.length, rows);
+  }
+
   replaceAll(tab: string, rows: Row[]): void {
     this.rewriteRows(tab, rows, 'replaceAll');
   }
@@ -363,7 +439,7 @@ export class TxImpl implements Tx {
     const g = this.read(tab);
     const w = this.write(tab);
     const next: StoredCell[][] = [];
-    const seen = new Set<string>();
+    const seen = new Map<string, number>(); // key → its index in next: the new rows' key index
     for (const row of rows) {
       let r: StoredCell[];
       let k: string | undefined;
@@ -379,12 +455,11 @@ export class TxImpl implements Tx {
       if (w.keyCols.length > 0) {
         if (k === undefined) throw new SchemaError(`tab ${tab}: a row needs ${w.keyCols.join(', ')}`);
         if (seen.has(k)) throw new DuplicateKeyError(`tab ${tab}: duplicate key ${k} in ${verb}`);
-        seen.add(k);
+        seen.set(k, next.length);
       }
       next.push(r);
     }
-    w.rows = next;
-    w.invalidate();
+    w.replaceRows(next, w.keyCols.length > 0 ? seen : undefined);
   }
 
   ensureTab(schema: TabSchema): { created: boolean; addedColumns: string[] } {

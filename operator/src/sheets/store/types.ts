@@ -102,6 +102,11 @@ export interface Tx {
   // A reconcile that adds or removes one pod rewrites the Pods tab; rebuilding 10,000 unchanged
   // rows cost more than the schedule itself.
   rewrite(tab: string, rows: (Row | KeepRow)[]): void;
+  // For a keyed tab whose row positions the caller knows (the Pods tab a reconcile wrote): the rows
+  // at `at` with the keys `remove` are replaced by `insert`; the row above `at` must have the key
+  // `anchor` (none when at is 0). Rows elsewhere are not touched or rebuilt, unlike rewrite, which
+  // looks up every kept row. Misplaced rows → SchemaError and nothing changes.
+  spliceRows(tab: string, at: number, remove: readonly Key[], insert: Row[], anchor?: Key): void;
   // Create the tab / append missing columns (see "Schema"). Returns what it did.
   ensureTab(schema: TabSchema): { created: boolean; addedColumns: string[] };
 }
