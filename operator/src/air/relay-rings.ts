@@ -6,14 +6,16 @@
 //    the relay's port, SO_REUSEPORT, so the kernel spreads stations over both sockets by address).
 // Each ring has a head (written by its producer only) and a tail (by its consumer only); both only
 // grow, wrapping as 32-bit integers, so head - tail is the fill even across the wrap.
-import { RELAY_LIMITS } from './relay-limits.ts';
 import { LIMITS as WIRE } from './wire.ts';
 
 export const RING = {
   /**
    * Jobs the send thread may have pending. Small on purpose: a job waiting here is a frame
-   * waiting, and when the ring is full the relay sends the frame itself, so a send thread without
-   * a core slows the air only by what this ring holds (64 jobs of 10 sends: ~2 ms of sending).
+   * waiting, and when the ring is full the relay sends the frame itself. With a core, what it holds
+   * is ~2 ms of sending (64 jobs of 10 sends); a send thread waiting for a core delays what it holds
+   * as the relay's own thread waiting for one delays the kernel queue: that wait no queue bounds
+   * (RELAY_LIMITS.QUEUE_MS), and dropping jobs for it lost 93-150 of 1,200 frames of a steady
+   * 400 frames/s at load 15 (bench/air --compare) where the reference lost none.
    */
   JOBS: 64,
   /** Stations one job names; a frame to more takes several jobs. */
@@ -25,11 +27,6 @@ export const RING = {
    * station of the largest air (21) fits.
    */
   INBOUND: 32,
-  /**
-   * A job the send thread starts later than this after it was queued is dropped (`late`): the
-   * relay's MAX_DELAY_MS minus its kernel queue's QUEUE_MS, the wait no queue governs.
-   */
-  JOB_MAX_WAIT_MS: RELAY_LIMITS.MAX_DELAY_MS - RELAY_LIMITS.QUEUE_MS,
   /**
    * The share of a frame's deliveries the send thread makes moves by this step at each of the
    * relay's timings (RELAY_LIMITS.QUEUE_MEASURE_MS), towards the thread that was less busy: the
@@ -76,30 +73,22 @@ const IN_PORT = 6;
 const IN_DATA = 8;
 const IN_BYTES = IN_DATA + WIRE.DATAGRAM_BYTES;
 
-/** A clock both threads share (each thread's performance.now() starts at its own origin). */
-export const sharedNow = (): number => performance.timeOrigin + performance.now();
-
 export interface Rings {
   sab: SharedArrayBuffer;
   ctl: Int32Array;
   jobs: Uint8Array;
-  /** When each job slot was queued (sharedNow). */
-  jobAt: Float64Array;
   inbound: Uint8Array;
 }
 
 export function createRings(): SharedArrayBuffer {
-  return new SharedArrayBuffer(
-    CTL.WORDS * 4 + RING.JOBS * 8 + RING.JOBS * JOB_BYTES + RING.INBOUND * IN_BYTES,
-  );
+  return new SharedArrayBuffer(CTL.WORDS * 4 + RING.JOBS * JOB_BYTES + RING.INBOUND * IN_BYTES);
 }
 
 export function openRings(sab: SharedArrayBuffer): Rings {
   const ctl = new Int32Array(sab, 0, CTL.WORDS);
-  const jobAt = new Float64Array(sab, CTL.WORDS * 4, RING.JOBS);
-  const jobs = new Uint8Array(sab, CTL.WORDS * 4 + RING.JOBS * 8, RING.JOBS * JOB_BYTES);
+  const jobs = new Uint8Array(sab, CTL.WORDS * 4, RING.JOBS * JOB_BYTES);
   const inbound = new Uint8Array(sab, jobs.byteOffset + jobs.byteLength, RING.INBOUND * IN_BYTES);
-  return { sab, ctl, jobs, jobAt, inbound };
+  return { sab, ctl, jobs, inbound };
 }
 
 /** An IPv4 literal as a 32-bit number; -1 for anything else. */
@@ -166,7 +155,6 @@ export class JobWriter {
   commit(): void {
     if (this.count === 0) return;
     this.r.jobs[this.slot + JOB_COUNT] = this.count;
-    this.r.jobAt[this.head & (RING.JOBS - 1)] = sharedNow();
     Atomics.store(this.r.ctl, CTL.JOB_HEAD, (this.head + 1) | 0);
     Atomics.notify(this.r.ctl, CTL.JOB_HEAD);
   }
@@ -175,7 +163,6 @@ export class JobWriter {
 /** One job as the send thread reads it (valid until the next `next`). */
 export interface Job {
   frame: Uint8Array;
-  at: number;
   count: number;
   ip(i: number): number;
   port(i: number): number;
@@ -184,7 +171,6 @@ export interface Job {
 /** The send thread's side of the job ring. */
 export class JobReader implements Job {
   frame: Uint8Array = new Uint8Array(0);
-  at = 0;
   count = 0;
   private slot = 0;
   private tail = 0;
@@ -204,7 +190,6 @@ export class JobReader implements Job {
     this.slot = i * JOB_BYTES;
     this.frame = this.r.jobs.subarray(this.slot + JOB_FRAME, this.slot + JOB_FRAME + WIRE.DATAGRAM_BYTES);
     this.count = this.r.jobs[this.slot + JOB_COUNT] ?? 0;
-    this.at = this.r.jobAt[i] ?? 0;
     return this;
   }
 

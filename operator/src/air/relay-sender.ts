@@ -10,16 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import { RELAY_LIMITS } from './relay-limits.ts';
 import { literalLookup } from './relay-lookup.ts';
-import {
-  CTL,
-  ip4Number,
-  ip4Text,
-  JobReader,
-  openRings,
-  pushInbound,
-  RING,
-  sharedNow,
-} from './relay-rings.ts';
+import { CTL, ip4Number, ip4Text, JobReader, openRings, pushInbound } from './relay-rings.ts';
 
 /** What the relay passes to its send thread. */
 export interface SenderData {
@@ -92,8 +83,8 @@ while (!Atomics.load(ctl, CTL.CLOSING)) {
   let n = 0;
   for (; n < JOBS_PER_TURN && jobs.pending() > 0; n++) {
     const job = jobs.next();
-    // as the relay: a frame that waited too long, or a kernel that refused earlier sends, is a drop
-    if (sharedNow() - job.at > RING.JOB_MAX_WAIT_MS || socket.getSendQueueCount() > 0) {
+    // as the relay: a kernel that still holds earlier sends means a drop, not a queue
+    if (socket.getSendQueueCount() > 0) {
       late += job.count;
     } else {
       // a copy: a send the kernel cannot take at once completes later, after the slot is reused

@@ -250,11 +250,12 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   // ms of its loop's busy time (wall time while the thread works, so a relay sharing its core times
   // itself slower and holds fewer frames: the bound is kept in time, not in frames).
   let queueFrames: number = RELAY_LIMITS.QUEUE_INITIAL_FRAMES;
-  const sizeQueue = (frames: number): void => {
+  const sizeQueue = (frames: number, timed = true): void => {
     queueFrames = frames;
     // With a send thread this thread drains two kernel queues (the thread's socket hands it what it
-    // receives): each holds half, so together they hold QUEUE_MS.
-    const each = thread ? Math.ceil(frames / 2) : frames;
+    // receives): a timed queue is halved between them, so together they hold QUEUE_MS. The Linux
+    // default for light traffic is not (QUEUE_INITIAL_FRAMES: there a smaller queue only loses frames).
+    const each = thread && timed ? Math.ceil(frames / 2) : frames;
     thread?.sizeQueue(each);
     // Linux doubles what it is given (the other half is its bookkeeping).
     socket.setRecvBufferSize(Math.ceil((each * RELAY_LIMITS.DATAGRAM_TRUESIZE) / 2));
@@ -284,7 +285,8 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     const busyMs = elu.active - timedElu.active;
     thread?.balance(busyMs, at - timedAt);
     if (n < RELAY_LIMITS.QUEUE_MIN_SAMPLE) {
-      if (queueFrames !== RELAY_LIMITS.QUEUE_INITIAL_FRAMES) sizeQueue(RELAY_LIMITS.QUEUE_INITIAL_FRAMES);
+      if (queueFrames !== RELAY_LIMITS.QUEUE_INITIAL_FRAMES)
+        sizeQueue(RELAY_LIMITS.QUEUE_INITIAL_FRAMES, false);
     } else if (busyMs > 0) {
       const frames = Math.round(
         Math.max(
@@ -456,7 +458,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       throw new Error(`cannot start the relay's send thread: ${(e as Error).message}`);
     }
   }
-  sizeQueue(queueFrames);
+  sizeQueue(queueFrames, false);
   let closed = false;
   // Silent stations are also swept on a timer, so "gone" is reported even on a quiet air.
   const sweep = setInterval(() => expire(clock.now()), RELAY_LIMITS.SWEEP_MS);
