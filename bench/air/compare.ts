@@ -1,8 +1,9 @@
 // `bench/air/run.ts --compare`: our relay beside the reference relay (bench/air/reference-relay.py,
 // the spec's relay.py, run by python3) in the same run, interleaved rounds. Writes air-compare.json.
 //
-// Each round runs every relay in turn: ours with its default limits, ours raw (`--no-rate-limit`), and
-// the reference (and with --baseline DIR, DIR's relay raw); the relay in its own thread (ours) or process (the reference). 20 receivers: receiver
+// Each round runs every relay in turn: ours with its default limits, ours raw (`--no-rate-limit`) with
+// its send thread (`--send-thread`: a second thread on the other core makes part of the sends, and
+// its CPU counts as the relay's), ours raw in one thread, and the reference (and with --baseline DIR, DIR's relay raw); the relay in its own thread (ours) or process (the reference). 20 receivers: receiver
 // 0 and the sender in this process, the other 19 in a python3 process that never reads them (the
 // kernel drops what overflows them), so no receiver's work competes with the relay for the CPU.
 // Per relay and round:
@@ -42,9 +43,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function ours(
   raw: boolean,
+  sendThread: boolean,
   workerFile = new URL('./relay-worker.ts', import.meta.url),
 ): Promise<RelayUnderTest> {
-  const worker = new Worker(workerFile, { workerData: { raw } });
+  const worker = new Worker(workerFile, { workerData: { raw, sendThread } });
   const { port } = await new Promise<{ port: number }>((r) => worker.once('message', r));
   return {
     port,
@@ -141,15 +143,19 @@ async function measure(relay: RelayUnderTest) {
 }
 
 const RELAYS: [string, () => Promise<RelayUnderTest>][] = [
-  ['ours', () => ours(false)],
-  ['oursRaw', () => ours(true)],
+  ['ours', () => ours(false, false)],
+  ['oursRaw', () => ours(true, true)],
+  ['oursRawOneThread', () => ours(true, false)],
   ['reference', reference],
 ];
 // --baseline DIR: another checkout's relay too (its bench/air/relay-worker.ts, raw), e.g. main's
 const baselineAt = process.argv.indexOf('--baseline');
 if (baselineAt > 0) {
   const dir = resolve(process.argv[baselineAt + 1] as string);
-  RELAYS.push(['baselineRaw', () => ours(true, pathToFileURL(join(dir, 'bench/air/relay-worker.ts')))]);
+  RELAYS.push([
+    'baselineRaw',
+    () => ours(true, false, pathToFileURL(join(dir, 'bench/air/relay-worker.ts'))),
+  ]);
 }
 const runs: Record<string, Awaited<ReturnType<typeof measure>>[]> = Object.fromEntries(
   RELAYS.map(([n]) => [n, []]),
@@ -161,7 +167,7 @@ for (let r = 0; r < ROUNDS; r++) {
     await relay.close();
     runs[name]?.push(m);
     console.log(
-      `round ${r + 1} ${name.padEnd(9)} flood ${m.flood.deliveriesPerSecond} deliveries/s (${m.flood.deliveriesPerCpuSecond}/CPU-s), delay p50 ${m.flood.delayMs.p50} p99 ${m.flood.delayMs.p99} max ${m.flood.delayMs.max} ms · steady ${BENCH.STEADY_RATE}/s: ${m.steady.framesLost} of ${m.steady.frames} frames lost`,
+      `round ${r + 1} ${name.padEnd(16)} flood ${m.flood.deliveriesPerSecond} deliveries/s (${m.flood.deliveriesPerCpuSecond}/CPU-s), delay p50 ${m.flood.delayMs.p50} p99 ${m.flood.delayMs.p99} max ${m.flood.delayMs.max} ms · steady ${BENCH.STEADY_RATE}/s: ${m.steady.framesLost} of ${m.steady.frames} frames lost`,
     );
   }
 }

@@ -48,14 +48,23 @@ async function ours(dir: string): Promise<RelayUnderTest> {
   const { startRelay } = (await import(
     pathToFileURL(join(dir, 'operator/src/air/relay.ts')).href
   )) as typeof import('../../operator/src/air/relay.ts');
-  const relay = await startRelay({ port: 0, bind: '127.0.0.1', rate: null });
+  const relay = await startRelay({
+    port: 0,
+    bind: '127.0.0.1',
+    rate: null,
+    sendThread: process.argv.includes('--send-thread'),
+  });
   // the kernel queue the relay holds, ten times a second (it sizes it to its speed)
   const sizes = setInterval(() => queueFrames.push(relay.stats().queueFrames), 100);
   return {
     port: relay.address.port,
     sample: async () => {
       const u = process.threadCpuUsage();
-      return { delivered: relay.stats().framesOut, cpuUs: u.user + u.system };
+      // the send thread's CPU (--send-thread) is the relay's too
+      return {
+        delivered: relay.stats().framesOut,
+        cpuUs: u.user + u.system + (await relay.sendThreadCpuUs()),
+      };
     },
     close: () => {
       clearInterval(sizes);

@@ -4,7 +4,10 @@
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 
-/** The "drops" of the UDP socket bound to `at`; 0 where /proc is not there (not Linux). */
+/**
+ * The "drops" of the UDP sockets bound to `at` (a relay with a send thread has two there); 0 where
+ * /proc is not there (not Linux).
+ */
 export function kernelDrops(at: AddressInfo): number {
   const v6 = at.family === 'IPv6';
   let table: string;
@@ -14,11 +17,12 @@ export function kernelDrops(at: AddressInfo): number {
     return 0;
   }
   const local = `${procAddress(at.address, v6)}:${at.port.toString(16).toUpperCase().padStart(4, '0')}`;
+  let drops = 0;
   for (const line of table.split('\n')) {
     const f = line.trim().split(/\s+/);
-    if (f[1] === local) return Number(f[12]) || 0;
+    if (f[1] === local) drops += Number(f[12]) || 0;
   }
-  return 0;
+  return drops;
 }
 
 /** An address as /proc/net/udp prints it: each 32-bit word's bytes in host (little-endian) order. */

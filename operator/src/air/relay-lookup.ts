@@ -11,6 +11,8 @@ export const LOOKUP_LIMITS = {
   // A relay is a Service: its ClusterIP lives as long as the Service, so an answer may be kept a
   // while; 30 s bounds how long a station talks to an address that went away.
   ttlMs: 30_000,
+  /** Addresses whose kind literalLookup remembers: the relay's station table holds at most 1,024. */
+  literals: 2048,
 } as const;
 
 /** The shape dgram.createSocket's `lookup` option takes (dgram passes the family as `options`). */
@@ -59,3 +61,22 @@ export function cachedLookup(
     );
   };
 }
+
+/**
+ * The relay sends only to addresses it heard from (IP literals), yet dgram resolves the address of
+ * every send, answering on the next tick: a callback and a deferral per delivery on the flood path.
+ * An IP literal is answered at once; a name (a --bind given as a host name) still goes to DNS.
+ */
+const literalFamilies = new Map<string, number>();
+export const literalLookup: SocketLookup = (host, options, callback) => {
+  let family = literalFamilies.get(host);
+  if (family === undefined) {
+    // isIP runs two regular expressions: once per address, not once per delivery
+    family = isIP(host);
+    if (literalFamilies.size >= LOOKUP_LIMITS.literals) literalFamilies.clear();
+    literalFamilies.set(host, family);
+  }
+  // dgram passes the family as the options; dns.lookup takes it so
+  if (family === 0) dnsLookup(host, options as number, callback);
+  else callback(null, host, family);
+};

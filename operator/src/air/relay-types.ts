@@ -32,6 +32,10 @@ export interface RelayStats {
   framesIn: number;
   /** Deliveries: one frame handed to one receiver. */
   framesOut: number;
+  /** Of framesOut, those the send thread made (`sendThread`); 0 without one. */
+  framesOutThread: number;
+  /** Datagrams the send thread's socket received and handed to the relay; 0 without one. */
+  handedOver: number;
   malformed: number;
   droppedLoss: number;
   droppedRate: number;
@@ -98,5 +102,7 @@ export interface Relay {
   restore(target: string): boolean;
   /** Drops peers silent for longer than the TTL (also done on every datagram). */
   expire(): void;
+  /** CPU µs the send thread used so far (0 without one): a benchmark adds it to the relay's. */
+  sendThreadCpuUs(): Promise<number>;
   close(): Promise<void>;
 }

@@ -5,135 +5,21 @@
 // probability `loss`. Added: a per-peer rate ceiling, runtime control (air off/on, cut a station),
 // and counters for Prometheus.
 import dgram from 'node:dgram';
-import dns from 'node:dns';
-import { isIP, isIPv6 } from 'node:net';
+import { isIPv6 } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { type Logger, logger } from '../util/log.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { kernelDrops } from './kernel-drops.ts';
 import { decodeKubeData } from './kubenet.ts';
 import { startRelayControl, startRelayMetrics } from './relay-http.ts';
+import { RELAY_LIMITS } from './relay-limits.ts';
+import { literalLookup } from './relay-lookup.ts';
+import { ip4Number, ip4Text } from './relay-rings.ts';
+import { type SendThread, startSendThread } from './relay-thread.ts';
 import type { HttpEndpoint, Relay, RelayEvent, RelayPeer, RelayStats } from './relay-types.ts';
 import { AIR_PORT, HELLO_BYTE, TYP, LIMITS as WIRE } from './wire.ts';
 
-/** Limits of the relay, each with its reason. */
-export const RELAY_LIMITS = {
-  /** Stations hello every 5 s; 60 s of silence (12 missed hellos) means the station is gone. */
-  PEER_TTL_MS: WIRE.RELAY_PEER_TTL_MS,
-  /**
-   * Per-station ceiling. On the wall clock a RISC5 station sends at most ~20 frames/s (SCC waits
-   * 50 ms per send). But until something from outside reaches it, a machine runs on machine time
-   * (machine.ts), where those 50 ms are 1.25 M instructions: at the translator's ~500 M
-   * instructions/s that is ~400 frames/s, the fastest real Kube traffic a station makes here. The
-   * ceiling is 2.5× that, so a faster host never clips an honest station; a flood is still cut to it.
-   */
-  RATE_PER_SECOND: 1_000,
-  /** Bursts up to 2 s of the ceiling pass. */
-  RATE_BURST: 2_000,
-  /** How often silent stations are looked for when no datagram arrives. */
-  SWEEP_MS: 1000,
-  /** On traffic, look for silent stations at most this often (a flood must not pay per frame). */
-  EXPIRE_EVERY_MS: 250,
-  /** A station's name and role are read from its frames at most this often (its heartbeat period). */
-  LEARN_MS: 1000,
-  /** Bounds memory if someone sprays source addresses; far above any real air (8 nodes + plane + tools). */
-  MAX_PEERS: 1024,
-  /**
-   * Stations one IP address may hold: a local `up` runs its plane, nodes and tools from one
-   * address; one host spraying hellos from many ports must not take every slot.
-   */
-  MAX_PEERS_PER_HOST: 32,
-  /**
-   * Stations that never sent a frame (listeners, and spoofed hellos) that one frame reaches: a
-   * real air has a few listeners; thousands would turn each frame into a flood.
-   */
-  MAX_SILENT_RECEIVERS: 64,
-  /**
-   * Deliveries per second for the whole air (a token bucket), with the per-station ceiling on: a
-   * real air of 21 stations at 20 frames/s makes ~8,400; beyond the budget deliveries are dropped,
-   * stations that sent frames first. The raw air (`rate: null`, `--no-rate-limit`) has no budget,
-   * as the reference relay: the relay's CPU and MAX_DELAY_MS bound it.
-   */
-  OUT_PER_SECOND: 20_000,
-  OUT_BURST: 40_000,
-  /**
-   * A station is proven once it is heard again at least this long after it was first heard (a real
-   * radio hellos every 5 s and sends frames for as long as it runs); a spoofed source spraying one
-   * datagram per address never is. Unproven stations are evicted first and receive little (#28.3).
-   */
-  PROOF_MS: 1000,
-  /**
-   * Unproven stations one IP address may hold (of its MAX_PEERS_PER_HOST). A local cluster starts
-   * all its machines from one address at once: the largest we run (20 nodes, the plane, a listener
-   * or two) must fit, or each newcomer evicts the station nearest to its proof and the start churns.
-   * 33 spraying addresses then hold at most 792 of the 1,024 entries.
-   */
-  MAX_UNPROVEN_PER_HOST: 24,
-  /** Unproven stations one frame reaches at most: that fresh air is served whole; a spray is amplified ×24 at most, not ×64. */
-  MAX_UNPROVEN_RECEIVERS: 24,
-  /**
-   * The longest a frame may wait in front of the relay: one SCC send (Wait, 50 ms). Radio does
-   * not queue: a frame the air cannot carry now is lost, so later than this it is dropped (#32).
-   */
-  MAX_DELAY_MS: 50,
-  /**
-   * The kernel's receive queue is where a flood waits (bench/air/queues.ts: with a 4-MiB buffer it
-   * held ~9,000 frames, 1.2 s of the relay's speed, while every other queue on the path stayed
-   * empty). It is sized to hold this long of what the relay forwards, timed while it works; the
-   * kernel drops the rest on arrival, for free. The other half of MAX_DELAY_MS is for waits no
-   * buffer governs: the relay's thread, or a receiver's, waiting for a core on a busy host.
-   */
-  QUEUE_MS: 25,
-  /**
-   * Whenever traffic is too light to time the relay (fewer than QUEUE_MIN_SAMPLE datagrams in a
-   * timing): the Linux default receive buffer (208 KiB), as the reference relay has. Light traffic
-   * builds no queue unless the relay's thread stalls, and then a small queue would not keep the
-   * bound (what it holds still waits for the stall) but only lose frames: after a flood timed on a
-   * starved core had left 32 datagrams, a station at a steady 400 frames/s lost 168 of 1,200 (bench/air
-   * --compare). Real Kube traffic (21 stations at 20 frames/s, ~420/s) always has this.
-   * The bound it sets: a stall of the relay's thread loses nothing while it lasts less than 256
-   * datagrams of traffic: 0.6 s at the ~420/s of the busiest real air, 6 s at the ~40/s a 20-node
-   * air sends at rest (docs/kube-on-oberon.md); a longer stall loses the newest, counted as
-   * `queue` drops. Those frames had waited 12 times MAX_DELAY_MS already, and a node is NotReady
-   * only after 5 s without a heartbeat. A relay of its own (`air relay`, the OberonAir pod) has no
-   * work that long: its heap is small, and at the pod's 200m CPU limit the kernel withholds the
-   * core at most 80 ms of every 100 (`retrokube up` shares the relay's loop with its console, its
-   * live view and its listener: a stall there shows as `queue` drops). The 4 MiB main asked for
-   * held 10,000 datagrams where the host allowed it (net.core.rmem_max): 24 s of that air,
-   * delivered late rather than dropped.
-   */
-  QUEUE_INITIAL_FRAMES: 256,
-  /**
-   * QUEUE_MS of the slowest relay measured here (~1,300 frames/s to 20 stations on a loaded host).
-   * All a timed relay promises to hold: more sent at once than this may lose the excess. A real
-   * station sends one frame at a time (SCC), so a burst is one frame per station, and the 21 of
-   * the largest air fit; a test that counts what the relay judged sends at most half of it at once
-   * (relay.test.ts, BURST).
-   */
-  QUEUE_MIN_FRAMES: 32,
-  /**
-   * QUEUE_MS of ~40,000 frames/s (a relay with few stations, or one whose rate ceiling drops a flood
-   * for almost nothing). A queue timed that fast holds QUEUE_MS only while the relay keeps its
-   * core: on a host that takes the core away, 4,096 datagrams waited 270-305 ms (bench/air
-   * --compare, default limits, load 3.8). Kernel memory: 850 KiB.
-   */
-  QUEUE_MAX_FRAMES: 1024,
-  /**
-   * Kernel bytes a queued 33-byte datagram takes of the receive buffer (its skb truesize: 832 on
-   * Linux loopback, bench/air/queues.ts; a NIC's may be larger, which only shortens the queue).
-   */
-  DATAGRAM_TRUESIZE: 832,
-  /** How often the relay times itself while datagrams flow. */
-  QUEUE_MEASURE_MS: 250,
-  /** Datagrams a timing needs: fewer time the loop's idle wake-ups, not the relay's speed. */
-  QUEUE_MIN_SAMPLE: 200,
-  /**
-   * The queue shrinks at once when the relay times itself slower, and grows at most this much a
-   * timing: one fast window (a flood the rate ceiling drops for free) must not let the next hold
-   * frames past the bound.
-   */
-  QUEUE_MAX_GROWTH: 1.25,
-} as const;
+export { RELAY_LIMITS } from './relay-limits.ts';
 
 export type { Relay, RelayEvent, RelayPeer, RelayState, RelayStats } from './relay-types.ts';
 
@@ -153,6 +39,12 @@ export interface RelayOptions {
   /** Called for joins, departures and (if `frameEvents`) every frame. */
   onEvent?: (e: RelayEvent) => void;
   frameEvents?: boolean;
+  /**
+   * Make part of the deliveries from a second thread (relay-sender.ts), on the host's other core:
+   * for a relay that has one (`air relay --send-thread`); IPv4 only. Its socket shares the relay's
+   * port (SO_REUSEPORT). Default: off.
+   */
+  sendThread?: boolean;
   log?: Logger;
   /** Serve Prometheus GET /metrics on this TCP port (0 = any free port). Default: none. */
   metricsPort?: number;
@@ -176,22 +68,13 @@ interface PeerEntry extends RelayPeer {
   refillAt: number;
   learnedAt: number;
   proven: boolean;
+  /** The IPv4 address as a number (the send thread's job names it so); -1 for IPv6. */
+  ip4: number;
 }
 
 const publicPeer = (p: PeerEntry): RelayPeer => {
-  const { tokens: _t, refillAt: _r, learnedAt: _l, proven: _p, ...rest } = p;
+  const { tokens: _t, refillAt: _r, learnedAt: _l, proven: _p, ip4: _i, ...rest } = p;
   return { ...rest };
-};
-
-/**
- * The relay sends only to addresses it heard from (IP literals), yet dgram resolves the address of
- * every send, answering on the next tick: a callback and a deferral per delivery on the flood path.
- * An IP literal is answered at once; a name (a --bind given as a host name) still goes to DNS.
- */
-const literalLookup: NonNullable<dgram.SocketOptions['lookup']> = (host, options, callback) => {
-  const family = isIP(host);
-  if (family === 0) dns.lookup(host, options, callback);
-  else callback(null, host, family);
 };
 
 /** Starts a relay on a UDP socket. Resolves once it listens. */
@@ -212,6 +95,8 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     hellos: 0,
     framesIn: 0,
     framesOut: 0,
+    framesOutThread: 0,
+    handedOver: 0,
     malformed: 0,
     droppedLoss: 0,
     droppedRate: 0,
@@ -304,6 +189,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       refillAt: now,
       learnedAt: Number.NEGATIVE_INFINITY,
       proven: false,
+      ip4: ip4Number(host),
     };
     peers.set(key, p);
     count(perHost, host, 1);
@@ -351,16 +237,40 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   };
 
   const bind = opts.bind ?? '0.0.0.0';
-  const socket = dgram.createSocket({ type: isIPv6(bind) ? 'udp6' : 'udp4', lookup: literalLookup });
+  const v6 = isIPv6(bind);
+  const threaded = Boolean(opts.sendThread) && !v6;
+  const socket = dgram.createSocket({
+    type: v6 ? 'udp6' : 'udp4',
+    lookup: literalLookup,
+    reusePort: threaded,
+  });
+  let thread: SendThread | undefined;
 
   // The kernel queue in front of the relay holds QUEUE_MS of the relay's speed: frames handled per
   // ms of its loop's busy time (wall time while the thread works, so a relay sharing its core times
   // itself slower and holds fewer frames: the bound is kept in time, not in frames).
   let queueFrames: number = RELAY_LIMITS.QUEUE_INITIAL_FRAMES;
-  const sizeQueue = (frames: number): void => {
+  const sizeQueue = (frames: number, timed = true): void => {
     queueFrames = frames;
+    // With a send thread this thread drains two kernel queues (the thread's socket hands it what it
+    // receives): a timed queue is halved between them, so together they hold QUEUE_MS. The Linux
+    // default for light traffic is not (QUEUE_INITIAL_FRAMES: there a smaller queue only loses frames).
+    const each = thread && timed ? Math.ceil(frames / 2) : frames;
+    thread?.sizeQueue(each);
     // Linux doubles what it is given (the other half is its bookkeeping).
-    socket.setRecvBufferSize(Math.ceil((frames * RELAY_LIMITS.DATAGRAM_TRUESIZE) / 2));
+    socket.setRecvBufferSize(Math.ceil((each * RELAY_LIMITS.DATAGRAM_TRUESIZE) / 2));
+  };
+  /** Datagrams the send thread received but could not hand over (its ring full): queue drops. */
+  let inboundDropped = 0;
+  /** Adds what the send thread counted to the relay's counters. */
+  const foldThread = (): void => {
+    if (!thread) return;
+    const c = thread.takeCounts();
+    s.framesOut += c.sent;
+    s.framesOutThread += c.sent;
+    s.droppedLate += c.late;
+    s.sendErrors += c.sendErrors;
+    inboundDropped += c.inboundDropped;
   };
   let handled = 0;
   let timedAt = performance.now();
@@ -369,11 +279,14 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   const timeQueue = (): void => {
     const at = performance.now();
     if (at - timedAt < RELAY_LIMITS.QUEUE_MEASURE_MS) return;
+    foldThread();
     const elu = performance.eventLoopUtilization();
     const n = handled - timedHandled;
     const busyMs = elu.active - timedElu.active;
+    thread?.balance(busyMs, at - timedAt);
     if (n < RELAY_LIMITS.QUEUE_MIN_SAMPLE) {
-      if (queueFrames !== RELAY_LIMITS.QUEUE_INITIAL_FRAMES) sizeQueue(RELAY_LIMITS.QUEUE_INITIAL_FRAMES);
+      if (queueFrames !== RELAY_LIMITS.QUEUE_INITIAL_FRAMES)
+        sizeQueue(RELAY_LIMITS.QUEUE_INITIAL_FRAMES, false);
     } else if (busyMs > 0) {
       const frames = Math.round(
         Math.max(
@@ -393,7 +306,10 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   };
 
   let expiredAt = Number.NEGATIVE_INFINITY;
-  socket.on('message', (msg, rinfo) => {
+  /** This thread's receivers of the frame at hand (one array for all frames: no garbage per frame). */
+  const mine: PeerEntry[] = [];
+  /** Every datagram, from the relay's socket or (handed over) the send thread's. */
+  const onDatagram = (msg: Buffer, host: string, port: number): void => {
     handled++;
     timeQueue();
     const now = clock.now();
@@ -403,7 +319,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     }
     if (msg.length === 1 && msg[0] === HELLO_BYTE) {
       s.hellos++;
-      if (on) touch(rinfo.address, rinfo.port, now);
+      if (on) touch(host, port, now);
       return;
     }
     if (msg.length !== WIRE.DATAGRAM_BYTES) {
@@ -411,14 +327,15 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       return;
     }
     s.framesIn++;
-    fanOut(msg, rinfo, now);
-  });
-  const fanOut = (msg: Buffer, rinfo: dgram.RemoteInfo, now: number): void => {
+    fanOut(msg, host, port, now);
+  };
+  socket.on('message', (msg, rinfo) => onDatagram(msg, rinfo.address, rinfo.port));
+  const fanOut = (msg: Buffer, host: string, port: number, now: number): void => {
     if (!on) {
       s.droppedOff++;
       return;
     }
-    const from = touch(rinfo.address, rinfo.port, now);
+    const from = touch(host, port, now);
     if (!from) return;
     from.framesIn++;
     if (!withinRate(from, now)) {
@@ -436,6 +353,10 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     if (rate) refillOut(now);
     // The kernel refused earlier sends (its send buffer is full): drop, as radio does, not queue.
     const late = socket.getSendQueueCount() > 0;
+    // The send thread's share of the deliveries goes to it while it has room; the rest this thread sends.
+    const jobs = thread?.jobs;
+    const toThread = !late && jobs !== undefined && jobs.begin(msg);
+    mine.length = 0;
     let receivers = 0;
     let silent = 0;
     let unproven = 0;
@@ -469,18 +390,24 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
         outTokens--;
         if (pass === 1) silent++;
         if (pass >= 2) unproven++;
-        // One system call per delivery: under a flood it is nearly all of the relay's CPU (93 % in a
-        // --cpu-prof of bench/air/profile.ts: the send and the kernel's delivery behind it; the
-        // relay's own JS about 2 %, dgram's 1 %). Node has no sendmmsg to batch them; calling the
-        // binding under dgram directly saved 4-9 % of CPU per delivery (measured, not used: a
-        // private API). A socket connected to each station would save more (no address to parse
-        // and route per send: +13 % deliveries per CPU-second to 20 receivers, measured in Node), at
-        // the price of SO_REUSEPORT on the relay's port (no busy-port check) and a descriptor each.
-        socket.send(msg, p.port, p.host);
-        s.framesOut++;
         receivers++;
+        if (toThread && p.ip4 >= 0 && jobs?.take() && jobs.add(p.ip4, p.port)) continue;
+        mine.push(p);
       }
     }
+    // the thread's share first, so both threads send at once
+    if (toThread) jobs?.commit();
+    for (const p of mine) {
+      // One system call per delivery: under a flood it is nearly all of the relay's CPU (93 % in a
+      // --cpu-prof of bench/air/profile.ts: the send and the kernel's delivery behind it; the
+      // relay's own JS about 2 %, dgram's 1 %). Node has no sendmmsg to batch them; calling the
+      // binding under dgram directly saved 4-9 % of CPU per delivery (measured, not used: a
+      // private API). A socket connected to each station would save more (no address to parse
+      // and route per send: +13 % deliveries per CPU-second to 20 receivers, measured in Node), at
+      // the price of SO_REUSEPORT on the relay's port (no busy-port check) and a descriptor each.
+      socket.send(msg, p.port, p.host);
+    }
+    s.framesOut += mine.length;
     if (opts.frameEvents)
       opts.onEvent?.({ type: 'frame', from: publicPeer(from), channel: msg[0], receivers, lost });
   };
@@ -491,37 +418,61 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     log.warn({ err: err.message }, 'udp error');
   };
 
-  await new Promise<void>((resolve, reject) => {
-    socket.once('error', (err: NodeJS.ErrnoException) => {
-      socket.close();
-      reject(
-        new Error(
-          `cannot open the air on udp ${bind}:${opts.port ?? AIR_PORT} (${err.code ?? err.message}); ` +
-            (err.code === 'EADDRINUSE'
-              ? 'another relay runs there: pick a port with --port'
-              : 'check --bind'),
-        ),
-      );
+  const bindTo = (sock: dgram.Socket, port: number): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      sock.once('error', (err: NodeJS.ErrnoException) => {
+        sock.close();
+        reject(
+          new Error(
+            `cannot open the air on udp ${bind}:${opts.port ?? AIR_PORT} (${err.code ?? err.message}); ` +
+              (err.code === 'EADDRINUSE'
+                ? 'another relay runs there: pick a port with --port'
+                : 'check --bind'),
+          ),
+        );
+      });
+      sock.bind(port, bind, () => {
+        sock.removeAllListeners('error');
+        resolve();
+      });
     });
-    socket.bind(opts.port ?? AIR_PORT, bind, () => {
-      socket.removeAllListeners('error');
-      socket.on('error', onSocketError);
-      sizeQueue(queueFrames);
-      resolve();
-    });
-  });
+  if (threaded) {
+    // SO_REUSEPORT takes away the kernel's busy-port check (two such relays of one user would share
+    // the port): a plain socket claims the port first, so one that is taken fails as without it.
+    const probe = dgram.createSocket(v6 ? 'udp6' : 'udp4');
+    await bindTo(probe, opts.port ?? AIR_PORT);
+    const port = probe.address().port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    await bindTo(socket, port);
+  } else await bindTo(socket, opts.port ?? AIR_PORT);
+  socket.on('error', onSocketError);
   const address = socket.address();
+  if (threaded) {
+    try {
+      thread = await startSendThread(address.port, bind, (msg, ip, port) => {
+        s.handedOver++;
+        onDatagram(msg, ip4Text(ip), port);
+      });
+    } catch (e) {
+      socket.close();
+      throw new Error(`cannot start the relay's send thread: ${(e as Error).message}`);
+    }
+  }
+  sizeQueue(queueFrames, false);
   let closed = false;
   // Silent stations are also swept on a timer, so "gone" is reported even on a quiet air.
   const sweep = setInterval(() => expire(clock.now()), RELAY_LIMITS.SWEEP_MS);
   sweep.unref();
 
-  const stats = (): RelayStats => ({
-    ...s,
-    droppedQueue: kernelDrops(address),
-    queueFrames,
-    peers: peers.size,
-  });
+  const stats = (): RelayStats => {
+    foldThread();
+    return {
+      ...s,
+      droppedQueue: kernelDrops(address) + inboundDropped,
+      queueFrames,
+      peers: peers.size,
+    };
+  };
   const peerList = (): RelayPeer[] => [...peers.values()].map((p) => ({ ...publicPeer(p), cut: isCut(p) }));
 
   const relay: Relay = {
@@ -582,11 +533,12 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       return cuts.delete(t);
     },
     expire: () => expire(clock.now()),
+    sendThreadCpuUs: async () => (thread ? thread.cpuUs() : 0),
     close: async () => {
       if (closed) return;
       closed = true;
       clearInterval(sweep);
-      await Promise.all([metrics?.close(), control?.close()]);
+      await Promise.all([metrics?.close(), control?.close(), thread?.close()]);
       await new Promise<void>((resolve) => socket.close(() => resolve()));
     },
   };

@@ -223,6 +223,10 @@ export function registerAirVerbs(program: Command): void {
       '--no-rate-limit',
       `the raw air, as the reference relay: no per-station ceiling (default ${RELAY_LIMITS.RATE_PER_SECOND} frames/s, burst ${RELAY_LIMITS.RATE_BURST}) and no air-wide budget`,
     )
+    .option(
+      '--send-thread',
+      'make part of the deliveries from a second thread, on another core (IPv4; its socket shares the port: SO_REUSEPORT)',
+    )
     .option('-v, --verbose', 'print a line per frame')
     .addHelpText(
       'after',
@@ -246,6 +250,7 @@ Examples:
         bind: o.bind,
         loss: o.loss,
         rate: o.rateLimit ? undefined : null,
+        sendThread: Boolean(o.sendThread),
         metricsPort: o.metrics ? o.metricsPort : undefined,
         metricsBind: o.metricsBind,
         controlPort: o.control ? o.controlPort : undefined,

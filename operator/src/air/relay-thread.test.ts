@@ -1,0 +1,126 @@
+// The relay with its send thread (`sendThread: true`): real UDP on loopback, stations whose
+// sockets are connect()ed to the relay as QEMU's chardev is (they hear only the relay's address
+// and port), so a delivery from any other source would be lost.
+import dgram from 'node:dgram';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startRelay } from './relay.ts';
+import type { Relay } from './relay-types.ts';
+import { until } from './until.test-helper.ts';
+import { encodeDatagram, HELLO_BYTE } from './wire.ts';
+
+const open: { close(): Promise<void> | void }[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((x) => x.close()));
+});
+
+async function relay(opts: Parameters<typeof startRelay>[0] = {}): Promise<Relay> {
+  const r = await startRelay({ port: 0, bind: '127.0.0.1', sendThread: true, ...opts });
+  open.push(r);
+  return r;
+}
+
+interface Connected {
+  sock: dgram.Socket;
+  got: Buffer[];
+  port: number;
+}
+
+/** A station as QEMU's: its socket connected to the relay, so the kernel passes it only the relay's datagrams. */
+async function connected(r: Relay): Promise<Connected> {
+  const sock = dgram.createSocket('udp4');
+  const got: Buffer[] = [];
+  sock.on('message', (m) => got.push(m));
+  await new Promise<void>((res) => sock.bind(0, '127.0.0.1', () => res()));
+  await new Promise<void>((res) => sock.connect(r.address.port, '127.0.0.1', () => res()));
+  open.push({ close: () => new Promise<void>((res) => sock.close(() => res())) });
+  return { sock, got, port: sock.address().port };
+}
+
+const send = (s: Connected, d: Uint8Array): Promise<void> =>
+  new Promise((res, rej) => s.sock.send(d, (e) => (e ? rej(e) : res())));
+
+/** A frame that says who sent it (payload byte 2, datagram byte 3) and its number. */
+function frame(from: number, n: number): Uint8Array {
+  const payload = Uint8Array.from({ length: 32 }, (_, i) => [1, 0xff, from, 0x42, 0, 0, 0, 0, n][i] ?? 0);
+  return encodeDatagram(5, payload);
+}
+
+describe('the relay with a send thread', () => {
+  it('every frame reaches every other station from the relay’s own address; stations the kernel gives the send thread’s socket are heard too', async () => {
+    const r = await relay();
+    // enough stations that the kernel's hash (by source port) puts some on each socket
+    const s = await Promise.all(Array.from({ length: 16 }, () => connected(r)));
+    for (const x of s) await send(x, Uint8Array.of(HELLO_BYTE));
+    await until(() => r.peers().length === 16, 10_000, 'sixteen stations');
+    const rounds = 8;
+    for (let n = 0; n < rounds; n++) {
+      await Promise.all(s.map((x, i) => send(x, frame(i, n))));
+      await until(() => r.stats().framesIn === 16 * (n + 1), 10_000, `round ${n} judged`);
+    }
+    // A delivery either arrives or is counted late: on a loaded host a thread that waits for a core
+    // longer than the delay bound drops, as radio does (RELAY_LIMITS.MAX_DELAY_MS).
+    const total = 16 * 15 * rounds;
+    const received = () => s.reduce((n, x) => n + x.got.length, 0);
+    await until(
+      () => r.stats().framesOut + r.stats().droppedLate === total && received() === r.stats().framesOut,
+      10_000,
+      'every delivery made or counted late',
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}: ${received()} received, ${JSON.stringify(r.stats())}`);
+    });
+    for (const [i, x] of s.entries()) expect(x.got.map((m) => m[3])).not.toContain(i); // never back to the sender
+    const st = r.stats();
+    expect(st).toMatchObject({ framesIn: 16 * rounds, sendErrors: 0 });
+    expect(st.droppedLate).toBeLessThan(total / 2);
+    // both threads sent, and the send thread's socket received some stations and handed them over
+    expect(st.framesOutThread).toBeGreaterThan(0);
+    expect(st.framesOutThread).toBeLessThan(st.framesOut);
+    expect(st.handedOver).toBeGreaterThan(0);
+    expect(await r.sendThreadCpuUs()).toBeGreaterThan(0);
+  });
+
+  it('keeps the limits: a cut station gets nothing and its frames go nowhere; loss drops deliveries', async () => {
+    const r = await relay({ loss: 0 });
+    const s = await Promise.all(Array.from({ length: 8 }, () => connected(r)));
+    for (const x of s) await send(x, Uint8Array.of(HELLO_BYTE));
+    await until(() => r.peers().length === 8, 10_000, 'eight stations');
+    const cut = s[0] as Connected;
+    r.cut(`127.0.0.1:${cut.port}`);
+    for (let n = 0; n < 4; n++) await Promise.all(s.map((x, i) => send(x, frame(i, n))));
+    await until(() => r.stats().framesIn === 32, 10_000, 'every frame judged');
+    const seven = () => s.slice(1).reduce((n, x) => n + x.got.length, 0);
+    // each made or counted late (a thread waiting for a core past the delay bound drops)
+    await until(
+      () => r.stats().framesOut + r.stats().droppedLate === 7 * 6 * 4 && seven() === r.stats().framesOut,
+      10_000,
+      'deliveries to the seven',
+    );
+    await new Promise((res) => setTimeout(res, 100));
+    expect(cut.got.length).toBe(0);
+    for (const x of s.slice(1)) expect(x.got.some((m) => m[3] === 0)).toBe(false);
+    r.restore('*');
+    r.setLoss(1);
+    const before = r.stats().framesOut;
+    await send(s[1] as Connected, frame(1, 99));
+    await until(() => r.stats().framesIn === 33, 10_000, 'the lossy frame judged');
+    expect(r.stats().framesOut).toBe(before);
+    expect(r.stats().droppedLoss).toBe(7);
+  });
+
+  it('a taken port fails as without the thread, and a closed relay leaves the port free', async () => {
+    const r = await relay();
+    await expect(startRelay({ port: r.address.port, bind: '127.0.0.1', sendThread: true })).rejects.toThrow(
+      /cannot open the air on udp 127.0.0.1:\d+ \(EADDRINUSE\); another relay runs there/,
+    );
+    await expect(startRelay({ port: r.address.port, bind: '127.0.0.1' })).rejects.toThrow(/EADDRINUSE/);
+    const port = r.address.port;
+    await r.close();
+    // nothing of the relay (neither socket, nor the thread's) still holds it: a plain socket binds
+    const plain = dgram.createSocket('udp4');
+    await new Promise<void>((res, rej) => {
+      plain.once('error', rej);
+      plain.bind(port, '127.0.0.1', () => res());
+    });
+    plain.close();
+  });
+});
