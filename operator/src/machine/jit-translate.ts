@@ -3,59 +3,9 @@
 // flags live in locals for the whole block; C/V are computed only where an exit or a later
 // instruction can observe them.
 
-import { CELL, type FixedReads, LIMITS, type MemoryLayout, type Translation } from './jit-layout.ts';
+import { liveness } from './jit-decode.ts';
+import { CELL, type FixedReads, type MemoryLayout, type Translation } from './jit-layout.ts';
 import { FN, L, OP, sleb, uleb } from './jit-wasm.ts';
-
-function isBranch(ir: number): boolean {
-  return ir < 0 && (ir & 0x40000000) !== 0;
-}
-
-function readsCV(ir: number): boolean {
-  if (ir >= 0) {
-    const op = (ir >>> 16) & 15;
-    const u = (ir & 0x20000000) !== 0;
-    const q = (ir & 0x40000000) !== 0;
-    if (op === 0 && u && !q && (ir & 0x10000000) !== 0) return true; // MOV flags
-    return (op === 8 || op === 9) && u; // ADC, SBC
-  }
-  if ((ir & 0x40000000) === 0) return false;
-  const c = (ir >>> 24) & 7;
-  return c >= 2 && c <= 6;
-}
-
-function writesCV(ir: number): boolean {
-  if (ir < 0) return false;
-  const op = (ir >>> 16) & 15;
-  return op === 8 || op === 9;
-}
-
-/** Registers an instruction reads (bit mask) and the one it writes (-1: none). */
-function regUse(ir: number): { reads: number; writes: number } {
-  if (ir >= 0) {
-    const c = (ir & 0x40000000) === 0 ? 1 << (ir & 15) : 0;
-    return { reads: (1 << ((ir >>> 20) & 15)) | c, writes: (ir >>> 24) & 15 };
-  }
-  if ((ir & 0x40000000) === 0) {
-    const base = 1 << ((ir >>> 20) & 15);
-    if ((ir & 0x20000000) === 0) return { reads: base, writes: (ir >>> 24) & 15 };
-    return { reads: base | (1 << ((ir >>> 24) & 15)), writes: -1 };
-  }
-  const target = (ir & 0x20000000) === 0 ? 1 << (ir & 15) : 0;
-  return { reads: target, writes: (ir & 0x10000000) !== 0 ? 15 : -1 };
-}
-
-// ---------------------------------------------------------------- translation
-
-/** The instruction words of the block at pc0: up to an unconditional branch, at most LIMITS.maxBlock. */
-export function blockWords(mem: Int32Array, pc0: number, memWords: number): number[] {
-  const irs: number[] = [];
-  for (let pc = pc0; pc < memWords && irs.length < LIMITS.maxBlock; pc++) {
-    const ir = mem[pc];
-    irs.push(ir);
-    if (isBranch(ir) && ((ir >>> 24) & 15) === 7) break; // an unconditional branch ends the block
-  }
-  return irs;
-}
 
 export function translateWords(
   irs: number[],
@@ -66,27 +16,7 @@ export function translateWords(
 ): Translation {
   const memBytes = layout.memBytes;
   const n = irs.length;
-  // C/V liveness: live at every exit; an ADD/SUB whose C/V are overwritten unread skips them.
-  const needCV = new Array<boolean>(n).fill(true);
-  let live = true;
-  let used = 0;
-  let dirty = 0;
-  let cvWritten = false;
-  for (let k = n - 1; k >= 0; k--) {
-    const ir = irs[k];
-    if (writesCV(ir)) {
-      needCV[k] = live;
-      live = false;
-      cvWritten = true;
-    }
-    if (readsCV(ir) || isBranch(ir)) live = true;
-    const u = regUse(ir);
-    used |= u.reads;
-    if (u.writes >= 0) {
-      used |= 1 << u.writes;
-      dirty |= 1 << u.writes;
-    }
-  }
+  const { needCV, used, dirty, cvWritten } = liveness(irs);
 
   const stateBase = memBytes;
   const codeMarkBase = layout.codeMarkBase;

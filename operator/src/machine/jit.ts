@@ -20,6 +20,7 @@
 // translations shared by the CPUs of a thread.
 
 import { fpAdd, fpDiv, fpMul, idiv, idivResult } from './fpu.ts';
+import { blockWords } from './jit-decode.ts';
 import {
   CELL,
   type Dispatch,
@@ -32,7 +33,7 @@ import {
   WASM_PAGE,
   type WasmModule,
 } from './jit-layout.ts';
-import { blockWords, translateWords } from './jit-translate.ts';
+import { translateWords } from './jit-translate.ts';
 import { blocksBytes, dispatcherBytes } from './jit-wasm.ts';
 
 // The translator's definitions are part of its interface (cpu.ts, jit-hints.ts, tests).
