@@ -10,5 +10,6 @@ describe('retryAfterMs: the Retry-After the API server sends with a 429 or 503',
     expect(retryAfterMs(undefined)).toBeUndefined();
     expect(retryAfterMs('soon')).toBeUndefined();
     expect(retryAfterMs('-3')).toBeUndefined();
+    expect(retryAfterMs('3600')).toBe(60_000); // longer is not believed (LIMITS.retryAfterMaxMs)
   });
 });

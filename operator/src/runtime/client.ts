@@ -15,6 +15,7 @@ import { loadKubeAuth } from './kubeconfig.ts';
 export const LIMITS = {
   requestTimeoutMs: 30_000, // a plain REST call that takes longer is treated as failed and retried
   maxBodyBytes: 64 * 1024 * 1024, // a LIST larger than this is refused rather than exhausting memory
+  retryAfterMaxMs: 60_000, // a server's Retry-After longer than this is not believed (a minute is long enough)
 } as const;
 
 /** What the client needs to know about a resource type to build its URLs. */
@@ -79,14 +80,22 @@ export class ApiError extends Error {
   }
 }
 
-/** Retry-After as the API server sends it (delay-seconds; an HTTP date is accepted too), in ms. */
+/**
+ * Retry-After as the API server sends it (delay-seconds; an HTTP date is accepted too), in ms,
+ * at most LIMITS.retryAfterMaxMs.
+ */
 export function retryAfterMs(header: string | string[] | undefined): number | undefined {
   const v = Array.isArray(header) ? header[0] : header;
   if (!v) return undefined;
-  if (/^\s*\d+(\.\d+)?\s*$/.test(v)) return Math.round(Number(v) * 1000);
-  if (!/[a-z]/i.test(v)) return undefined; // neither delay-seconds nor a date
-  const at = Date.parse(v);
-  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
+  let ms: number;
+  if (/^\s*\d+(\.\d+)?\s*$/.test(v)) ms = Math.round(Number(v) * 1000);
+  else {
+    if (!/[a-z]/i.test(v)) return undefined; // neither delay-seconds nor a date
+    const at = Date.parse(v);
+    if (!Number.isFinite(at)) return undefined;
+    ms = Math.max(0, at - Date.now());
+  }
+  return Math.min(ms, LIMITS.retryAfterMaxMs);
 }
 
 export function isStatus(err: unknown, status: number): boolean {

@@ -18,7 +18,6 @@ import { type Priority, runWorkers, WorkQueue } from './workqueue.ts';
 
 export const LIMITS = {
   concurrency: 4, // reconciles in flight per controller: enough to hide API latency, gentle on the server
-  retryAfterMaxMs: 60_000, // a server's Retry-After longer than this is not believed
 } as const;
 
 export interface ObjectKeyRef {
@@ -291,7 +290,7 @@ export class Controller {
           { object: key, err: err.message, retryAfterMs: err.retryAfterMs },
           'Server busy; requeued',
         );
-        this.queue.addRateLimited(key, Math.min(err.retryAfterMs, LIMITS.retryAfterMaxMs));
+        this.queue.addRateLimited(key, err.retryAfterMs);
       } else if (err instanceof TerminalError) {
         result = 'error';
         m.reconcileErrors.inc({ controller: this.def.name });

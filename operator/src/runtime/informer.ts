@@ -36,7 +36,6 @@ export const LIMITS = {
   minWatchMs: 1_000, // a watch closed sooner without a single event is treated as a failure (no hot loop)
   backoffBaseMs: 200, // first retry after a failed LIST/WATCH
   backoffMaxMs: 10_000, // retry cap: an API server restart is noticed within 10 s
-  retryAfterMaxMs: 60_000, // a server's Retry-After longer than this is not believed (a minute is long enough)
   resyncMs: 10 * 60_000, // periodic resync of every cached object (controller-runtime SyncPeriod spirit)
 } as const;
 
@@ -245,10 +244,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         // had grown to 10 s and kept every informer away for that long after the server was ready
         // (a change at 1,000 OberonKubes: 16 s after ready).
         const asked = err instanceof ApiError ? (err.retryAfterMs ?? 0) : 0;
-        const jittered =
-          asked > 0
-            ? Math.min(asked, LIMITS.retryAfterMaxMs)
-            : Math.round(delay * (0.8 + Math.random() * 0.4));
+        const jittered = asked > 0 ? asked : Math.round(delay * (0.8 + Math.random() * 0.4));
         const notServed = err instanceof ApiError && err.status === 404;
         if (notServed && !this.absentNow)
           this.log.warn(
@@ -280,18 +276,18 @@ export class Informer<T extends KubeObject = KubeObject> {
     return gate ? gate.run(() => (this.stopped ? Promise.resolve() : this.relist())) : this.relist();
   }
 
-  /**
-   * LISTs the kind page by page into the cache in place (an object replaced drops the old copy at
-   * once; no second map of the kind), telling each add and update as its page comes; then the
-   * objects no page named are deleted. A LIST that fails halfway leaves a cache of objects each
-   * as the server had them, and the next LIST finishes the job.
-   */
   private reachedServer(): void {
     if (!this.failing) return;
     this.failing = false;
     this.opts.reconnect?.reached();
   }
 
+  /**
+   * LISTs the kind page by page into the cache in place (an object replaced drops the old copy at
+   * once; no second map of the kind), telling each add and update as its page comes; then the
+   * objects no page named are deleted. A LIST that fails halfway leaves a cache of objects each
+   * as the server had them, and the next LIST finishes the job.
+   */
   private async relist(): Promise<void> {
     this.stats.lists++;
     this.opts.onOperation?.('list');
