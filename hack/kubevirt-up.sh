@@ -10,9 +10,12 @@
 # (our onDefineDomain hook), the machine type oberon allowed, one replica of virt-api and
 # virt-controller (one node).
 #
-# Usage: hack/kubevirt-up.sh [--down]   (as root, with the node up; prints the kubeconfig)
-#   --down  deletes the KubeVirt CR and the operator manifest, waits for KubeVirt's pods to go,
-#           and removes the node-side link made below.
+# Usage: hack/kubevirt-up.sh [--down | --unlink]   (as root, with the node up; prints the kubeconfig)
+#   --down    deletes the KubeVirt CR and the operator manifest, waits for KubeVirt's pods to go,
+#             then does what --unlink does.
+#   --unlink  only undoes what this script changed on the machine outside the cluster (the link to
+#             the kubelet's pods, the root mount made shared); hack/node-down.sh runs it, so a node
+#             stopped with KubeVirt still installed leaves nothing behind.
 # Environment: RETROKUBE_NODE_DIR (the node's folder), RETROKUBE_KUBEVIRT_WAIT_S (default 900).
 set -euo pipefail
 HACK=$(cd "$(dirname "$0")" && pwd)
@@ -26,6 +29,20 @@ t0=$(date +%s)
 say() { echo "[kubevirt-up $(date +%H:%M:%S) +$(($(date +%s) - t0))s] $*" >&2; }
 die() { echo "kubevirt-up: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (imports into the node's containerd)"
+# What this script changed outside the cluster's API (the link and the root's propagation, below).
+unlink_node() {
+  if [ -L "$KUBELET_PODS_LINK" ] && [ "$(readlink "$KUBELET_PODS_LINK")" = "$R/kubelet/pods" ]; then
+    rm -f "$KUBELET_PODS_LINK"
+  fi
+  if [ -f "$R/kubevirt-made-root-shared" ]; then
+    in_node mount --make-private /
+    rm -f "$R/kubevirt-made-root-shared"
+  fi
+}
+if [ "${1:-}" = --unlink ]; then
+  unlink_node
+  exit 0
+fi
 [ -s "$R/kubeconfig" ] || die "no node at $R: start it with: sudo bash hack/node-up.sh"
 # shellcheck disable=SC1091
 source "$R/node.env"
@@ -34,15 +51,11 @@ K() { "$RETROKUBE_NODE_KUBECTL" --kubeconfig "$R/kubeconfig" "$@"; }
 if [ "${1:-}" = --down ]; then
   K -n "$NS" delete kubevirt kubevirt --ignore-not-found --wait=true --timeout=300s >&2 || true
   [ -f "$R/kubevirt-operator.yaml" ] && K delete -f "$R/kubevirt-operator.yaml" --ignore-not-found --wait=true --timeout=300s >&2
-  [ -L "$KUBELET_PODS_LINK" ] && [ "$(readlink "$KUBELET_PODS_LINK")" = "$R/kubelet/pods" ] && rm -f "$KUBELET_PODS_LINK"
-  if [ -f "$R/kubevirt-made-root-shared" ]; then
-    in_node mount --make-private /
-    rm -f "$R/kubevirt-made-root-shared"
-  fi
+  unlink_node
   say "KubeVirt removed"
   exit 0
 fi
-[ $# = 0 ] || die "unknown argument '$1'; usage: hack/kubevirt-up.sh [--down]"
+[ $# = 0 ] || die "unknown argument '$1'; usage: hack/kubevirt-up.sh [--down | --unlink]"
 
 # virt-handler (a hostPID pod) enters the node's mount namespace through /proc/1/ns/mnt. Where this
 # machine's PID 1 refuses that (a sandbox's or a container's init), the node must run in a PID

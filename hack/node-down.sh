@@ -26,6 +26,10 @@ if [ -n "$owner" ]; then
   exit 1
 fi
 
+# What hack/kubevirt-up.sh changed outside the cluster (a link to the kubelet's pods, the root mount
+# made shared), while the node's namespace is still there: a node stopped with KubeVirt installed
+# leaves nothing that would stop the next kubevirt-up.
+bash "$HACK/kubevirt-up.sh" --unlink
 # The kubelet first, so it restarts nothing; the control plane last.
 for p in kubelet kube-scheduler kube-controller-manager; do stop_proc "$p"; done
 

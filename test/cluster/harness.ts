@@ -19,6 +19,27 @@ const LIMITS = {
   outputBytes: 4_000, // how much of a failed command's output goes into the error
 } as const;
 
+/**
+ * Waits for the outcome file of a background start of the global setup (the node, KubeVirt) and
+ * reads it, printing a progress line every half minute.
+ */
+export async function awaitOutcome(file: string, what: string, waitMs: number): Promise<NodeOutcome> {
+  const t0 = Date.now();
+  let reported = t0;
+  while (!existsSync(file)) {
+    if (Date.now() - t0 > waitMs)
+      throw new Error(`cluster: ${what} was not up after ${Math.round(waitMs / 60_000)} min (no ${file})`);
+    if (Date.now() - reported >= 30_000) {
+      reported = Date.now();
+      console.log(
+        `[cluster] waiting for ${what} to come up (${Math.round((reported - t0) / 1000)} s so far)`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return JSON.parse(readFileSync(file, 'utf8')) as NodeOutcome;
+}
+
 /** How the node's background start ended (node-ready.ts waited for it); undefined: none started. */
 export function nodeOutcome(): NodeOutcome | undefined {
   const file = inject('clusterReadyFile');
