@@ -19,6 +19,7 @@ import { MachineRunner } from '../../operator/src/machine/runner.ts';
 import { BASE_IMAGE } from '../../operator/src/machine/test-disk.ts';
 import { startRecording, writeResults } from '../results.ts';
 import { buildCDriver, type CRun, cDriverIdle, recordCommand, runCDriver } from './c-baseline.ts';
+import { TIGHT_LOOP } from './tight-loop.ts';
 
 const record = startRecording();
 
@@ -63,19 +64,7 @@ if (coldArg >= 0) {
 }
 
 function tightLoop(jit: boolean): number {
-  const prog = assemble(`
-      MOV R0, 0
-      MOV R3, 100H
-    loop:
-      ADD R0, R0, 1
-      LDW R2, R3, 0
-      ADD R2, R2, R0
-      STW R2, R3, 0
-      XOR R4, R0, R2
-      LSL R5, R4, 3
-      SUB R6, R0, R5
-      BNE loop
-      B loop`);
+  const prog = assemble(TIGHT_LOOP);
   const cpu = new Risc5(
     0x100000,
     0xe7f00,

@@ -7,6 +7,7 @@
 // fetched from RAM, else from the ROM window at 0xFFFFF800 (if a ROM is loaded), else the CPU
 // has "branched into the void" and calls bus.reset() (the hardware/emulator resets to the ROM).
 
+import { CpuBlocks } from './cpu-blocks.ts';
 import { fpAdd, fpDiv, fpMul, idiv, idivResult, mulHighSigned, mulHighUnsigned } from './fpu.ts';
 import { LIMITS as WARMUP, warmUpInterpreter } from './interpreter-warmup.ts';
 import {
@@ -16,11 +17,8 @@ import {
   type FixedReads,
   LIMITS as JIT_LIMITS,
   type JitImports,
-  knownBlockStarts,
   memoryLayout,
-  translateShared,
 } from './jit.ts';
-import { HINTED, type HintSource, hintSource } from './jit-hint-source.ts';
 
 export const LIMITS = {
   romStart: 0xfffff800, // byte address of the boot ROM window (hardware constant)
@@ -72,33 +70,21 @@ export class Risc5 {
   bus: IoBus;
   /** Translate hot RISC5 code to wasm blocks (jit.ts); false = the plain interpreter only. */
   readonly jit: boolean;
-  /** 1 for every RAM word covered by a translated block (stores there invalidate it). */
-  private readonly codeMark: Uint8Array;
-  /** The table slot of the translated block starting at each RAM word (0: none). */
-  private readonly slotOf: Int32Array;
-  /** How often each block start ran in the interpreter (translation starts at hotBlock). */
-  private readonly hits: Uint16Array;
-  private readonly pageBlocks = new Map<number, number[]>();
-  private readonly blockLength = new Map<number, number>();
-  /** Hot block starts waiting to be compiled together (LIMITS.batch), and since when. */
-  private readonly waiting = new Set<number>();
-  private waitingSince = 0;
+  /** The translated blocks: where they are, which starts are hot, what a store drops. */
+  private readonly blocks: CpuBlocks;
   /** The cells that carry flags, H, the instruction count and stop into translated code. */
   private readonly cells: Int32Array;
   private readonly space: CodeSpace | null;
   /** instructions at the start of the current run of translated blocks (cells count from it). */
   private blockBase = 0;
-  /** Entries of a block start before it is translated (at most 65,535: the counters are 16-bit). */
-  readonly hotBlock: number;
-  /** ...and of a start another CPU of this thread translated (jit.ts knownBlockStarts). */
-  private readonly knownHot: number;
-  private readonly known: Uint8Array;
-  /** Block starts translated in earlier processes (jit-hint-source.ts); null: none registered, or no translator. */
-  private readonly hints: HintSource | null;
   /** Blocks translated since power-on (a measure of code churn). */
-  translations = 0;
+  get translations(): number {
+    return this.blocks.translations;
+  }
   /** ...of which translated early because a hint matched RAM. */
-  hintedTranslations = 0;
+  get hintedTranslations(): number {
+    return this.blocks.hintedTranslations;
+  }
 
   constructor(
     memBytes: number,
@@ -111,11 +97,6 @@ export class Risc5 {
     this.displayStart = displayStart;
     this.bus = bus;
     this.jit = opts.jit ?? true;
-    this.hotBlock = Math.min(Math.max(Math.floor(opts.hotBlock ?? JIT_LIMITS.hotBlock), 1), 0xffff);
-    this.hits = new Uint16Array(this.jit ? this.memWords : 0);
-    this.knownHot = Math.min(this.hotBlock, JIT_LIMITS.knownBlock);
-    this.known = this.jit ? knownBlockStarts(memBytes) : new Uint8Array(0);
-    this.hints = this.jit ? hintSource(memBytes) : null;
     // RAM and registers live in the translator's wasm memory (jit.ts layout), or in a plain buffer.
     const space = this.jit ? new CodeSpace(memBytes, this.translatedCodeImports()) : null;
     this.space = space;
@@ -123,10 +104,7 @@ export class Risc5 {
     this.mem = new Int32Array(buffer, 0, this.memWords);
     this.R = new Int32Array(buffer, memBytes, 16);
     this.cells = new Int32Array(buffer, memBytes, 32);
-    this.codeMark = space
-      ? new Uint8Array(buffer, space.layout.codeMarkBase, this.memWords)
-      : new Uint8Array(0);
-    this.slotOf = space ? new Int32Array(buffer, space.layout.slotBase, this.memWords) : new Int32Array(0);
+    this.blocks = new CpuBlocks(space, this.mem, this, opts.hotBlock ?? JIT_LIMITS.hotBlock);
     if (!warmedUp) {
       warmedUp = true;
       warmUpInterpreter(
@@ -156,7 +134,7 @@ export class Risc5 {
         this.bus.ioWrite(ad >>> 0, v);
         this.cells[CELL.stop] = this.stop ? 1 : 0;
       },
-      invalidate: (wi) => this.invalidate(wi),
+      invalidate: (wi) => this.blocks.invalidate(wi),
       complexOp: (ir, b, c) => {
         this.H = this.cells[CELL.H];
         const r = complexOp(this, ir, b, c);
@@ -168,101 +146,7 @@ export class Risc5 {
 
   /** Forget every translation (after RAM was changed behind the CPU's back, e.g. a boot load). */
   flushCode(): void {
-    if (this.space === null) return;
-    for (const pc of this.blockLength.keys()) this.dropBlock(pc);
-    this.pageBlocks.clear();
-    this.waiting.clear();
-    this.codeMark.fill(0);
-    this.hits.fill(0);
-  }
-
-  private dropBlock(pc: number): void {
-    const slot = this.slotOf[pc];
-    if (slot === 0) return;
-    this.space?.free(slot);
-    this.slotOf[pc] = 0;
-    const len = this.blockLength.get(pc) ?? 0;
-    this.blockLength.delete(pc);
-    for (let i = 0; i < len; i++) this.codeMark[pc + i] = 0;
-  }
-
-  /** A store hit translated code at word w: drop the translations of its page. */
-  invalidate(w: number): void {
-    const page = w >>> JIT_LIMITS.pageShift;
-    const starts = this.pageBlocks.get(page);
-    if (starts === undefined) {
-      this.codeMark[w] = 0;
-      return;
-    }
-    this.pageBlocks.delete(page);
-    const touched = new Set<number>();
-    for (const pc of starts) {
-      const len = this.blockLength.get(pc) ?? 1;
-      for (let p = pc >>> JIT_LIMITS.pageShift; p <= (pc + len - 1) >>> JIT_LIMITS.pageShift; p++)
-        touched.add(p);
-      this.dropBlock(pc);
-    }
-    // The dropped blocks' words were unmarked, on neighbouring pages too: blocks that remain
-    // there and share such words (blocks overlap) mark them again.
-    for (const p of touched) {
-      for (const pc of this.pageBlocks.get(p) ?? []) {
-        if (this.slotOf[pc] === 0) continue;
-        const len = this.blockLength.get(pc) ?? 0;
-        for (let i = 0; i < len; i++) this.codeMark[pc + i] = 1;
-      }
-    }
-  }
-
-  /** A block start became hot: it waits for company, so one wasm module carries several blocks. */
-  private markHot(pc: number): void {
-    if (this.known[pc] === HINTED && this.hits[pc] < this.hotBlock && this.hints !== null) {
-      // Warm, and hinted by an earlier process: act on the hint only where RAM holds its words,
-      // then translate every hinted block that RAM holds now, in one module.
-      if (!this.hints.matches(this.mem, pc)) {
-        this.known[pc] = 0; // a stale hint: this start waits for hotBlock like any other
-        return;
-      }
-      const starts = this.hints.matching(this.mem, this.slotOf);
-      for (const s of starts) this.waiting.add(s);
-      this.hintedTranslations += starts.length;
-      this.compileWaiting();
-      return;
-    }
-    if (this.waiting.size === 0) this.waitingSince = this.instructions;
-    this.waiting.add(pc);
-    if (
-      this.waiting.size >= JIT_LIMITS.batch ||
-      this.instructions - this.waitingSince >= JIT_LIMITS.batchDelay
-    )
-      this.compileWaiting();
-  }
-
-  private compileWaiting(): void {
-    const space = this.space;
-    if (space === null) return;
-    const starts = [...this.waiting].filter((pc) => this.slotOf[pc] === 0);
-    this.waiting.clear();
-    if (starts.length === 0) return;
-    const blocks = starts.map((pc) =>
-      translateShared(this.mem, pc, space.layout, this.displayStart, this.bus.fixedReads),
-    );
-    const slots = space.install(blocks);
-    starts.forEach((pc, i) => {
-      const length = blocks[i].length;
-      this.translations++;
-      this.known[pc] = 1;
-      this.hints?.record(this.mem, pc, length);
-      this.slotOf[pc] = slots[i];
-      this.blockLength.set(pc, length);
-      for (let w = 0; w < length; w++) this.codeMark[pc + w] = 1;
-      const first = pc >>> JIT_LIMITS.pageShift;
-      const last = (pc + length - 1) >>> JIT_LIMITS.pageShift;
-      for (let p = first; p <= last; p++) {
-        const list = this.pageBlocks.get(p);
-        if (list === undefined) this.pageBlocks.set(p, [pc]);
-        else list.push(pc);
-      }
-    });
+    this.blocks.flush();
   }
 
   get N(): boolean {
@@ -308,10 +192,12 @@ export class Risc5 {
   private runMixed(space: CodeSpace, n: number): number {
     const start = this.instructions;
     const end = start + n;
-    const slotOf = this.slotOf;
-    const hits = this.hits;
-    const known = this.known;
-    const knownHot = this.knownHot;
+    const blocks = this.blocks;
+    const slotOf = blocks.slotOf;
+    const hits = blocks.hits;
+    const known = blocks.known;
+    const hotBlock = blocks.hotBlock;
+    const knownHot = blocks.knownHot;
     while (this.instructions < end) {
       const pc = this.pc;
       if (pc < this.memWords) {
@@ -320,7 +206,7 @@ export class Risc5 {
           // Count entries here too: a block that falls through a not-taken branch lands on code
           // that no taken branch reaches, and that code must be able to become hot as well.
           const n = ++hits[pc];
-          if (n >= this.hotBlock || (n >= knownHot && known[pc] !== 0)) this.markHot(pc);
+          if (n >= hotBlock || (n >= knownHot && known[pc] !== 0)) blocks.markHot(pc, this.instructions);
           this.interpret(end - this.instructions, true); // until a branch lands on hot code
         }
       } else {
@@ -328,7 +214,7 @@ export class Risc5 {
       }
       if (this.stop) break;
     }
-    if (this.waiting.size > 0) this.compileWaiting(); // a block waits at most one run() for company
+    if (blocks.pending) blocks.compileWaiting(); // a block waits at most one run() for company
     return this.instructions - start;
   }
 
@@ -362,14 +248,15 @@ export class Risc5 {
    * a taken branch lands on translated or hot code (counting how often each target is reached).
    */
   interpret(n: number, toHot = false): number {
-    const hits = this.hits;
-    const slotOf = this.slotOf;
+    const blocks = this.blocks;
+    const hits = blocks.hits;
+    const slotOf = blocks.slotOf;
     const mem = this.mem;
-    const cm = this.codeMark;
+    const cm = blocks.codeMark;
     const jit = this.jit;
-    const hot = this.hotBlock;
-    const known = this.known;
-    const knownHot = this.knownHot;
+    const hot = blocks.hotBlock;
+    const known = blocks.known;
+    const knownHot = blocks.knownHot;
     const R = this.R;
     const memWords = this.memWords;
     const memBytes = this.memBytes;
@@ -539,7 +426,7 @@ export class Risc5 {
               mem[w] = (mem[w] & ~(0xff << sh)) | ((v & 0xff) << sh);
             }
             if (addr >= displayStart) this.fbVersion++;
-            if (jit && cm[addr >>> 2] !== 0) this.invalidate(addr >>> 2);
+            if (jit && cm[addr >>> 2] !== 0) blocks.invalidate(addr >>> 2);
           } else {
             this.ioInstr = base + i;
             this.bus.ioWrite(addr, (ir & 0x10000000) === 0 ? v : v & 0xff);
