@@ -254,9 +254,13 @@ export function incrementalPass(
     slots,
     o.maxPlaced ?? LIMITS.maxPlacedPerPass,
   );
-  const placed = tried.filter((p) => p !== undefined);
-  const deferred = tried.length - placed.length;
-  if (deferred > 0) slots = slots.filter((_, k) => tried[k] !== undefined);
+  // An Unschedulable pod that stays so keeps its row as a pass wrote it (the full pass would write
+  // the same cells and no Event) and stays in the schedule's Unschedulable list: it is left out like
+  // a deferred one, so a storm's first passes do not read and compare thousands of unchanged rows.
+  const stays = (k: number) => tried[k] === undefined || (slots[k].was && tried[k]?.node === '');
+  const deferred = tried.filter((p) => p === undefined).length;
+  const placed = tried.filter((_, k) => !stays(k)) as Placement[];
+  if (placed.length < tried.length) slots = slots.filter((_, k) => !stays(k));
   // The rows of the Unschedulable pods that stay: podRows starts from them, as the full pass's does.
   const prev = new Map<string, Row>();
   for (const s of slots) {
