@@ -16,7 +16,7 @@ import {
 import { setupCluster } from '../store/setup.ts';
 import type { Durability, Row, Store, Tx } from '../store/types.ts';
 import { EventLog, type EventRow } from './events.ts';
-import { replicasPass } from './incremental.ts';
+import { incrementalPass } from './incremental.ts';
 import { type CachedSchedule, foldReport, reconcilePass, scheduleKey } from './reconcile.ts';
 import type { HeartbeatBody } from './validate.ts';
 import * as verbs from './verbs.ts';
@@ -38,6 +38,12 @@ export const LIMITS = {
   // write — four a second in bench/sheets-scale, each holding the event loop (a 1,000-node profile:
   // p99 16 -> 58 ms once the reconciles got faster, all of it scale -> reconcileSoon -> #reconcile).
   smallAfter: 10,
+  // A cluster whose last schedule held this many pods and nodes together is big from its first
+  // heartbeat, whatever the timing says: a full pass costs about 10 µs a row (60 ms at 10,000 of
+  // each), so its first LIMITS.bigAfter passes, run inline in the first heartbeats of the
+  // registration storm, held the event loop 200–300 ms each (bench/sheets-scale's profile: two such
+  // stretches alone delayed 1 % of a 10,000-node run's heartbeats past the p99 goal).
+  bigRows: 5_000,
   // A big cluster (reconciles slower than deferAboveMs, bigAfter) leaves the reconciles that new nodes and a person's
   // apply/scale/delete ask for to the timer, which runs one at most every paceFactor × T ms (T the
   // last reconcile's duration): scheduling then holds the event loop ≤ 1 % of the time, so a
@@ -88,15 +94,20 @@ export class Cluster {
   /** A change placement depends on was left to the timer (big cluster): the next paced tick reconciles. */
   #pending = false;
   /**
-   * A node joined, returned or changed capacity since the last schedule (its heartbeat was answered
-   * from that schedule): the next pass must be a full one. Without it, and with no other change than
-   * Deployments' replicas, the timer's pass is incremental.ts's.
+   * A node returned or changed capacity since the last schedule (its heartbeat was answered from
+   * that schedule): the next pass must be a full one. Without it, and with no other change than
+   * Deployments' replicas and nodes that joined (#joined), the timer's pass is incremental.ts's.
    */
   #nodesChanged = false;
-  #lastReplicasPassMs = 0;
-  #lastReplicasPassEnd = 0;
+  /**
+   * Nodes registered since the last schedule (answered from it), as placement sees their rows, in
+   * the order the rows were appended to the Nodes tab: incremental.ts adds them.
+   */
+  #joined = new Map<string, NodeIn>();
+  #lastIncrementalMs = 0;
+  #lastIncrementalEnd = 0;
   /** Passes that were incremental.ts's (counted in `reconciles` too). */
-  replicaPasses = 0;
+  incrementalPasses = 0;
   /** Unix s from which a node fresh in the last schedule may have gone silent (failover check). */
   #staleAt = 0;
   /** Heartbeats and verbs answered without a reconcile while a big cluster's reconcile was deferred. */
@@ -167,9 +178,9 @@ export class Cluster {
     try {
       const now = this.#now();
       const urgent = this.#failoverDue(now);
-      if (!urgent && this.#replicasOnly()) {
-        if (!this.#paceAllows(this.#lastReplicasPassMs, this.#lastReplicasPassEnd)) return false;
-        const { value } = await this.store.transact((tx) => this.#replicasPass(tx, now), {
+      if (!urgent && this.#incrementalAllowed()) {
+        if (!this.#paceAllows(this.#lastIncrementalMs, this.#lastIncrementalEnd)) return false;
+        const { value } = await this.store.transact((tx) => this.#incrementalPass(tx, now), {
           durability: 'buffered',
         });
         if (value) return true;
@@ -192,9 +203,11 @@ export class Cluster {
     }
   }
 
-  /** Whether reconciles are costly enough (LIMITS.bigAfter, smallAfter) that new nodes and verbs leave them to the timer. */
+  /** Whether reconciles are costly enough (LIMITS.bigAfter, smallAfter, bigRows) that new nodes and verbs leave them to the timer. */
   #big(): boolean {
-    return this.#cache !== undefined && this.#isBig;
+    const c = this.#cache;
+    if (c === undefined) return false;
+    return this.#isBig || c.result.placements.length + c.result.nodes.length >= LIMITS.bigRows;
   }
 
   /**
@@ -207,28 +220,34 @@ export class Cluster {
     return performance.now() - end >= wait;
   }
 
-  /** A big cluster's pending change may be only Deployments' replicas (incremental.ts checks the rest). */
-  #replicasOnly(): boolean {
+  /** A big cluster's pending change may be only replicas and new nodes (incremental.ts checks the rest). */
+  #incrementalAllowed(): boolean {
     return (
       this.#big() && this.#pending && !this.#nodesChanged && !this.#externalDirty && this.#handoffs.size === 0
     );
   }
 
   /** incremental.ts's pass; false (nothing done) when the sheet needs a full one. */
-  #replicasPass(tx: Tx, now: number): boolean {
+  #incrementalPass(tx: Tx, now: number): boolean {
     const cache = this.#cache;
     if (!cache) return false;
     const t0 = performance.now();
-    const pass = replicasPass(tx, cache);
+    const pass = incrementalPass(tx, cache, {
+      now,
+      nodeTtlSec: this.nodeTtlSec,
+      joined: [...this.#joined.values()],
+    });
     if (!pass) return false;
     this.reconciles++;
-    this.replicaPasses++;
+    this.incrementalPasses++;
     this.#reportSheetProblems(pass.problems);
     this.#events.write(tx, pass.events, now);
     this.#cache = pass.cache;
-    this.#pending = false;
-    this.#lastReplicasPassEnd = performance.now();
-    this.#lastReplicasPassMs = this.#lastReplicasPassEnd - t0;
+    this.#pending = pass.deferred > 0; // Unschedulable pods left for the next pass
+    this.#joined.clear();
+    this.#staleAt = Math.min(this.#staleAt, pass.cache.staleAt);
+    this.#lastIncrementalEnd = performance.now();
+    this.#lastIncrementalMs = this.#lastIncrementalEnd - t0;
     return true;
   }
 
@@ -293,6 +312,7 @@ export class Cluster {
       this.#externalDirty = false;
       this.#pending = false;
       this.#nodesChanged = false;
+      this.#joined.clear();
       this.#staleAt = pass.cache.staleAt;
       return pass.cache;
     } finally {
@@ -343,12 +363,13 @@ export class Cluster {
       (tx) => {
         const existing = tx.get('Nodes', nodeName);
         const events: EventRow[] = [];
+        let registered: Row | undefined;
         if (existing) {
           tx.update('Nodes', nodeName, { ip, cpu_total: cpuTotal, mem_total: memTotal, last_heartbeat: now });
           if (text(existing.status) === 'NotReady')
             events.push({ kind: 'Node', object: nodeName, message: 'Ready: heartbeat resumed' });
         } else {
-          tx.insert('Nodes', {
+          registered = {
             name: nodeName,
             ip,
             cpu_total: cpuTotal,
@@ -359,7 +380,8 @@ export class Cluster {
             schedulable: true,
             labels: '',
             taints: '',
-          });
+          };
+          tx.insert('Nodes', registered);
           events.push({
             kind: 'Node',
             object: nodeName,
@@ -381,7 +403,16 @@ export class Cluster {
         // of the whole cluster. Small clusters always reconcile inline.
         if (!fast && cache && this.#big()) {
           this.#pending = true;
-          this.#nodesChanged = true;
+          // A node new to the workbook joins (incremental.ts places pods on it), as its row reads;
+          // one that returned or changed capacity needs a full pass, and so does a joined node
+          // without a row (its registration was rolled back: its place in the tab is no longer the
+          // order #joined holds).
+          const j = this.#joined.get(nodeName);
+          const joins = registered ? this.#nodeIn(registered) : null;
+          if (joins && !j) this.#joined.set(nodeName, joins);
+          else if (j && existing && j.cpuTotal === cpuTotal && j.memTotal === memTotal)
+            this.#joined.set(nodeName, { ...j, ip, lastHeartbeat: now });
+          else this.#nodesChanged = true;
           this.deferred++;
           foldReport(tx, cache, report, this.#handoffs);
         } else if (fast && cache) foldReport(tx, cache, report, this.#handoffs);

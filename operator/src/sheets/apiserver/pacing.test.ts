@@ -65,26 +65,35 @@ describe('paced reconciles in a big cluster', () => {
     expect(pods().sort()).toEqual(['web-1@a', 'web-2@b']);
   });
 
-  it("places a person's scale with the replicas pass; a node that joins makes the next pass a full one", async () => {
+  it("places a person's scale and new nodes with the incremental pass; a node that changes makes the next pass a full one", async () => {
     await beat('a');
     await beat('b');
     await cluster.apply({ deployments: [{ name: 'web', image: 'x', replicas: 2 }] });
     paceElapses();
-    expect(await cluster.tick()).toBe(true); // nodes joined since the last schedule: a full pass
-    expect(cluster.replicaPasses).toBe(0);
+    expect(await cluster.tick()).toBe(true); // a new Deployment: a full pass
+    expect(cluster.incrementalPasses).toBe(0);
     expect(pods()).toEqual(['web-1@a', 'web-2@b']);
     await cluster.scale('web', 3);
     expect(await cluster.tick()).toBe(true);
-    expect(cluster.replicaPasses).toBe(1);
+    expect(cluster.incrementalPasses).toBe(1);
     expect(pods()).toEqual(['web-1@a', 'web-2@b', 'web-3@a']);
     expect(store.get('Nodes', 'a')?.cpu_used).toBe(200);
     expect(await cluster.tick()).toBe(false); // nothing left to do
     await beat('c');
+    await beat('c'); // its second heartbeat before a pass: still just joined
     await cluster.scale('web', 4);
     paceElapses();
-    expect(await cluster.tick()).toBe(true);
-    expect(cluster.replicaPasses).toBe(1); // c joined: the full pass placed web-4
+    expect(await cluster.tick()).toBe(true); // c joined: placed by the incremental pass
+    expect(cluster.incrementalPasses).toBe(2);
     expect(pods()).toEqual(['web-1@a', 'web-2@b', 'web-3@a', 'web-4@c']);
+    expect((await beat('c')).pods.map((p: { name: string }) => p.name)).toEqual(['web-4']);
+    // a comes back with less CPU: placement inputs changed, so the next pass is a full one.
+    await cluster.heartbeat({ node: 'a', ip: '10.0.0.1', cpu_total: 2000, mem_total: 4096, pods: [] });
+    await cluster.scale('web', 5);
+    paceElapses();
+    expect(await cluster.tick()).toBe(true);
+    expect(cluster.incrementalPasses).toBe(2);
+    expect(pods()).toEqual(['web-1@a', 'web-2@b', 'web-3@a', 'web-4@c', 'web-5@b']);
   });
 
   it('fails a silent node over at once, without waiting for the pace', async () => {

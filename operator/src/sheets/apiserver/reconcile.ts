@@ -270,7 +270,8 @@ export function foldReport(
   }
 }
 
-function differs(a: Row, b: Row): boolean {
+/** Whether row `b` would change any cell of `a` (compared as the sheet shows them: text). */
+export function differs(a: Row, b: Row): boolean {
   for (const [k, v] of Object.entries(b)) {
     const x = a[k];
     if ((x === null || x === undefined ? '' : String(x)) !== (v === null || v === undefined ? '' : String(v)))

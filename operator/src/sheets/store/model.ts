@@ -305,6 +305,10 @@ export class TxImpl implements Tx {
     const i = g.findKey(keyString(g, key));
     return i < 0 ? undefined : g.toRow(g.rows[i]);
   }
+  has(tab: string, key: Key): boolean {
+    const g = this.read(tab);
+    return g.findKey(keyString(g, key)) >= 0;
+  }
 
   private buildRow(g: Grid, row: Row, into?: StoredCell[]): StoredCell[] {
     const out = into ? [...into] : new Array<StoredCell>(g.headers.length).fill(null);

@@ -85,6 +85,8 @@ export interface Tx {
   // Visible rows in sheet order (see "Model").
   rows(tab: string): Row[];
   get(tab: string, key: Key): Row | undefined;
+  // Whether a row of that key exists (get without building the row: a check of thousands of keys).
+  has(tab: string, key: Key): boolean;
   // Append a row (keyless tabs, or a keyed row known to be new; a duplicate key → DuplicateKeyError).
   insert(tab: string, row: Row): void;
   // Create or merge by key: only the columns present in `row` are written.
