@@ -8,7 +8,7 @@
 //                   worst kind of slow), then restarted (every watch breaks, requests are refused
 //                   until it is back); the operator's LISTs, WATCHes, failures and requests are
 //                   counted from its own /metrics over each phase.
-import type { KubeClient, KubeObject, ResourceType } from '../../operator/src/runtime/client.ts';
+import type { KubeClient, KubeObject, ResourceType, WatchHandle } from '../../operator/src/runtime/client.ts';
 import { resourcePath } from '../../operator/src/runtime/client.ts';
 
 const LIMITS = {
@@ -104,28 +104,30 @@ export async function changeLatency(
       if (w && ev.object.metadata?.name === w.child && ev.type !== 'DELETED' && w.done(ev.object)) w.seen();
     },
   );
+  // A watch that breaks (an API server restarting answers 429 "storage is (re)initializing") fails
+  // the round it was waiting for, never the process: the overload phase retries its probe.
+  const childBroken = watch.done.then(() => Promise.reject(new Error('the child watch closed')));
+  childBroken.catch(() => {});
   // When each object was first seen MODIFIED in this round: the changed one's first is the change
   // (at rest nothing else writes it), whether it comes before or after the PATCH's answer.
   const modifiedAt = new Map<string, number>();
-  const primaryWatch =
-    probe.primary &&
-    (await k.stream(
-      resourcePath(probe.primary, namespace),
-      {
-        watch: 1,
-        resourceVersion: (
-          await k.list<KubeObject>(probe.primary, namespace, { limit: 1 })
-        ).metadata.resourceVersion,
-        allowWatchBookmarks: false,
-      },
-      (raw) => {
-        const ev = raw as { type: string; object: KubeObject };
-        const name = ev.object.metadata?.name;
-        if (ev.type === 'MODIFIED' && name && !modifiedAt.has(name)) modifiedAt.set(name, performance.now());
-      },
-    ));
+  let primaryWatch: WatchHandle | undefined;
   const out: number[] = [];
   try {
+    if (probe.primary) {
+      const from = await k.list<KubeObject>(probe.primary, namespace, { limit: 1 });
+      primaryWatch = await k.stream(
+        resourcePath(probe.primary, namespace),
+        { watch: 1, resourceVersion: from.metadata.resourceVersion, allowWatchBookmarks: false },
+        (raw) => {
+          const ev = raw as { type: string; object: KubeObject };
+          const name = ev.object.metadata?.name;
+          if (ev.type === 'MODIFIED' && name && !modifiedAt.has(name))
+            modifiedAt.set(name, performance.now());
+        },
+      );
+      primaryWatch.done.catch(() => {}); // broken, a change only lacks its stages
+    }
     for (let r = firstRound; r < firstRound + rounds; r++) {
       // 7919 is prime, so coprime with any count that is not a multiple of it: distinct objects.
       const index = (r * 7919) % count;
@@ -144,6 +146,7 @@ export async function changeLatency(
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
         seenP,
+        childBroken,
         new Promise((_, fail) => {
           timer = setTimeout(
             () =>
