@@ -20,13 +20,18 @@ describe('spreadResync: a resync spread over its period', () => {
     expect(seen).toHaveLength(200);
   });
 
-  it('skips objects gone since the pass began and takes new ones in the next pass', () => {
+  /** A cache of a → 1, b → 2 resynced every `periodMs` (ticks of 1 s); what it emitted so far. */
+  const twoObjects = (periodMs: number) => {
     const cache = new Map([
       ['a', 1],
       ['b', 2],
     ]);
     const seen: number[] = [];
-    const stop = spreadResync(cache, 2_000, (v) => seen.push(v), 1_000);
+    return { cache, seen, stop: spreadResync(cache, periodMs, (v) => seen.push(v), 1_000) };
+  };
+
+  it('skips objects gone since the pass began and takes new ones in the next pass', () => {
+    const { cache, seen, stop } = twoObjects(2_000);
     vi.advanceTimersByTime(1_000);
     expect(seen).toEqual([1]);
     cache.delete('b');
@@ -39,12 +44,7 @@ describe('spreadResync: a resync spread over its period', () => {
   });
 
   it('a period shorter than two ticks emits the whole cache each period', () => {
-    const cache = new Map([
-      ['a', 1],
-      ['b', 2],
-    ]);
-    const seen: number[] = [];
-    const stop = spreadResync(cache, 50, (v) => seen.push(v), 1_000);
+    const { seen, stop } = twoObjects(50);
     vi.advanceTimersByTime(50);
     expect(seen).toEqual([1, 2]);
     stop();
