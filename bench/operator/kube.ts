@@ -13,19 +13,15 @@
 //     [--datastore kine|etcd] [--changes 50] [--overload]
 import { OBERONAIR } from '../../operator/src/controllers/oberonair.ts';
 import { OBERONKUBE } from '../../operator/src/controllers/oberonkube.ts';
-import { liveCommandsName } from '../../operator/src/controllers/oberonkube-render.ts';
 import { KINDS_OWNED, OBERONMACHINE } from '../../operator/src/controllers/oberonmachine.ts';
-import { LIVE_KEY } from '../../operator/src/controllers/oberonmachine-render.ts';
 import {
   CORE,
   type KubeClient,
   type KubeObject,
   type ResourceType,
 } from '../../operator/src/runtime/client.ts';
-import { publishRelayEndpoint } from '../../test/envtest/relay-endpoint.ts';
 import { runOperatorBench } from './harness.ts';
-
-const NODES = 3;
+import { createKube, kubeChangeProbe, NODES } from './kube-objects.ts';
 
 await runOperatorBench({
   name: 'operator-kube',
@@ -38,29 +34,8 @@ await runOperatorBench({
     nodesPerCluster: NODES,
     childrenPerObject: 1 + 3 + NODES * 3, // Secret, air + Deployment + Service, per node machine + StatefulSet + Service
   },
-  probe: {
-    child: CORE.configMap,
-    async change(k, ns, i, round) {
-      const web = 5 + (round % 20); // never the 4 of create(), and within what 3 nodes may run
-      await k.mergePatch(OBERONKUBE, ns, `k${i}`, {
-        spec: { deployments: `web ${web} Ticker; api 2 Ticker2` },
-      });
-      return {
-        child: liveCommandsName(`k${i}`),
-        done: (cm) =>
-          String((cm.data as Record<string, string> | undefined)?.[LIVE_KEY]).includes(`web ${web} `),
-      };
-    },
-  },
-  async create(k, ns, i) {
-    await k.create(OBERONKUBE, {
-      apiVersion: 'retrokube.io/v1alpha1',
-      kind: 'OberonKube',
-      metadata: { name: `k${i}`, namespace: ns },
-      spec: { nodes: NODES, deployments: 'web 4 Ticker; api 2 Ticker2' },
-    });
-    await publishRelayEndpoint(k, ns, `k${i}-air`);
-  },
+  probe: kubeChangeProbe,
+  create: createKube,
   // Settled: every cluster's plane too (created once its nodes are heard or, as here where no
   // node runs, after the plane's grace period: oberonkube.ts planeGraceMs), with its StatefulSet
   // released and its Service — the writes a cluster makes by itself are over, so the quiet

@@ -8,7 +8,7 @@
 //                   worst kind of slow), then restarted (every watch breaks, requests are refused
 //                   until it is back); the operator's LISTs, WATCHes, failures and requests are
 //                   counted from its own /metrics over each phase.
-import type { KubeClient, KubeObject, ResourceType } from '../../operator/src/runtime/client.ts';
+import type { KubeClient, KubeObject, ResourceType, WatchHandle } from '../../operator/src/runtime/client.ts';
 import { resourcePath } from '../../operator/src/runtime/client.ts';
 
 const LIMITS = {
@@ -21,13 +21,27 @@ const LIMITS = {
 export interface ChangeProbe {
   /** The kind of the child the operator rewrites after the change. */
   child: ResourceType;
+  /** The kind changed (watched too, to tell the API server's share of a change from the operator's). */
+  primary?: ResourceType;
   /** Changes object `index` (the `round`-th change); returns the child's name and how to recognise its new state. */
   change(
     k: KubeClient,
     namespace: string,
     index: number,
     round: number,
-  ): Promise<{ child: string; done(obj: KubeObject): boolean }>;
+  ): Promise<{ child: string; primaryName?: string; done(obj: KubeObject): boolean }>;
+}
+
+/**
+ * Where one change's time went, ms from just before the PATCH: its answer, the moment this bench's
+ * watch of the primary kind saw the change (≈ when the operator's own watch could: the same API
+ * server's watch cache), and the child write seen. child − primarySeen is the operator's share
+ * (its queue, its reconcile, its write) plus one watch delivery.
+ */
+export interface ChangeStages {
+  patchMs: number;
+  primarySeenMs: number;
+  childSeenMs: number;
 }
 
 export interface Percentiles {
@@ -36,6 +50,24 @@ export interface Percentiles {
   p90Ms: number;
   p99Ms: number;
   maxMs: number;
+}
+
+/** The stages' percentiles, and the slowest changes' stages (where an outlier's time went). */
+export function stagePercentiles(stages: ChangeStages[], slowest = 3) {
+  const r = (x: number) => +x.toFixed(1);
+  return {
+    patch: percentiles(stages.map((s) => s.patchMs)),
+    primarySeen: percentiles(stages.map((s) => s.primarySeenMs)),
+    operator: percentiles(stages.map((s) => s.childSeenMs - s.primarySeenMs)),
+    slowest: [...stages]
+      .sort((a, b) => b.childSeenMs - a.childSeenMs)
+      .slice(0, slowest)
+      .map((s) => ({
+        patchMs: r(s.patchMs),
+        primarySeenMs: r(s.primarySeenMs),
+        childSeenMs: r(s.childSeenMs),
+      })),
+  };
 }
 
 export function percentiles(xs: number[]): Percentiles {
@@ -57,6 +89,8 @@ export async function changeLatency(
   count: number,
   rounds: number,
   firstRound = 0,
+  /** Filled with each change's stages when the probe names its primary kind. */
+  stages?: ChangeStages[],
 ): Promise<number[]> {
   // Watch the child kind from now on: the list's resourceVersion, so no replay of old objects.
   const list = await k.list<KubeObject>(probe.child, namespace, { limit: 1 });
@@ -70,8 +104,30 @@ export async function changeLatency(
       if (w && ev.object.metadata?.name === w.child && ev.type !== 'DELETED' && w.done(ev.object)) w.seen();
     },
   );
+  // A watch that breaks (an API server restarting answers 429 "storage is (re)initializing") fails
+  // the round it was waiting for, never the process: the overload phase retries its probe.
+  const childBroken = watch.done.then(() => Promise.reject(new Error('the child watch closed')));
+  childBroken.catch(() => {});
+  // When each object was first seen MODIFIED in this round: the changed one's first is the change
+  // (at rest nothing else writes it), whether it comes before or after the PATCH's answer.
+  const modifiedAt = new Map<string, number>();
+  let primaryWatch: WatchHandle | undefined;
   const out: number[] = [];
   try {
+    if (probe.primary) {
+      const from = await k.list<KubeObject>(probe.primary, namespace, { limit: 1 });
+      primaryWatch = await k.stream(
+        resourcePath(probe.primary, namespace),
+        { watch: 1, resourceVersion: from.metadata.resourceVersion, allowWatchBookmarks: false },
+        (raw) => {
+          const ev = raw as { type: string; object: KubeObject };
+          const name = ev.object.metadata?.name;
+          if (ev.type === 'MODIFIED' && name && !modifiedAt.has(name))
+            modifiedAt.set(name, performance.now());
+        },
+      );
+      primaryWatch.done.catch(() => {}); // broken, a change only lacks its stages
+    }
     for (let r = firstRound; r < firstRound + rounds; r++) {
       // 7919 is prime, so coprime with any count that is not a multiple of it: distinct objects.
       const index = (r * 7919) % count;
@@ -79,8 +135,10 @@ export async function changeLatency(
       const seenP = new Promise<void>((ok) => {
         seen = ok;
       });
+      modifiedAt.clear();
       const t0 = performance.now();
       const target = await probe.change(k, namespace, index, r);
+      const patchMs = performance.now() - t0;
       waiting = { ...target, seen };
       // The event may have come before `waiting` was set: look at the child once.
       const now = await k.getOrUndefined<KubeObject>(probe.child, namespace, target.child);
@@ -88,6 +146,7 @@ export async function changeLatency(
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
         seenP,
+        childBroken,
         new Promise((_, fail) => {
           timer = setTimeout(
             () =>
@@ -96,12 +155,17 @@ export async function changeLatency(
           );
         }),
       ]).finally(() => clearTimeout(timer));
-      out.push(performance.now() - t0);
+      const childSeenMs = performance.now() - t0;
+      out.push(childSeenMs);
+      const primaryAt = target.primaryName === undefined ? undefined : modifiedAt.get(target.primaryName);
+      if (stages && primaryAt !== undefined)
+        stages.push({ patchMs, primarySeenMs: primaryAt - t0, childSeenMs });
       waiting = undefined;
       await sleep(LIMITS.changeGapMs);
     }
   } finally {
     watch.abort();
+    if (primaryWatch) primaryWatch.abort();
   }
   return out;
 }

@@ -19,6 +19,7 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
+import { OPERATOR_ENV } from '../../operator/src/cli/operator-env.ts';
 import { airLabels, render as renderAir, withDefaults } from '../../operator/src/controllers/oberonair.ts';
 import {
   machineSettings,
@@ -48,6 +49,7 @@ interface Manifest extends KubernetesObject {
 interface Container {
   image: string;
   args: string[];
+  env: { name: string; value?: string }[];
   ports: { name: string; containerPort: number }[];
   livenessProbe: { httpGet: { path: string; port: string } };
   readinessProbe: { httpGet: { path: string; port: string } };
@@ -184,6 +186,8 @@ describe('helm chart charts/retrokube', () => {
         expect.objectContaining({ name: 'health', containerPort: 8081 }),
       ]),
     );
+    // The process environment the operator is measured with (operator-env.ts: glibc reads it at start).
+    for (const [name, value] of Object.entries(OPERATOR_ENV)) expect(c.env).toContainEqual({ name, value });
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'health' });
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health' });
     expect(c.resources).toMatchObject({

@@ -5,6 +5,7 @@ import { LIMITS as AIR_LIMITS } from '../air/wire.ts';
 import { kubeNodeName } from '../api/oberonkube-boot.ts';
 import { KUBE_LIMITS } from '../api/oberonkube-limits.ts';
 import { type Condition, type ConditionInput, setConditions } from '../runtime/conditions.ts';
+import { byCodeUnit } from '../util/compare.ts';
 import type { KubeSettings, OberonKube } from './oberonkube-render.ts';
 
 /**
@@ -103,7 +104,7 @@ export function appliedCondition(s: KubeSettings, v: ClusterView | undefined): C
   }
   const words = (m: Map<string, number>) =>
     [...m]
-      .sort(([a], [b]) => a.localeCompare(b))
+      .sort(([a], [b]) => byCodeUnit(a, b))
       .map(([k, n]) => `${k} ×${n}`)
       .join(', ') || 'nothing';
   const same = want.size === heard.size && [...want].every(([k, n]) => heard.get(k) === n);

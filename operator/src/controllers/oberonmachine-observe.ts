@@ -13,6 +13,7 @@ import type { KubeObject, ResourceType } from '../runtime/client.ts';
 import { timestamp } from '../runtime/conditions.ts';
 import type { InformerFilter } from '../runtime/controller.ts';
 import type { PolicyRule } from '../runtime/rbac.ts';
+import { byCodeUnit } from '../util/compare.ts';
 import { machineChild, relayHost } from './oberonmachine-render.ts';
 
 export const OBSERVE_LIMITS = {
@@ -183,10 +184,10 @@ export function machineEvents(
   return [...merged.values()]
     .sort(
       (a, b) =>
-        b.lastTimestamp.localeCompare(a.lastTimestamp) ||
-        a.object.localeCompare(b.object) ||
-        a.reason.localeCompare(b.reason) ||
-        a.message.localeCompare(b.message),
+        byCodeUnit(b.lastTimestamp, a.lastTimestamp) ||
+        byCodeUnit(a.object, b.object) ||
+        byCodeUnit(a.reason, b.reason) ||
+        byCodeUnit(a.message, b.message),
     )
     .slice(0, OBSERVE_LIMITS.statusEvents);
 }

@@ -4,6 +4,7 @@
 // reconcile, status. Renders live in oberonmachine-render.ts, the status it computes in
 // oberonmachine-status.ts (both pure), LauncherReady in oberonmachine-launcher.ts.
 
+import { createHash } from 'node:crypto';
 import { CORE, type KubeObject, type ResourceType } from '../runtime/client.ts';
 import { type Condition, isTrue } from '../runtime/conditions.ts';
 import type {
@@ -13,6 +14,7 @@ import type {
   ReconcileResult,
 } from '../runtime/controller.ts';
 import { CHILD_VERBS, type PolicyRule } from '../runtime/rbac.ts';
+import { CheckedRecently } from './checked-recently.ts';
 import { defaultImage } from './oberonair.ts';
 import { KUBEVIRT, LAUNCHER_LIMITS, LauncherCheck } from './oberonmachine-launcher.ts';
 import { LIVE_ACCESS_RBAC, RBAC_TYPES, renderLiveAccess } from './oberonmachine-live.ts';
@@ -97,6 +99,7 @@ export function oberonMachineController(opts: MachineControllerOptions = {}): Co
   const launcher = new LauncherCheck();
   const owns = [KINDS_OWNED.statefulSet, CORE.service, CORE.configMap, KINDS_OWNED.pvc, KINDS_OWNED.job];
   const eventWrites = new Map<string, number>(); // machine key → when events last changed its status
+  const liveChecked = new CheckedRecently(); // a plane's live access, not watched: read once in a while
   return {
     name: 'oberonmachine',
     primary: OBERONMACHINE,
@@ -126,7 +129,8 @@ export function oberonMachineController(opts: MachineControllerOptions = {}): Co
         },
       },
     ],
-    reconcile: (ctx, key) => reconcile(ctx, key, image, !!opts.kubevirt, launcher, eventWrites),
+    reconcile: (ctx, key) =>
+      reconcile(ctx, key, image, !!opts.kubevirt, launcher, { eventWrites, liveChecked }),
   };
 }
 
@@ -162,12 +166,14 @@ async function reconcile(
   image: string,
   kubevirt: boolean,
   launcher: LauncherCheck,
-  eventWrites: Map<string, number>,
+  memo: { eventWrites: Map<string, number>; liveChecked: CheckedRecently },
 ): Promise<ReconcileResult | undefined> {
+  const { eventWrites, liveChecked } = memo;
   const id = `${key.namespace}/${key.name}`;
   const m = ctx.cached<OberonMachine>(OBERONMACHINE, key.namespace, key.name);
   if (!m || m.metadata.deletionTimestamp) {
     eventWrites.delete(id);
+    liveChecked.forget(id);
     return undefined;
   }
   const s = machineSettings(m);
@@ -195,8 +201,11 @@ async function reconcile(
     const d = renderPod(m, s, image, { held });
     // A plane's live channel: its ServiceAccount and narrow Role before the pod that runs as it.
     const access = renderLiveAccess(m, s);
-    if (access) {
-      // Not watched (no cluster-wide informer of accounts and Roles for three small objects): read.
+    // Not watched (no cluster-wide informer of accounts and Roles for three small objects): read
+    // from the API server, but not again on every resync while nothing changed (checked-recently.ts).
+    const desired = access && liveDigest(m, access);
+    if (access && desired && !liveChecked.fresh(id, desired)) {
+      const before = conflicts.length;
       for (const [type, obj] of [
         [RBAC_TYPES.serviceAccount, access.serviceAccount],
         [RBAC_TYPES.role, access.role],
@@ -205,6 +214,8 @@ async function reconcile(
         const r = await applyOwned(ctx, m, type, obj, { uncached: true });
         if ('conflict' in r) conflicts.push(r.conflict);
       }
+      if (conflicts.length === before) liveChecked.verified(id, desired);
+      else liveChecked.forget(id);
     }
     const [sts] = await Promise.all([
       applyChild(ctx, m, KINDS_OWNED.statefulSet, d.statefulSet, conflicts),
@@ -269,6 +280,13 @@ async function reconcile(
     wait > 0 ? wait : undefined,
   ].filter((x): x is number => x !== undefined);
   return after.length ? { requeueAfterMs: Math.min(...after) } : undefined;
+}
+
+/** What the live access is checked against: a digest, not the objects (1,000 planes, RSS-bound). */
+function liveDigest(m: OberonMachine, access: object): string {
+  return createHash('sha256')
+    .update(`${m.metadata.generation}|${JSON.stringify(access)}`)
+    .digest('base64');
 }
 
 /** The machine's events and last observed boot, from the watched Events (no API call). */

@@ -12,7 +12,7 @@
 // - A watchdog aborts a stream that has been silent longer than the server-side timeout plus a
 //   margin (half-open TCP connections otherwise stall a watch forever: client-node #596).
 // - `resync` events for every cached object fire periodically, so a controller re-checks the
-//   world even if an event was somehow lost.
+//   world even if an event was somehow lost — spread over the period, a slice a second (resync.ts).
 // - Handlers run synchronously and must only enqueue; an exception in a handler is logged and
 //   never stops the informer.
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -28,6 +28,7 @@ import {
 import { cacheStrings } from './intern.ts';
 import type { Reconnect } from './reconnect.ts';
 import type { RelistGate } from './relist-gate.ts';
+import { spreadResync } from './resync.ts';
 
 export const LIMITS = {
   pageSize: 500, // LIST page size: bounds one response's memory on large clusters
@@ -104,7 +105,7 @@ export class Informer<T extends KubeObject = KubeObject> {
   private synced = false;
   private loop: Promise<void> | undefined;
   private current: { abort(): void } | undefined;
-  private resyncTimer: ReturnType<typeof setInterval> | undefined;
+  private stopResync: (() => void) | undefined;
   private firstSync: { resolve: () => void; promise: Promise<void> } | undefined;
   private pause: AbortController | undefined;
   private absentNow = false;
@@ -192,17 +193,15 @@ export class Informer<T extends KubeObject = KubeObject> {
     this.loop = this.run();
     const resyncMs = this.opts.resyncMs ?? LIMITS.resyncMs;
     if (resyncMs > 0) {
-      this.resyncTimer = setInterval(() => {
-        for (const o of this.cache.values()) this.emit('resync', o);
-      }, resyncMs);
-      this.resyncTimer.unref();
+      this.stopResync = spreadResync(this.cache, resyncMs, (o) => this.emit('resync', o));
     }
     return promise;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.resyncTimer) clearInterval(this.resyncTimer);
+    this.stopResync?.();
+    this.stopResync = undefined;
     this.current?.abort();
     this.pause?.abort();
     this.firstSync?.resolve();
