@@ -7,10 +7,11 @@
 // desired objects change (another generation of the machine, a new owner uid).
 
 export const CHECKED_LIMITS = {
-  // An hour: a resync (informer.ts, every 10 min) no longer reads them; one deleted by someone
-  // else is put back within the hour (the plane keeps its pod meanwhile; only a new pod would
-  // lack its token's rights), and at once when the machine changes.
-  recheckMs: 60 * 60_000,
+  // One resync period (informer.ts, 10 min): a resync reads them at most once a period, spread
+  // over it (resync.ts), not 3,000 GETs at once; one deleted by someone else is put back by the
+  // next resync after that, as anything else the operator does not watch (the plane keeps its pod
+  // meanwhile; only a new pod would lack its token's rights), and at once when the machine changes.
+  recheckMs: 10 * 60_000,
 } as const;
 
 export class CheckedRecently {
