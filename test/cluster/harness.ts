@@ -17,6 +17,8 @@ const LIMITS = {
   commandTimeoutMs: 120_000, // one kubectl/helm call; `helm install --wait` gets its own
   portForwardReadyMs: 30_000, // kubectl port-forward prints its local port within seconds
   outputBytes: 4_000, // how much of a failed command's output goes into the error
+  outcomePollMs: 500, // how often a background start's outcome file is looked for
+  outcomeReportMs: 30_000, // a progress line while waiting for it
 } as const;
 
 /**
@@ -29,13 +31,13 @@ export async function awaitOutcome(file: string, what: string, waitMs: number): 
   while (!existsSync(file)) {
     if (Date.now() - t0 > waitMs)
       throw new Error(`cluster: ${what} was not up after ${Math.round(waitMs / 60_000)} min (no ${file})`);
-    if (Date.now() - reported >= 30_000) {
+    if (Date.now() - reported >= LIMITS.outcomeReportMs) {
       reported = Date.now();
       console.log(
         `[cluster] waiting for ${what} to come up (${Math.round((reported - t0) / 1000)} s so far)`,
       );
     }
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, LIMITS.outcomePollMs));
   }
   return JSON.parse(readFileSync(file, 'utf8')) as NodeOutcome;
 }
