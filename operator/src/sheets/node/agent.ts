@@ -15,7 +15,8 @@
 //   - images from the sheet are digest-verified before anything runs;
 //   - a restarted agent adopts the containers it finds running (docker) instead of starting them
 //     again; a pod that cannot start yet (no daemon, no image) waits Pending with the reason.
-// What runs a pod and with what: pod-plan.ts; finished pods kept on disk: finished.ts.
+// What runs a pod and with what: pod-plan.ts; finished pods kept on disk: finished.ts; one pod's
+// entry and the phase it reports: pod-entry.ts.
 
 import os from 'node:os';
 import path from 'node:path';
@@ -24,15 +25,10 @@ import { logger } from '../../util/log.ts';
 import { SheetsClient } from '../ctl/client.ts';
 import { isObjectName, nameProblem, pathInside } from '../names.ts';
 import type { Order, RunOrder } from '../scheduler/orders.ts';
-import {
-  backoffPhase,
-  finalPhase,
-  parseRestartPolicy,
-  type RestartPolicy,
-  restartDue,
-} from '../scheduler/phases.ts';
+import { finalPhase, restartDue } from '../scheduler/phases.ts';
 import { primaryIp, sourceAddressFor } from './address.ts';
 import { FinishedPods, finishedDir } from './finished.ts';
+import { type Entry, entryPhase, finishedMessage, newEntry, type PodStatus, policyOf } from './pod-entry.ts';
 import { PodPlanner, portsText, type RuntimeName } from './pod-plan.ts';
 import { DockerRuntime } from './runtimes/docker.ts';
 import { PROCESS_OPT_IN, ProcessRuntime } from './runtimes/process.ts';
@@ -50,6 +46,7 @@ export const LIMITS = {
   reportSoonMs: 250, // a pod that started, ended or waits is reported this soon, not at the next interval (#29.6)
 } as const;
 
+export type { AgentPhase, PodStatus } from './pod-entry.ts';
 export type { RuntimeName } from './pod-plan.ts';
 export { parseEnv, parsePorts, portsText } from './pod-plan.ts';
 
@@ -79,51 +76,6 @@ export interface AgentOptions {
   // Tests and `sheets up` may supply runtimes (e.g. to use a docker runtime without probing).
   runtimeImpls?: Partial<Record<RuntimeName, Runtime>>;
 }
-
-export type AgentPhase = 'Pending' | 'Running' | 'CrashLoopBackOff' | 'Succeeded' | 'Failed';
-
-export interface PodStatus {
-  name: string;
-  phase: AgentPhase;
-  container_id: string | null;
-  ports: string;
-  restarts: number;
-  exit_code: number | null;
-  message: string | null;
-  /** The spec_hash of the order this pod runs (a trailing Pods column: which spec is running). */
-  spec_hash: string;
-}
-
-interface Entry {
-  name: string;
-  order: RunOrder;
-  run: RunningPod | undefined;
-  launching: boolean;
-  stopping: boolean;
-  restarts: number;
-  exitCode: number | null;
-  message: string | null;
-  backoffStep: number;
-  startedAt: number;
-  timer: NodeJS.Timeout | undefined;
-  runtime: RuntimeName | undefined;
-  /** The pod exited and its policy starts it again after the back-off now running. */
-  backingOff: boolean;
-  /** The pod finished and its policy does not start it again. */
-  done: 'Succeeded' | 'Failed' | undefined;
-  /** The id of the last run, still shown for a finished pod (which run it was). */
-  lastId: string | null;
-}
-
-/** What a node reports for one of its pods. */
-export function entryPhase(e: Pick<Entry, 'run' | 'done' | 'backingOff' | 'order'>): AgentPhase {
-  if (e.run) return 'Running';
-  if (e.done) return e.done;
-  if (e.backingOff) return backoffPhase(policyOf(e.order));
-  return 'Pending';
-}
-
-const policyOf = (o: RunOrder): RestartPolicy => parseRestartPolicy(o.restart_policy);
 
 export class NodeAgent {
   readonly opts: AgentOptions;
@@ -589,28 +541,4 @@ export class NodeAgent {
     if (!e.stopping) this.schedule(e, delay);
     return delay;
   }
-}
-
-function newEntry(order: RunOrder): Entry {
-  return {
-    name: order.name,
-    order,
-    run: undefined,
-    launching: false,
-    stopping: false,
-    restarts: 0,
-    exitCode: null,
-    message: null,
-    backoffStep: 0,
-    startedAt: 0,
-    timer: undefined,
-    runtime: undefined,
-    backingOff: false,
-    done: undefined,
-    lastId: null,
-  };
-}
-
-function finishedMessage(code: number): string {
-  return code === 0 ? 'completed (exit code 0)' : `exited with code ${code}`;
 }
