@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../runtime/client.ts';
-import { allowedDockerSocket, computeSheetStatus, DOCKER_SOCKETS } from './sheetcluster.ts';
+import { allowedDockerSocket, DOCKER_SOCKETS } from './sheetcluster.ts';
 import {
   deploymentsToApply,
   isWarning,
@@ -12,6 +12,7 @@ import {
   summarize,
 } from './sheetcluster-observe.ts';
 import { agentArgs, derivedSecret, renderSheetCluster, sheetSettings } from './sheetcluster-render.ts';
+import { computeSheetStatus } from './sheetcluster-status.ts';
 
 const obj = (spec: Record<string, unknown>): KubeObject => ({
   apiVersion: 'retrokube.io/v1alpha1',
