@@ -22,11 +22,18 @@
 //   - Quotas: per user (bearer token or API key) and per project, reads and writes separately,
 //     counted over a sliding 60 s window → 429 RESOURCE_EXHAUSTED with Google's error JSON.
 //   - Limits: 50,000 characters per cell; 10,000,000 cells (rows × columns of all grids).
+// Beside it: how a cell is written, evaluated and rendered (cells.ts), the quotas (quota.ts), Google's
+// error shape and the JSON edge (http-api.ts).
 
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { colName, formatA1, parseA1, quoteSheet } from './a1.ts';
+import { inputOption, parseInput, renderCell, type StoredCell, type Value } from './cells.ts';
+import { ApiError, invalid, obj, readBody, send } from './http-api.ts';
+import { type EmulatorStats, Quota, type QuotaName } from './quota.ts';
+
+export type { EmulatorStats } from './quota.ts';
 
 /** What a spreadsheet id may be: the characters of Google's ids (and SheetCluster's schema). */
 const SPREADSHEET_ID = /^[A-Za-z0-9_-]{10,128}$/;
@@ -41,14 +48,8 @@ export const LIMITS = {
   maxBodyBytes: 10 * 1024 * 1024, // larger request bodies are refused (Google recommends <= 2 MB)
   defaultRows: 1000, // a new sheet's grid, as Google makes it
   defaultCols: 26, // a new sheet's grid, as Google makes it
-  windowMs: 60_000, // quota window
 } as const;
 
-type Value = string | number | boolean;
-interface StoredCell {
-  v: Value; // effective value
-  f?: string; // formula text (USER_ENTERED "=…")
-}
 interface Sheet {
   sheetId: number;
   title: string;
@@ -65,53 +66,22 @@ interface Spreadsheet {
 }
 
 export interface EmulatorOptions {
-  quotas?: Partial<
-    Record<
-      | 'readsPerMinutePerUser'
-      | 'writesPerMinutePerUser'
-      | 'readsPerMinutePerProject'
-      | 'writesPerMinutePerProject',
-      number
-    >
-  >;
+  quotas?: Partial<Record<QuotaName, number>>;
   maxCells?: number;
   now?: () => number;
   projectNumber?: string;
 }
 
-class ApiError extends Error {
-  readonly code: number;
-  readonly status: string;
-  readonly details: unknown[] | undefined;
-  constructor(code: number, status: string, message: string, details?: unknown[]) {
-    super(message);
-    this.code = code;
-    this.status = status;
-    this.details = details;
-  }
-}
-const invalid = (message: string): ApiError => new ApiError(400, 'INVALID_ARGUMENT', message);
-
-export interface EmulatorStats {
-  reads: number;
-  writes: number;
-  rejected429: number;
-  writeTimes: number[]; // ms timestamps of accepted write requests
-}
-
 export class SheetsEmulator {
   private readonly books = new Map<string, Spreadsheet>();
-  private readonly usage = new Map<string, number[]>(); // "<user|project>:<read|write>" → timestamps
-  private readonly quotas: Required<NonNullable<EmulatorOptions['quotas']>>;
+  private readonly quota: Quota;
   private readonly maxCells: number;
-  private readonly now: () => number;
-  private readonly project: string;
   private server: http.Server | undefined;
   readonly stats: EmulatorStats = { reads: 0, writes: 0, rejected429: 0, writeTimes: [] };
   url = '';
 
   constructor(opts: EmulatorOptions = {}) {
-    this.quotas = {
+    const quotas = {
       readsPerMinutePerUser: LIMITS.readsPerMinutePerUser,
       writesPerMinutePerUser: LIMITS.writesPerMinutePerUser,
       readsPerMinutePerProject: LIMITS.readsPerMinutePerProject,
@@ -119,8 +89,7 @@ export class SheetsEmulator {
       ...opts.quotas,
     };
     this.maxCells = opts.maxCells ?? LIMITS.maxCells;
-    this.now = opts.now ?? Date.now;
-    this.project = opts.projectNumber ?? '123456789012';
+    this.quota = new Quota(quotas, opts.now ?? Date.now, opts.projectNumber ?? '123456789012', this.stats);
   }
 
   /**
@@ -168,7 +137,7 @@ export class SheetsEmulator {
     try {
       const url = new URL(req.url ?? '/', 'http://127.0.0.1');
       const user = this.userOf(req, url);
-      const body = await readBody(req);
+      const body = await readBody(req, LIMITS.maxBodyBytes);
       const out = this.route(req.method ?? 'GET', url, body, user);
       send(res, 200, out);
     } catch (e) {
@@ -201,14 +170,14 @@ export class SheetsEmulator {
       throw new ApiError(404, 'NOT_FOUND', 'Requested entity was not found.');
     const rest = p.slice('v4/spreadsheets'.length);
     if (rest === '' && method === 'POST') {
-      this.charge(user, 'write');
+      this.quota.charge(user, 'write');
       return this.create(body);
     }
     const m = /^\/([^/:]+)(.*)$/.exec(rest);
     if (!m) throw new ApiError(404, 'NOT_FOUND', 'Requested entity was not found.');
     const [, id, tail] = m;
     const isRead = method === 'GET';
-    this.charge(user, isRead ? 'read' : 'write');
+    this.quota.charge(user, isRead ? 'read' : 'write');
     const book = this.books.get(id);
     if (!book) throw new ApiError(404, 'NOT_FOUND', 'Requested entity was not found.');
     if (tail === '' && method === 'GET') return this.describe(book);
@@ -244,69 +213,6 @@ export class SheetsEmulator {
         return { spreadsheetId: book.id, clearedRange: this.clear(book, range) };
     }
     throw new ApiError(404, 'NOT_FOUND', 'Requested entity was not found.');
-  }
-
-  // Sliding-window quota per user and per project; a refused request is not counted.
-  private charge(user: string, kind: 'read' | 'write'): void {
-    const t = this.now();
-    const isRead = kind === 'read';
-    const checks: [string, number, string, string][] = [
-      [
-        `${user}:${kind}`,
-        isRead ? this.quotas.readsPerMinutePerUser : this.quotas.writesPerMinutePerUser,
-        isRead ? 'Read requests per minute per user' : 'Write requests per minute per user',
-        isRead ? 'ReadRequestsPerMinutePerUser' : 'WriteRequestsPerMinutePerUser',
-      ],
-      [
-        `project:${kind}`,
-        isRead ? this.quotas.readsPerMinutePerProject : this.quotas.writesPerMinutePerProject,
-        isRead ? 'Read requests per minute' : 'Write requests per minute',
-        isRead ? 'ReadRequestsPerMinutePerProject' : 'WriteRequestsPerMinutePerProject',
-      ],
-    ];
-    for (const [key, limit, limitName, limitId] of checks) {
-      const list = (this.usage.get(key) ?? []).filter((x) => t - x < LIMITS.windowMs);
-      this.usage.set(key, list);
-      if (list.length >= limit) {
-        this.stats.rejected429++;
-        const metric = isRead ? 'Read requests' : 'Write requests';
-        throw new ApiError(
-          429,
-          'RESOURCE_EXHAUSTED',
-          `Quota exceeded for quota metric '${metric}' and limit '${limitName}' of service 'sheets.googleapis.com' for consumer 'project_number:${this.project}'.`,
-          [
-            {
-              '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
-              reason: 'RATE_LIMIT_EXCEEDED',
-              domain: 'googleapis.com',
-              metadata: {
-                quota_limit: limitId,
-                quota_metric: `sheets.googleapis.com/${kind}_requests`,
-                quota_limit_value: String(limit),
-                consumer: `projects/${this.project}`,
-                service: 'sheets.googleapis.com',
-                quota_location: 'global',
-              },
-            },
-            {
-              '@type': 'type.googleapis.com/google.rpc.Help',
-              links: [
-                {
-                  description: 'Request a higher quota limit.',
-                  url: 'https://cloud.google.com/docs/quotas/help/request_increase',
-                },
-              ],
-            },
-          ],
-        );
-      }
-    }
-    for (const [key] of checks) this.usage.get(key)!.push(t);
-    if (isRead) this.stats.reads++;
-    else {
-      this.stats.writes++;
-      this.stats.writeTimes.push(t);
-    }
   }
 
   // ---- spreadsheets ----
@@ -507,7 +413,7 @@ export class SheetsEmulator {
     if (!Array.isArray(values)) return [];
     let rows = values.map((row) => {
       if (!Array.isArray(row)) throw invalid('Invalid values: each row must be a list.');
-      return row.map((v) => parseInput(v, input));
+      return row.map((v) => parseInput(v, input, LIMITS.maxCellChars));
     });
     if (major === 'COLUMNS') {
       const width = Math.max(0, ...rows.map((r) => r.length));
@@ -674,116 +580,4 @@ function sheetProps(s: Sheet): unknown {
     sheetType: 'GRID',
     gridProperties: { rowCount: s.rowCount, columnCount: s.columnCount },
   };
-}
-
-function obj(v: unknown): Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
-}
-
-function inputOption(v: string | null | undefined): 'RAW' | 'USER_ENTERED' {
-  if (v === 'RAW' || v === 'USER_ENTERED') return v;
-  if (v === null || v === undefined || v === '') {
-    throw invalid("'valueInputOption' is required but not specified");
-  }
-  throw invalid(
-    `Invalid value at 'value_input_option' (type.googleapis.com/google.apps.sheets.v4.ValueInputOption), "${v}"`,
-  );
-}
-
-function parseInput(v: unknown, input: 'RAW' | 'USER_ENTERED'): StoredCell | undefined | null {
-  if (v === null) return null;
-  if (v === undefined) return undefined;
-  if (typeof v === 'object')
-    throw invalid('Invalid values: a cell value must be a string, number or boolean.');
-  if (typeof v === 'string' && v.length > LIMITS.maxCellChars) {
-    throw invalid(
-      `Your input contains more than the maximum of ${LIMITS.maxCellChars} characters in a single cell.`,
-    );
-  }
-  if (typeof v === 'number' || typeof v === 'boolean') return { v };
-  const s = String(v);
-  if (s === '') return undefined;
-  if (input === 'RAW') return { v: s };
-  if (s.startsWith("'")) return { v: s.slice(1) };
-  if (s.startsWith('=')) return { v: evaluate(s.slice(1)), f: s };
-  if (/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(s.trim())) return { v: Number(s) };
-  if (/^(true|false)$/i.test(s.trim())) return { v: s.trim().toLowerCase() === 'true' };
-  return { v: s };
-}
-
-// Formulas: plain arithmetic (+ - * / parentheses, numbers) is evaluated; anything else shows
-// "#NAME?" (this emulator knows no functions).
-function evaluate(expr: string): Value {
-  const src = expr.replace(/\s+/g, '');
-  let pos = 0;
-  const num = (): number => {
-    const m = /^(\d+\.?\d*|\.\d+)/.exec(src.slice(pos));
-    if (!m) throw new Error('syntax');
-    pos += m[0].length;
-    return Number(m[0]);
-  };
-  const factor = (): number => {
-    const ch = src[pos];
-    if (ch === '-' || ch === '+') {
-      pos++;
-      return ch === '-' ? -factor() : factor();
-    }
-    if (ch === '(') {
-      pos++;
-      const v = sum();
-      if (src[pos++] !== ')') throw new Error('syntax');
-      return v;
-    }
-    return num();
-  };
-  const product = (): number => {
-    let v = factor();
-    while (src[pos] === '*' || src[pos] === '/') v = src[pos++] === '*' ? v * factor() : v / factor();
-    return v;
-  };
-  const sum = (): number => {
-    let v = product();
-    while (src[pos] === '+' || src[pos] === '-') v = src[pos++] === '+' ? v + product() : v - product();
-    return v;
-  };
-  if (!/^[0-9+\-*/().]+$/.test(src)) return '#NAME?';
-  try {
-    const v = sum();
-    if (pos !== src.length) return '#ERROR!';
-    return Number.isFinite(v) ? v : '#DIV/0!';
-  } catch {
-    return '#ERROR!';
-  }
-}
-
-function renderCell(c: StoredCell, render: string): Value {
-  if (render === 'FORMULA') return c.f ?? c.v;
-  if (render === 'UNFORMATTED_VALUE') return c.v;
-  if (typeof c.v === 'boolean') return c.v ? 'TRUE' : 'FALSE';
-  return String(c.v);
-}
-
-async function readBody(req: http.IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let n = 0;
-  for await (const ch of req) {
-    n += (ch as Buffer).length;
-    if (n > LIMITS.maxBodyBytes) throw invalid('Request payload size exceeds the limit.');
-    chunks.push(ch as Buffer);
-  }
-  if (n === 0) return {};
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    throw invalid('Invalid JSON payload received.');
-  }
-}
-
-function send(res: http.ServerResponse, code: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(code, {
-    'content-type': 'application/json; charset=UTF-8',
-    'content-length': Buffer.byteLength(text),
-  });
-  res.end(text);
 }
