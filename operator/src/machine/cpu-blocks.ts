@@ -8,22 +8,9 @@ import {
   type FixedReads,
   LIMITS as JIT_LIMITS,
   knownBlockStarts,
-  markWarmStart,
-  promoteWarmStarts,
   translateShared,
 } from './jit.ts';
 import { HINTED, type HintSource, hintSource } from './jit-hint-source.ts';
-
-export const LIMITS = {
-  // Entries in one CPU after which a start it has not translated is marked for the thread: a CPU
-  // constructed later translates it at jit.ts LIMITS.knownBlock entries, as one another CPU
-  // translated. A warm compile of the compiler otherwise interprets ~2 M instructions at ~420
-  // starts entered 16–999 times each (bench/machine/census.ts), never reaching hotBlock.
-  warmMark: 16,
-} as const;
-
-/** known[] value of a start some earlier CPU of the thread entered LIMITS.warmMark times untranslated. */
-export const WARM = 3;
 
 /** What the blocks read of their CPU when they translate: both may change while it runs. */
 export interface BlockOwner {
@@ -45,10 +32,6 @@ export class CpuBlocks {
   readonly known: Uint8Array;
   /** Block starts translated in earlier processes (jit-hint-source.ts); null: none registered, or no translator. */
   private readonly hints: HintSource | null;
-  /** Starts this CPU marked for the thread (LIMITS.warmMark), so each is marked once. */
-  private readonly marked = new Set<number>();
-  /** Entries at which a start is marked (the interpreter may count it once more before runMixed sees it). */
-  readonly warmMark: number;
   private readonly pageBlocks = new Map<number, number[]>();
   private readonly blockLength = new Map<number, number>();
   /** Hot block starts waiting to be compiled together (LIMITS.batch), and since when. */
@@ -75,9 +58,7 @@ export class CpuBlocks {
     this.hits = new Uint16Array(jit ? memWords : 0);
     this.knownHot = Math.min(this.hotBlock, JIT_LIMITS.knownBlock);
     this.known = jit ? knownBlockStarts(memBytes) : new Uint8Array(0);
-    this.warmMark = Math.min(LIMITS.warmMark, this.hotBlock);
     this.hints = jit ? hintSource(memBytes) : null;
-    if (jit) promoteWarmStarts(memBytes, WARM); // after the hints: a start hinted stays HINTED
     this.codeMark = space
       ? new Uint8Array(space.buffer, space.layout.codeMarkBase, memWords)
       : new Uint8Array(0);
@@ -141,10 +122,6 @@ export class CpuBlocks {
    * wasm module carries several blocks.
    */
   markHot(pc: number, now: number): void {
-    if (this.known[pc] === 0 && this.hits[pc] < this.hotBlock) {
-      this.markWarm(pc);
-      return;
-    }
     if (this.known[pc] === HINTED && this.hits[pc] < this.hotBlock && this.hints !== null) {
       // Warm, and hinted by an earlier process: act on the hint only where RAM holds its words,
       // then translate every hinted block that RAM holds now, in one module.
@@ -162,13 +139,6 @@ export class CpuBlocks {
     this.waiting.add(pc);
     if (this.waiting.size >= JIT_LIMITS.batch || now - this.waitingSince >= JIT_LIMITS.batchDelay)
       this.compileWaiting();
-  }
-
-  /** This CPU entered pc LIMITS.warmMark times: later CPUs of the thread translate it early. */
-  private markWarm(pc: number): void {
-    if (this.marked.has(pc)) return;
-    this.marked.add(pc);
-    markWarmStart(this.mem.length << 2, pc);
   }
 
   compileWaiting(): void {

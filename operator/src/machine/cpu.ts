@@ -198,7 +198,6 @@ export class Risc5 {
     const known = blocks.known;
     const hotBlock = blocks.hotBlock;
     const knownHot = blocks.knownHot;
-    const warmMark = blocks.warmMark;
     while (this.instructions < end) {
       const pc = this.pc;
       if (pc < this.memWords) {
@@ -207,8 +206,7 @@ export class Risc5 {
           // Count entries here too: a block that falls through a not-taken branch lands on code
           // that no taken branch reaches, and that code must be able to become hot as well.
           const n = ++hits[pc];
-          if (n >= knownHot && (n >= hotBlock || known[pc] !== 0 || n - warmMark === 0 || n - warmMark === 1))
-            blocks.markHot(pc, this.instructions);
+          if (n >= hotBlock || (n >= knownHot && known[pc] !== 0)) blocks.markHot(pc, this.instructions);
           this.interpret(end - this.instructions, true); // until a branch lands on hot code
         }
       } else {
@@ -259,7 +257,6 @@ export class Risc5 {
     const hot = blocks.hotBlock;
     const known = blocks.known;
     const knownHot = blocks.knownHot;
-    const warmMark = blocks.warmMark;
     const R = this.R;
     const memWords = this.memWords;
     const memBytes = this.memBytes;
@@ -475,7 +472,7 @@ export class Risc5 {
           if (toHot && pc < memWords) {
             if (slotOf[pc] !== 0) break;
             const n = ++hits[pc];
-            if (n >= knownHot && (n >= hot || known[pc] !== 0 || n === warmMark)) break;
+            if (n >= hot || (n >= knownHot && known[pc] !== 0)) break;
           }
         }
       }

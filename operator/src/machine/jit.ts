@@ -184,29 +184,6 @@ export function knownBlockStarts(memBytes: number): Uint8Array {
   return known;
 }
 
-/**
- * Per RAM size, starts a CPU marked (cpu-blocks.ts LIMITS.warmMark) since the last CPU was
- * constructed: that next CPU promotes them in knownBlockStarts, so the CPU that marked them keeps
- * its own thresholds (lowering them in the same machine translated code that did not repay it:
- * bench/machine, threshold 250).
- */
-const unpromoted = new Map<number, number[]>();
-
-export function markWarmStart(memBytes: number, pc: number): void {
-  const list = unpromoted.get(memBytes);
-  if (list === undefined) unpromoted.set(memBytes, [pc]);
-  else list.push(pc);
-}
-
-/** A CPU is constructed: the marks of the CPUs before it take effect (value in known where 0). */
-export function promoteWarmStarts(memBytes: number, value: number): void {
-  const list = unpromoted.get(memBytes);
-  if (list === undefined) return;
-  unpromoted.delete(memBytes);
-  const known = knownBlockStarts(memBytes);
-  for (const pc of list) if (known[pc] === 0) known[pc] = value;
-}
-
 let made = 0;
 
 /** How many translations this thread has made itself (not taken from an earlier process's). */
@@ -232,7 +209,6 @@ export function seedTranslation(key: string, t: Translation): void {
 /** Forget the thread's translations (tests: the next CPU starts as in a new process). */
 export function forgetTranslations(): void {
   shared.clear();
-  unpromoted.clear();
   generation = 0;
   translatedRun = 0;
 }
