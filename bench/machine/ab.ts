@@ -3,12 +3,13 @@
 // shared 2-core host, figures from separate runs differ by more than most changes do. Per round
 // and side: ORP compiling itself as the first compile of a fresh process with that side's hints
 // (its own folder, filled by one run first: the README's "fresh with hints"), and a process that
-// runs run.ts's tight loop (past jit.ts LIMITS.longLived) then compiles WARM_ROUNDS times, a new
-// machine each (the README's warm rounds; the first is the process's first compile); and, with
-// --c-baseline DIR, the C emulator once per round. Prints medians and ratios; writes
-// machine-ab.json (scratch unless --save).
+// runs run.ts's tight loop (past jit.ts LIMITS.longLived) then compiles --warm-rounds times
+// (LIMITS.warmRounds), a new machine each (the README's warm rounds; the first is the process's
+// first compile); and, with --c-baseline DIR, the C emulator once per round. "Warm" is the steady
+// state, the compiles from LIMITS.steadyFrom on of every warm process (run.ts STEADY_FROM says
+// why). Prints medians and ratios; writes machine-ab.json (scratch unless --save).
 //
-// Run: node bench/machine/ab.ts A_DIR B_DIR [--rounds N] [--c-baseline DIR]
+// Run: node bench/machine/ab.ts A_DIR B_DIR [--rounds N] [--warm-rounds N] [--c-baseline DIR]
 // A_DIR/B_DIR: checkouts with node_modules (e.g. `git archive main | tar -x -C /tmp/a` and a
 // symlink to this one's node_modules). Each side runs its own bench/machine/run.ts and code.
 import { execFileSync } from 'node:child_process';
@@ -23,17 +24,18 @@ import { TIGHT_LOOP } from './tight-loop.ts';
 
 const LIMITS = {
   rounds: 5, // rounds by default: a median of 5 per side
-  warmRounds: 3, // compiles in the warm process (run.ts's ROUNDS)
+  warmRounds: 5, // compiles in the warm process (run.ts's ROUNDS)
+  steadyFrom: 3, // ...of which the steady state ("warm", run.ts STEADY_FROM): from the third on
 } as const;
 
 const COMPILE = 'ORP.Compile ORS.Mod ORB.Mod ORG.Mod ORP.Mod ~';
 
 /**
- * The warm child: the tight loop, then LIMITS.warmRounds boot + compile, with the code of the
+ * The warm child: the tight loop, then `rounds` boots + compiles, with the code of the
  * checkout `dir`; prints {mips, helperMs}. Its modules are imported from there (typed as this
  * checkout's: the two sides share their interfaces).
  */
-async function warmChild(dir: string): Promise<void> {
+async function warmChild(dir: string, rounds: number): Promise<void> {
   process.env.RETROKUBE_BOOT_IMAGES = 'off';
   process.env.RETROKUBE_JIT_HINTS = 'off';
   const from = (file: string) => pathToFileURL(path.join(dir, 'operator/src/machine', file)).href;
@@ -56,7 +58,7 @@ async function warmChild(dir: string): Promise<void> {
   const disk = fs.readFileSync(BASE_IMAGE);
   const mips: number[] = [];
   const helperMs: number[] = [];
-  for (let r = 0; r < LIMITS.warmRounds; r++) {
+  for (let r = 0; r < rounds; r++) {
     const m = new Machine({ disk: Buffer.from(disk), clock: 'deterministic', jit: true });
     m.runUntil(() => m.booted, { maxInstructions: 20e6 });
     m.runCommand(COMPILE);
@@ -73,7 +75,7 @@ async function warmChild(dir: string): Promise<void> {
 
 const warmArg = process.argv.indexOf('--warm-child');
 if (warmArg >= 0) {
-  await warmChild(process.argv[warmArg + 1] ?? '');
+  await warmChild(process.argv[warmArg + 1] ?? '', Number(process.argv[warmArg + 2] ?? LIMITS.warmRounds));
   process.exit(0);
 }
 
@@ -81,13 +83,14 @@ const [dirA, dirB] = process.argv.slice(2, 4).map((d) => path.resolve(d ?? ''));
 for (const d of [dirA, dirB])
   if (!fs.existsSync(path.join(d, 'bench/machine/run.ts')))
     throw new Error(
-      `usage: ab.ts A_DIR B_DIR [--rounds N] [--c-baseline DIR] (${d}: no bench/machine/run.ts)`,
+      `usage: ab.ts A_DIR B_DIR [--rounds N] [--warm-rounds N] [--c-baseline DIR] (${d}: no bench/machine/run.ts)`,
     );
 const flag = (name: string) => {
   const i = process.argv.indexOf(name);
   return i >= 0 ? process.argv[i + 1] : undefined;
 };
 const rounds = Number(flag('--rounds') ?? LIMITS.rounds);
+const warmRounds = Number(flag('--warm-rounds') ?? LIMITS.warmRounds);
 const cDir = flag('--c-baseline');
 const record = startRecording();
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'retrokube-bench-ab-'));
@@ -105,7 +108,7 @@ const fresh = (dir: string, hints: string): { compileMips: number; bootMsCold: n
   );
 /** This file's warm child with the side's code. */
 const warm = (dir: string): { mips: number[]; helperMs: number[] } =>
-  JSON.parse(node([import.meta.filename, '--warm-child', dir]));
+  JSON.parse(node([import.meta.filename, '--warm-child', dir, String(warmRounds)]));
 
 const sides = [
   { key: 'A', dir: dirA, hints: path.join(root, 'A') },
@@ -150,16 +153,28 @@ const summary: Record<string, unknown> = {
   a: dirA,
   b: dirB,
   rounds,
+  warmRounds,
   c: cMedian === null ? null : { runs: c, median: cMedian },
 };
 for (const s of sides) {
   const o = out[s.key];
-  const warmByRound = Array.from({ length: LIMITS.warmRounds }, (_, k) => median(o.warm.map((w) => w[k])));
+  const warmByRound = Array.from({ length: warmRounds }, (_, k) => median(o.warm.map((w) => w[k])));
+  const steady = o.warm.flatMap((w) => w.slice(LIMITS.steadyFrom - 1));
+  const warmSteady = steady.length > 0 ? median(steady) : null;
   const ratio = (x: number) => (cMedian === null ? '' : ` (${(x / cMedian).toFixed(2)}x C)`);
   console.log(
-    `${s.key}: fresh with hints, median ${median(o.fresh).toFixed(0)} M instructions/s${ratio(median(o.fresh))}; warm rounds, medians ${warmByRound.map((w) => `${w.toFixed(0)}${ratio(w)}`).join(' / ')}; boot median ${median(o.bootMs).toFixed(0)} ms CPU`,
+    `${s.key}: fresh with hints, median ${median(o.fresh).toFixed(0)} M instructions/s${ratio(median(o.fresh))}; warm rounds, medians ${warmByRound.map((w) => `${w.toFixed(0)}${ratio(w)}`).join(' / ')}; warm steady state (compiles ${LIMITS.steadyFrom}–${warmRounds}), median ${warmSteady === null ? '-' : `${warmSteady.toFixed(0)}${ratio(warmSteady)}`}; boot median ${median(o.bootMs).toFixed(0)} ms CPU`,
   );
-  summary[s.key] = { ...o, freshMedian: median(o.fresh), warmMedianByRound: warmByRound };
+  summary[s.key] = {
+    ...o,
+    freshMedian: median(o.fresh),
+    warmMedianByRound: warmByRound,
+    warmSteadyMedian: warmSteady,
+  };
 }
-console.log(`B over A: fresh ${(median(out.B.fresh) / median(out.A.fresh)).toFixed(2)}x`);
+const steadyOf = (k: 'A' | 'B') => (summary[k] as { warmSteadyMedian: number | null }).warmSteadyMedian;
+const [steadyA, steadyB] = [steadyOf('A'), steadyOf('B')];
+console.log(
+  `B over A: fresh ${(median(out.B.fresh) / median(out.A.fresh)).toFixed(2)}x${steadyA !== null && steadyB !== null ? `, warm steady state ${(steadyB / steadyA).toFixed(2)}x` : ''}`,
+);
 writeResults('machine-ab', summary, record);

@@ -29,131 +29,43 @@
 //   built with our assembler can be installed instead (setRom()).
 // - The disk is a DiskImage (sd-card.ts) over a Buffer; give it an onWrite hook to write
 //   through to a file. The machine never opens files itself.
+//
+// The parts: machine-config.ts (limits, options), machine-bus.ts (the devices and idle detection),
+// machine-input.ts (the input queue and runCommand's steps); here power, boot, time and running.
 
 import { type BootImage, blocksData, fnv64, LIMITS as IMAGE_LIMITS, sameBlocks } from './boot-image.ts';
 import { bootRom } from './boot-rom.ts';
 import { type IoBus, Risc5 } from './cpu.ts';
 import type { FixedReads } from './jit.ts';
-import { type AirPort, Nrf24 } from './nrf24.ts';
+import { MachineBus } from './machine-bus.ts';
+import {
+  type ClockMode,
+  endCommands,
+  LIMITS,
+  type MachineOptions,
+  ROM_START_WORD,
+  type RunResult,
+} from './machine-config.ts';
+import { BUTTON_BITS, type ButtonName, commandAction, InputQueue, mouseItem } from './machine-input.ts';
+import type { Nrf24 } from './nrf24.ts';
 import { findTaskRing, nextTaskDue, type TaskRing } from './oberon-tasks.ts';
 import { textToPs2 } from './ps2.ts';
 import type { FrameSnapshot, MachineInput, MachineScreen, MouseButtons } from './screen-input.ts';
-import { leftmostInk, lowestInkRow, titleBars } from './screen-scan.ts';
-import { DiskImage, SdCard } from './sd-card.ts';
+import { DiskImage } from './sd-card.ts';
 
-export const LIMITS = {
-  hz: 25_000_000, // the FPGA board's clock: instructions per emulated second
-  instrPerMs: 25_000, // hz / 1000: the deterministic clock's instructions per timer tick
-  defaultMemBytes: 0x100000, // 1 MiB, the board's RAM
-  defaultDisplayStart: 0xe7f00, // where Wirth's Display module expects the framebuffer
-  defaultWidth: 1024, // board framebuffer width
-  defaultHeight: 768, // board framebuffer height
-  maxMemoryMiB: 32, // the emulator's --mem clamp; larger would move the display beyond Oberon's reach
-  maxWidth: 2048, // the emulator's --size clamp
-  maxHeight: 2048, // the emulator's --size clamp
-  displayMagic: 0x53697a67, // 'Sizg': tells the image's Display.Mod the framebuffer layout
-  keyFifoBytes: 16, // the board's PS/2 FIFO
-  inputQueueItems: 100_000, // queued key strokes/mouse states before new input is refused
-  serialOutKeep: 1 << 20, // RS232 output bytes kept (older bytes are dropped)
-  ledHistoryKeep: 256, // LED values kept for inspection
-  idlePolls: 24, // consecutive quiet polls (timer/empty keyboard reads) that mean "Oberon idles"
-  idlePollGap: 4000, // at most this many instructions between two polls of an idle loop
-  mouseMinReads: 3, // a queued mouse state is read at least this often before the next one
-  clickHoldMs: 40, // a click's press and release each last this long (machine time)
-  fsOffsetBlock: 0x80000, // SD block of Oberon sector 0 (Kernel.FSoffset)
-  bootBlock: 0x80004, // first SD block of the boot area (Oberon sector 2)
-  moduleTable: 0x20, // MT register value set by the boot loader
-  taskRingRetryMs: 2000, // an unfound task ring is looked for again after this much machine time
-  boardStackOrg: 0x80000, // BootLoad's stackOrg for the board layout (heap from here to MemLim)
-} as const;
+export {
+  type ClockMode,
+  endCommands,
+  LIMITS,
+  type MachineOptions,
+  type RunResult,
+} from './machine-config.ts';
+export type { ButtonName } from './machine-input.ts';
 
-const ROM_START_WORD = 0xfffff800 >>> 2;
-
-export type ClockMode = 'realtime' | 'deterministic';
-
-export interface MachineOptions {
-  /** The disk (a Buffer is wrapped in a DiskImage). Pass a copy: Oberon writes to it. */
-  disk: DiskImage | Buffer;
-  /** RAM in MiB with the display placed at that address (the emulator's --mem). Omit for the board layout. */
-  memoryMiB?: number;
-  /** Display size (the emulator's --size); only with a custom layout. Width is rounded down to 32. */
-  width?: number;
-  height?: number;
-  clock?: ClockMode;
-  /** Fed into RS232 receive from power-on (Kube's Boot.Run reads it). */
-  commands?: string;
-  /** Switch bits (bit 0: boot from the serial line). */
-  switches?: number;
-  /** Where radio frames go. */
-  air?: AirPort | null;
-  /** Host clock in ms (realtime mode); default performance.now. */
-  now?: () => number;
-  /**
-   * Translate hot RISC5 code to WebAssembly (jit.ts). On by default: tight loops run about 4× and
-   * Oberon's compiler about 1.5× as fast as on the interpreter (bench/machine); false = interpreter only.
-   */
-  jit?: boolean;
-  /** With jit: entries of a block before it is translated (default jit.ts LIMITS.hotBlock). */
-  hotBlock?: number;
-  /** 'native' (default): the boot loader's work done by the host; 'assembled': our ROM (boot-rom.ts) runs on the CPU. */
-  boot?: 'native' | 'assembled';
-  /**
-   * Boot images (boot-image.ts): given (even empty), the machine starts from the first that fits
-   * its configuration and disk, else boots for real and records one (`bootImage` once taken).
-   * Either way the timer runs on machine time until something from outside reaches the machine.
-   */
-  bootImages?: readonly BootImage[];
-}
-
-export interface RunResult {
-  executed: number;
-  /** True when the run ended because Oberon was idle (waiting for time or input). */
-  idle: boolean;
-}
-
-type MouseItem = Extract<InputItem, { kind: 'mouse' }>;
-
-type InputItem =
-  | { kind: 'keys'; bytes: number[] }
-  | {
-      kind: 'mouse';
-      x: number;
-      y: number;
-      buttons: number;
-      /** Keep the current mouse state (a pause between steps). */
-      keep: boolean;
-      holdMs: number;
-      applied: boolean;
-      at: number;
-      reads: number;
-    }
-  /** A step that looks at the machine (e.g. the screen) when reached and returns the next items. */
-  | { kind: 'action'; run: () => InputItem[] };
-
-function mouseItem(x: number, y: number, buttons: number, holdMs: number): MouseItem {
-  return { kind: 'mouse', x, y, buttons, keep: false, holdMs, applied: false, at: 0, reads: 0 };
-}
-
-export type ButtonName = 'left' | 'middle' | 'right';
-const BUTTON_BITS: Record<ButtonName, number> = { right: 1 << 24, middle: 1 << 25, left: 1 << 26 };
-
-/**
- * The boot commands with their last line ended (";"). Boot.Run ends the last line when the port
- * stays quiet for 20 ms, so a command fed later (serialFeed) while a slow machine has not yet read
- * them would otherwise join it: "Kube.Start" + "KubeNet.Serve …;" ran as one unknown command, and
- * neither ran (the DR suite's plane restart under heavy load).
- */
-export function endCommands(commands: string): string {
-  return commands === '' || /[;\r\n]\s*$/.test(commands) ? commands : `${commands};`;
-}
-
-export class Machine implements MachineScreen, MachineInput, IoBus {
+export class Machine extends MachineBus implements MachineScreen, MachineInput, IoBus {
   /** The SPI status reads "ready" always and has no effect (see ioRead): translated code inlines it. */
   readonly fixedReads: FixedReads = [[0xffffffd4 | 0, 1]];
   readonly cpu: Risc5;
-  readonly disk: DiskImage;
-  readonly sd: SdCard;
-  readonly radio = new Nrf24();
   readonly clock: ClockMode;
   readonly memBytes: number;
   readonly displayStart: number;
@@ -162,52 +74,19 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
   readonly customDisplay: boolean;
   readonly memLim: number;
   readonly stackOrg: number;
-  switches: number;
   commands: string;
+  protected readonly input: InputQueue;
 
-  // Devices.
-  private spiSel = 0;
-  private spiFast = false;
-  private serialIn: Uint8Array = new Uint8Array(0);
-  private serialPos = 0;
-  private serialOut: number[] = [];
-  private serialOutTotal = 0;
-  leds = 0;
-  readonly ledHistory: number[] = [];
-  private mouseState = 0;
-  private readonly keyFifo: number[] = [];
-  private readonly input: InputItem[] = [];
-  clipboardIn = '';
-  private clipReadPos = 0;
-  private clipOutLen = 0;
-  private clipOut: number[] = [];
-  /** Called with each text Oberon puts on the clipboard. */
-  onClipboard: ((text: string) => void) | null = null;
-  /** Called with each byte Oberon writes to RS232. */
-  onSerial: ((byte: number) => void) | null = null;
-  onLeds: ((value: number) => void) | null = null;
-
-  // Time and idleness.
+  // Time.
   private readonly hostNow: () => number;
   private wallStart = 0;
   /** Virtual instructions skipped while idle (deterministic clock). */
   private skipped = 0;
-  private lastPoll = 0;
-  private quietPolls = 0;
-  private activity = false;
-  private lastFb = 0;
-  private idleHit = false;
-  /** Times the CPU fetched outside RAM/ROM (each one resets the machine, as on the board). */
-  voidFetches = 0;
-  /** True once Oberon's main loop has run idle at least once since power-on. */
-  booted = false;
-  // Boot images (see MachineOptions.bootImages).
   private readonly imageCandidates: readonly BootImage[] | null;
   /** Real-time clock still on machine time (the boot is still a function of disk and configuration). */
   private virtualClock = false;
   /** Something from outside (serial, radio, clipboard, input) reached the machine since power-on. */
   private external = false;
-  private inputEver = false;
   private capturing: number[] | null = null;
   /** While recording: the block reads before the current run, and a state buffer to reuse. */
   private readsBefore = 0;
@@ -221,11 +100,9 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
   private taskRingSearchedAt = Number.NEGATIVE_INFINITY;
 
   constructor(opts: MachineOptions) {
-    this.disk = opts.disk instanceof DiskImage ? opts.disk : new DiskImage(opts.disk);
-    this.sd = new SdCard(this.disk);
+    super(opts.disk instanceof DiskImage ? opts.disk : new DiskImage(opts.disk), opts.switches ?? 0);
     this.clock = opts.clock ?? 'realtime';
     this.hostNow = opts.now ?? (() => performance.now());
-    this.switches = opts.switches ?? 0;
     this.commands = opts.commands ?? '';
     this.radio.air = opts.air ?? null;
     this.radio.now = () => this.timerMs();
@@ -252,6 +129,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     // Wirth's BootLoad (and the reference ROM) put the stack origin at 80000H on the board; only
     // the emulator's --mem/--size layouts patch it to display/2 (which is 80000H for 1 MiB too).
     this.stackOrg = this.customDisplay ? this.displayStart / 2 : LIMITS.boardStackOrg;
+    this.input = new InputQueue(() => this.timerMs(), this.width, this.height);
     this.cpu = new Risc5(this.memBytes, this.displayStart, this, {
       jit: opts.jit ?? true,
       hotBlock: opts.hotBlock,
@@ -282,9 +160,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     this.spiFast = false;
     this.serialIn = new TextEncoder().encode(endCommands(this.commands));
     this.serialPos = 0;
-    this.keyFifo.length = 0;
-    this.input.length = 0;
-    this.mouseState = 0;
+    this.input.clear();
     this.booted = false;
     this.taskRing = null;
     this.taskRingSearchedAt = Number.NEGATIVE_INFINITY;
@@ -298,7 +174,6 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
       cpu.mem[w + 3] = this.displayStart;
     }
     this.external = false;
-    this.inputEver = false;
     this.bootImage = null;
     this.restored = false;
     this.capturing = null;
@@ -349,19 +224,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
         fbVersion: cpu.fbVersion,
       },
       ram,
-      devices: {
-        leds: this.leds,
-        ledHistory: [...this.ledHistory],
-        spiSel: this.spiSel,
-        spiFast: this.spiFast,
-        lastPoll: this.lastPoll,
-        quietPolls: this.quietPolls,
-        activity: this.activity,
-        lastFb: this.lastFb,
-        booted: this.booted,
-        voidFetches: this.voidFetches,
-        sd: this.sd.saveState(),
-      },
+      devices: this.saveDevices(),
     };
   }
 
@@ -392,7 +255,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
         devices,
         sdRest,
         serial: [this.serialPos, this.serialIn.length, this.serialOutTotal],
-        input: [this.input.length, this.keyFifo.length, this.mouseState],
+        input: [this.input.items.length, this.input.keyFifo.length, this.input.mouseState],
       }),
     ]);
   }
@@ -414,25 +277,13 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     cpu.instructions = image.instructions;
     cpu.ioInstr = image.instructions;
     this.skipped = image.skipped;
-    const d = image.devices;
-    this.leds = d.leds;
-    this.ledHistory.length = 0;
-    this.ledHistory.push(...d.ledHistory);
-    this.spiSel = d.spiSel;
-    this.spiFast = d.spiFast;
-    this.lastPoll = d.lastPoll;
-    this.quietPolls = d.quietPolls;
-    this.activity = d.activity;
-    this.lastFb = d.lastFb;
-    this.booted = d.booted;
-    this.voidFetches = d.voidFetches;
-    this.sd.loadState(d.sd);
+    this.loadDevices(image.devices);
     if (this.booted) this.leaveVirtualClock();
     return true;
   }
 
   /** The timer follows the wall clock from here on, continuing from the machine time reached. */
-  private leaveVirtualClock(): void {
+  protected leaveVirtualClock(): void {
     if (!this.virtualClock) return;
     const t = this.timerMs();
     this.virtualClock = false;
@@ -440,7 +291,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
   }
 
   /** Something from outside reached the machine: its state is no longer a function of the disk alone. */
-  private markExternal(): void {
+  protected markExternal(): void {
     if (this.external) return;
     this.external = true;
     this.leaveVirtualClock();
@@ -596,7 +447,7 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
   run(n: number): RunResult {
     this.idleHit = false;
     if (this.radio.hasPending) this.radio.offerPending();
-    this.pumpInput();
+    this.input.pump();
     // While a boot image is being recorded, the state before each run is the candidate: it is
     // final if something from outside reaches the machine during the run.
     let before: BootImage | null = null;
@@ -637,266 +488,22 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
     const start = this.cpu.instructions;
     for (;;) {
       const r = this.run(200_000);
-      if (r.idle && this.input.length === 0 && this.keyFifo.length === 0) return true;
+      if (r.idle && !this.input.pending) return true;
       if (this.cpu.instructions - start >= maxInstructions) return false;
     }
   }
 
-  // ---------------------------------------------------------------- the bus
-
-  ioRead(addr: number): number {
-    switch (addr - 0xffffffc0) {
-      case 0: // ms timer
-        this.poll();
-        return this.timerMs();
-      case 4: // switches
-        return this.switches;
-      case 8: // RS232 data
-        this.markExternal();
-        this.activity = true;
-        return this.serialReadByte();
-      case 12: // RS232 status: bit 0 byte available, bit 1 transmitter ready
-        this.markExternal();
-        return (this.serialPos < this.serialIn.length ? 1 : 0) | 2;
-      case 16: // SPI data
-        if (this.spiSel === 1) {
-          this.activity = true;
-          return this.sd.read();
-        }
-        if (this.spiSel === 2) {
-          this.markExternal();
-          return this.radio.read();
-        }
-        return 255;
-      case 20: // SPI status: always ready
-        return 1;
-      case 24: {
-        // mouse and keyboard status
-        if (this.inputEver) this.markExternal();
-        this.mouseRead();
-        let v = this.mouseState;
-        if (this.keyFifo.length > 0) v |= 0x10000000;
-        else this.poll();
-        return v;
-      }
-      case 28: // PS/2 data
-        if (this.inputEver) this.markExternal();
-        this.activity = true;
-        if (this.keyFifo.length > 0) {
-          const b = this.keyFifo.shift() as number;
-          if (this.keyFifo.length === 0) this.pumpInput();
-          return b;
-        }
-        return 0;
-      case 40: // clipboard control: length of the host text
-        this.markExternal();
-        this.activity = true;
-        this.clipReadPos = 0;
-        return this.clipText().length;
-      case 44: {
-        // clipboard data
-        this.markExternal();
-        this.activity = true;
-        const t = this.clipText();
-        if (this.clipReadPos < t.length) {
-          const ch = t.charCodeAt(this.clipReadPos++);
-          return ch === 10 ? 13 : ch & 0xff;
-        }
-        return 0;
-      }
-      default:
-        return 0;
-    }
-  }
-
-  ioWrite(addr: number, value: number): void {
-    switch (addr - 0xffffffc0) {
-      case 4:
-        this.setLeds(value & 0xff);
-        return;
-      case 8:
-        this.markExternal(); // output leaves the machine (and is kept as state)
-        this.activity = true;
-        this.serialWrite(value & 0xff);
-        return;
-      case 16:
-        if (this.spiSel === 1) {
-          this.activity = true;
-          this.sd.write(value);
-        } else if (this.spiSel === 2) {
-          this.markExternal();
-          this.radio.write(value, this.spiFast);
-        }
-        return;
-      case 20:
-        if ((value & 3) === 2 || (value & 8) !== 0) this.markExternal(); // the radio
-        this.spiSel = value & 3;
-        this.spiFast = (value & 4) !== 0;
-        this.radio.control(value);
-        return;
-      case 40:
-        this.markExternal();
-        this.activity = true;
-        this.clipOutLen = value;
-        this.clipOut = [];
-        if (value === 0) this.emitClipboard();
-        return;
-      case 44:
-        this.markExternal();
-        this.activity = true;
-        if (this.clipOut.length < this.clipOutLen) {
-          const b = value & 0xff;
-          this.clipOut.push(b === 13 ? 10 : b);
-          if (this.clipOut.length === this.clipOutLen) this.emitClipboard();
-        }
-        return;
-      default:
-    }
-  }
-
-  /** A poll: the timer, or the keyboard status with no key pending. Enough quiet ones = idle. */
-  private poll(): void {
-    const cpu = this.cpu;
-    const now = cpu.ioInstr;
-    const fb = cpu.fbVersion;
-    if (
-      now - this.lastPoll <= LIMITS.idlePollGap &&
-      !this.activity &&
-      fb === this.lastFb &&
-      this.keyFifo.length === 0
-    ) {
-      if (++this.quietPolls >= LIMITS.idlePolls) {
-        this.quietPolls = 0;
-        this.booted = true;
-        this.leaveVirtualClock();
-        // Idle only when no queued input needs feeding right now.
-        if (this.input.length === 0 || this.mouseHolding()) {
-          this.idleHit = true;
-          cpu.stop = true;
-        }
-      }
-    } else this.quietPolls = 0;
-    this.lastPoll = now;
-    this.lastFb = fb;
-    this.activity = false;
-  }
-
-  private setLeds(v: number): void {
-    this.leds = v;
-    this.ledHistory.push(v);
-    if (this.ledHistory.length > LIMITS.ledHistoryKeep) this.ledHistory.shift();
-    this.onLeds?.(v);
-  }
-
-  private serialReadByte(): number {
-    return this.serialPos < this.serialIn.length ? this.serialIn[this.serialPos++] : 0;
-  }
-
-  private serialWrite(b: number): void {
-    this.serialOut.push(b);
-    this.serialOutTotal++;
-    if (this.serialOut.length > LIMITS.serialOutKeep) this.serialOut.splice(0, this.serialOut.length >> 1);
-    this.onSerial?.(b);
-  }
-
-  /** Bytes Oberon wrote to RS232 (the most recent ones, up to LIMITS.serialOutKeep). */
-  serialOutput(): Uint8Array {
-    return Uint8Array.from(this.serialOut);
-  }
-  serialText(): string {
-    return Buffer.from(this.serialOut).toString('latin1');
-  }
-  /** Append bytes to RS232 receive (after the boot commands). */
-  serialFeed(bytes: Uint8Array | string): void {
-    const add = typeof bytes === 'string' ? new TextEncoder().encode(bytes) : bytes;
-    const rest = this.serialIn.subarray(this.serialPos);
-    const next = new Uint8Array(rest.length + add.length);
-    next.set(rest);
-    next.set(add, rest.length);
-    this.serialIn = next;
-    this.serialPos = 0;
-  }
-
-  private clipText(): string {
-    return this.clipboardIn.replace(/\r\n/g, '\n');
-  }
-  private emitClipboard(): void {
-    const text = Buffer.from(this.clipOut).toString('latin1');
-    this.clipOut = [];
-    this.onClipboard?.(text);
-  }
-
   // ---------------------------------------------------------------- input
-
-  /** Oberon read the mouse register: count it for the held state and maybe move to the next. */
-  private mouseRead(): void {
-    const head = this.input[0];
-    if (head !== undefined && head.kind === 'mouse' && head.applied) {
-      head.reads++;
-      if (head.reads >= LIMITS.mouseMinReads && this.timerMs() - head.at >= head.holdMs) {
-        this.input.shift();
-        this.pumpInput();
-      }
-    } else if (head !== undefined) this.pumpInput();
-    // Actions run only here, at a mouse poll with the key FIFO drained: Oberon has handled
-    // every key and click before them, so the screen shows their effect.
-    let next = this.input[0];
-    while (next !== undefined && next.kind === 'action' && this.keyFifo.length === 0) {
-      this.input.shift();
-      this.input.unshift(...next.run());
-      this.pumpInput();
-      next = this.input[0];
-    }
-  }
-
-  private mouseHolding(): boolean {
-    const head = this.input[0];
-    return head !== undefined && head.kind === 'mouse' && head.applied && head.reads >= LIMITS.mouseMinReads;
-  }
-
-  /** Feed the head of the input queue when the keyboard FIFO is empty. */
-  private pumpInput(): void {
-    while (this.input.length > 0 && this.keyFifo.length === 0) {
-      const head = this.input[0];
-      if (head.kind === 'keys') {
-        this.input.shift();
-        for (const b of head.bytes) this.keyFifo.push(b);
-        return;
-      }
-      if (head.kind === 'action') return;
-      if (!head.applied) {
-        head.applied = true;
-        head.at = this.timerMs();
-        head.reads = 0;
-        if (!head.keep) {
-          this.mouseState = (this.mouseState & ~0xffffff) | (head.y << 12) | head.x;
-          this.mouseState = (this.mouseState & ~0x07000000) | head.buttons;
-        }
-      }
-      return;
-    }
-  }
-
-  private enqueue(item: InputItem): void {
-    if (this.input.length >= LIMITS.inputQueueItems) {
-      throw new Error(
-        `input queue full (${LIMITS.inputQueueItems} items): the machine is not consuming input`,
-      );
-    }
-    this.inputEver = true; // from now on keyboard and mouse reads depend on what came in
-    this.input.push(item);
-    this.pumpInput();
-  }
 
   /** True while queued key strokes or mouse states have not all been consumed by Oberon. */
   get inputPending(): boolean {
-    return this.input.length > 0 || this.keyFifo.length > 0;
+    return this.input.pending;
   }
 
   ps2(bytes: readonly number[]): void {
     if (bytes.length > LIMITS.keyFifoBytes)
       throw new Error(`a key sequence longer than the ${LIMITS.keyFifoBytes}-byte FIFO`);
-    this.enqueue({ kind: 'keys', bytes: bytes.map((b) => b & 0xff) });
+    this.input.enqueue({ kind: 'keys', bytes: bytes.map((b) => b & 0xff) });
   }
 
   mouse(x: number, y: number, buttons: MouseButtons): void {
@@ -904,30 +511,12 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
       (buttons.left ? BUTTON_BITS.left : 0) |
       (buttons.middle ? BUTTON_BITS.middle : 0) |
       (buttons.right ? BUTTON_BITS.right : 0);
-    this.queueMouse(x, y, bits, 0, true);
-  }
-
-  private queueMouse(x: number, y: number, buttons: number, holdMs: number, coalesce: boolean): void {
-    const cx = Math.min(Math.max(Math.round(x), 0), this.width - 1);
-    const cy = Math.min(Math.max(Math.round(y), 0), this.height - 1);
-    const last = this.input[this.input.length - 1];
-    if (
-      coalesce &&
-      last !== undefined &&
-      last.kind === 'mouse' &&
-      !last.applied &&
-      last.buttons === buttons
-    ) {
-      last.x = cx;
-      last.y = cy;
-      return;
-    }
-    this.enqueue(mouseItem(cx, cy, buttons, holdMs));
+    this.input.queueMouse(x, y, bits, 0, true);
   }
 
   /** Let holdMs of machine time pass (and Oberon poll a few times) before the next queued input. */
   pause(holdMs: number): void {
-    this.enqueue({ ...mouseItem(0, 0, 0, holdMs), keep: true });
+    this.input.enqueue({ ...mouseItem(0, 0, 0, holdMs), keep: true });
   }
 
   /**
@@ -937,72 +526,27 @@ export class Machine implements MachineScreen, MachineInput, IoBus {
    * the input queue, so commands queue up behind earlier input. Each call adds one line.
    */
   runCommand(command: string): void {
-    if (/[\r\n]/.test(command)) throw new Error('runCommand takes one line; call it once per command');
-    const keys = textToPs2(`\r${command}`); // validate now, not when the queue reaches it
-    this.enqueue({
-      kind: 'action',
-      run: () => {
-        const area = this.commandArea();
-        const yBelow = Math.min(area.lowest + 8, this.height - 2);
-        // Below the last line and far right: Oberon puts the caret at the end of the last line.
-        const x = this.width - 12;
-        return [
-          mouseItem(x, this.screenToOberon(yBelow), 0, 0),
-          mouseItem(x, this.screenToOberon(yBelow), BUTTON_BITS.left, LIMITS.clickHoldMs),
-          mouseItem(x, this.screenToOberon(yBelow), 0, LIMITS.clickHoldMs),
-          // The pointer is drawn into the framebuffer: park it in the user track before scanning.
-          mouseItem(8, this.height >> 1, 0, 0),
-          ...keys.map((bytes): InputItem => ({ kind: 'keys', bytes })),
-          { ...mouseItem(0, 0, 0, LIMITS.clickHoldMs), keep: true },
-          {
-            kind: 'action',
-            run: () => {
-              const a = this.commandArea();
-              const snap = this.snapshot();
-              const x = leftmostInk(snap, a.x0, this.width, a.lowest - 10, a.lowest - 1);
-              const px = (x < 0 ? a.x0 : x) + 2;
-              const py = this.screenToOberon(a.lowest - 6);
-              return [
-                mouseItem(px, py, 0, 0),
-                mouseItem(px, py, BUTTON_BITS.middle, LIMITS.clickHoldMs),
-                mouseItem(px, py, 0, LIMITS.clickHoldMs),
-              ];
-            },
-          },
-        ];
-      },
-    });
-  }
-
-  /** The text area of the lowest viewer in the system track, and its lowest inked row. */
-  private commandArea(): { x0: number; top: number; lowest: number } {
-    const snap = this.snapshot();
-    const trackX = Math.floor((this.width * 5) / 8); // Oberon's default system track starts at 5/8
-    const x0 = trackX + 20; // right of the viewer's left border and scroll bar
-    const bars = titleBars(snap, x0, this.width - 8);
-    const top = bars.length > 0 ? bars[bars.length - 1] + 15 : 0;
-    const lowest = lowestInkRow(snap, x0, this.width - 8, top, this.height);
-    return { x0, top, lowest: lowest < 0 ? top + 12 : lowest };
+    this.input.enqueue(commandAction(command, this));
   }
 
   /** Type a text (US keyboard; '\n' is Return). Throws on characters without a key. */
   typeText(text: string): void {
-    for (const seq of textToPs2(text)) this.enqueue({ kind: 'keys', bytes: seq });
+    for (const seq of textToPs2(text)) this.input.enqueue({ kind: 'keys', bytes: seq });
   }
 
   /** Move the mouse (Oberon coordinates) with the given buttons held. */
   moveMouse(x: number, y: number, buttons: readonly ButtonName[] = []): void {
     let bits = 0;
     for (const b of buttons) bits |= BUTTON_BITS[b];
-    this.queueMouse(x, y, bits, 0, false);
+    this.input.queueMouse(x, y, bits, 0, false);
   }
 
   /** Press and release a button at (x, y) in Oberon coordinates (y from the bottom). */
   click(x: number, y: number, button: ButtonName = 'left', holdMs: number = LIMITS.clickHoldMs): void {
     const bits = BUTTON_BITS[button];
-    this.queueMouse(x, y, 0, 0, false);
-    this.queueMouse(x, y, bits, holdMs, false);
-    this.queueMouse(x, y, 0, holdMs, false);
+    this.input.queueMouse(x, y, 0, 0, false);
+    this.input.queueMouse(x, y, bits, holdMs, false);
+    this.input.queueMouse(x, y, 0, holdMs, false);
   }
 
   /** Convert a y measured from the top of the screen (PNG, VNC) to Oberon's y (from the bottom). */
