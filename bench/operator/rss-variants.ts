@@ -7,7 +7,8 @@
 // grouped by what backs them, and what V8 says of its heap (mem-probe.js, on SIGUSR2); then the
 // latency of a change (kube.ts's phase, with its stages) of each, in turns.
 //   node_modules/.bin/node bench/operator/rss-variants.ts [--count 200] [--datastore etcd]
-//     [--variants image,arena2,compileCache,cacheArena2] [--baseline DIR (adds the variant baseline)] [--save]
+//     [--variants image,arena2,compileCache,cacheArena2] [--baseline DIR (adds the variants baseline,
+//     baselineCacheArena2)] [--save]
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -66,7 +67,15 @@ function catalogue(cache: string, baseline: string | undefined): Record<string, 
     // Another checkout's operator as kube.ts runs it (--baseline DIR, e.g. main's: `git archive main
     // | tar -x -C DIR`, with a node_modules): A of an A/B, same API server, same load.
     ...(baseline
-      ? { baseline: { entry: join(resolve(baseline), 'operator/src/cli/main.ts'), env: NO_COMPILE_CACHE } }
+      ? {
+          baseline: { entry: join(resolve(baseline), 'operator/src/cli/main.ts'), env: NO_COMPILE_CACHE },
+          // ...and as the image runs it (compile cache, two arenas): cacheArena2's A.
+          baselineCacheArena2: {
+            entry: join(resolve(baseline), 'operator/bin/retrokube.js'),
+            warmUp: true,
+            env: { ...cached('baselineCacheArena2'), MALLOC_ARENA_MAX: '2' },
+          },
+        }
       : {}),
     // kube.ts's run operator: the sources with no compile cache (Node's type stripper loaded).
     image: { entry: MAIN, env: NO_COMPILE_CACHE },

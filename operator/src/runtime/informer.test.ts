@@ -82,6 +82,25 @@ describe('Informer: what the controllers read from the cache', () => {
     await inf.stop();
   });
 
+  it('answers the same when first asked only after changes (the index is built at the first ask)', async () => {
+    const c = new FakeClient([child('a-0', 'a'), child('a-1', 'a'), child('b-0', 'b')]);
+    const inf = new Informer(c, { type: T });
+    await inf.start();
+    await c.watching;
+    c.push({ type: 'MODIFIED', object: child('a-1', 'b', '12') });
+    c.push({ type: 'DELETED', object: child('b-0', 'b', '13') });
+    const names = (uid: string) =>
+      inf
+        .controlledBy(uid)
+        .map((o) => o.metadata.name)
+        .sort();
+    expect(names('uid-a')).toEqual(['a-0']);
+    expect(names('uid-b')).toEqual(['a-1']);
+    c.push({ type: 'ADDED', object: child('b-2', 'b', '14') }); // kept up to date once built
+    expect(names('uid-b')).toEqual(['a-1', 'b-2']);
+    await inf.stop();
+  });
+
   it('keeps every field a controller compares, drops only managedFields', async () => {
     const c = new FakeClient([child('a-0', 'a')]);
     const inf = new Informer(c, { type: T });
