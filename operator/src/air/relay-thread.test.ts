@@ -2,8 +2,10 @@
 // sockets are connect()ed to the relay as QEMU's chardev is (they hear only the relay's address
 // and port), so a delivery from any other source would be lost.
 import dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startRelay } from './relay.ts';
+import { ManualClock } from './clock.ts';
+import { RELAY_LIMITS, startRelay } from './relay.ts';
 import type { Relay } from './relay-types.ts';
 import { until } from './until.test-helper.ts';
 import { encodeDatagram, HELLO_BYTE } from './wire.ts';
@@ -34,6 +36,14 @@ async function connected(r: Relay): Promise<Connected> {
   await new Promise<void>((res) => sock.connect(r.address.port, '127.0.0.1', () => res()));
   open.push({ close: () => new Promise<void>((res) => sock.close(() => res())) });
   return { sock, got, port: sock.address().port };
+}
+
+/** UDP sockets of this process bound to `port` on loopback (/proc/self/net/udp). */
+function boundTo(port: number): number {
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  return readFileSync('/proc/self/net/udp', 'utf8')
+    .split('\n')
+    .filter((l) => l.trim().split(/\s+/)[1] === local).length;
 }
 
 const send = (s: Connected, d: Uint8Array): Promise<void> =>
@@ -105,6 +115,42 @@ describe('the relay with a send thread', () => {
     await until(() => r.stats().framesIn === 33, 10_000, 'the lossy frame judged');
     expect(r.stats().framesOut).toBe(before);
     expect(r.stats().droppedLoss).toBe(7);
+  });
+
+  it('a proven station is heard on the relay’s own thread (its connected socket), whichever socket the kernel gave it before; forgotten, its socket closes', async () => {
+    const clock = new ManualClock();
+    const r = await relay({ clock });
+    const s = await Promise.all(Array.from({ length: 16 }, () => connected(r)));
+    for (const x of s) await send(x, Uint8Array.of(HELLO_BYTE));
+    await until(() => r.stats().hellos === 16, 10_000, 'sixteen hellos');
+    // the kernel's hash put some on the send thread's socket (as in the first test)
+    expect(r.stats().handedOver).toBeGreaterThan(0);
+    clock.advance(RELAY_LIMITS.PROOF_MS);
+    for (const x of s) await send(x, Uint8Array.of(HELLO_BYTE));
+    await until(() => r.stats().hellos === 32, 10_000, 'heard again: proven');
+    const handed = r.stats().handedOver;
+    // a station's socket connects on the next turns of the relay's loop; a frame before may still be handed over
+    await new Promise((res) => setTimeout(res, 200));
+    for (let n = 0; n < 4; n++) {
+      await Promise.all(s.map((x, i) => send(x, frame(i, n))));
+      await until(() => r.stats().framesIn === 16 * (n + 1), 10_000, `round ${n} judged`);
+    }
+    const received = () => s.reduce((n, x) => n + x.got.length, 0);
+    await until(
+      () => r.stats().framesOut + r.stats().droppedLate === 16 * 15 * 4 && received() === r.stats().framesOut,
+      10_000,
+      'every delivery made or counted late',
+    );
+    expect(r.stats().handedOver).toBe(handed);
+    // the station's deliveries come from the relay's address and port, or its station would not hear them
+    expect(received()).toBeGreaterThan(0);
+    // silent past the TTL: forgotten, and the relay's sockets bound to its port are back to two
+    clock.advance(RELAY_LIMITS.PEER_TTL_MS + 1);
+    r.expire();
+    expect(r.peers()).toHaveLength(0);
+    const port = r.address.port;
+    await new Promise((res) => setTimeout(res, 100));
+    expect(boundTo(port)).toBe(2);
   });
 
   it('a taken port fails as without the thread, and a closed relay leaves the port free', async () => {

@@ -11,6 +11,7 @@ import { type Logger, logger } from '../util/log.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { kernelDrops } from './kernel-drops.ts';
 import { decodeKubeData } from './kubenet.ts';
+import { type StationSockets, stationSockets } from './relay-conns.ts';
 import { startRelayControl, startRelayMetrics } from './relay-http.ts';
 import { RELAY_LIMITS } from './relay-limits.ts';
 import { literalLookup } from './relay-lookup.ts';
@@ -70,10 +71,15 @@ interface PeerEntry extends RelayPeer {
   proven: boolean;
   /** The IPv4 address as a number (the send thread's job names it so); -1 for IPv6. */
   ip4: number;
+  /** Its connected socket (relay-conns.ts), once connected: a relay with a send thread only. */
+  conn?: dgram.Socket;
 }
 
+/** `lost` of a frame when no one asked for frame events: no array per frame. */
+const NO_LOST: string[] = [];
+
 const publicPeer = (p: PeerEntry): RelayPeer => {
-  const { tokens: _t, refillAt: _r, learnedAt: _l, proven: _p, ip4: _i, ...rest } = p;
+  const { tokens: _t, refillAt: _r, learnedAt: _l, proven: _p, ip4: _i, conn: _c, ...rest } = p;
   return { ...rest };
 };
 
@@ -122,6 +128,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   };
   const forget = (p: PeerEntry): void => {
     peers.delete(p.address);
+    disconnect(p);
     count(perHost, p.host, -1);
     if (!p.proven) count(unprovenPerHost, p.host, -1);
   };
@@ -164,6 +171,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       if (!p.proven && now - p.firstSeenMs >= RELAY_LIMITS.PROOF_MS) {
         p.proven = true;
         count(unprovenPerHost, host, -1);
+        connect(p);
       }
       return p;
     }
@@ -250,15 +258,35 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   // ms of its loop's busy time (wall time while the thread works, so a relay sharing its core times
   // itself slower and holds fewer frames: the bound is kept in time, not in frames).
   let queueFrames: number = RELAY_LIMITS.QUEUE_INITIAL_FRAMES;
+  let queueTimed = false;
   const sizeQueue = (frames: number, timed = true): void => {
     queueFrames = frames;
-    // With a send thread this thread drains two kernel queues (the thread's socket hands it what it
-    // receives): a timed queue is halved between them, so together they hold QUEUE_MS. The Linux
-    // default for light traffic is not (QUEUE_INITIAL_FRAMES: there a smaller queue only loses frames).
-    const each = thread && timed ? Math.ceil(frames / 2) : frames;
+    queueTimed = timed;
+    // With a send thread this thread drains several kernel queues (the thread's socket hands it what
+    // it receives; each station's connected socket): a timed queue is split between them, so
+    // together they hold QUEUE_MS. The Linux default for light traffic is not (QUEUE_INITIAL_FRAMES:
+    // there a smaller queue only loses frames).
+    const sockets = thread ? 2 + (conns?.size ?? 0) : 1;
+    const each = timed ? Math.ceil(frames / sockets) : frames;
     thread?.sizeQueue(each);
+    conns?.sizeQueue(each);
     // Linux doubles what it is given (the other half is its bookkeeping).
     socket.setRecvBufferSize(Math.ceil((each * RELAY_LIMITS.DATAGRAM_TRUESIZE) / 2));
+  };
+  let conns: StationSockets | undefined;
+  /** A proven station gets its connected socket (with a send thread; IPv4). */
+  const connect = (p: PeerEntry): void => {
+    if (!conns || p.ip4 < 0) return;
+    const before = conns.size;
+    conns.open(p.address, p.host, p.port, (s) => {
+      if (peers.get(p.address) === p) p.conn = s;
+    });
+    if (conns.size !== before) sizeQueue(queueFrames, queueTimed);
+  };
+  const disconnect = (p: PeerEntry): void => {
+    if (!conns) return;
+    p.conn = undefined;
+    conns.close(p.address);
   };
   /** Datagrams the send thread received but could not hand over (its ring full): queue drops. */
   let inboundDropped = 0;
@@ -329,7 +357,9 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     s.framesIn++;
     fanOut(msg, host, port, now);
   };
-  socket.on('message', (msg, rinfo) => onDatagram(msg, rinfo.address, rinfo.port));
+  const onMessage = (msg: Buffer, rinfo: dgram.RemoteInfo): void =>
+    onDatagram(msg, rinfo.address, rinfo.port);
+  socket.on('message', onMessage);
   const fanOut = (msg: Buffer, host: string, port: number, now: number): void => {
     if (!on) {
       s.droppedOff++;
@@ -360,9 +390,9 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     let receivers = 0;
     let silent = 0;
     let unproven = 0;
-    const lost: string[] = [];
+    const lost: string[] = opts.frameEvents ? [] : NO_LOST;
     // proven talkers, proven listeners, then a few unproven stations (talkers first)
-    for (const pass of [0, 1, 2, 3]) {
+    for (let pass = 0; pass < 4; pass++) {
       const talkers = pass === 0 || pass === 2;
       for (const p of peers.values()) {
         if (p === from || p.proven !== pass < 2 || p.framesIn > 0 !== talkers) continue;
@@ -383,7 +413,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
           s.droppedBudget++;
           continue;
         }
-        if (late) {
+        if (late || (p.conn !== undefined && p.conn.getSendQueueCount() > 0)) {
           s.droppedLate++;
           continue;
         }
@@ -405,7 +435,8 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       // private API). A socket connected to each station would save more (no address to parse
       // and route per send: +13 % deliveries per CPU-second to 20 receivers, measured in Node), at
       // the price of SO_REUSEPORT on the relay's port (no busy-port check) and a descriptor each.
-      socket.send(msg, p.port, p.host);
+      if (p.conn) p.conn.send(msg);
+      else socket.send(msg, p.port, p.host);
     }
     s.framesOut += mine.length;
     if (opts.frameEvents)
@@ -453,6 +484,8 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
         s.handedOver++;
         onDatagram(msg, ip4Text(ip), port);
       });
+      // A departed station's socket hears the kernel's ICMP errors of sends to it: counted, not logged.
+      conns = stationSockets(address.port, bind, onMessage, () => s.sendErrors++);
     } catch (e) {
       socket.close();
       throw new Error(`cannot start the relay's send thread: ${(e as Error).message}`);
@@ -503,6 +536,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       if (o.forgetPeers) {
         for (const p of peers.values()) {
           s.gone++;
+          disconnect(p);
           opts.onEvent?.({ type: 'gone', peer: publicPeer(p) });
         }
         peers.clear();
@@ -538,7 +572,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       if (closed) return;
       closed = true;
       clearInterval(sweep);
-      await Promise.all([metrics?.close(), control?.close(), thread?.close()]);
+      await Promise.all([metrics?.close(), control?.close(), thread?.close(), conns?.closeAll()]);
       await new Promise<void>((resolve) => socket.close(() => resolve()));
     },
   };
