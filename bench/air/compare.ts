@@ -148,14 +148,21 @@ const RELAYS: [string, () => Promise<RelayUnderTest>][] = [
   ['oursRawOneThread', () => ours(true, false)],
   ['reference', reference],
 ];
-// --baseline DIR: another checkout's relay too (its bench/air/relay-worker.ts, raw), e.g. main's
+// --baseline DIR: another checkout's relay too (its bench/air/relay-worker.ts, raw, with its send
+// thread and in one thread), e.g. main's
 const baselineAt = process.argv.indexOf('--baseline');
 if (baselineAt > 0) {
-  const dir = resolve(process.argv[baselineAt + 1] as string);
-  RELAYS.push([
-    'baselineRaw',
-    () => ours(true, false, pathToFileURL(join(dir, 'bench/air/relay-worker.ts'))),
-  ]);
+  const worker = pathToFileURL(
+    join(resolve(process.argv[baselineAt + 1] as string), 'bench/air/relay-worker.ts'),
+  );
+  RELAYS.push(['baselineRaw', () => ours(true, true, worker)]);
+  RELAYS.push(['baselineRawOneThread', () => ours(true, false, worker)]);
+}
+// --only NAME,NAME: just these relays (quicker A/B runs while working; a saved run measures all)
+const onlyAt = process.argv.indexOf('--only');
+if (onlyAt > 0) {
+  const only = new Set((process.argv[onlyAt + 1] ?? '').split(','));
+  RELAYS.splice(0, RELAYS.length, ...RELAYS.filter(([n]) => only.has(n)));
 }
 const runs: Record<string, Awaited<ReturnType<typeof measure>>[]> = Object.fromEntries(
   RELAYS.map(([n]) => [n, []]),
