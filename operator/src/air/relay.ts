@@ -432,9 +432,9 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       // --cpu-prof of bench/air/profile.ts: the send and the kernel's delivery behind it; the
       // relay's own JS about 2 %, dgram's 1 %). Node has no sendmmsg to batch them; calling the
       // binding under dgram directly saved 4-9 % of CPU per delivery (measured, not used: a
-      // private API). A socket connected to each station would save more (no address to parse
-      // and route per send: +13 % deliveries per CPU-second to 20 receivers, measured in Node), at
-      // the price of SO_REUSEPORT on the relay's port (no busy-port check) and a descriptor each.
+      // private API). A station's connected socket saves more (no address to parse and route per
+      // send: +5-13 % sends per CPU-second, measured in Node); a relay with a send thread has them
+      // (relay-conns.ts: they need SO_REUSEPORT on the relay's port, and a descriptor each).
       if (p.conn) p.conn.send(msg);
       else socket.send(msg, p.port, p.host);
     }
