@@ -38,12 +38,14 @@ async function connected(r: Relay): Promise<Connected> {
   return { sock, got, port: sock.address().port };
 }
 
-/** UDP sockets of this process bound to `port` on loopback (/proc/self/net/udp). */
-function boundTo(port: number): number {
+/** UDP sockets of this process bound to `port` on loopback, and of them connected (/proc/self/net/udp). */
+function boundTo(port: number): { bound: number; connected: number } {
   const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
-  return readFileSync('/proc/self/net/udp', 'utf8')
+  const mine = readFileSync('/proc/self/net/udp', 'utf8')
     .split('\n')
-    .filter((l) => l.trim().split(/\s+/)[1] === local).length;
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => f[1] === local);
+  return { bound: mine.length, connected: mine.filter((f) => f[2] !== '00000000:0000').length };
 }
 
 const send = (s: Connected, d: Uint8Array): Promise<void> =>
@@ -130,7 +132,7 @@ describe('the relay with a send thread', () => {
     await until(() => r.stats().hellos === 32, 10_000, 'heard again: proven');
     const handed = r.stats().handedOver;
     // a station's socket connects on the next turns of the relay's loop; a frame before may still be handed over
-    await new Promise((res) => setTimeout(res, 200));
+    await until(() => boundTo(r.address.port).connected === 16, 10_000, 'a connected socket per station');
     for (let n = 0; n < 4; n++) {
       await Promise.all(s.map((x, i) => send(x, frame(i, n))));
       await until(() => r.stats().framesIn === 16 * (n + 1), 10_000, `round ${n} judged`);
@@ -148,9 +150,12 @@ describe('the relay with a send thread', () => {
     clock.advance(RELAY_LIMITS.PEER_TTL_MS + 1);
     r.expire();
     expect(r.peers()).toHaveLength(0);
-    const port = r.address.port;
-    await new Promise((res) => setTimeout(res, 100));
-    expect(boundTo(port)).toBe(2);
+    await until(
+      () => boundTo(r.address.port).bound === 2,
+      10_000,
+      'the relay’s and the send thread’s socket only',
+    );
+    expect(boundTo(r.address.port).connected).toBe(0);
   });
 
   it('a taken port fails as without the thread, and a closed relay leaves the port free', async () => {
