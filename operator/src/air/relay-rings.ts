@@ -106,40 +106,6 @@ export function ip4Number(host: string): number {
 
 export const ip4Text = (n: number): string => `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
 
-/**
- * Wakes the thread that waits on a ring's head, once per burst: datagrams come in bursts (libuv
- * reads up to 32 a wake-up), and a wake-up per datagram or per job had the two threads wait on
- * each other item by item: with a flood landing on the send thread's socket, both threads were
- * idle more than half of the time and delivered 30 % less per CPU-second than with it landing on
- * the relay's (bench/air/profile.ts). So a publish wakes the other thread after this turn of the
- * event loop, or at once when the ring is half full (it must not fill while the other sleeps).
- */
-export class Waker {
-  private due = false;
-  private readonly ctl: Int32Array;
-  private readonly word: number;
-  private readonly capacity: number;
-  constructor(ctl: Int32Array, word: number, capacity: number) {
-    this.ctl = ctl;
-    this.word = word;
-    this.capacity = capacity;
-  }
-
-  /** Something was published; `fill` items wait in the ring now. */
-  published(fill: number): void {
-    if (fill * 2 >= this.capacity) Atomics.notify(this.ctl, this.word);
-    else if (!this.due) {
-      this.due = true;
-      setImmediate(this.wake);
-    }
-  }
-
-  private readonly wake = (): void => {
-    this.due = false;
-    Atomics.notify(this.ctl, this.word);
-  };
-}
-
 /** The relay's side of the job ring: fill one job at a time, then publish it. */
 export class JobWriter {
   private head = 0;
@@ -149,10 +115,8 @@ export class JobWriter {
   share = 0.5;
   private owed = 0;
   private readonly r: Rings;
-  private readonly waker: Waker;
   constructor(r: Rings) {
     this.r = r;
-    this.waker = new Waker(r.ctl, CTL.JOB_HEAD, RING.JOBS);
   }
 
   /** Starts a job for `frame` if the send thread has room; false if not (the relay sends it all itself). */
@@ -187,13 +151,12 @@ export class JobWriter {
     return true;
   }
 
-  /** Publishes the job (if it names anyone); the send thread is woken for it (Waker). */
+  /** Publishes the job (if it names anyone) and wakes the send thread if it waits. */
   commit(): void {
     if (this.count === 0) return;
     this.r.jobs[this.slot + JOB_COUNT] = this.count;
-    const head = (this.head + 1) | 0;
-    Atomics.store(this.r.ctl, CTL.JOB_HEAD, head);
-    this.waker.published((head - Atomics.load(this.r.ctl, CTL.JOB_TAIL)) | 0);
+    Atomics.store(this.r.ctl, CTL.JOB_HEAD, (this.head + 1) | 0);
+    Atomics.notify(this.r.ctl, CTL.JOB_HEAD);
   }
 }
 
@@ -255,14 +218,10 @@ export class JobReader implements Job {
   }
 }
 
-/**
- * The send thread hands a datagram it received to the relay: the datagrams waiting in the ring
- * with it (the caller wakes the relay for them, Waker), or 0 if the ring is full (dropped).
- */
-export function pushInbound(r: Rings, msg: Uint8Array, ip: number, port: number): number {
+/** The send thread hands a datagram it received to the relay; false if the ring is full (dropped). */
+export function pushInbound(r: Rings, msg: Uint8Array, ip: number, port: number): boolean {
   const head = Atomics.load(r.ctl, CTL.IN_HEAD);
-  const fill = (head - Atomics.load(r.ctl, CTL.IN_TAIL)) | 0;
-  if (fill >= RING.INBOUND) return 0;
+  if (((head - Atomics.load(r.ctl, CTL.IN_TAIL)) | 0) >= RING.INBOUND) return false;
   const o = (head & (RING.INBOUND - 1)) * IN_BYTES;
   const b = r.inbound;
   const len = Math.min(msg.length, 0xffff);
@@ -276,7 +235,8 @@ export function pushInbound(r: Rings, msg: Uint8Array, ip: number, port: number)
   b[o + IN_PORT + 1] = port;
   if (len <= WIRE.DATAGRAM_BYTES) b.set(msg, o + IN_DATA);
   Atomics.store(r.ctl, CTL.IN_HEAD, (head + 1) | 0);
-  return fill + 1;
+  Atomics.notify(r.ctl, CTL.IN_HEAD);
+  return true;
 }
 
 /**

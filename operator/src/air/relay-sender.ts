@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import { RELAY_LIMITS } from './relay-limits.ts';
 import { literalLookup } from './relay-lookup.ts';
-import { CTL, ip4Number, ip4Text, JobReader, openRings, pushInbound, RING, Waker } from './relay-rings.ts';
+import { CTL, ip4Number, ip4Text, JobReader, openRings, pushInbound } from './relay-rings.ts';
 
 /** What the relay passes to its send thread. */
 export interface SenderData {
@@ -35,11 +35,8 @@ socket.on('error', () => {
   sendErrors++;
   Atomics.store(ctl, CTL.SEND_ERRORS, sendErrors | 0);
 });
-const inboundWaker = new Waker(ctl, CTL.IN_HEAD, RING.INBOUND);
 socket.on('message', (msg, rinfo) => {
-  const fill = pushInbound(rings, msg, ip4Number(rinfo.address), rinfo.port);
-  if (fill > 0) inboundWaker.published(fill);
-  else {
+  if (!pushInbound(rings, msg, ip4Number(rinfo.address), rinfo.port)) {
     inboundDropped++;
     Atomics.store(ctl, CTL.INBOUND_DROPPED, inboundDropped | 0);
   }
