@@ -73,13 +73,24 @@ interface PeerEntry extends RelayPeer {
   ip4: number;
   /** Its connected socket (relay-conns.ts), once connected: a relay with a send thread only. */
   conn?: dgram.Socket;
+  /** framesIn at the relay's last timing: whether its socket carried frames since. */
+  framesTimed: number;
 }
 
 /** `lost` of a frame when no one asked for frame events: no array per frame. */
 const NO_LOST: string[] = [];
 
 const publicPeer = (p: PeerEntry): RelayPeer => {
-  const { tokens: _t, refillAt: _r, learnedAt: _l, proven: _p, ip4: _i, conn: _c, ...rest } = p;
+  const {
+    tokens: _t,
+    refillAt: _r,
+    learnedAt: _l,
+    proven: _p,
+    ip4: _i,
+    conn: _c,
+    framesTimed: _f,
+    ...rest
+  } = p;
   return { ...rest };
 };
 
@@ -198,6 +209,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       learnedAt: Number.NEGATIVE_INFINITY,
       proven: false,
       ip4: ip4Number(host),
+      framesTimed: 0,
     };
     peers.set(key, p);
     count(perHost, host, 1);
@@ -263,10 +275,12 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     queueFrames = frames;
     queueTimed = timed;
     // With a send thread this thread drains several kernel queues (the thread's socket hands it what
-    // it receives; each station's connected socket): a timed queue is split between them, so
-    // together they hold QUEUE_MS. The Linux default for light traffic is not (QUEUE_INITIAL_FRAMES:
-    // there a smaller queue only loses frames).
-    const sockets = thread ? 2 + (conns?.size ?? 0) : 1;
+    // it receives; each station's connected socket): a timed queue is split between the two shared
+    // ones and the stations' that carried frames in the last timing, so together they hold QUEUE_MS
+    // (a silent station's holds nothing; split over all, a flood's queue was so short that the relay
+    // idled whenever its sender waited for a core). The Linux default for light traffic is not
+    // split (QUEUE_INITIAL_FRAMES: there a smaller queue only loses frames).
+    const sockets = thread ? 2 + talking : 1;
     const each = timed ? Math.ceil(frames / sockets) : frames;
     thread?.sizeQueue(each);
     conns?.sizeQueue(each);
@@ -274,6 +288,8 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     socket.setRecvBufferSize(Math.ceil((each * RELAY_LIMITS.DATAGRAM_TRUESIZE) / 2));
   };
   let conns: StationSockets | undefined;
+  /** Stations with a connected socket that sent frames in the last timing. */
+  let talking = 0;
   /** A proven station gets its connected socket (with a send thread; IPv4). */
   const connect = (p: PeerEntry): void => {
     if (!conns || p.ip4 < 0) return;
@@ -312,6 +328,13 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     const n = handled - timedHandled;
     const busyMs = elu.active - timedElu.active;
     thread?.balance(busyMs, at - timedAt);
+    const was = talking;
+    talking = 0;
+    for (const p of conns ? peers.values() : [])
+      if (p.conn && p.framesIn !== p.framesTimed) {
+        talking++;
+        p.framesTimed = p.framesIn;
+      }
     if (n < RELAY_LIMITS.QUEUE_MIN_SAMPLE) {
       if (queueFrames !== RELAY_LIMITS.QUEUE_INITIAL_FRAMES)
         sizeQueue(RELAY_LIMITS.QUEUE_INITIAL_FRAMES, false);
@@ -326,7 +349,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
           ),
         ),
       );
-      if (frames !== queueFrames) sizeQueue(frames);
+      if (frames !== queueFrames || talking !== was) sizeQueue(frames);
     }
     timedAt = at;
     timedElu = elu;
