@@ -11,6 +11,7 @@ import { type Logger, logger } from '../util/log.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { kernelDrops } from './kernel-drops.ts';
 import { decodeKubeData } from './kubenet.ts';
+import { bindRelay } from './relay-bind.ts';
 import { type StationSockets, stationSockets } from './relay-conns.ts';
 import { startRelayControl, startRelayMetrics } from './relay-http.ts';
 import { RELAY_LIMITS } from './relay-limits.ts';
@@ -472,33 +473,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     log.warn({ err: err.message }, 'udp error');
   };
 
-  const bindTo = (sock: dgram.Socket, port: number): Promise<void> =>
-    new Promise<void>((resolve, reject) => {
-      sock.once('error', (err: NodeJS.ErrnoException) => {
-        sock.close();
-        reject(
-          new Error(
-            `cannot open the air on udp ${bind}:${opts.port ?? AIR_PORT} (${err.code ?? err.message}); ` +
-              (err.code === 'EADDRINUSE'
-                ? 'another relay runs there: pick a port with --port'
-                : 'check --bind'),
-          ),
-        );
-      });
-      sock.bind(port, bind, () => {
-        sock.removeAllListeners('error');
-        resolve();
-      });
-    });
-  if (threaded) {
-    // SO_REUSEPORT takes away the kernel's busy-port check (two such relays of one user would share
-    // the port): a plain socket claims the port first, so one that is taken fails as without it.
-    const probe = dgram.createSocket(v6 ? 'udp6' : 'udp4');
-    await bindTo(probe, opts.port ?? AIR_PORT);
-    const port = probe.address().port;
-    await new Promise<void>((resolve) => probe.close(() => resolve()));
-    await bindTo(socket, port);
-  } else await bindTo(socket, opts.port ?? AIR_PORT);
+  await bindRelay(socket, bind, opts.port ?? AIR_PORT, threaded);
   socket.on('error', onSocketError);
   const address = socket.address();
   if (threaded) {
