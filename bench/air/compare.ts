@@ -3,7 +3,7 @@
 //
 // Each round runs every relay in turn: ours with its default limits, ours raw (`--no-rate-limit`) with
 // its send thread (`--send-thread`: a second thread on the other core makes part of the sends, and
-// its CPU counts as the relay's), ours raw in one thread, and the reference (and with --baseline DIR, DIR's relay raw); the relay in its own thread (ours) or process (the reference). 20 receivers: receiver
+// its CPU counts as the relay's), ours raw in one thread, and the reference (and with --baseline DIR, DIR's relay raw with its send thread and in one thread); the relay in its own thread (ours) or process (the reference). 20 receivers: receiver
 // 0 and the sender in this process, the other 19 in a python3 process that never reads them (the
 // kernel drops what overflows them), so no receiver's work competes with the relay for the CPU.
 // Per relay and round:
