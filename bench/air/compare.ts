@@ -195,6 +195,15 @@ const summary = Object.fromEntries(
     ];
   }),
 );
+const overReference = (n: string): number =>
+  Number(
+    (
+      (summary[n]?.medianDeliveriesPerSecond ?? 0) /
+      (summary.reference?.medianDeliveriesPerSecond ?? Number.NaN)
+    ).toFixed(2),
+  );
+// every relay's median deliveries/s over the reference's (main's with --baseline beside ours)
+for (const [n] of RELAYS) Object.assign(summary[n] ?? {}, { medianOverReference: overReference(n) });
 const ratio =
   (summary.oursRaw?.medianDeliveriesPerSecond ?? 0) / (summary.reference?.medianDeliveriesPerSecond ?? 1);
 console.log(`raw throughput, ours over the reference (medians): ${ratio.toFixed(2)}×`);
