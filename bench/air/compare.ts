@@ -3,7 +3,7 @@
 //
 // Each round runs every relay in turn: ours with its default limits, ours raw (`--no-rate-limit`) with
 // its send thread (`--send-thread`: a second thread on the other core makes part of the sends, and
-// its CPU counts as the relay's), ours raw in one thread, and the reference (and with --baseline DIR, DIR's relay raw); the relay in its own thread (ours) or process (the reference). 20 receivers: receiver
+// its CPU counts as the relay's), ours raw in one thread, and the reference (and with --baseline DIR, DIR's relay raw with its send thread and in one thread); the relay in its own thread (ours) or process (the reference). 20 receivers: receiver
 // 0 and the sender in this process, the other 19 in a python3 process that never reads them (the
 // kernel drops what overflows them), so no receiver's work competes with the relay for the CPU.
 // Per relay and round:
@@ -148,14 +148,21 @@ const RELAYS: [string, () => Promise<RelayUnderTest>][] = [
   ['oursRawOneThread', () => ours(true, false)],
   ['reference', reference],
 ];
-// --baseline DIR: another checkout's relay too (its bench/air/relay-worker.ts, raw), e.g. main's
+// --baseline DIR: another checkout's relay too (its bench/air/relay-worker.ts, raw, with its send
+// thread and in one thread), e.g. main's
 const baselineAt = process.argv.indexOf('--baseline');
 if (baselineAt > 0) {
-  const dir = resolve(process.argv[baselineAt + 1] as string);
-  RELAYS.push([
-    'baselineRaw',
-    () => ours(true, false, pathToFileURL(join(dir, 'bench/air/relay-worker.ts'))),
-  ]);
+  const worker = pathToFileURL(
+    join(resolve(process.argv[baselineAt + 1] as string), 'bench/air/relay-worker.ts'),
+  );
+  RELAYS.push(['baselineRaw', () => ours(true, true, worker)]);
+  RELAYS.push(['baselineRawOneThread', () => ours(true, false, worker)]);
+}
+// --only NAME,NAME: just these relays (quicker A/B runs while working; a saved run measures all)
+const onlyAt = process.argv.indexOf('--only');
+if (onlyAt > 0) {
+  const only = new Set((process.argv[onlyAt + 1] ?? '').split(','));
+  RELAYS.splice(0, RELAYS.length, ...RELAYS.filter(([n]) => only.has(n)));
 }
 const runs: Record<string, Awaited<ReturnType<typeof measure>>[]> = Object.fromEntries(
   RELAYS.map(([n]) => [n, []]),
@@ -188,6 +195,15 @@ const summary = Object.fromEntries(
     ];
   }),
 );
+const overReference = (n: string): number =>
+  Number(
+    (
+      (summary[n]?.medianDeliveriesPerSecond ?? 0) /
+      (summary.reference?.medianDeliveriesPerSecond ?? Number.NaN)
+    ).toFixed(2),
+  );
+// every relay's median deliveries/s over the reference's (main's with --baseline beside ours)
+for (const [n] of RELAYS) Object.assign(summary[n] ?? {}, { medianOverReference: overReference(n) });
 const ratio =
   (summary.oursRaw?.medianDeliveriesPerSecond ?? 0) / (summary.reference?.medianDeliveriesPerSecond ?? 1);
 console.log(`raw throughput, ours over the reference (medians): ${ratio.toFixed(2)}×`);

@@ -108,6 +108,12 @@ export const RELAY_LIMITS = {
    * Linux loopback, bench/air/queues.ts; a NIC's may be larger, which only shortens the queue).
    */
   DATAGRAM_TRUESIZE: 832,
+  /**
+   * Stations a relay with a send thread keeps a connected socket for (relay-conns.ts): one file
+   * descriptor each. Far above a real air (8 nodes, the plane, a few tools); stations beyond it are
+   * served through the shared sockets, as without the send thread.
+   */
+  MAX_CONNECTED: 64,
   /** How often the relay times itself while datagrams flow. */
   QUEUE_MEASURE_MS: 250,
   /** Datagrams a timing needs: fewer time the loop's idle wake-ups, not the relay's speed. */

@@ -2,8 +2,10 @@
 // sockets are connect()ed to the relay as QEMU's chardev is (they hear only the relay's address
 // and port), so a delivery from any other source would be lost.
 import dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startRelay } from './relay.ts';
+import { ManualClock } from './clock.ts';
+import { RELAY_LIMITS, startRelay } from './relay.ts';
 import type { Relay } from './relay-types.ts';
 import { until } from './until.test-helper.ts';
 import { encodeDatagram, HELLO_BYTE } from './wire.ts';
@@ -34,6 +36,16 @@ async function connected(r: Relay): Promise<Connected> {
   await new Promise<void>((res) => sock.connect(r.address.port, '127.0.0.1', () => res()));
   open.push({ close: () => new Promise<void>((res) => sock.close(() => res())) });
   return { sock, got, port: sock.address().port };
+}
+
+/** UDP sockets of this process bound to `port` on loopback, and of them connected (/proc/self/net/udp). */
+function boundTo(port: number): { bound: number; connected: number } {
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  const mine = readFileSync('/proc/self/net/udp', 'utf8')
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => f[1] === local);
+  return { bound: mine.length, connected: mine.filter((f) => f[2] !== '00000000:0000').length };
 }
 
 const send = (s: Connected, d: Uint8Array): Promise<void> =>
@@ -105,6 +117,45 @@ describe('the relay with a send thread', () => {
     await until(() => r.stats().framesIn === 33, 10_000, 'the lossy frame judged');
     expect(r.stats().framesOut).toBe(before);
     expect(r.stats().droppedLoss).toBe(7);
+  });
+
+  it('a proven station is heard on the relay’s own thread (its connected socket), whichever socket the kernel gave it before; forgotten, its socket closes', async () => {
+    const clock = new ManualClock();
+    const r = await relay({ clock });
+    const s = await Promise.all(Array.from({ length: 16 }, () => connected(r)));
+    for (const x of s) await send(x, Uint8Array.of(HELLO_BYTE));
+    await until(() => r.stats().hellos === 16, 10_000, 'sixteen hellos');
+    // the kernel's hash put some on the send thread's socket (as in the first test)
+    expect(r.stats().handedOver).toBeGreaterThan(0);
+    clock.advance(RELAY_LIMITS.PROOF_MS);
+    for (const x of s) await send(x, Uint8Array.of(HELLO_BYTE));
+    await until(() => r.stats().hellos === 32, 10_000, 'heard again: proven');
+    const handed = r.stats().handedOver;
+    // a station's socket connects on the next turns of the relay's loop; a frame before may still be handed over
+    await until(() => boundTo(r.address.port).connected === 16, 10_000, 'a connected socket per station');
+    for (let n = 0; n < 4; n++) {
+      await Promise.all(s.map((x, i) => send(x, frame(i, n))));
+      await until(() => r.stats().framesIn === 16 * (n + 1), 10_000, `round ${n} judged`);
+    }
+    const received = () => s.reduce((n, x) => n + x.got.length, 0);
+    await until(
+      () => r.stats().framesOut + r.stats().droppedLate === 16 * 15 * 4 && received() === r.stats().framesOut,
+      10_000,
+      'every delivery made or counted late',
+    );
+    expect(r.stats().handedOver).toBe(handed);
+    // the station's deliveries come from the relay's address and port, or its station would not hear them
+    expect(received()).toBeGreaterThan(0);
+    // silent past the TTL: forgotten, and the relay's sockets bound to its port are back to two
+    clock.advance(RELAY_LIMITS.PEER_TTL_MS + 1);
+    r.expire();
+    expect(r.peers()).toHaveLength(0);
+    await until(
+      () => boundTo(r.address.port).bound === 2,
+      10_000,
+      'the relay’s and the send thread’s socket only',
+    );
+    expect(boundTo(r.address.port).connected).toBe(0);
   });
 
   it('a taken port fails as without the thread, and a closed relay leaves the port free', async () => {

@@ -11,6 +11,8 @@ import { type Logger, logger } from '../util/log.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { kernelDrops } from './kernel-drops.ts';
 import { decodeKubeData } from './kubenet.ts';
+import { bindRelay } from './relay-bind.ts';
+import { type StationSockets, stationSockets } from './relay-conns.ts';
 import { startRelayControl, startRelayMetrics } from './relay-http.ts';
 import { RELAY_LIMITS } from './relay-limits.ts';
 import { literalLookup } from './relay-lookup.ts';
@@ -70,10 +72,26 @@ interface PeerEntry extends RelayPeer {
   proven: boolean;
   /** The IPv4 address as a number (the send thread's job names it so); -1 for IPv6. */
   ip4: number;
+  /** Its connected socket (relay-conns.ts), once connected: a relay with a send thread only. */
+  conn?: dgram.Socket;
+  /** framesIn at the relay's last timing: whether its socket carried frames since. */
+  framesTimed: number;
 }
 
+/** `lost` of a frame when no one asked for frame events: no array per frame. */
+const NO_LOST: string[] = [];
+
 const publicPeer = (p: PeerEntry): RelayPeer => {
-  const { tokens: _t, refillAt: _r, learnedAt: _l, proven: _p, ip4: _i, ...rest } = p;
+  const {
+    tokens: _t,
+    refillAt: _r,
+    learnedAt: _l,
+    proven: _p,
+    ip4: _i,
+    conn: _c,
+    framesTimed: _f,
+    ...rest
+  } = p;
   return { ...rest };
 };
 
@@ -122,6 +140,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   };
   const forget = (p: PeerEntry): void => {
     peers.delete(p.address);
+    disconnect(p);
     count(perHost, p.host, -1);
     if (!p.proven) count(unprovenPerHost, p.host, -1);
   };
@@ -164,6 +183,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       if (!p.proven && now - p.firstSeenMs >= RELAY_LIMITS.PROOF_MS) {
         p.proven = true;
         count(unprovenPerHost, host, -1);
+        connect(p);
       }
       return p;
     }
@@ -190,6 +210,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       learnedAt: Number.NEGATIVE_INFINITY,
       proven: false,
       ip4: ip4Number(host),
+      framesTimed: 0,
     };
     peers.set(key, p);
     count(perHost, host, 1);
@@ -250,15 +271,39 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   // ms of its loop's busy time (wall time while the thread works, so a relay sharing its core times
   // itself slower and holds fewer frames: the bound is kept in time, not in frames).
   let queueFrames: number = RELAY_LIMITS.QUEUE_INITIAL_FRAMES;
+  let queueTimed = false;
   const sizeQueue = (frames: number, timed = true): void => {
     queueFrames = frames;
-    // With a send thread this thread drains two kernel queues (the thread's socket hands it what it
-    // receives): a timed queue is halved between them, so together they hold QUEUE_MS. The Linux
-    // default for light traffic is not (QUEUE_INITIAL_FRAMES: there a smaller queue only loses frames).
-    const each = thread && timed ? Math.ceil(frames / 2) : frames;
+    queueTimed = timed;
+    // With a send thread this thread drains several kernel queues (the thread's socket hands it what
+    // it receives; each station's connected socket): a timed queue is split between the two shared
+    // ones and the stations' that carried frames in the last timing, so together they hold QUEUE_MS
+    // (a silent station's holds nothing; split over all, a flood's queue was so short that the relay
+    // idled whenever its sender waited for a core). The Linux default for light traffic is not
+    // split (QUEUE_INITIAL_FRAMES: there a smaller queue only loses frames).
+    const sockets = thread ? 2 + talking : 1;
+    const each = timed ? Math.ceil(frames / sockets) : frames;
     thread?.sizeQueue(each);
+    conns?.sizeQueue(each);
     // Linux doubles what it is given (the other half is its bookkeeping).
     socket.setRecvBufferSize(Math.ceil((each * RELAY_LIMITS.DATAGRAM_TRUESIZE) / 2));
+  };
+  let conns: StationSockets | undefined;
+  /** Stations with a connected socket that sent frames in the last timing. */
+  let talking = 0;
+  /** A proven station gets its connected socket (with a send thread; IPv4). */
+  const connect = (p: PeerEntry): void => {
+    if (!conns || p.ip4 < 0) return;
+    const before = conns.size;
+    conns.open(p.address, p.host, p.port, (s) => {
+      if (peers.get(p.address) === p) p.conn = s;
+    });
+    if (conns.size !== before) sizeQueue(queueFrames, queueTimed);
+  };
+  const disconnect = (p: PeerEntry): void => {
+    if (!conns) return;
+    p.conn = undefined;
+    conns.close(p.address);
   };
   /** Datagrams the send thread received but could not hand over (its ring full): queue drops. */
   let inboundDropped = 0;
@@ -284,6 +329,13 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     const n = handled - timedHandled;
     const busyMs = elu.active - timedElu.active;
     thread?.balance(busyMs, at - timedAt);
+    const was = talking;
+    talking = 0;
+    for (const p of conns ? peers.values() : [])
+      if (p.conn && p.framesIn !== p.framesTimed) {
+        talking++;
+        p.framesTimed = p.framesIn;
+      }
     if (n < RELAY_LIMITS.QUEUE_MIN_SAMPLE) {
       if (queueFrames !== RELAY_LIMITS.QUEUE_INITIAL_FRAMES)
         sizeQueue(RELAY_LIMITS.QUEUE_INITIAL_FRAMES, false);
@@ -298,7 +350,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
           ),
         ),
       );
-      if (frames !== queueFrames) sizeQueue(frames);
+      if (frames !== queueFrames || talking !== was) sizeQueue(frames);
     }
     timedAt = at;
     timedElu = elu;
@@ -329,7 +381,9 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     s.framesIn++;
     fanOut(msg, host, port, now);
   };
-  socket.on('message', (msg, rinfo) => onDatagram(msg, rinfo.address, rinfo.port));
+  const onMessage = (msg: Buffer, rinfo: dgram.RemoteInfo): void =>
+    onDatagram(msg, rinfo.address, rinfo.port);
+  socket.on('message', onMessage);
   const fanOut = (msg: Buffer, host: string, port: number, now: number): void => {
     if (!on) {
       s.droppedOff++;
@@ -360,9 +414,9 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     let receivers = 0;
     let silent = 0;
     let unproven = 0;
-    const lost: string[] = [];
+    const lost: string[] = opts.frameEvents ? [] : NO_LOST;
     // proven talkers, proven listeners, then a few unproven stations (talkers first)
-    for (const pass of [0, 1, 2, 3]) {
+    for (let pass = 0; pass < 4; pass++) {
       const talkers = pass === 0 || pass === 2;
       for (const p of peers.values()) {
         if (p === from || p.proven !== pass < 2 || p.framesIn > 0 !== talkers) continue;
@@ -383,7 +437,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
           s.droppedBudget++;
           continue;
         }
-        if (late) {
+        if (late || (p.conn !== undefined && p.conn.getSendQueueCount() > 0)) {
           s.droppedLate++;
           continue;
         }
@@ -402,10 +456,11 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       // --cpu-prof of bench/air/profile.ts: the send and the kernel's delivery behind it; the
       // relay's own JS about 2 %, dgram's 1 %). Node has no sendmmsg to batch them; calling the
       // binding under dgram directly saved 4-9 % of CPU per delivery (measured, not used: a
-      // private API). A socket connected to each station would save more (no address to parse
-      // and route per send: +13 % deliveries per CPU-second to 20 receivers, measured in Node), at
-      // the price of SO_REUSEPORT on the relay's port (no busy-port check) and a descriptor each.
-      socket.send(msg, p.port, p.host);
+      // private API). A station's connected socket saves more (no address to parse and route per
+      // send: +5-13 % sends per CPU-second, measured in Node); a relay with a send thread has them
+      // (relay-conns.ts: they need SO_REUSEPORT on the relay's port, and a descriptor each).
+      if (p.conn) p.conn.send(msg);
+      else socket.send(msg, p.port, p.host);
     }
     s.framesOut += mine.length;
     if (opts.frameEvents)
@@ -418,33 +473,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     log.warn({ err: err.message }, 'udp error');
   };
 
-  const bindTo = (sock: dgram.Socket, port: number): Promise<void> =>
-    new Promise<void>((resolve, reject) => {
-      sock.once('error', (err: NodeJS.ErrnoException) => {
-        sock.close();
-        reject(
-          new Error(
-            `cannot open the air on udp ${bind}:${opts.port ?? AIR_PORT} (${err.code ?? err.message}); ` +
-              (err.code === 'EADDRINUSE'
-                ? 'another relay runs there: pick a port with --port'
-                : 'check --bind'),
-          ),
-        );
-      });
-      sock.bind(port, bind, () => {
-        sock.removeAllListeners('error');
-        resolve();
-      });
-    });
-  if (threaded) {
-    // SO_REUSEPORT takes away the kernel's busy-port check (two such relays of one user would share
-    // the port): a plain socket claims the port first, so one that is taken fails as without it.
-    const probe = dgram.createSocket(v6 ? 'udp6' : 'udp4');
-    await bindTo(probe, opts.port ?? AIR_PORT);
-    const port = probe.address().port;
-    await new Promise<void>((resolve) => probe.close(() => resolve()));
-    await bindTo(socket, port);
-  } else await bindTo(socket, opts.port ?? AIR_PORT);
+  await bindRelay(socket, bind, opts.port ?? AIR_PORT, threaded);
   socket.on('error', onSocketError);
   const address = socket.address();
   if (threaded) {
@@ -453,6 +482,8 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
         s.handedOver++;
         onDatagram(msg, ip4Text(ip), port);
       });
+      // A departed station's socket hears the kernel's ICMP errors of sends to it: counted, not logged.
+      conns = stationSockets(address.port, bind, onMessage, () => s.sendErrors++);
     } catch (e) {
       socket.close();
       throw new Error(`cannot start the relay's send thread: ${(e as Error).message}`);
@@ -503,6 +534,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       if (o.forgetPeers) {
         for (const p of peers.values()) {
           s.gone++;
+          disconnect(p);
           opts.onEvent?.({ type: 'gone', peer: publicPeer(p) });
         }
         peers.clear();
@@ -538,7 +570,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       if (closed) return;
       closed = true;
       clearInterval(sweep);
-      await Promise.all([metrics?.close(), control?.close(), thread?.close()]);
+      await Promise.all([metrics?.close(), control?.close(), thread?.close(), conns?.closeAll()]);
       await new Promise<void>((resolve) => socket.close(() => resolve()));
     },
   };
@@ -554,14 +586,4 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     throw e;
   }
   return { ...relay, metrics, control };
-}
-
-/** One line for people: what the air carried so far. */
-export function relaySummary(st: RelayStats, loss: number, on: boolean): string {
-  const dropped = st.droppedLoss + st.droppedRate + st.droppedOff + st.droppedCut + st.droppedQueue;
-  return (
-    `air ${on ? 'on' : 'OFF'}: ${st.peers} stations, ${st.framesIn} frames in, ${st.framesOut} out, ` +
-    `${dropped} dropped (loss ${st.droppedLoss}, rate ${st.droppedRate}, off ${st.droppedOff}, cut ${st.droppedCut}, queue full ${st.droppedQueue}), ` +
-    `${st.malformed} malformed, loss ${Math.round(loss * 100)}%`
-  );
 }
