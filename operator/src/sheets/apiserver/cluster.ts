@@ -106,6 +106,8 @@ export class Cluster {
   #joined = new Map<string, NodeIn>();
   #lastIncrementalMs = 0;
   #lastIncrementalEnd = 0;
+  /** The tick run once the pace allows the next incremental pass, while pods wait for one. */
+  #soon: NodeJS.Timeout | undefined;
   /** Passes that were incremental.ts's (counted in `reconciles` too). */
   incrementalPasses = 0;
   /** Unix s from which a node fresh in the last schedule may have gone silent (failover check). */
@@ -163,6 +165,8 @@ export class Cluster {
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
+    clearTimeout(this.#soon);
+    this.#soon = undefined;
     this.#unsubscribe();
   }
 
@@ -248,7 +252,23 @@ export class Cluster {
     this.#staleAt = Math.min(this.#staleAt, pass.cache.staleAt);
     this.#lastIncrementalEnd = performance.now();
     this.#lastIncrementalMs = this.#lastIncrementalEnd - t0;
+    if (pass.deferred > 0) this.#placeLater(this.#lastIncrementalMs);
     return true;
+  }
+
+  /**
+   * Pods were left for later (incremental.ts LIMITS.maxPlacedPerPass) by a pass of `ms`: the next
+   * pass runs as soon as the pace allows, not at the next whole tick, so smaller passes place pods as
+   * fast as bigger ones did (run by the timer, not a heartbeat, so outside this transaction).
+   */
+  #placeLater(ms: number): void {
+    if (this.#soon || !this.#timer) return;
+    const wait = Math.min(LIMITS.paceMaxMs, LIMITS.paceFactor * ms);
+    this.#soon = setTimeout(() => {
+      this.#soon = undefined;
+      void this.tick();
+    }, wait + 1);
+    this.#soon.unref?.();
   }
 
   /**
