@@ -48,12 +48,9 @@ export const LIMITS = {
   // Unschedulable pods placed by one pass, at most: once this many have found a node, the rest wait,
   // untouched, for the next pass (new replicas are always placed). The first pass of a registration
   // storm found all 10,000 pods of bench/sheets-scale waiting and wrote them in one turn of the
-  // event loop. At about 10 µs a pod, 400 is a stall of ~5 ms plus the pass's fixed cost; 1,000 a
-  // pass held the event loop 20–46 ms on the bench host (its profile: most of the stalls over the
-  // heartbeat p99 goal of 20 ms after the storm). The timer's pacing (a pass, then 99 times its
-  // length without one) runs the next pass as soon as it allows while pods wait (cluster.ts), so
-  // pods are placed at about the same rate a second, in smaller bites.
-  maxPlacedPerPass: 400,
+  // event loop. At about 10 µs a pod, 500 is a stall of ~5 ms plus the pass's fixed cost; the timer
+  // runs cluster.ts's LIMITS.chunksPerPass such passes in a row, the event loop served between them.
+  maxPlacedPerPass: 500,
 } as const;
 
 /**
