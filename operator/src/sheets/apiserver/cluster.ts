@@ -52,11 +52,6 @@ export const LIMITS = {
   // kubelet INTERVAL later anyway: paceMaxMs caps the wait at that.
   paceFactor: 99,
   paceMaxMs: 10_000,
-  // A paced incremental pass that places waiting pods runs as this many transactions at most, each
-  // placing incremental.ts's LIMITS.maxPlacedPerPass, with the event loop served between them: one
-  // transaction of 1,000 pods held it 20–46 ms on the bench host (bench/sheets-scale's profile: the
-  // longest stalls over the heartbeat p99 goal of 20 ms after the storm); two of 500 place as many.
-  chunksPerPass: 2,
 } as const;
 
 export interface ClusterOptions {
@@ -185,7 +180,10 @@ export class Cluster {
       const urgent = this.#failoverDue(now);
       if (!urgent && this.#incrementalAllowed()) {
         if (!this.#paceAllows(this.#lastIncrementalMs, this.#lastIncrementalEnd)) return false;
-        if (await this.#incrementalChunks(now)) return true;
+        const { value } = await this.store.transact((tx) => this.#incrementalPass(tx, now), {
+          durability: 'buffered',
+        });
+        if (value) return true;
         this.#nodesChanged = true; // the sheet did not allow it: the next pass is a full one, paced
       }
       if (!urgent && !this.#paceAllows(this.#lastReconcileMs, this.#lastReconcileEnd)) return false;
@@ -229,35 +227,11 @@ export class Cluster {
     );
   }
 
-  /**
-   * One paced incremental pass, as up to LIMITS.chunksPerPass transactions while Unschedulable pods
-   * wait (incremental.ts LIMITS.maxPlacedPerPass each), the event loop serving the heartbeats that
-   * arrived between two: the pace counts their time together, so pods are placed as fast as by one
-   * transaction of them all, and no heartbeat waits for more than one. False when the first found
-   * that the sheet needs a full pass.
-   */
-  async #incrementalChunks(now: number): Promise<boolean> {
-    let ms = 0;
-    for (let chunk = 0; ; chunk++) {
-      const t0 = performance.now();
-      const at = chunk === 0 ? now : this.#now();
-      const { value } = await this.store.transact((tx) => this.#incrementalPass(tx, at), {
-        durability: 'buffered',
-      });
-      if (!value && chunk === 0) return false;
-      this.#lastIncrementalEnd = performance.now();
-      ms += this.#lastIncrementalEnd - t0;
-      this.#lastIncrementalMs = ms;
-      if (!value) return true; // a later chunk declined: the next tick decides, paced
-      if (!this.#pending || chunk + 1 >= LIMITS.chunksPerPass || !this.#incrementalAllowed()) return true;
-      await new Promise((r) => setImmediate(r));
-    }
-  }
-
   /** incremental.ts's pass; false (nothing done) when the sheet needs a full one. */
   #incrementalPass(tx: Tx, now: number): boolean {
     const cache = this.#cache;
     if (!cache) return false;
+    const t0 = performance.now();
     const pass = incrementalPass(tx, cache, {
       now,
       nodeTtlSec: this.nodeTtlSec,
@@ -272,6 +246,8 @@ export class Cluster {
     this.#pending = pass.deferred > 0; // Unschedulable pods left for the next pass
     this.#joined.clear();
     this.#staleAt = Math.min(this.#staleAt, pass.cache.staleAt);
+    this.#lastIncrementalEnd = performance.now();
+    this.#lastIncrementalMs = this.#lastIncrementalEnd - t0;
     return true;
   }
 

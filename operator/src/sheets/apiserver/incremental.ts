@@ -48,9 +48,9 @@ export const LIMITS = {
   // Unschedulable pods placed by one pass, at most: once this many have found a node, the rest wait,
   // untouched, for the next pass (new replicas are always placed). The first pass of a registration
   // storm found all 10,000 pods of bench/sheets-scale waiting and wrote them in one turn of the
-  // event loop. At about 10 µs a pod, 500 is a stall of ~5 ms plus the pass's fixed cost; the timer
-  // runs cluster.ts's LIMITS.chunksPerPass such passes in a row, the event loop served between them.
-  maxPlacedPerPass: 500,
+  // event loop. At about 10 µs a pod and the timer's pacing (a pass, then 99 times its length
+  // without one), 1,000 a pass is a stall of ~10 ms and still ~1,000 pods placed a second.
+  maxPlacedPerPass: 1_000,
 } as const;
 
 /**

@@ -5,7 +5,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MemoryStore } from '../store/memory.ts';
 import { Cluster, LIMITS } from './cluster.ts';
-import { LIMITS as INCREMENTAL_LIMITS } from './incremental.ts';
 
 let clock = 0; // performance.now(), ms: every call advances it by 1 ms, the test jumps it
 let unix = 1_800_000_000;
@@ -95,27 +94,6 @@ describe('paced reconciles in a big cluster', () => {
     expect(await cluster.tick()).toBe(true);
     expect(cluster.incrementalPasses).toBe(2);
     expect(pods()).toEqual(['web-1@a', 'web-2@b', 'web-3@a', 'web-4@c', 'web-5@b']);
-  });
-
-  it('places waiting pods LIMITS.chunksPerPass transactions of maxPlacedPerPass at a time, in one paced pass', async () => {
-    const chunk = INCREMENTAL_LIMITS.maxPlacedPerPass;
-    const total = chunk * LIMITS.chunksPerPass + 7;
-    await cluster.apply({
-      deployments: [{ name: 'web', image: 'x', replicas: total, cpu_req: 1, mem_req: 1 }],
-    });
-    paceElapses();
-    await cluster.tick(); // no node yet: every pod Unschedulable
-    await beat('a');
-    const before = cluster.reconciles;
-    paceElapses();
-    expect(await cluster.tick()).toBe(true);
-    const placed = () => pods().filter((p) => p.endsWith('@a')).length;
-    expect(cluster.reconciles - before).toBe(LIMITS.chunksPerPass);
-    expect(placed()).toBe(chunk * LIMITS.chunksPerPass);
-    expect(await cluster.tick()).toBe(false); // the pace counts both transactions
-    paceElapses();
-    expect(await cluster.tick()).toBe(true);
-    expect(placed()).toBe(total);
   });
 
   it('fails a silent node over at once, without waiting for the pace', async () => {
