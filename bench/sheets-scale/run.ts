@@ -223,9 +223,14 @@ async function scaleBench(nodes: number, main: string) {
         await new Promise((r) => setTimeout(r, Math.max(0, next - performance.now())));
       }
     })();
+    const onNodesOf = new Map<string, number>();
+    let onNodes = 0;
+    const onNodesBy5s: number[] = [];
+    let allOnNodesAt: number | undefined;
     let sent = 0; // heartbeats scheduled so far (node i's k-th is due at (k·nodes + i)·PERIOD/nodes)
     while (performance.now() - t0 < SECONDS * 1000) {
       const now = (performance.now() - t0) / 1000;
+      if (now >= 5 * (onNodesBy5s.length + 1)) onNodesBy5s.push(onNodes);
       const target = Math.floor((now / PERIOD_S) * nodes);
       while (sent < target) {
         const i = sent % nodes;
@@ -250,7 +255,11 @@ async function scaleBench(nodes: number, main: string) {
               failed++;
               return;
             }
-            reported.set(n, runningOf(r.json as Orders));
+            const running = runningOf(r.json as Orders);
+            reported.set(n, running);
+            onNodes += running.length - (onNodesOf.get(n) ?? 0);
+            onNodesOf.set(n, running.length);
+            if (allOnNodesAt === undefined && onNodes >= pods) allOnNodesAt = (performance.now() - t0) / 1000;
             lat.push(r.ms);
             if (sentAt >= PERIOD_S) steady.push(r.ms);
           })
@@ -286,6 +295,11 @@ async function scaleBench(nodes: number, main: string) {
       after_first_period_p50_ms: r2(pct(steady, 50)),
       after_first_period_p99_ms: r2(pct(steady, 99)),
       registered_nodes: registered,
+      // How far placement got, as the nodes hear it (the Running orders in their last answers), every
+      // 5 s of the run, and when every pod was on a node: a change that placed pods later would
+      // serve heartbeats with less to do, so both trees' runs say it.
+      pods_on_nodes_by_5s: onNodesBy5s,
+      all_pods_on_nodes_s: allOnNodesAt === undefined ? null : r2(allOnNodesAt),
       // Reconcile passes the apiserver ran (its /healthz): with the pacing, a handful per run.
       reconciles: health.reconciles,
       durable_writes: durable.length,

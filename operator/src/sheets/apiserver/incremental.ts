@@ -70,13 +70,21 @@ function placeNew(
   const fits = (i: number, d: DeploymentIn) =>
     cpu[i] + d.cpuReq <= nodes[i].cpuTotal && mem[i] + d.memReq <= nodes[i].memTotal;
   let heap: FreeHeap | undefined;
-  let items: number[] = []; // heap item → node index
+  const items: number[] = []; // heap item → node index
+  // Node index → heap item (-1: not placeable). Typed arrays, not a Map of 10,000 entries built per
+  // pass: the heap's set-up was the larger part of a pass that places a few pods.
+  let itemOf: Int32Array | undefined;
   if (slots.length >= LIMITS.scanBelow) {
-    items = nodes.map((_, i) => i).filter(placeable);
+    for (let i = 0; i < nodes.length; i++) if (placeable(i)) items.push(i);
     const freeOf = (j: number) => nodes[items[j]].cpuTotal - cpu[items[j]];
-    if (items.every((_, j) => Number.isFinite(freeOf(j)))) heap = new FreeHeap(items.length, freeOf);
+    let finite = true;
+    for (let j = 0; j < items.length && finite; j++) finite = Number.isFinite(freeOf(j));
+    if (finite) {
+      heap = new FreeHeap(items.length, freeOf);
+      itemOf = new Int32Array(nodes.length).fill(-1);
+      for (let j = 0; j < items.length; j++) itemOf[items[j]] = j;
+    }
   }
-  const itemOf = heap ? new Map(items.map((n, j) => [n, j])) : undefined;
   let placed = 0;
   return slots.map(({ name, dep, was }) => {
     if (was && placed >= budget) return undefined;
@@ -99,8 +107,8 @@ function placeNew(
     placed++;
     cpu[best] += dep.cpuReq;
     mem[best] += dep.memReq;
-    const j = itemOf?.get(best);
-    if (j !== undefined) heap?.update(j);
+    const j = itemOf ? itemOf[best] : -1;
+    if (j >= 0) heap?.update(j);
     return { name, deployment: dep.name, node: nodes[best].name, ports: [] };
   });
 }
@@ -185,8 +193,9 @@ export function incrementalPass(
   for (const d of before) total += d.replicas;
   if (total !== old.length) return undefined;
   cache.nodeIndex ??= new Map(cached.map((n, i) => [n.name, i]));
+  const indexOf = cache.nodeIndex;
   const joined = o.joined;
-  if (!joinedOk(tx, cache.nodeIndex, o)) return undefined;
+  if (!joinedOk(tx, indexOf, o)) return undefined;
 
   // The cached placements are the slots in Deployment order: each Deployment's block, ordinals 1..n.
   // Phase 1 of the full pass keeps every placed pod that stays (a subset of pods that fitted still
@@ -229,14 +238,20 @@ export function incrementalPass(
       }),
     ),
   ];
-  let indexOf = cache.nodeIndex;
+  // The index moves to the pass's cache with the joined nodes added, not copied (10,000 entries a
+  // pass of the storm): the input cache gives it up and builds its own again if it is ever used.
   if (joined.length > 0) {
-    indexOf = new Map(indexOf);
+    cache.nodeIndex = undefined;
     for (let i = cached.length; i < nodes.length; i++) indexOf.set(nodes[i].name, i);
   }
-  // The allocation after phase 1: the schedule's, less the removed pods' requests.
-  const cpu = Float64Array.from(results, (r) => r.cpuUsed);
-  const mem = Float64Array.from(results, (r) => r.memUsed);
+  // The allocation after phase 1: the schedule's, less the removed pods' requests (plain loops:
+  // Float64Array.from with a map function goes through the iterator protocol, per node).
+  const cpu = new Float64Array(results.length);
+  const mem = new Float64Array(results.length);
+  for (let i = 0; i < results.length; i++) {
+    cpu[i] = results[i].cpuUsed;
+    mem[i] = results[i].memUsed;
+  }
   for (const p of removed) {
     if (p.node === '') continue;
     const n = indexOf.get(p.node) as number; // a placed pod's node is one of the schedule's
@@ -321,7 +336,7 @@ export function incrementalPass(
   // Nodes whose allocation changed, and joined ones whose row a registration did not leave as the
   // pass has them (not schedulable): cpu_used and status where the row differs (status is the cached
   // one for the others: their freshness is unchanged), as the full pass writes.
-  const nodeResults = [...results];
+  const nodeResults = results; // a copy already (of the cache's and the joined nodes'): updated in place
   const touched = new Set<number>();
   for (const p of [...removed, ...placed]) {
     const i = indexOf.get(p.node); // '' holds the Unschedulable
