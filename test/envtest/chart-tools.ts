@@ -1,10 +1,11 @@
-// Shared by the chart's tests (chart.test.ts, chart-rbac.test.ts): the real helm and kubectl
+// Shared by the chart's tests (chart.test.ts, chart-impersonate.test.ts): the real helm and kubectl
 // binaries of the test layer, rendering the chart, and server-side apply as our field manager.
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { expect } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
+import { run } from './chart-rbac.ts';
 import { REPO_ROOT } from './control-plane.ts';
 import { kubeconfigPath, testBins } from './harness.ts';
 
@@ -31,12 +32,7 @@ export interface Container {
 }
 
 export function helm(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((ok) => {
-    execFile(testBins().helm, args, { maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      ok({ code, stdout, stderr });
-    });
-  });
+  return run(testBins().helm, args);
 }
 
 /** kubectl from the helm layer, admin kubeconfig, manifests on stdin. */

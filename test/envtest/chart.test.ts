@@ -1,6 +1,6 @@
 // The Helm chart, checked with the real helm binary and the real test API server: lint, render
 // matrices, values.schema.json refusals, server-side dry-run apply of everything it renders, a real
-// install and uninstall, and the NetworkPolicies. Its RBAC is proven in chart-rbac.test.ts.
+// install and uninstall, and the NetworkPolicies. Its RBAC is proven in chart-impersonate.test.ts.
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
