@@ -42,7 +42,7 @@ describe('OberonMachine on a real API server', () => {
   it('runtime pod: a StatefulSet of one running the emulator on its PVC disk, on the air, with a VNC Service; the key only by reference', async () => {
     const ns = await freshNamespace('m-pod');
     const k = testClient();
-    await startOperator({ namespace: ns });
+    const mgr = await startOperator({ namespace: ns });
     await publishRelayEndpoint(k, ns, 'lab'); // machines on an air wait for its relay's endpoint
     const m = await k.create(
       OBERONMACHINE,
@@ -115,6 +115,30 @@ describe('OberonMachine on a real API server', () => {
     await waitFor(
       'status Running',
       async () => ((await k.get(OBERONMACHINE, ns, 'n1')) as Deep).status?.phase === 'Running',
+    );
+
+    // A hand edit of a child is put back, then nothing more is written: the caches hold children
+    // trimmed of what the API server defaults (cache-trim.ts), never of what the operator renders.
+    await k.mergePatch(KINDS_OWNED.statefulSet, ns, 'rk-m-n1', {
+      spec: { template: { spec: { terminationGracePeriodSeconds: 30 } } },
+    });
+    await k.mergePatch(CORE.service, ns, 'rk-m-n1', {
+      spec: { ports: [{ name: 'vnc', port: 5901, targetPort: 'vnc', protocol: 'TCP' }] },
+    });
+    const healed: Deep = await waitFor('the grace period put back', async () => {
+      const o: Deep = await k.get(KINDS_OWNED.statefulSet, ns, 'rk-m-n1');
+      return o.spec.template.spec.terminationGracePeriodSeconds === 0 && o;
+    });
+    const healedSvc: Deep = await waitFor('the VNC port put back', async () => {
+      const o: Deep = await k.get(CORE.service, ns, 'rk-m-n1');
+      return o.spec.ports[0].port === 5900 && o;
+    });
+    await quiescent(mgr, 1_000);
+    expect(((await k.get(KINDS_OWNED.statefulSet, ns, 'rk-m-n1')) as Deep).metadata.resourceVersion).toBe(
+      healed.metadata.resourceVersion,
+    );
+    expect(((await k.get(CORE.service, ns, 'rk-m-n1')) as Deep).metadata.resourceVersion).toBe(
+      healedSvc.metadata.resourceVersion,
     );
 
     // running: false halts the machine and keeps its disk.
