@@ -42,7 +42,7 @@ describe('OberonMachine on a real API server', () => {
   it('runtime pod: a StatefulSet of one running the emulator on its PVC disk, on the air, with a VNC Service; the key only by reference', async () => {
     const ns = await freshNamespace('m-pod');
     const k = testClient();
-    await startOperator({ namespace: ns });
+    const mgr = await startOperator({ namespace: ns });
     await publishRelayEndpoint(k, ns, 'lab'); // machines on an air wait for its relay's endpoint
     const m = await k.create(
       OBERONMACHINE,
@@ -116,6 +116,41 @@ describe('OberonMachine on a real API server', () => {
       'status Running',
       async () => ((await k.get(OBERONMACHINE, ns, 'n1')) as Deep).status?.phase === 'Running',
     );
+
+    // A hand edit of a child is put back; an edit of what the operator does not render wakes it
+    // and it writes nothing: the caches hold children trimmed of what the API server defaults
+    // (cache-trim.ts), never of what the operator renders (a field dropped wrongly is a write per
+    // reconcile, which an apply that changes nothing would hide from resourceVersions).
+    await k.mergePatch(KINDS_OWNED.statefulSet, ns, 'rk-m-n1', {
+      spec: { template: { spec: { terminationGracePeriodSeconds: 30 } } },
+    });
+    await k.mergePatch(CORE.service, ns, 'rk-m-n1', {
+      spec: { ports: [{ name: 'vnc', port: 5900, targetPort: 5999, protocol: 'TCP' }] },
+    });
+    await waitFor('the grace period put back', async () => {
+      const o: Deep = await k.get(KINDS_OWNED.statefulSet, ns, 'rk-m-n1');
+      return o.spec.template.spec.terminationGracePeriodSeconds === 0;
+    });
+    await waitFor('the VNC target port put back', async () => {
+      const o: Deep = await k.get(CORE.service, ns, 'rk-m-n1');
+      return o.spec.ports[0].targetPort === 'vnc';
+    });
+    await quiescent(mgr, 1_000);
+    const writes = async () =>
+      (await mgr.metrics.restRequests.get()).values
+        .filter((v) => v.labels.method !== 'GET')
+        .reduce((n, v) => n + v.value, 0);
+    const before = await writes();
+    const reconciles = (await mgr.metrics.reconcileTotal.get()).values.reduce((n, v) => n + v.value, 0);
+    for (const t of [KINDS_OWNED.statefulSet, CORE.service])
+      await k.mergePatch(t, ns, 'rk-m-n1', { metadata: { annotations: { 'example.org/note': 'by hand' } } });
+    await waitFor(
+      'the edits seen',
+      async () =>
+        (await mgr.metrics.reconcileTotal.get()).values.reduce((n, v) => n + v.value, 0) > reconciles,
+    );
+    await quiescent(mgr, 1_000);
+    expect(await writes()).toBe(before);
 
     // running: false halts the machine and keeps its disk.
     await k.request('PATCH', resourcePath(OBERONMACHINE, ns, 'n1'), {

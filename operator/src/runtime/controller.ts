@@ -9,6 +9,7 @@
 // Nothing a reconcile throws reaches the process: the worker catches it.
 import type { Logger } from 'pino';
 import { logger } from '../util/log.ts';
+import { trimForCache } from './cache-trim.ts';
 import { ApiError, type KubeClient, type KubeObject, type ResourceType } from './client.ts';
 import type { EventRecorder } from './events.ts';
 import { dropManagedFields, type Informer, type InformerEventType } from './informer.ts';
@@ -207,6 +208,7 @@ export class Controller {
 
   private remember(t: ResourceType, obj: KubeObject): void {
     dropManagedFields(obj); // as in the informer caches: large, never read
+    trimForCache(obj); // likewise (cache-trim.ts)
     this.written.set(`${typeId(t)}|${obj.metadata.namespace ?? ''}/${obj.metadata.name}`, obj);
   }
 

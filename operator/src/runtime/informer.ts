@@ -17,6 +17,7 @@
 //   never stops the informer.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { logger } from '../util/log.ts';
+import { trimForCache } from './cache-trim.ts';
 import {
   ApiError,
   type KubeClient,
@@ -318,6 +319,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         item.kind ??= this.opts.type.kind;
         if (this.opts.keep && !this.opts.keep(item)) continue; // unseen: deleted below if cached
         if (!this.opts.keepManagedFields) dropManagedFields(item);
+        trimForCache(item); // defaulted fields and unread status (cache-trim.ts)
         const key = objectKey(item);
         seen.add(key);
         const obj = cacheStrings.intern(item);
@@ -418,6 +420,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       : this.opts.type.version;
     obj.kind ??= this.opts.type.kind;
     if (!this.opts.keepManagedFields) dropManagedFields(obj);
+    trimForCache(obj); // defaulted fields and unread status (cache-trim.ts)
     if (ev.type !== 'DELETED') cacheStrings.intern(obj); // one copy of each repeated string (intern.ts)
     const key = objectKey(obj);
     const prev = this.cache.get(key);
