@@ -68,6 +68,20 @@ export function translateWords(
     close();
   };
 
+  // A block with a branch to its own start (a loop whose body is one superblock) is a wasm loop:
+  // when its next PC is its start it branches back to the top instead of calling itself
+  // (chain). A call costs more than the branch, in V8's baseline code (Liftoff) most: it fills
+  // a function's locals with zeros on every entry when it has more than six, and a block has 26
+  // (jit-wasm.ts LOCALS). Other blocks stay as they were (a loop header costs a stack check).
+  const selfLoop = irs.some(
+    (ir, k) =>
+      ir < 0 &&
+      (ir & 0x40000000) !== 0 &&
+      (ir & 0x20000000) !== 0 &&
+      ((ir >>> 24) & 15) !== 15 &&
+      (pc0 + k + 1 + ((ir << 8) >> 8)) >>> 0 === pc0,
+  );
+  if (selfLoop) b.push(OP.loop, OP.i32);
   // Entry: registers and flags into locals.
   for (let r = 0; r < 16; r++) {
     if ((used & (1 << r)) === 0) continue;
@@ -153,6 +167,7 @@ export function translateWords(
   store(cell(CELL.instr));
   chain();
   get(L.pc);
+  if (selfLoop) b.push(OP.end);
   return { body: b, length: n };
 
   /**
@@ -160,7 +175,8 @@ export function translateWords(
    * grow), on exactly the dispatcher's conditions (jit-wasm.ts): no stop asked for, the budget
    * not spent, the PC in RAM with a block there. This skips a return to the dispatcher and its
    * loop per block run (3.7 M runs in a compile of the compiler), and each block's jump is a
-   * branch site of its own for the host CPU's predictor: a few per cent on a warm compile.
+   * branch site of its own for the host CPU's predictor: a few per cent on a warm compile. Into
+   * itself, a block branches to the top of its loop instead.
    */
   function chain(): void {
     i32(0);
@@ -180,6 +196,14 @@ export function translateWords(
     load(layout.slotBase);
     tee(L.w);
     b.push(OP.if, OP.void);
+    // The block itself: from the top of the loop, registers and flags read again from the
+    // cells the epilogue just wrote, as a call would. The slot is this block's own: translated
+    // code installs nothing, and a store into its words clears the slot (invalidate).
+    if (selfLoop) {
+      get(L.pc);
+      i32(pc0);
+      b.push(OP.i32Eq, OP.if, OP.void, OP.br, 3, OP.end); // out of this if and the two around it
+    }
     get(L.w);
     b.push(OP.returnCallIndirect, 0, 0);
     b.push(OP.end, OP.end);
