@@ -109,9 +109,9 @@ export const RELAY_LIMITS = {
    */
   DATAGRAM_TRUESIZE: 832,
   /**
-   * Stations a relay with a send thread keeps a connected socket for (relay-conns.ts): one file
-   * descriptor each. Far above a real air (8 nodes, the plane, a few tools); stations beyond it are
-   * served through the shared sockets, as without the send thread.
+   * Stations a relay keeps a connected socket for (relay-conns.ts; IPv4): one file descriptor
+   * each. Far above a real air (8 nodes, the plane, a few tools); stations beyond it are served
+   * through the relay's shared socket(s).
    */
   MAX_CONNECTED: 64,
   /** How often the relay times itself while datagrams flow. */
