@@ -114,6 +114,11 @@ export const RELAY_LIMITS = {
    * through the relay's shared socket(s).
    */
   MAX_CONNECTED: 64,
+  /**
+   * The kernel's queue drops (stats().droppedQueue) are read from /proc at most this often: one
+   * read per Prometheus scrape, not one per counter, and none per call of a caller polling stats().
+   */
+  DROPS_READ_MS: 500,
   /** How often the relay times itself while datagrams flow. */
   QUEUE_MEASURE_MS: 250,
   /** Datagrams a timing needs: fewer time the loop's idle wake-ups, not the relay's speed. */

@@ -9,7 +9,7 @@ import { isIPv6 } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { type Logger, logger } from '../util/log.ts';
 import { type Clock, systemClock } from './clock.ts';
-import { kernelDrops } from './kernel-drops.ts';
+import { dropsReader } from './kernel-drops.ts';
 import { decodeKubeData } from './kubenet.ts';
 import { bindRelay } from './relay-bind.ts';
 import { type StationSockets, stationSockets } from './relay-conns.ts';
@@ -493,6 +493,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   // A departed station's socket hears the kernel's ICMP errors of sends to it: counted, not logged.
   if (connected) conns = stationSockets(address.port, bind, onMessage, () => s.sendErrors++);
   sizeQueue(queueFrames, false);
+  const kernelDrops = dropsReader(address, RELAY_LIMITS.DROPS_READ_MS);
   let closed = false;
   // Silent stations are also swept on a timer, so "gone" is reported even on a quiet air.
   const sweep = setInterval(() => expire(clock.now()), RELAY_LIMITS.SWEEP_MS);
@@ -502,7 +503,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     foldThread();
     return {
       ...s,
-      droppedQueue: kernelDrops(address) + inboundDropped,
+      droppedQueue: kernelDrops() + inboundDropped,
       queueFrames,
       peers: peers.size,
     };
