@@ -13,7 +13,8 @@
 //    the reference's process), and the delay of every 16th frame (p50, p99, max) from send to its
 //    arrival in the stamped receiver's socket (`delayMs`: what the relay is answerable for) and to
 //    receiver 0's read in this process (`readDelayMs`: adds this process's own waits for a core,
-//    as the sender floods from the same thread; what runs before session 20 reported);
+//    as the sender floods from the same thread; what runs before session 20 reported); the sender's
+//    socket is connected to the relay, so each send is made right after its frame's time is taken;
 //  - steady: one station sends STEADY_RATE frames/s for STEADY_SECONDS; frames receiver 0 missed,
 //    and the stamped receiver's delays.
 import { spawn } from 'node:child_process';
@@ -122,6 +123,10 @@ async function measure(relay: RelayUnderTest) {
   }
   await new Promise((r) => others.stdout?.once('data', r));
   await stampedReady;
+  // Connected, a send names no address: dgram makes the system call at once, right after the
+  // frame's time is taken (to an address it first defers the send to a lookup's callback, and a
+  // wait for a core in between counted as the relay's delay).
+  await new Promise<void>((r) => sender.connect(relay.port, '127.0.0.1', r));
   /** Delays (ms, sorted) from send to the kernel's arrival at the stamped receiver, of the frames sent. */
   const stampedDelays = (): number[] => {
     const out: number[] = [];
@@ -147,7 +152,7 @@ async function measure(relay: RelayUnderTest) {
   while (Date.now() < end) {
     for (let k = 0; k < BENCH.BURST; k++) {
       if (sent % BENCH.SAMPLE_EVERY === 0) sentAt.set(sent, process.hrtime.bigint());
-      sender.send(frame(sent++), relay.port, '127.0.0.1');
+      sender.send(frame(sent++));
     }
     await new Promise((r) => setImmediate(r));
   }
@@ -188,7 +193,7 @@ async function measure(relay: RelayUnderTest) {
     const due = start + (i * 1000) / BENCH.STEADY_RATE;
     if (due > Date.now()) await sleep(due - Date.now());
     sentAt.set(STEADY_SEQ + i, process.hrtime.bigint());
-    sender.send(frame(STEADY_SEQ + i), relay.port, '127.0.0.1');
+    sender.send(frame(STEADY_SEQ + i));
   }
   await sleep(500);
   /** Frames of the steady sender that receiver 0 did not get; the stamped receiver's delays. */
