@@ -47,6 +47,49 @@ print("ready", flush=True)
 sys.stdin.read()
 `;
 
+/**
+ * python3 -c STAMPED_RECEIVER PORT EVERY STEADY: one receiver that hellos the relay on PORT twice
+ * (proven), prints "ready", then for every frame whose seq is a multiple of EVERY or at least
+ * STEADY prints "SEQ NS": the kernel's arrival time of the datagram in its receive queue
+ * (SO_TIMESTAMPNS), on CLOCK_MONOTONIC as process.hrtime. So a frame's delay ends when the relay
+ * has handed it to the receiver's socket, not when a process that shares the cores reads it.
+ */
+export const STAMPED_RECEIVER = `
+import select, socket, struct, sys, time
+SO_TIMESTAMPNS = 35  # Linux: the kernel's arrival time of each datagram (CLOCK_REALTIME)
+port, every, steady = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+r.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+r.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+r.bind(("127.0.0.1", 0))
+for _ in range(2):
+    r.sendto(b"\\xff", ("127.0.0.1", port))
+    time.sleep(1.1)
+r.setblocking(False)
+out = sys.stdout
+out.write("ready\\n")
+out.flush()
+while True:
+    # realtime minus monotonic now: turns the kernel's stamps into the bench's clock
+    off = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.monotonic_ns()
+    while True:
+        try:
+            data, anc, _, _ = r.recvmsg(64, 64)
+        except BlockingIOError:
+            break
+        if len(data) != 33:
+            continue
+        seq = int.from_bytes(data[9:13], "little")
+        if seq % every and seq < steady:
+            continue
+        for level, kind, v in anc:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                s, ns = struct.unpack("qq", v[:16])
+                out.write(f"{seq} {s * 1_000_000_000 + ns - off}\\n")
+    out.flush()
+    select.select([r], [], [], 0.5)
+`;
+
 /** A relay under a benchmark: its port, its deliveries and CPU µs so far, and its end. */
 export interface RelayUnderTest {
   port: number;

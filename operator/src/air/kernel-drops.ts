@@ -3,6 +3,7 @@
 // (its "drops" column). Read only when someone asks (stats, a scrape), never per datagram.
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 
 /**
  * The "drops" of the UDP sockets bound to `at` (a relay with a send thread has two there); 0 where
@@ -23,6 +24,24 @@ export function kernelDrops(at: AddressInfo): number {
     if (f[1] === local) drops += Number(f[12]) || 0;
   }
   return drops;
+}
+
+/**
+ * kernelDrops(at), read at most once every `everyMs` (the last figure between): reading the table is
+ * the costly part of the relay's stats() (a scrape asks stats() once per counter, a bench ten times a
+ * second: in a --cpu-prof of bench/air/profile.ts those reads were 15 % of the relay's thread).
+ */
+export function dropsReader(at: AddressInfo, everyMs: number): () => number {
+  let readAt = Number.NEGATIVE_INFINITY;
+  let drops = 0;
+  return () => {
+    const now = performance.now();
+    if (now - readAt >= everyMs) {
+      drops = kernelDrops(at);
+      readAt = now;
+    }
+    return drops;
+  };
 }
 
 /** An address as /proc/net/udp prints it: each 32-bit word's bytes in host (little-endian) order. */

@@ -109,11 +109,16 @@ export const RELAY_LIMITS = {
    */
   DATAGRAM_TRUESIZE: 832,
   /**
-   * Stations a relay with a send thread keeps a connected socket for (relay-conns.ts): one file
-   * descriptor each. Far above a real air (8 nodes, the plane, a few tools); stations beyond it are
-   * served through the shared sockets, as without the send thread.
+   * Stations a relay keeps a connected socket for (relay-conns.ts; IPv4): one file descriptor
+   * each. Far above a real air (8 nodes, the plane, a few tools); stations beyond it are served
+   * through the relay's shared socket(s).
    */
   MAX_CONNECTED: 64,
+  /**
+   * The kernel's queue drops (stats().droppedQueue) are read from /proc at most this often: one
+   * read per Prometheus scrape, not one per counter, and none per call of a caller polling stats().
+   */
+  DROPS_READ_MS: 500,
   /** How often the relay times itself while datagrams flow. */
   QUEUE_MEASURE_MS: 250,
   /** Datagrams a timing needs: fewer time the loop's idle wake-ups, not the relay's speed. */

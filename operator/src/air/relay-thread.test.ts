@@ -1,16 +1,23 @@
 // The relay with its send thread (`sendThread: true`): real UDP on loopback, stations whose
 // sockets are connect()ed to the relay as QEMU's chardev is (they hear only the relay's address
 // and port), so a delivery from any other source would be lost.
-import dgram from 'node:dgram';
-import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from './clock.ts';
 import { RELAY_LIMITS, startRelay } from './relay.ts';
 import type { Relay } from './relay-types.ts';
+import {
+  bindsPlain,
+  boundTo,
+  type Connected,
+  frame,
+  send,
+  connected as station,
+} from './stations.test-helper.ts';
 import { until } from './until.test-helper.ts';
-import { encodeDatagram, HELLO_BYTE } from './wire.ts';
+import { HELLO_BYTE } from './wire.ts';
 
-const open: { close(): Promise<void> | void }[] = [];
+const open: { close(): Promise<void> }[] = [];
+const connected = (r: Relay): Promise<Connected> => station(r, open);
 afterEach(async () => {
   await Promise.all(open.splice(0).map((x) => x.close()));
 });
@@ -19,42 +26,6 @@ async function relay(opts: Parameters<typeof startRelay>[0] = {}): Promise<Relay
   const r = await startRelay({ port: 0, bind: '127.0.0.1', sendThread: true, ...opts });
   open.push(r);
   return r;
-}
-
-interface Connected {
-  sock: dgram.Socket;
-  got: Buffer[];
-  port: number;
-}
-
-/** A station as QEMU's: its socket connected to the relay, so the kernel passes it only the relay's datagrams. */
-async function connected(r: Relay): Promise<Connected> {
-  const sock = dgram.createSocket('udp4');
-  const got: Buffer[] = [];
-  sock.on('message', (m) => got.push(m));
-  await new Promise<void>((res) => sock.bind(0, '127.0.0.1', () => res()));
-  await new Promise<void>((res) => sock.connect(r.address.port, '127.0.0.1', () => res()));
-  open.push({ close: () => new Promise<void>((res) => sock.close(() => res())) });
-  return { sock, got, port: sock.address().port };
-}
-
-/** UDP sockets of this process bound to `port` on loopback, and of them connected (/proc/self/net/udp). */
-function boundTo(port: number): { bound: number; connected: number } {
-  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
-  const mine = readFileSync('/proc/self/net/udp', 'utf8')
-    .split('\n')
-    .map((l) => l.trim().split(/\s+/))
-    .filter((f) => f[1] === local);
-  return { bound: mine.length, connected: mine.filter((f) => f[2] !== '00000000:0000').length };
-}
-
-const send = (s: Connected, d: Uint8Array): Promise<void> =>
-  new Promise((res, rej) => s.sock.send(d, (e) => (e ? rej(e) : res())));
-
-/** A frame that says who sent it (payload byte 2, datagram byte 3) and its number. */
-function frame(from: number, n: number): Uint8Array {
-  const payload = Uint8Array.from({ length: 32 }, (_, i) => [1, 0xff, from, 0x42, 0, 0, 0, 0, n][i] ?? 0);
-  return encodeDatagram(5, payload);
 }
 
 describe('the relay with a send thread', () => {
@@ -167,11 +138,6 @@ describe('the relay with a send thread', () => {
     const port = r.address.port;
     await r.close();
     // nothing of the relay (neither socket, nor the thread's) still holds it: a plain socket binds
-    const plain = dgram.createSocket('udp4');
-    await new Promise<void>((res, rej) => {
-      plain.once('error', rej);
-      plain.bind(port, '127.0.0.1', () => res());
-    });
-    plain.close();
+    await bindsPlain(port);
   });
 });

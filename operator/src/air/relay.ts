@@ -9,7 +9,7 @@ import { isIPv6 } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { type Logger, logger } from '../util/log.ts';
 import { type Clock, systemClock } from './clock.ts';
-import { kernelDrops } from './kernel-drops.ts';
+import { dropsReader } from './kernel-drops.ts';
 import { decodeKubeData } from './kubenet.ts';
 import { bindRelay } from './relay-bind.ts';
 import { type StationSockets, stationSockets } from './relay-conns.ts';
@@ -72,7 +72,7 @@ interface PeerEntry extends RelayPeer {
   proven: boolean;
   /** The IPv4 address as a number (the send thread's job names it so); -1 for IPv6. */
   ip4: number;
-  /** Its connected socket (relay-conns.ts), once connected: a relay with a send thread only. */
+  /** Its connected socket (relay-conns.ts), once connected (IPv4). */
   conn?: dgram.Socket;
   /** framesIn at the relay's last timing: whether its socket carried frames since. */
   framesTimed: number;
@@ -260,10 +260,13 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   const bind = opts.bind ?? '0.0.0.0';
   const v6 = isIPv6(bind);
   const threaded = Boolean(opts.sendThread) && !v6;
+  // Proven stations get a connected socket on the relay's port (relay-conns.ts; IPv4), which
+  // needs SO_REUSEPORT on the relay's own socket too.
+  const connected = !v6;
   const socket = dgram.createSocket({
     type: v6 ? 'udp6' : 'udp4',
     lookup: literalLookup,
-    reusePort: threaded,
+    reusePort: connected,
   });
   let thread: SendThread | undefined;
 
@@ -281,7 +284,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     // (a silent station's holds nothing; split over all, a flood's queue was so short that the relay
     // idled whenever its sender waited for a core). The Linux default for light traffic is not
     // split (QUEUE_INITIAL_FRAMES: there a smaller queue only loses frames).
-    const sockets = thread ? 2 + talking : 1;
+    const sockets = (thread ? 2 : 1) + talking;
     const each = timed ? Math.ceil(frames / sockets) : frames;
     thread?.sizeQueue(each);
     conns?.sizeQueue(each);
@@ -457,8 +460,8 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       // relay's own JS about 2 %, dgram's 1 %). Node has no sendmmsg to batch them; calling the
       // binding under dgram directly saved 4-9 % of CPU per delivery (measured, not used: a
       // private API). A station's connected socket saves more (no address to parse and route per
-      // send: +5-13 % sends per CPU-second, measured in Node); a relay with a send thread has them
-      // (relay-conns.ts: they need SO_REUSEPORT on the relay's port, and a descriptor each).
+      // send: +5-13 % sends per CPU-second, measured in Node), in one thread as with the send
+      // thread (relay-conns.ts: they need SO_REUSEPORT on the relay's port, and a descriptor each).
       if (p.conn) p.conn.send(msg);
       else socket.send(msg, p.port, p.host);
     }
@@ -473,7 +476,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     log.warn({ err: err.message }, 'udp error');
   };
 
-  await bindRelay(socket, bind, opts.port ?? AIR_PORT, threaded);
+  await bindRelay(socket, bind, opts.port ?? AIR_PORT, connected);
   socket.on('error', onSocketError);
   const address = socket.address();
   if (threaded) {
@@ -482,14 +485,15 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
         s.handedOver++;
         onDatagram(msg, ip4Text(ip), port);
       });
-      // A departed station's socket hears the kernel's ICMP errors of sends to it: counted, not logged.
-      conns = stationSockets(address.port, bind, onMessage, () => s.sendErrors++);
     } catch (e) {
       socket.close();
       throw new Error(`cannot start the relay's send thread: ${(e as Error).message}`);
     }
   }
+  // A departed station's socket hears the kernel's ICMP errors of sends to it: counted, not logged.
+  if (connected) conns = stationSockets(address.port, bind, onMessage, () => s.sendErrors++);
   sizeQueue(queueFrames, false);
+  const kernelDrops = dropsReader(address, RELAY_LIMITS.DROPS_READ_MS);
   let closed = false;
   // Silent stations are also swept on a timer, so "gone" is reported even on a quiet air.
   const sweep = setInterval(() => expire(clock.now()), RELAY_LIMITS.SWEEP_MS);
@@ -499,7 +503,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     foldThread();
     return {
       ...s,
-      droppedQueue: kernelDrops(address) + inboundDropped,
+      droppedQueue: kernelDrops() + inboundDropped,
       queueFrames,
       peers: peers.size,
     };
