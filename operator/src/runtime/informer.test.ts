@@ -1,13 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import {
-  KubeClient,
-  type KubeObject,
-  type ObjectList,
-  type ResourceType,
-  type WatchHandle,
-} from './client.ts';
+import { KubeClient, type KubeObject, type ObjectList, type WatchHandle } from './client.ts';
 import { dropManagedFields, Informer } from './informer.ts';
 import { offlineKubeConfig, THING } from './offline.testkit.ts';
 
