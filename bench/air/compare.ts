@@ -1,13 +1,15 @@
 // `bench/air/run.ts --compare`: our relay beside the reference relay (bench/air/reference-relay.py,
 // the spec's relay.py, run by python3) in the same run, interleaved rounds. Writes air-compare.json.
 //
-// Each round runs every relay in turn: ours with its default limits, ours raw (`--no-rate-limit`) with
-// its send thread (`--send-thread`: a second thread on the other core makes part of the sends, and
-// its CPU counts as the relay's), ours raw in one thread, and the reference (and with --baseline DIR, DIR's relay raw with its send thread and in one thread); the relay in its own thread (ours) or process (the reference). 20 receivers: receiver
-// 0 and the sender in this process, one stamped receiver in a python3 process of its own (the
-// kernel's arrival time of each frame, SO_TIMESTAMPNS), the other 18 in a python3 process that
-// never reads them (the kernel drops what overflows them), so no receiver's work competes with the
-// relay for the CPU. Per relay and round:
+// Each round runs every relay in turn: ours with its default limits, ours raw (`--no-rate-limit`)
+// with its send thread (`--send-thread`: a second thread on the other core makes part of the sends,
+// and its CPU counts as the relay's), ours raw in one thread, and the reference (and with
+// --baseline DIR, DIR's relay raw with its send thread and in one thread); the relay in its own
+// thread (ours) or process (the reference). 20 receivers: receiver 0 and the sender in this
+// process, one stamped receiver in a python3 process of its own (the kernel's arrival time of each
+// frame, SO_TIMESTAMPNS), the other 18 in a python3 process that never reads them (the kernel drops
+// what overflows them), so no receiver's work competes with the relay for the CPU. Per relay and
+// round:
 //  - flood: the sender sends as fast as it can for SECONDS (open loop); deliveries per second as the relay
 //    counts them (the reference prints its count on SIGUSR1), the relay's CPU seconds (its thread;
 //    the reference's process), and the delay of every 16th frame (p50, p99, max) from send to its

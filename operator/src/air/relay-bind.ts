@@ -4,9 +4,9 @@ import { isIPv6 } from 'node:net';
 
 /**
  * Binds `socket` to `port` of `bind`. `reusePort` (a socket created with SO_REUSEPORT, so the
- * stations' connected sockets and a send thread's share the port): that takes away the kernel's busy-port check (two such relays of one user
- * would share the port), so a plain socket claims the port first, and one that is taken fails as
- * without it.
+ * stations' connected sockets and a send thread's share the port): that takes away the kernel's
+ * busy-port check (two such relays of one user would share the port), so a plain socket claims the
+ * port first, and one that is taken fails as without it.
  */
 export async function bindRelay(
   socket: dgram.Socket,

@@ -1,13 +1,14 @@
 // Sockets of a relay (IPv4), one connected to each proven station (up to
-// RELAY_LIMITS.MAX_CONNECTED), all bound to the relay's own address and port (SO_REUSEPORT).
-// Why: a send on one names no address: no per-send lookup or route, which is most of what a
-// delivery costs the relay besides the system call (more deliveries per CPU-second in one thread,
-// bench/air/profile.ts). And with a send thread: the kernel spreads the datagrams of stations without one over the relay's socket and the
-// send thread's by the sender's address, and a flood that landed on the send thread's went
-// through a handover to the relay's thread and back for every frame (30 % fewer deliveries per
-// CPU-second, bench/air/profile.ts). A connected socket takes its station's datagrams before
-// that spread (Linux gives a datagram to the socket matching most of its addresses, and never
-// picks a connected one by hash), so every proven station is heard on the relay's own thread.
+// RELAY_LIMITS.MAX_CONNECTED), all bound to the relay's own address and port (SO_REUSEPORT). Why: a
+// send on one names no address: no per-send lookup or route, which is most of what a delivery costs
+// the relay besides the system call (more deliveries per CPU-second in one thread,
+// bench/air/profile.ts). And with a send thread: the kernel spreads the datagrams of stations
+// without one over the relay's socket and the send thread's by the sender's address, and a flood
+// that landed on the send thread's went through a handover to the relay's thread and back for every
+// frame (30 % fewer deliveries per CPU-second, bench/air/profile.ts). A connected socket takes its
+// station's datagrams before that spread (Linux gives a datagram to the socket matching most of its
+// addresses, and never picks a connected one by hash), so every proven station is heard on the
+// relay's own thread.
 import dgram from 'node:dgram';
 import { RELAY_LIMITS } from './relay-limits.ts';
 import { literalLookup } from './relay-lookup.ts';
