@@ -4,6 +4,7 @@
 // as its `store.google.rootUrl`. The apiserver pod talks to it through the real googleapis client;
 // the test reads the spreadsheet itself (the emulator's Sheets API, through the API server's
 // Service proxy) — the sheet is the truth the operator's status must agree with.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGoogleEmulator } from '../google-emulator.ts';
 import {
@@ -25,6 +26,11 @@ import {
 const LIMITS = {
   readyMs: 300_000, // pods from the imported image; the store starts within Google's write quota
   scaleMs: 240_000, // a new agent pod, its registration, the store's next batched write
+  // The test reads the sheet as a user of its own (an API key): Google's 60 reads per minute per user
+  // and 300 per project, the apiserver's user included. waitFor polls every 100 ms, which spent the
+  // test's own quota in seconds (a 429 where it read once) and a fifth of the project's each minute.
+  sheetReadGapMs: 2_000, // 30 reads per minute at most
+  quotaWaitMs: 65_000, // a 429 is retried until the minute's window has passed
 } as const;
 
 const NAME = 'gdemo';
@@ -53,13 +59,24 @@ export function googleSheetClusterGroup(): void {
       if (ns) await deleteNamespace(ns);
     });
 
-    /** A tab of the spreadsheet as Google's API returns it (rows of strings, the header first). */
+    /**
+     * A tab of the spreadsheet as Google's API returns it (rows of strings, the header first): one
+     * read per LIMITS.sheetReadGapMs at most, a 429 waited out (the quota is the emulator's, as Google's).
+     */
+    let nextReadAt = 0;
     const tab = async (title: string): Promise<string[][]> => {
       if (!proxy) throw new Error('no kubectl proxy');
       if (!valuesUrl) throw new Error('no emulator');
-      const res = await fetch(valuesUrl(proxy.url, title));
-      if (!res.ok) throw new Error(`${title}: HTTP ${res.status} ${await res.text()}`);
-      return ((await res.json()) as { values?: string[][] }).values ?? [];
+      const giveUpAt = Date.now() + LIMITS.quotaWaitMs;
+      for (;;) {
+        await sleep(Math.max(0, nextReadAt - Date.now()));
+        nextReadAt = Date.now() + LIMITS.sheetReadGapMs;
+        const res = await fetch(valuesUrl(proxy.url, title));
+        if (res.ok) return ((await res.json()) as { values?: string[][] }).values ?? [];
+        const body = await res.text();
+        if (res.status !== 429 || Date.now() > giveUpAt)
+          throw new Error(`${title}: HTTP ${res.status} ${body}`);
+      }
     };
     /** The Nodes tab as records by its header row. */
     const nodesInSheet = async (): Promise<Record<string, string>[]> => {
