@@ -2,11 +2,15 @@
 // image: Google cannot be reached from CI, and a SheetCluster on the Google backend names the
 // emulator as its store's rootUrl. The emulator believes any token, so a ready access token in a
 // Secret stands in for the service-account key a user would hold.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { apply, productImage } from './harness.ts';
 
 export const EMULATOR = 'sheets-emulator';
 const PORT = 8788;
 const CREDENTIALS = 'google-credentials';
+/** A test's read over its user's quota (60 a minute, as Google's) is retried until the minute has passed. */
+const QUOTA_WAIT_MS = 65_000;
+const QUOTA_RETRY_MS = 2_000;
 
 /** Starts the emulator holding one spreadsheet of the given id; returns a SheetCluster `store` naming it. */
 export async function startGoogleEmulator(
@@ -69,4 +73,16 @@ export async function startGoogleEmulator(
     valuesUrl: (proxy, tab) =>
       `${proxy}/api/v1/namespaces/${ns}/services/${EMULATOR}:http/proxy/v4/spreadsheets/${spreadsheetId}/values/${tab}?key=cluster-test`,
   };
+}
+
+/** A tab's rows (strings, the header first) from `valuesUrl`; a 429 (the test's quota) waited out. */
+export async function readTab(url: string): Promise<string[][]> {
+  const giveUpAt = Date.now() + QUOTA_WAIT_MS;
+  for (;;) {
+    const res = await fetch(url);
+    if (res.ok) return ((await res.json()) as { values?: string[][] }).values ?? [];
+    const body = await res.text();
+    if (res.status !== 429 || Date.now() > giveUpAt) throw new Error(`${url}: HTTP ${res.status} ${body}`);
+    await sleep(QUOTA_RETRY_MS);
+  }
 }

@@ -6,7 +6,7 @@
 // Service proxy) — the sheet is the truth the operator's status must agree with.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGoogleEmulator } from '../google-emulator.ts';
+import { readTab, startGoogleEmulator } from '../google-emulator.ts';
 import {
   apiProxy,
   apply,
@@ -30,7 +30,6 @@ const LIMITS = {
   // and 300 per project, the apiserver's user included. waitFor polls every 100 ms, which spent the
   // test's own quota in seconds (a 429 where it read once) and a fifth of the project's each minute.
   sheetReadGapMs: 2_000, // 30 reads per minute at most
-  quotaWaitMs: 65_000, // a 429 is retried until the minute's window has passed
 } as const;
 
 const NAME = 'gdemo';
@@ -59,24 +58,14 @@ export function googleSheetClusterGroup(): void {
       if (ns) await deleteNamespace(ns);
     });
 
-    /**
-     * A tab of the spreadsheet as Google's API returns it (rows of strings, the header first): one
-     * read per LIMITS.sheetReadGapMs at most, a 429 waited out (the quota is the emulator's, as Google's).
-     */
+    /** A tab of the spreadsheet as Google's API returns it: one read per LIMITS.sheetReadGapMs at most. */
     let nextReadAt = 0;
     const tab = async (title: string): Promise<string[][]> => {
       if (!proxy) throw new Error('no kubectl proxy');
       if (!valuesUrl) throw new Error('no emulator');
-      const giveUpAt = Date.now() + LIMITS.quotaWaitMs;
-      for (;;) {
-        await sleep(Math.max(0, nextReadAt - Date.now()));
-        nextReadAt = Date.now() + LIMITS.sheetReadGapMs;
-        const res = await fetch(valuesUrl(proxy.url, title));
-        if (res.ok) return ((await res.json()) as { values?: string[][] }).values ?? [];
-        const body = await res.text();
-        if (res.status !== 429 || Date.now() > giveUpAt)
-          throw new Error(`${title}: HTTP ${res.status} ${body}`);
-      }
+      await sleep(Math.max(0, nextReadAt - Date.now()));
+      nextReadAt = Date.now() + LIMITS.sheetReadGapMs;
+      return readTab(valuesUrl(proxy.url, title));
     };
     /** The Nodes tab as records by its header row. */
     const nodesInSheet = async (): Promise<Record<string, string>[]> => {

@@ -9,7 +9,7 @@
 // Last, a SheetFederation of the xlsx and the Google-backed member: status, sync and stretch.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SheetsClient } from '../../../operator/src/sheets/ctl/client.ts';
-import { startGoogleEmulator } from '../google-emulator.ts';
+import { readTab, startGoogleEmulator } from '../google-emulator.ts';
 import {
   apiProxy,
   apply,
@@ -237,8 +237,7 @@ export function sheetMigrationGroup(): void {
       // The spreadsheet itself, not only the apiserver's answer: the deployment is a row of the
       // Google spreadsheet's Deployments tab.
       if (!proxy) throw new Error('no kubectl proxy');
-      const res = await fetch(emulator.valuesUrl(proxy.url, 'Deployments'));
-      const [header, ...values] = ((await res.json()) as { values: string[][] }).values;
+      const [header = [], ...values] = await readTab(emulator.valuesUrl(proxy.url, 'Deployments'));
       expect(values.filter((r) => r[header.indexOf('name')] === 'ticker')).toHaveLength(1);
     }, 900_000);
 
@@ -320,8 +319,7 @@ export function sheetMigrationGroup(): void {
       // The Google member's share is in the spreadsheet itself, not only in its apiserver's answer.
       if (!proxy) throw new Error('no kubectl proxy');
       if (!emulator) throw new Error('the Google member was not made (the case before failed)');
-      const res = await fetch(emulator.valuesUrl(proxy.url, 'Deployments'));
-      const [header, ...values] = ((await res.json()) as { values: string[][] }).values;
+      const [header = [], ...values] = await readTab(emulator.valuesUrl(proxy.url, 'Deployments'));
       const googleRow = values.find((r) => r[header.indexOf('name')] === 'beat');
       expect(Number(googleRow?.[header.indexOf('replicas')])).toBe(
         st.stretched[0].planned.find((p: Deep) => p.member === 'gdst').replicas,
