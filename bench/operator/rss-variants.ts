@@ -8,7 +8,8 @@
 // latency of a change (kube.ts's phase, with its stages) of each, in turns.
 //   node_modules/.bin/node bench/operator/rss-variants.ts [--count 200] [--datastore etcd]
 //     [--variants image,arena2,compileCache,cacheArena2] [--baseline DIR (adds the variants baseline,
-//     baselineCacheArena2)] [--save]
+//     baselineCacheArena2)] [--gc-after (then a full GC in each: its live heap and RSS after)]
+//     [--snapshot-dir DIR (then a heap snapshot of each there: analysis, not a measurement)] [--save]
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -41,7 +42,8 @@ const LIMITS = {
   sampleGapMs: 10_000,
   changes: 30, // per variant, in turns of `changeTurn` (kube.ts's latency phase, side by side)
   changeTurn: 5,
-  probeWaitMs: 2_000, // for mem-probe.js to write its file after SIGUSR2
+  probeWaitMs: 2_000, // for mem-probe.js to write its file after SIGUSR2 (a full GC included)
+  snapshotWaitMs: 60_000, // ...and a heap snapshot after it (--snapshot-dir)
   warmSettleMs: 1_000, // after a warm-up start is ready, before it is stopped (starts.ts)
 } as const;
 
@@ -103,6 +105,8 @@ const { values: args } = parseArgs({
     datastore: { type: 'string', default: 'etcd' },
     variants: { type: 'string', default: 'image,arena2,compileCache,cacheArena2' },
     baseline: { type: 'string' },
+    'gc-after': { type: 'boolean', default: false },
+    'snapshot-dir': { type: 'string' },
     save: { type: 'boolean', default: false }, // read by results.ts (saving())
   },
 });
@@ -126,6 +130,10 @@ const variants = String(args.variants)
         ...v.env,
         NODE_OPTIONS: [v.env?.NODE_OPTIONS, `--import=${PROBE}`].filter(Boolean).join(' '),
         RK_MEM_PROBE_OUT: probeOut,
+        RK_MEM_PROBE_GC: args['gc-after'] ? '1' : undefined,
+        RK_MEM_PROBE_SNAPSHOT: args['snapshot-dir']
+          ? join(resolve(args['snapshot-dir']), `${name}.heapsnapshot`)
+          : undefined,
       },
     };
   });
@@ -198,7 +206,7 @@ try {
     }
   }
   for (const op of ops.values()) process.kill(op.pid, 'SIGUSR2');
-  await sleep(LIMITS.probeWaitMs);
+  await sleep(args['snapshot-dir'] ? LIMITS.snapshotWaitMs : LIMITS.probeWaitMs);
 
   const result = {
     benchmark: 'operator-rss-variants',
