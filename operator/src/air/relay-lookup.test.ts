@@ -1,6 +1,6 @@
 import type { LookupAddress } from 'node:dns';
 import { describe, expect, it } from 'vitest';
-import { cachedLookup } from './relay-lookup.ts';
+import { cachedLookup, LOOKUP_LIMITS } from './relay-lookup.ts';
 
 /** Calls the lookup as dgram does and resolves with its answer. */
 const ask = (l: ReturnType<typeof cachedLookup>, host: string) =>
@@ -22,7 +22,16 @@ describe('cachedLookup: a station resolves its relay at most once at a time, and
     const l = cachedLookup(4, resolve, () => t, 1_000);
     const sends = Array.from({ length: 50 }, () => ask(l, 'rk-air-a.ns.svc'));
     answer({ address: '10.0.0.7', family: 4 });
-    expect((await Promise.all(sends)).map((s) => s.address)).toEqual(Array(50).fill('10.0.0.7'));
+    const waited = LOOKUP_LIMITS.waitingSends;
+    const got = await Promise.all(sends);
+    expect(got.map((s) => s.address)).toEqual([
+      ...Array(waited).fill('10.0.0.7'),
+      ...Array(50 - waited).fill(''),
+    ]);
+    // the sends past the first `waited` were dropped, not queued behind the lookup
+    expect(
+      got.slice(waited).every((s) => (s.err as NodeJS.ErrnoException | null)?.code === 'EAI_AGAIN'),
+    ).toBe(true);
     expect(calls).toHaveLength(1);
     t = 999;
     expect((await ask(l, 'rk-air-a.ns.svc')).address).toBe('10.0.0.7');
@@ -42,6 +51,7 @@ describe('cachedLookup: a station resolves its relay at most once at a time, and
       return { address: '10.0.0.9', family: 4 };
     });
     const [a, b] = await Promise.all([ask(l, 'late.ns.svc'), ask(l, 'late.ns.svc')]);
+    // once answered (here: failed), sends wait again: the bound is per lookup in flight
     expect(a.err?.message).toBe('ENOTFOUND');
     expect(b.err?.message).toBe('ENOTFOUND');
     expect((await ask(l, 'late.ns.svc')).address).toBe('10.0.0.9');

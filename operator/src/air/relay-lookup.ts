@@ -3,7 +3,10 @@
 // a hello every 5 s is 200 lookups/s, and where a lookup is slow (a name not resolvable yet, a
 // busy DNS) they queued without bound — 25,000 pending getaddrinfo requests in the operator at
 // 1,000 OberonKubes, blocking the pool for everything else. So a station keeps the answer for a
-// while, and never has more than one lookup of its relay in flight: sends meanwhile wait for it.
+// while, and never has more than one lookup of its relay in flight: a few sends meanwhile wait for
+// it, the rest are dropped, as frames lost on the air (with every send waiting, a heap snapshot of
+// the operator at 1,000 OberonKubes, on a host where the relays' names did not resolve, held 18,366
+// datagrams waiting, each with its promise and closure).
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 
@@ -13,6 +16,12 @@ export const LOOKUP_LIMITS = {
   ttlMs: 30_000,
   /** Addresses whose kind literalLookup remembers: the relay's station table holds at most 1,024. */
   literals: 2048,
+  /**
+   * Sends that may wait for a lookup in flight; more fail at once (EAI_AGAIN: the datagram is
+   * dropped). A station's hello comes every 5 s and a node's heartbeat every second: 8 covers the
+   * first lookup of a station that opens with a burst, not a relay whose name stays unresolvable.
+   */
+  waitingSends: 8,
 } as const;
 
 /** The shape dgram.createSocket's `lookup` option takes (dgram passes the family as `options`). */
@@ -31,7 +40,8 @@ const resolveWithDns: Resolve = (hostname, family) =>
 
 /**
  * A lookup for one station's socket: IP literals answer at once; a name is resolved at most once
- * at a time and its answer kept for `ttlMs`. A failure is not kept: the next send asks again.
+ * at a time, at most `waitingSends` sends wait for it, and its answer is kept for `ttlMs`. A failure
+ * is not kept: the next send asks again.
  */
 export function cachedLookup(
   family: 4 | 6,
@@ -40,7 +50,7 @@ export function cachedLookup(
   ttlMs: number = LOOKUP_LIMITS.ttlMs,
 ): SocketLookup {
   const answers = new Map<string, { answer: LookupAddress; until: number }>();
-  const pending = new Map<string, Promise<LookupAddress>>();
+  const pending = new Map<string, { answer: Promise<LookupAddress>; waiting: number }>();
   return (hostname, _options, callback) => {
     // Answered on a later tick, as dns.lookup does: dgram sends from inside the callback.
     if (isIP(hostname)) return process.nextTick(callback, null, hostname, isIP(hostname));
@@ -49,10 +59,18 @@ export function cachedLookup(
       return process.nextTick(callback, null, kept.answer.address, kept.answer.family);
     let inFlight = pending.get(hostname);
     if (!inFlight) {
-      inFlight = resolve(hostname, family).finally(() => pending.delete(hostname));
+      const answer = resolve(hostname, family).finally(() => pending.delete(hostname));
+      inFlight = { answer, waiting: 0 };
       pending.set(hostname, inFlight);
     }
-    inFlight.then(
+    if (inFlight.waiting >= LOOKUP_LIMITS.waitingSends) {
+      const busy = Object.assign(new Error(`${hostname}: still resolving; datagram dropped`), {
+        code: 'EAI_AGAIN',
+      });
+      return process.nextTick(callback, busy, '', family);
+    }
+    inFlight.waiting++;
+    inFlight.answer.then(
       (answer) => {
         answers.set(hostname, { answer, until: now() + ttlMs });
         callback(null, answer.address, answer.family);
