@@ -26,7 +26,7 @@ import {
   type ResourceType,
   resourcePath,
 } from './client.ts';
-import { cacheStrings } from './intern.ts';
+import { internForCache } from './intern.ts';
 import type { Reconnect } from './reconnect.ts';
 import type { RelistGate } from './relist-gate.ts';
 import { spreadResync } from './resync.ts';
@@ -322,7 +322,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         trimForCache(item); // defaulted fields and unread status (cache-trim.ts)
         const key = objectKey(item);
         seen.add(key);
-        const obj = cacheStrings.intern(item);
+        const obj = internForCache(item);
         const prev = this.cache.get(key);
         this.cache.set(key, obj);
         this.index(key, obj, prev);
@@ -421,7 +421,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     obj.kind ??= this.opts.type.kind;
     if (!this.opts.keepManagedFields) dropManagedFields(obj);
     trimForCache(obj); // defaulted fields and unread status (cache-trim.ts)
-    if (ev.type !== 'DELETED') cacheStrings.intern(obj); // one copy of each repeated string (intern.ts)
+    if (ev.type !== 'DELETED') internForCache(obj); // one copy of each repeated value (intern.ts)
     const key = objectKey(obj);
     const prev = this.cache.get(key);
     if (this.opts.keep && ev.type !== 'DELETED' && !this.opts.keep(obj)) {
