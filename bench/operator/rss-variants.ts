@@ -10,7 +10,7 @@
 //     [--variants image,arena2,compileCache,cacheArena2] [--baseline DIR (adds the variants baseline,
 //     baselineCacheArena2)] [--gc-after (then a full GC in each: its live heap and RSS after)]
 //     [--snapshot-dir DIR (then a heap snapshot of each there: analysis, not a measurement)] [--save]
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -113,6 +113,9 @@ const { values: args } = parseArgs({
 const count = Number(args.count);
 if (!Number.isInteger(count) || count < 1) throw new Error('--count must be a positive integer');
 if (args.datastore !== 'etcd' && args.datastore !== 'kine') throw new Error('--datastore: kine or etcd');
+// Made before any operator starts: its probe writes the snapshot there, and a missing folder killed
+// both operators (and lost the run's figures) at the end of a 12-minute run.
+if (args['snapshot-dir']) mkdirSync(resolve(args['snapshot-dir']), { recursive: true });
 const tmp = mkdtempSync(join(tmpdir(), 'rk-rss-variants-'));
 const known = catalogue(tmp, args.baseline);
 const variants = String(args.variants)
