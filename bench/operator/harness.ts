@@ -263,6 +263,7 @@ async function runOnce(b: OperatorBench, o: RunOptions): Promise<Record<string, 
     const m1 = await metrics(metricsPort);
     const cpu1 = cpuSeconds(pid);
     const rssCompleteMiB = statusMiB(pid, 'VmRSS');
+    const hwmCompleteMiB = statusMiB(pid, 'VmHWM');
 
     // Quiet period: nothing changes, so the operator should write nothing.
     await sleep(LIMITS.quietMs);
@@ -282,6 +283,7 @@ async function runOnce(b: OperatorBench, o: RunOptions): Promise<Record<string, 
       if (changeStagesMs) console.log(`its stages: ${JSON.stringify(changeStagesMs)}`);
     }
     const rssRestMiB = statusMiB(pid, 'VmRSS');
+    const hwmRestMiB = statusMiB(pid, 'VmHWM');
     const overloadResult =
       o.overload && b.probe
         ? await runOverload(plane, k, ns, b.probe, count, metricsPort, o.changes)
@@ -309,6 +311,13 @@ async function runOnce(b: OperatorBench, o: RunOptions): Promise<Record<string, 
       operatorCpuSeconds: +(cpu1 - cpu0).toFixed(2),
       operatorCpuMsPerObject: +(((cpu1 - cpu0) * 1000) / count).toFixed(1),
       operatorPeakRssMiB: +peakRssMiB(pid).toFixed(1),
+      // VmHWM at the end of each phase: which one reached the peak (creation and settling, the quiet
+      // period and the changes, the overload's pause and restart).
+      operatorPeakRssByPhaseMiB: {
+        complete: mib(hwmCompleteMiB),
+        rest: mib(hwmRestMiB),
+        ...(overloadResult ? { overload: mib(peakRssMiB(pid)) } : {}),
+      },
       operatorRssAtStartMiB: +rssAtStartMiB.toFixed(1),
       operatorRssCompleteMiB: mib(rssCompleteMiB),
       operatorRssAtRestMiB: mib(rssRestMiB),

@@ -32,7 +32,11 @@ import type { RelistGate } from './relist-gate.ts';
 import { spreadResync } from './resync.ts';
 
 export const LIMITS = {
-  pageSize: 500, // LIST page size: bounds one response's memory on large clusters
+  // LIST page size: bounds one response's memory. 500 StatefulSets' JSON (managedFields and all)
+  // parse to tens of MiB that outlive the 1 MiB young generation; at 1,000 OberonKubes the relists
+  // after an API server's restart took the operator's peak RSS from ~176 to 227 MiB with pages of
+  // 500, to 195 with 100 (bench/operator/kube.ts --overload, one run each).
+  pageSize: 100,
   watchTimeoutSec: 300, // server-side watch timeout; a fresh watch every ~5 min keeps connections honest
   watchdogMarginMs: 30_000, // silence beyond the server timeout + this margin means a dead connection
   minWatchMs: 1_000, // a watch closed sooner without a single event is treated as a failure (no hot loop)
