@@ -34,8 +34,8 @@ import { spreadResync } from './resync.ts';
 export const LIMITS = {
   // LIST page size: bounds one response's memory. 500 StatefulSets' JSON (managedFields and all)
   // parse to tens of MiB that outlive the 1 MiB young generation; at 1,000 OberonKubes the relists
-  // after an API server's restart took the operator's peak RSS from ~176 to 227 MiB with pages of
-  // 500, to 195 with 100 (bench/operator/kube.ts --overload, one run each).
+  // after an API server's restart raised the operator's peak RSS to 227 MiB with pages of 500, to
+  // 192 with 100 (bench/operator/kube.ts --overload: results operator-kube-pages500.json, operator-kube.json).
   pageSize: 100,
   watchTimeoutSec: 300, // server-side watch timeout; a fresh watch every ~5 min keeps connections honest
   watchdogMarginMs: 30_000, // silence beyond the server timeout + this margin means a dead connection
