@@ -111,13 +111,15 @@ export class SubtreePool {
       this.hash = hashString(String(v), 0x3b);
       return v;
     }
-    let h = Array.isArray(v) ? 0x5b : 0x7b;
+    let h: number;
     if (Array.isArray(v)) {
+      h = 0x5b;
       for (let i = 0; i < v.length; i++) {
         v[i] = this.walk(v[i]);
         h = mix(h, this.hash);
       }
     } else {
+      h = 0x7b;
       const o = v as Record<string, unknown>;
       for (const k of Object.keys(o)) {
         o[k] = this.walk(o[k]);
