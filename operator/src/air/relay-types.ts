@@ -64,7 +64,11 @@ export interface RelayStats {
 export type RelayEvent =
   | { type: 'joined'; peer: RelayPeer }
   | { type: 'gone'; peer: RelayPeer }
-  /** `lost`: the stations ("IP:PORT") this frame did not reach because of the air's loss. */
+  /**
+   * `lost`: the stations ("IP:PORT") this frame was meant for and did not reach: the air's loss,
+   * or dropped late (the kernel still held earlier sends). Not those the relay leaves out by rule
+   * (cut, over the air's budget): its stats count those.
+   */
   | { type: 'frame'; from: RelayPeer; channel: number; receivers: number; lost: string[] };
 
 export interface RelayState {

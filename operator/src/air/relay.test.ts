@@ -6,7 +6,7 @@ import { ManualClock } from './clock.ts';
 import { procAddress } from './kernel-drops.ts';
 import { clusterTag, heartbeatDatagram, keyFromHex } from './kubenet.ts';
 import { startListener } from './listen.ts';
-import { RELAY_LIMITS, type Relay, type RelayOptions, startRelay } from './relay.ts';
+import { RELAY_LIMITS, type Relay, type RelayEvent, type RelayOptions, startRelay } from './relay.ts';
 import { relayControl } from './relay-http.ts';
 import { openStation, type Station } from './station.ts';
 import type { FrameRecord } from './view.ts';
@@ -212,6 +212,35 @@ describe('the relay on loopback', () => {
     expect(ratio).toBeLessThan(0.33);
     await until(() => rx.got.length === st.framesOut, 10_000, 'all deliveries received');
     expect(rx.got.length).toBe(st.framesOut);
+  });
+
+  it('a frame event names its receivers that the loss kept it from, and only those', async () => {
+    // Seeded: delivery decisions alternate lost, kept (the loss asks once per receiver).
+    let n = 0;
+    const events: Extract<RelayEvent, { type: 'frame' }>[] = [];
+    const r = await relay({
+      loss: 0.5,
+      rate: null,
+      random: () => (n++ % 2 === 0 ? 0 : 0.9),
+      frameEvents: true,
+      onEvent: (e) => {
+        if (e.type === 'frame') events.push(e);
+      },
+    });
+    const s = await Promise.all([0, 1, 2].map(() => station(r)));
+    await until(() => r.peers().length === 3, 5000, 'three stations');
+    await s[0].st.send(frame(0));
+    await until(() => events.length === 1, 5000, 'the frame event');
+    const [e] = events;
+    expect(e.receivers).toBe(1);
+    expect(e.lost).toHaveLength(1);
+    const lostTo = s.find((x) => e.lost[0].endsWith(`:${x.port}`));
+    const reached = s.slice(1).find((x) => x !== lostTo);
+    expect(lostTo && lostTo !== s[0]).toBe(true);
+    await until(() => (reached?.got.length ?? 0) === 1, 5000, 'the one delivery');
+    await settle();
+    expect(lostTo?.got).toEqual([]);
+    expect(r.stats()).toMatchObject({ droppedLoss: 1, framesOut: 1 });
   });
 
   it('ignores datagrams that are neither a hello nor a 33-byte frame, and learns nobody from them', async () => {

@@ -442,6 +442,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
         }
         if (late || (p.conn !== undefined && p.conn.getSendQueueCount() > 0)) {
           s.droppedLate++;
+          if (opts.frameEvents) lost.push(p.address);
           continue;
         }
         outTokens--;
