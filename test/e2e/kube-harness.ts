@@ -6,10 +6,11 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { clusterTag, keyFromHex } from '../../operator/src/air/kubenet.ts';
+import { clusterTag, decodeKubeFrame, keyFromHex, macValid } from '../../operator/src/air/kubenet.ts';
 import { type Listener, startListener } from '../../operator/src/air/listen.ts';
 import { type Relay, type RelayEvent, startRelay } from '../../operator/src/air/relay.ts';
 import type { FrameRecord } from '../../operator/src/air/view.ts';
+import { encodeDatagram, TYP } from '../../operator/src/air/wire.ts';
 import { OberonVolume } from '../../operator/src/machine/fs/volume.ts';
 import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
 import { endCommands } from '../../operator/src/machine/machine.ts';
@@ -83,6 +84,12 @@ export class KubeCluster {
    * may hear a beat the plane lost). Kept from the relay's frame events.
    */
   readonly toPlane: { t: number; node: string }[] = [];
+  /**
+   * Heartbeats the plane read from its radio (time, node), signed with the key: what the plane
+   * heard and when, late or lost on a busy host as they may be after the relay handed them over.
+   * Emulated planes only (RunnerOptions.onRadioFrame); a QEMU plane does not report its radio.
+   */
+  readonly planeHeard: { t: number; node: string }[] = [];
   private planeAddress = '';
   readonly tag: number;
   readonly key: string;
@@ -144,14 +151,30 @@ export class KubeCluster {
       this.toPlane.push({ t: Date.now(), node: e.from.name });
   }
 
-  /** The longest time between two heartbeats of `node` the relay handed to the plane in [from, to]. */
-  planeGap(node: string, from: number, to: number): number {
+  /** A frame the plane read from its radio: kept when it is a heartbeat of this cluster with a good MAC. */
+  private planeRadio(at: number, channel: number, payload: Uint8Array): void {
+    const f = decodeKubeFrame(encodeDatagram(channel, payload));
+    if (!f?.kube.ok || f.kube.msg.typ !== TYP.HEARTBEAT || f.kube.msg.cluster !== this.tag) return;
+    if (macValid(keyFromHex(this.key), f.kube)) this.planeHeard.push({ t: at, node: f.kube.msg.node });
+  }
+
+  /**
+   * The longest time in [from, to] between two heartbeats of `node` that reached the plane: those
+   * it read from its radio (`heard`, an emulated plane), or those the relay handed it (`handed`).
+   */
+  planeGap(node: string, from: number, to: number, by: 'heard' | 'handed' = this.planeHearing()): number {
+    const beats = by === 'heard' ? this.planeHeard : this.toPlane;
     const ts = [
       from,
-      ...this.toPlane.filter((b) => b.node === node && b.t >= from && b.t <= to).map((b) => b.t),
+      ...beats.filter((b) => b.node === node && b.t >= from && b.t <= to).map((b) => b.t),
       to,
     ];
     return Math.max(...ts.slice(1).map((t, i) => t - ts[i]));
+  }
+
+  /** How the plane's hearing is known: from its radio (emulated), else from the relay (QEMU). */
+  planeHearing(): 'heard' | 'handed' {
+    return this.machines.has('plane') ? 'heard' : 'handed';
   }
 
   /** Each machine has its own disk for the whole run, so a restart keeps what it wrote. */
@@ -185,6 +208,7 @@ export class KubeCluster {
       commands: commands ?? this.commands.get(name) ?? '',
       air: { host: '127.0.0.1', port: this.relay.address.port },
       frames: false,
+      onRadioFrame: name === 'plane' ? (at, ch, payload) => this.planeRadio(at, ch, payload) : undefined,
     });
     this.machines.set(name, m);
   }

@@ -186,4 +186,21 @@ describe('nRF24L01+ radio and the UDP air', () => {
     expect(cmd(b, [0x17, 0xff])[1] & 2).toBe(2); // RX full
     expect(readPayload(b)[0]).toBe(10); // first in, first out
   });
+
+  it('tells onRead each frame Oberon reads out of the RX queue, once, with its channel (not those it only holds)', () => {
+    const r = new Nrf24();
+    const read: [number, number][] = [];
+    r.onRead = (ch, p) => read.push([ch, p[0]]);
+    startListening(r, 15);
+    for (const first of [7, 8]) r.receive(15, new Uint8Array(32).fill(first));
+    expect(read).toEqual([]); // held, not read
+    expect(readPayload(r)[0]).toBe(7);
+    expect(read).toEqual([[15, 7]]);
+    expect(readPayload(r)[0]).toBe(8);
+    expect(readPayload(r)[0]).toBe(0); // empty queue: nothing read, nothing told
+    expect(read).toEqual([
+      [15, 7],
+      [15, 8],
+    ]);
+  });
 });

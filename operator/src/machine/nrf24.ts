@@ -57,6 +57,8 @@ export class Nrf24 {
   private txBuf = new Uint8Array(LIMITS.frameBytes);
   private rxReadFrame: Uint8Array | null = null;
   stats = { sent: 0, received: 0, dropped: 0 };
+  /** Called with each frame Oberon reads out of the RX queue: tests judge what a machine heard, and when. */
+  onRead: ((channel: number, payload: Uint8Array) => void) | null = null;
 
   constructor() {
     this.reset();
@@ -177,6 +179,7 @@ export class Nrf24 {
   private endCommand(): void {
     if (this.cmd === 0x61 && this.rxReadFrame !== null && this.pos > 0) {
       this.rxq.shift();
+      this.onRead?.(this.regs[REG.RF_CH], this.rxReadFrame);
       this.rxReadFrame = null;
     } else if (this.cmd === 0xa0 && this.pos > 0 && this.txq.length < LIMITS.fifoDepth) {
       this.txq.push(this.txBuf);

@@ -22,6 +22,8 @@ export interface WorkerInit {
   boot: 'native' | 'assembled';
   /** Boot images this process holds (boot-image.ts); absent: boot for real, record none. */
   bootImages?: BootImage[];
+  /** Post every frame Oberon reads from the radio ('radio'): a message per frame, for tests. */
+  radioTrace?: boolean;
 }
 
 export type ToWorker =
@@ -74,6 +76,8 @@ export type FromWorker =
   | { t: 'leds'; value: number }
   | { t: 'clipboard'; text: string }
   | { t: 'booted' }
+  /** A frame Oberon read from the radio (WorkerInit.radioTrace): the wall time, channel and payload. */
+  | { t: 'radio'; at: number; channel: number; payload: Uint8Array }
   | { t: 'bootImage'; image: BootImage }
   | { t: 'frame'; snap: FrameSnapshot }
   | { t: 'state'; id: number; state: MachineState }

@@ -146,6 +146,11 @@ export interface RunnerOptions {
   bootImages?: boolean;
   /** Run on this shared thread instead of a thread of its own. */
   thread?: MachineThread;
+  /**
+   * Every frame Oberon reads from the radio, as it reads it (wall time in the machine's thread):
+   * what this machine heard, and when, not what was sent to it. A message per frame: for tests.
+   */
+  onRadioFrame?: (at: number, channel: number, payload: Uint8Array) => void;
 }
 
 /**
@@ -180,6 +185,7 @@ export class MachineRunner implements MachineScreen, MachineInput {
   onClipboard: ((text: string) => void) | null = null;
   onSerial: ((bytes: Uint8Array) => void) | null = null;
   onFrame: ((snap: FrameSnapshot) => void) | null = null;
+  private onRadioFrame: RunnerOptions['onRadioFrame'] | null = null;
 
   private constructor(
     worker: Worker | MessagePort,
@@ -220,6 +226,7 @@ export class MachineRunner implements MachineScreen, MachineInput {
       jit: opts.jit ?? true,
       boot: opts.boot ?? 'native',
       bootImages: (opts.bootImages ?? true) ? [...processBootImages()] : undefined,
+      radioTrace: opts.onRadioFrame !== undefined,
     };
     const custom = opts.memoryMiB !== undefined || opts.width !== undefined || opts.height !== undefined;
     const width = custom ? Math.floor((opts.width ?? 1024) / 32) * 32 : 1024;
@@ -248,6 +255,7 @@ export class MachineRunner implements MachineScreen, MachineInput {
       const worker = new Worker(WORKER_ENTRY, { eval: true, workerData: init });
       runner = new MachineRunner(worker, null, diskPath, tempDir, width, height);
     }
+    runner.onRadioFrame = opts.onRadioFrame ?? null;
     try {
       await runner.attach();
     } catch (err) {
@@ -299,6 +307,9 @@ export class MachineRunner implements MachineScreen, MachineInput {
             return;
           case 'booted':
             this.bootedFlag = true;
+            return;
+          case 'radio':
+            this.onRadioFrame?.(msg.at, msg.channel, msg.payload);
             return;
           case 'bootImage':
             keepBootImage(msg.image);

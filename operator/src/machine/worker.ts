@@ -116,6 +116,9 @@ function hostMachine(port: MessagePort, init: WorkerInit, shared: boolean): void
     ledsChanged = true;
   };
   machine.onClipboard = (text) => post({ t: 'clipboard', text });
+  if (init.radioTrace)
+    machine.radio.onRead = (channel, payload) =>
+      post({ t: 'radio', at: Date.now(), channel, payload: payload.slice() });
 
   let air: UdpAir | null = null;
   let running = true;
