@@ -8,6 +8,7 @@
 // the same name). The steps share one release and one SheetCluster and run in order.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SheetsClient } from '../../operator/src/sheets/ctl/client.ts';
+import { cellTime } from '../../operator/src/sheets/ctl/table.ts';
 import {
   apiProxy,
   apply,
@@ -64,9 +65,12 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
   const sheetCluster = (): Promise<Deep> => getJson(['sheetclusters.retrokube.io', '-n', ns, NAME]);
   /** A tab through the contract, or undefined while the apiserver does not answer (a poll's "not yet"). */
   const rows = (kind: string): Promise<Row[] | undefined> => sheet.get(kind).catch(() => undefined);
-  const readyInSheet = async (names: string[]): Promise<Row[] | undefined> => {
+  /** Every node of `names` Ready in the sheet, heartbeating since `sinceMs` when given (whole seconds). */
+  const readyInSheet = async (names: string[], sinceMs?: number): Promise<Row[] | undefined> => {
     const n = await rows('nodes');
-    return n && names.every((x) => n.some((r) => r.name === x && r.status === 'Ready')) ? n : undefined;
+    const since = sinceMs === undefined ? 0 : Math.floor(sinceMs / 1000) * 1000;
+    const fresh = (r: Row) => r.status === 'Ready' && (cellTime(r.last_heartbeat) ?? 0) >= since;
+    return n && names.every((x) => n.some((r) => r.name === x && fresh(r))) ? n : undefined;
   };
   const tickers = async (): Promise<Row[] | undefined> =>
     (await rows('pods'))?.filter((p) => p.deployment === 'ticker');
@@ -284,8 +288,9 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
       () => rows('deployments'),
       LIMITS.readyMs,
     );
+    const answeredAt = Date.now();
     console.log(
-      `[sheetcluster] the apiserver answered again ${Math.round((Date.now() - deletedAt) / 1000)} s after its pod was deleted`,
+      `[sheetcluster] the apiserver answered again ${Math.round((answeredAt - deletedAt) / 1000)} s after its pod was deleted`,
     );
     const byName = new Map(deployments.map((d) => [String(d.name), d]));
     expect(byName.get('ack-a')).toMatchObject({ image: 'sicf:hello-wasm:v1' });
@@ -299,8 +304,16 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
     expect(events).toContain('Deployment ack-a scaled to 0');
     expect(events).toContain('Node node-1 label ack=kept');
 
-    // The agents reach the new pod through the Service and are all Ready again.
-    await waitFor('node-0..2 Ready in the new sheet', () => readyInSheet(NODES), LIMITS.readyMs);
+    // The agents reach the new pod through the Service and are all Ready again: each heard since the
+    // new pod answered (their rows say Ready from the workbook before any agent has reported).
+    await waitFor(
+      'node-0..2 heartbeating to the new apiserver',
+      () => readyInSheet(NODES, answeredAt),
+      LIMITS.readyMs,
+    );
+    console.log(
+      `[sheetcluster] every agent heartbeating to the new apiserver ${((Date.now() - answeredAt) / 1000).toFixed(1)} s after it answered`,
+    );
     await waitFor('the tickers Running', () => tickersRunning(NODES), LIMITS.readyMs);
     await waitFor('the SheetCluster Ready 3/3 again', readyFromSheet, LIMITS.readyMs);
     // The apiserver's own downtime is not the nodes' silence: none was declared NotReady for it.
@@ -320,17 +333,29 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
     // The StatefulSet would bring the pod back within seconds, often inside the TTL; cordoning the
     // (only) node keeps the replacement Pending, so the node stays silent as long as the test says.
     let lostAfterMs = 0;
+    let silentSec = 0; // from the victim's last heartbeat to the NotReady the apiserver declared
     await whileCordoned(async () => {
       const t0 = Date.now();
       await kubectl(['delete', 'pod', '-n', ns, oldPod.metadata.name, '--wait=false']);
-      await waitFor(
+      const row = await waitFor(
         `${victim} NotReady in the sheet`,
-        async () => ((await rows('nodes')) ?? []).some((r) => r.name === victim && r.status === 'NotReady'),
+        async () => ((await rows('nodes')) ?? []).find((r) => r.name === victim && r.status === 'NotReady'),
         LIMITS.moveMs,
       );
       lostAfterMs = Date.now() - t0;
+      // Both clocks are the apiserver's, in whole seconds: the row keeps the last heartbeat it
+      // heard, the event the second it declared the node lost.
+      const declared = ((await rows('events')) ?? []).find(
+        (e) =>
+          e.kind === 'Node' &&
+          e.object === victim &&
+          String(e.message).startsWith('NotReady') &&
+          Date.parse(String(e.ts)) >= t0 - 1000,
+      );
+      expect(declared, `a NotReady event for ${victim} in the Events tab`).toBeDefined();
+      silentSec = (Date.parse(String(declared?.ts)) - (cellTime(row.last_heartbeat) ?? Number.NaN)) / 1000;
       console.log(
-        `[sheetcluster] ${victim} NotReady in the sheet ${(lostAfterMs / 1000).toFixed(1)} s after its pod was deleted (TTL ${LIMITS.failoverSeconds} s)`,
+        `[sheetcluster] ${victim} NotReady in the sheet ${(lostAfterMs / 1000).toFixed(1)} s after its pod was deleted, ${silentSec} s after its last heartbeat (TTL ${LIMITS.failoverSeconds} s)`,
       );
       await waitFor(
         `${moving.join(', ')} Running on ${survivors.join(' or ')}`,
@@ -360,9 +385,13 @@ describe.skipIf(skipReason())('SheetCluster on the real node (chart, image, the 
       expect(held.status.phase).toBe('Pending');
     });
     const uncordonedAt = Date.now();
-    // Not before the TTL: the agent's last heartbeat came about one interval before the deletion
-    // (2 s of slack: the sheet counts whole seconds, and a loaded agent may beat a little late).
-    expect(lostAfterMs).toBeGreaterThanOrEqual((LIMITS.failoverSeconds - LIMITS.heartbeatSeconds - 2) * 1000);
+    // Not before the TTL, counted from the last heartbeat the apiserver heard (not from the
+    // deletion: a loaded agent's round is its interval plus the round's own time, so its last beat
+    // may be several seconds before the deletion), and soon after it: the apiserver's timer aims at
+    // the TTL's second (10 s of slack for a loaded node's event loop). The step before waited for a
+    // heartbeat to this apiserver, so its start's grace (a full TTL for every node) is behind us.
+    expect(silentSec).toBeGreaterThanOrEqual(LIMITS.failoverSeconds);
+    expect(silentSec).toBeLessThanOrEqual(LIMITS.failoverSeconds + 10);
     await waitFor(
       `the new ${CHILD}-${victim} pod Ready`,
       async () =>
