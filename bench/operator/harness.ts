@@ -263,7 +263,7 @@ async function runOnce(b: OperatorBench, o: RunOptions): Promise<Record<string, 
     const m1 = await metrics(metricsPort);
     const cpu1 = cpuSeconds(pid);
     const rssCompleteMiB = statusMiB(pid, 'VmRSS');
-    const hwmCompleteMiB = statusMiB(pid, 'VmHWM');
+    const hwmCompleteMiB = peakRssMiB(pid);
 
     // Quiet period: nothing changes, so the operator should write nothing.
     await sleep(LIMITS.quietMs);
@@ -283,11 +283,12 @@ async function runOnce(b: OperatorBench, o: RunOptions): Promise<Record<string, 
       if (changeStagesMs) console.log(`its stages: ${JSON.stringify(changeStagesMs)}`);
     }
     const rssRestMiB = statusMiB(pid, 'VmRSS');
-    const hwmRestMiB = statusMiB(pid, 'VmHWM');
+    const hwmRestMiB = peakRssMiB(pid);
     const overloadResult =
       o.overload && b.probe
         ? await runOverload(plane, k, ns, b.probe, count, metricsPort, o.changes)
         : undefined;
+    const peakMiB = mib(peakRssMiB(pid)); // the last phase's peak is the run's
 
     const result = {
       benchmark: b.name,
@@ -310,13 +311,13 @@ async function runOnce(b: OperatorBench, o: RunOptions): Promise<Record<string, 
       quietCpuPercentOfCore: +(((cpu2 - cpu1) * 100) / (LIMITS.quietMs / 1000)).toFixed(1),
       operatorCpuSeconds: +(cpu1 - cpu0).toFixed(2),
       operatorCpuMsPerObject: +(((cpu1 - cpu0) * 1000) / count).toFixed(1),
-      operatorPeakRssMiB: +peakRssMiB(pid).toFixed(1),
+      operatorPeakRssMiB: peakMiB,
       // VmHWM at the end of each phase: which one reached the peak (creation and settling, the quiet
       // period and the changes, the overload's pause and restart).
       operatorPeakRssByPhaseMiB: {
         complete: mib(hwmCompleteMiB),
         rest: mib(hwmRestMiB),
-        ...(overloadResult ? { overload: mib(peakRssMiB(pid)) } : {}),
+        ...(overloadResult ? { overload: peakMiB } : {}),
       },
       operatorRssAtStartMiB: +rssAtStartMiB.toFixed(1),
       operatorRssCompleteMiB: mib(rssCompleteMiB),
