@@ -207,21 +207,18 @@ export function describeKubeDr(title: string, qemu?: ClusterOptions['qemu']): vo
             (r) =>
               `round ${at(r.t)} #${r.counter} ${[...r.ids].map(([n, ids]) => `${n} ${sorted(ids)}`).join(' ')}`,
           ),
-        ...NODES.flatMap((n) => [
-          `${n} heard at ${c
-            .air(from)
-            .filter((r) => r.kind === 'heartbeat' && r.node === n && r.t <= firstChange)
-            .map((r) => at(r.t))
-            .join(' ')}`,
-          `${n} handed the plane at ${c.toPlane
-            .filter((b) => b.node === n && b.t >= from && b.t <= firstChange)
-            .map((b) => at(b.t))
-            .join(' ')}`,
-          `${n} read by the plane at ${c.planeHeard
-            .filter((b) => b.node === n && b.t >= from && b.t <= firstChange)
-            .map((b) => at(b.t))
-            .join(' ')}`,
-        ]),
+        ...NODES.flatMap((n) => {
+          const times = (beats: { t: number; node?: string }[]) =>
+            beats
+              .filter((b) => b.node === n && b.t >= from && b.t <= firstChange)
+              .map((b) => at(b.t))
+              .join(' ');
+          return [
+            `${n} heard at ${times(c.air(from).filter((r) => r.kind === 'heartbeat'))}`,
+            `${n} handed the plane at ${times(c.toPlane)}`,
+            `${n} read by the plane at ${times(c.planeHeard)}`,
+          ];
+        }),
       ];
       expect(
         moves,

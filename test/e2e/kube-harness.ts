@@ -93,6 +93,7 @@ export class KubeCluster {
   private planeAddress = '';
   readonly tag: number;
   readonly key: string;
+  private readonly keyBytes: Uint8Array; // `key` decoded once: the plane's radio frames are checked with it
   readonly cluster: string;
   readonly machines = new Map<string, MachineRunner>();
   /** The machines that run as QEMU processes (ClusterOptions.qemu). */
@@ -109,6 +110,7 @@ export class KubeCluster {
     this.dir = dir;
     this.disk = disk;
     this.key = opts.key ?? '0123456789abcdef';
+    this.keyBytes = keyFromHex(this.key);
     this.cluster = opts.cluster ?? 'kube';
     this.tag = clusterTag(this.cluster);
     this.qemu = opts.qemu;
@@ -132,7 +134,7 @@ export class KubeCluster {
       host: '127.0.0.1',
       port: relay.address.port,
       cluster,
-      key: keyFromHex(key),
+      key: c.keyBytes,
       output: 'none',
       onRecord: (r) => c.records.push(r),
     });
@@ -155,7 +157,7 @@ export class KubeCluster {
   private planeRadio(at: number, channel: number, payload: Uint8Array): void {
     const f = decodeKubeFrame(encodeDatagram(channel, payload));
     if (!f?.kube.ok || f.kube.msg.typ !== TYP.HEARTBEAT || f.kube.msg.cluster !== this.tag) return;
-    if (macValid(keyFromHex(this.key), f.kube)) this.planeHeard.push({ t: at, node: f.kube.msg.node });
+    if (macValid(this.keyBytes, f.kube)) this.planeHeard.push({ t: at, node: f.kube.msg.node });
   }
 
   /**
