@@ -4,7 +4,7 @@
 // Each round runs every relay in turn: ours with its default limits, ours raw (`--no-rate-limit`)
 // with its send thread (`--send-thread`: a second thread on the other core makes part of the sends,
 // and its CPU counts as the relay's), ours raw in one thread, and the reference (and with
-// --baseline DIR, DIR's relay raw with its send thread and in one thread); the relay in its own
+// --baseline DIR, DIR's relay the same three ways); the relay in its own
 // thread (ours) or process (the reference). 20 receivers: receiver 0 and the sender in this
 // process, one stamped receiver in a python3 process of its own (the kernel's arrival time of each
 // frame, SO_TIMESTAMPNS), the other 18 in a python3 process that never reads them (the kernel drops
@@ -212,13 +212,14 @@ const RELAYS: [string, () => Promise<RelayUnderTest>][] = [
   ['oursRawOneThread', () => ours(true, false)],
   ['reference', reference],
 ];
-// --baseline DIR: another checkout's relay too (its bench/air/relay-worker.ts, raw, with its send
-// thread and in one thread), e.g. main's
+// --baseline DIR: another checkout's relay too (its bench/air/relay-worker.ts: with its default
+// limits, and raw with its send thread and in one thread), e.g. main's
 const baselineAt = process.argv.indexOf('--baseline');
 if (baselineAt > 0) {
   const worker = pathToFileURL(
     join(resolve(process.argv[baselineAt + 1] as string), 'bench/air/relay-worker.ts'),
   );
+  RELAYS.push(['baseline', () => ours(false, false, worker)]);
   RELAYS.push(['baselineRaw', () => ours(true, true, worker)]);
   RELAYS.push(['baselineRawOneThread', () => ours(true, false, worker)]);
 }

@@ -56,6 +56,36 @@ describe('the relay in one thread, with its stations’ sockets', () => {
     await until(() => boundTo(r.address.port).bound === 1, 10_000, 'the relay’s own socket only');
   });
 
+  it('before a flood is timed, a proven station’s own socket holds what one station needs: beyond it the kernel drops, and counts', async () => {
+    const clock = new ManualClock();
+    const r = await startRelay({ port: 0, bind: '127.0.0.1', clock, rate: null });
+    open.push(r);
+    const [a, b] = await Promise.all([station(r, open), station(r, open)]);
+    if (!a || !b) throw new Error('two stations');
+    for (const x of [a, b]) await send(x, Uint8Array.of(HELLO_BYTE));
+    await until(() => r.peers().length === 2, 10_000, 'two stations');
+    clock.advance(RELAY_LIMITS.PROOF_MS);
+    for (const x of [a, b]) await send(x, Uint8Array.of(HELLO_BYTE));
+    await until(() => boundTo(r.address.port).connected === 2, 10_000, 'their connected sockets');
+    expect(r.stats()).toMatchObject({ queueTimed: false, queueFrames: RELAY_LIMITS.QUEUE_INITIAL_FRAMES });
+    // one turn of this loop (the relay's too): nothing is read until every frame is sent, and the
+    // kernel hands a's datagrams to a's socket on the relay's port
+    const burst = RELAY_LIMITS.QUEUE_INITIAL_FRAMES;
+    for (let i = 0; i < burst; i++) a.sock.send(frame(0, i));
+    await until(
+      () => r.stats().framesIn + r.stats().droppedQueue === burst,
+      10_000,
+      'the burst judged or counted as dropped',
+    );
+    if (process.platform === 'linux') {
+      expect(r.stats().framesIn).toBeLessThanOrEqual(RELAY_LIMITS.STATION_QUEUE_INITIAL_FRAMES + 1);
+      expect(r.stats().droppedQueue).toBeGreaterThanOrEqual(
+        burst - RELAY_LIMITS.STATION_QUEUE_INITIAL_FRAMES - 1,
+      );
+    }
+    await until(() => b.got.length === r.stats().framesIn, 10_000, 'b hears what was judged');
+  });
+
   it('a taken port fails as before, and a closed relay leaves the port free', async () => {
     const r = await startRelay({ port: 0, bind: '127.0.0.1' });
     open.push(r);

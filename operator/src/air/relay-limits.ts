@@ -85,9 +85,20 @@ export const RELAY_LIMITS = {
    * core at most 80 ms of every 100 (`retrokube up` shares the relay's loop with its console, its
    * live view and its listener: a stall there shows as `queue` drops). The 4 MiB main asked for
    * held 10,000 datagrams where the host allowed it (net.core.rmem_max): 24 s of that air,
-   * delivered late rather than dropped.
+   * delivered late rather than dropped. This is the shared socket's (and the send thread's); a
+   * proven station's own socket has STATION_QUEUE_INITIAL_FRAMES.
    */
   QUEUE_INITIAL_FRAMES: 256,
+  /**
+   * The untimed queue of a proven station's own socket (relay-conns.ts), which carries that one
+   * station's frames: 128 datagrams are 320 ms of the fastest real station (~400 frames/s on
+   * machine time, RATE_PER_SECOND) and 6.4 s at the ~20 frames/s of the wall clock, longer than
+   * the OberonAir pod's CPU limit ever withholds the core (80 ms of every 100). With the Linux
+   * default there, a flood's onset broke MAX_DELAY_MS: each frame goes to every other station, so
+   * before the first timing 256 queued frames to 20 stations took 30-47 ms to hand on
+   * (`bench/air --compare`, a quiet host; half the frames, half the wait).
+   */
+  STATION_QUEUE_INITIAL_FRAMES: 128,
   /**
    * QUEUE_MS of the slowest relay measured here (~1,300 frames/s to 20 stations on a loaded host).
    * All a timed relay promises to hold: more sent at once than this may lose the excess. A real

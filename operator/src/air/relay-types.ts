@@ -53,6 +53,12 @@ export interface RelayStats {
   droppedQueue: number;
   /** Datagrams the kernel queue in front of the relay holds now. */
   queueFrames: number;
+  /**
+   * Whether that queue is sized from a timing of the relay's speed (traffic heavy enough to time)
+   * rather than the one for light traffic (RELAY_LIMITS.QUEUE_INITIAL_FRAMES and
+   * STATION_QUEUE_INITIAL_FRAMES).
+   */
+  queueTimed: boolean;
   /** Stations refused or evicted because their address or the table was full. */
   refusedPeers: number;
   sendErrors: number;

@@ -567,7 +567,37 @@ describe('the kernel queue in front of the relay (#32: drop, as radio does, rath
       await a.st.send(frame(1, i));
       await settle(100);
     }
-    expect(r.stats().queueFrames).toBe(RELAY_LIMITS.QUEUE_INITIAL_FRAMES);
+    expect(r.stats()).toMatchObject({ queueFrames: RELAY_LIMITS.QUEUE_INITIAL_FRAMES, queueTimed: false });
+  });
+
+  it('a burst on the queue for light traffic is timed as soon as it makes a sample, not a window later', async () => {
+    let rr: Relay | undefined;
+    /** Per frame judged: whether the queue was timed when it was. */
+    const timed: boolean[] = [];
+    const r = await relay({
+      rate: null,
+      frameEvents: true,
+      onEvent: (e) => {
+        if (e.type === 'frame' && rr) timed.push(rr.stats().queueTimed);
+      },
+    });
+    rr = r;
+    const a = await station(r);
+    await station(r);
+    await until(() => r.peers().length === 2, 5000, 'two stations');
+    // a frame after a whole window: the relay times itself, finds too little traffic, stays untimed
+    await settle(RELAY_LIMITS.QUEUE_MEASURE_MS + 20);
+    await a.st.send(frame(1, 0));
+    await until(() => timed.length === 1, 5000, 'the first frame judged');
+    expect(timed[0]).toBe(false);
+    // then a burst in one turn, well within the untimed queue and a window
+    const burst = RELAY_LIMITS.QUEUE_MIN_SAMPLE + 8;
+    for (let i = 1; i <= burst; i++) void a.st.send(frame(1, i));
+    await until(() => timed.length === 1 + burst, 5000, 'the burst judged');
+    const first = timed.indexOf(true);
+    expect(first).toBeGreaterThan(0);
+    expect(first).toBeLessThanOrEqual(RELAY_LIMITS.QUEUE_MIN_SAMPLE);
+    expect(r.stats().queueTimed).toBe(true);
   });
 
   it('finds its socket in /proc/net/udp by the address as the kernel prints it', () => {

@@ -109,7 +109,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   let on = true;
   const cuts = new Set<string>();
   const peers = new Map<string, PeerEntry>();
-  const s: Omit<RelayStats, 'peers' | 'droppedQueue' | 'queueFrames'> = {
+  const s: Omit<RelayStats, 'peers' | 'droppedQueue' | 'queueFrames' | 'queueTimed'> = {
     hellos: 0,
     framesIn: 0,
     framesOut: 0,
@@ -282,12 +282,13 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
     // it receives; each station's connected socket): a timed queue is split between the two shared
     // ones and the stations' that carried frames in the last timing, so together they hold QUEUE_MS
     // (a silent station's holds nothing; split over all, a flood's queue was so short that the relay
-    // idled whenever its sender waited for a core). The Linux default for light traffic is not
-    // split (QUEUE_INITIAL_FRAMES: there a smaller queue only loses frames).
+    // idled whenever its sender waited for a core). For light traffic the shared sockets keep the
+    // Linux default (QUEUE_INITIAL_FRAMES: there a smaller queue only loses frames) and each
+    // station's own socket what one station needs (STATION_QUEUE_INITIAL_FRAMES).
     const sockets = (thread ? 2 : 1) + talking;
     const each = timed ? Math.ceil(frames / sockets) : frames;
     thread?.sizeQueue(each);
-    conns?.sizeQueue(each);
+    conns?.sizeQueue(timed ? each : RELAY_LIMITS.STATION_QUEUE_INITIAL_FRAMES);
     // Linux doubles what it is given (the other half is its bookkeeping).
     socket.setRecvBufferSize(Math.ceil((each * RELAY_LIMITS.DATAGRAM_TRUESIZE) / 2));
   };
@@ -326,7 +327,10 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
   let timedHandled = 0;
   const timeQueue = (): void => {
     const at = performance.now();
-    if (at - timedAt < RELAY_LIMITS.QUEUE_MEASURE_MS) return;
+    // A burst on the untimed queue is timed as soon as it makes a sample: waiting out the window, the
+    // onset of a flood ran on the queue for light traffic, far longer than QUEUE_MS at its speed.
+    const early = !queueTimed && handled - timedHandled >= RELAY_LIMITS.QUEUE_MIN_SAMPLE;
+    if (at - timedAt < RELAY_LIMITS.QUEUE_MEASURE_MS && !early) return;
     foldThread();
     const elu = performance.eventLoopUtilization();
     const n = handled - timedHandled;
@@ -340,8 +344,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
         p.framesTimed = p.framesIn;
       }
     if (n < RELAY_LIMITS.QUEUE_MIN_SAMPLE) {
-      if (queueFrames !== RELAY_LIMITS.QUEUE_INITIAL_FRAMES)
-        sizeQueue(RELAY_LIMITS.QUEUE_INITIAL_FRAMES, false);
+      if (queueTimed) sizeQueue(RELAY_LIMITS.QUEUE_INITIAL_FRAMES, false);
     } else if (busyMs > 0) {
       const frames = Math.round(
         Math.max(
@@ -353,7 +356,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
           ),
         ),
       );
-      if (frames !== queueFrames || talking !== was) sizeQueue(frames);
+      if (!queueTimed || frames !== queueFrames || talking !== was) sizeQueue(frames);
     }
     timedAt = at;
     timedElu = elu;
@@ -506,6 +509,7 @@ export async function startRelay(opts: RelayOptions = {}): Promise<Relay> {
       ...s,
       droppedQueue: kernelDrops() + inboundDropped,
       queueFrames,
+      queueTimed,
       peers: peers.size,
     };
   };
