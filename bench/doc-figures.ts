@@ -112,7 +112,8 @@ export function format(value: unknown, ops: string[], where: string): string {
   const one = (x: unknown): string => {
     if (typeof x !== 'number' || !Number.isFinite(x))
       throw new Error(`${where}: not a number: ${JSON.stringify(x)}`);
-    const s = x.toFixed(decimals);
+    // a figure that rounds to zero is 0, never "-0" (a difference of two clocks can dip below it)
+    const s = x.toFixed(decimals).replace(/^-(0(\.0+)?)$/, '$1');
     if (!group) return s;
     const [int, frac] = s.split('.');
     return `${int.replace(/\B(?=(\d{3})+(?!\d))/g, ',')}${frac ? `.${frac}` : ''}`;

@@ -87,6 +87,9 @@ describe('markers', () => {
     expect(format(2.193, ['d1'], 'x')).toBe('2.2');
     expect(format([3.3, 2.8, 4.5], ['range', 'd1'], 'x')).toBe('2.8–4.5');
     expect(format([3.3, 2.8, 4.5], ['median', 'd1'], 'x')).toBe('3.3');
+    expect(format([-0.001, 149.2], ['range'], 'x')).toBe('0–149');
+    expect(format(-0.04, ['d1'], 'x')).toBe('0.0');
+    expect(format(-0.06, ['d1'], 'x')).toBe('-0.1');
     expect(format(54776908, ['/1e6'], 'x')).toBe('55');
     expect(() => format([1, 2], [], 'x')).toThrow(/reduce it/);
     expect(() => format(1, ['k3'], 'x')).toThrow(/unknown op/);
