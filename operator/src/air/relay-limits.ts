@@ -104,7 +104,7 @@ export const RELAY_LIMITS = {
    * All a timed relay promises to hold: more sent at once than this may lose the excess. A real
    * station sends one frame at a time (SCC), so a burst is one frame per station, and the 21 of
    * the largest air fit; a test that counts what the relay judged sends at most half of it at once
-   * (relay.test.ts, BURST).
+   * (relay-probes.test-helper.ts, BURST).
    */
   QUEUE_MIN_FRAMES: 32,
   /**
