@@ -1,13 +1,14 @@
 // The relay's tests on loopback, continued (relay.test.ts): its peer table against sprays of sources.
 import dgram from 'node:dgram';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { RELAY_LIMITS, type Relay } from './relay.ts';
 import { frame, relayProbes, settle } from './relay-probes.test-helper.ts';
 import { openStation } from './station.ts';
 import { until } from './until.test-helper.ts';
 import { HELLO_BYTE } from './wire.ts';
 
-const { open, relay, station } = relayProbes();
+const { open, closeAll, relay, station } = relayProbes();
+afterEach(closeAll);
 
 describe('#17.7 the peer table against one host with many ports', () => {
   /** `n` hello-only sockets bound to `host` (a loopback address: 127.0.0.0/8 all reach lo). */

@@ -1,6 +1,5 @@
 // Probes for the relay's tests (relay*.test.ts) on loopback: relays and stations that are closed
 // after each test, frames that say who sent them, and waits that say what they waited for.
-import { afterEach } from 'vitest';
 import { RELAY_LIMITS, type Relay, type RelayOptions, startRelay } from './relay.ts';
 import { openStation, type Station } from './station.ts';
 import { until } from './until.test-helper.ts';
@@ -13,20 +12,22 @@ export interface Probe {
 }
 
 /**
- * A test file's relays and stations on loopback, each closed after the test that opened it
- * (`open` takes anything else to close).
+ * A test file's relays and stations on loopback; `open` takes anything else to close, and the file
+ * calls `afterEach(closeAll)` (this file ships in the image beside the code, so it imports no test
+ * runner).
  */
 export function relayProbes(): {
   open: { close(): Promise<void> }[];
+  closeAll(): Promise<void>;
   relay(opts?: RelayOptions): Promise<Relay>;
   station(r: Relay, hello?: boolean): Promise<Probe>;
 } {
   const open: { close(): Promise<void> }[] = [];
-  afterEach(async () => {
-    await Promise.all(open.splice(0).map((x) => x.close()));
-  });
   return {
     open,
+    closeAll: async () => {
+      await Promise.all(open.splice(0).map((x) => x.close()));
+    },
     relay: async (opts = {}) => {
       const r = await startRelay({ port: 0, bind: '127.0.0.1', ...opts });
       open.push(r);

@@ -1,12 +1,13 @@
 // The relay's tests on loopback, continued (relay.test.ts): the kernel queue in front of the relay.
 import dgram from 'node:dgram';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { procAddress } from './kernel-drops.ts';
 import { RELAY_LIMITS, type Relay } from './relay.ts';
 import { BURST, frame, relayProbes, settle } from './relay-probes.test-helper.ts';
 import { until } from './until.test-helper.ts';
 
-const { open, relay, station } = relayProbes();
+const { open, closeAll, relay, station } = relayProbes();
+afterEach(closeAll);
 
 describe('the kernel queue in front of the relay (#32: drop, as radio does, rather than queue)', () => {
   it('holds the Linux default before a flood is timed; a burst beyond it is dropped by the kernel and counted', async () => {

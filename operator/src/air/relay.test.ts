@@ -1,6 +1,6 @@
 import dgram from 'node:dgram';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { rawRequest } from '../util/http-guard.testkit.ts';
 import { ManualClock } from './clock.ts';
 import { clusterTag, heartbeatDatagram, keyFromHex } from './kubenet.ts';
@@ -13,7 +13,8 @@ import { until } from './until.test-helper.ts';
 import type { FrameRecord } from './view.ts';
 import { toHex } from './wire.ts';
 
-const { open, relay, station } = relayProbes();
+const { open, closeAll, relay, station } = relayProbes();
+afterEach(closeAll);
 
 describe('the relay on loopback', () => {
   it.each([
