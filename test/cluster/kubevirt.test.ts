@@ -32,6 +32,7 @@ import {
 const LIMITS = {
   installMs: 1_200_000, // images imported, virt-operator, then virt-api/controller/handler Ready (loaded 2 cores)
   convergeMs: 900_000, // fill Jobs, 4 launcher pods (3 containers each), QEMU booting under TCG, heard on the air
+  vmiRunningMs: 120_000, // ...then virt-handler's word on each VMI (a machine is heard before it: one CI run saw one VMI still Scheduled)
   proxyMs: 30_000, // virtctl vnc --proxy-only printing its port
   heardMs: 60_000, // a node gone or a relay restarted, heard by the operator (the plane's window is 6 s)
   healMs: 600_000, // a new launcher pod, QEMU booting under TCG, rejoining (loaded 2 cores)
@@ -141,14 +142,26 @@ describe.skipIf(why)('KubeVirt on the real node: our RISC5 machines as VMs (#25)
         LIMITS.convergeMs,
       );
       expect(o.status.nodes).toBe('3/3');
-      const vmis: Deep[] = (await getJson(['vmi', '-n', ns])).items;
+      // virt-handler marks a VMI Running once it sees the domain run; a machine can be heard on the
+      // air before that (the operator's Ready is what the air says), so this waits for it, briefly.
+      const vmis: Deep[] = await waitFor(
+        'the 4 VMIs Running and their launcher pods Ready',
+        async () => {
+          const items: Deep[] = (await getJson(['vmi', '-n', ns])).items;
+          const phases = items.map((v) => `${v.metadata.name} ${v.status?.phase}`).sort();
+          const ready = (await pods(ns, 'kubevirt.io=virt-launcher')).filter(podReady).length;
+          if (items.length === 4 && items.every((v) => v.status?.phase === 'Running') && ready === 4)
+            return items;
+          throw new Error(`${phases.join(', ')}; ${ready} launcher pods Ready`);
+        },
+        LIMITS.vmiRunningMs,
+      );
       expect(vmis.map((v) => v.metadata.name).sort()).toEqual([
         'rk-m-k-node-a',
         'rk-m-k-node-b',
         'rk-m-k-node-c',
         'rk-m-k-plane',
       ]);
-      for (const v of vmis) expect(v.status.phase).toBe('Running');
       // The machines are QEMU's RISC5 board inside KubeVirt's launcher pods, not emulator pods.
       const launchers = (await pods(ns, 'kubevirt.io=virt-launcher')).filter(podReady);
       expect(launchers).toHaveLength(4);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { BadRequest, NotFound } from '../util/json-body.ts';
 import { niceMax, shortCell, unitOf } from './cells.ts';
 import { checkNames } from './sheets-command.ts';
-import { answered, checkSheetsAction, parseSheetsCommand } from './sheets-part.ts';
+import { answered, checkSheetsAction, eventsSince, parseSheetsCommand } from './sheets-part.ts';
 
 describe("the sheet console's skctl box", () => {
   it('turns each verb into the contract body skctl posts', () => {
@@ -113,5 +113,23 @@ describe("the console's cells and plot axes", () => {
       ['pods_running', 'nodes_ready', 'cpu_allocated_millicores', 'mem_capacity_mib'].map(unitOf),
     ).toEqual(['pods', 'nodes', 'millicores', 'MiB']);
     expect([0, 3, 7, 12, 4000, 4001].map(niceMax)).toEqual([1, 5, 10, 20, 5000, 5000]);
+  });
+});
+
+describe("the sheet console's events", () => {
+  it("keeps this run's events, those of its first second too (the sheet stamps whole seconds), and drops an earlier run's", () => {
+    const since = Date.parse('2026-12-04T20:14:14.600Z');
+    const ev = (ts: string, message: string) => ({ ts, message });
+    const all = [
+      ev('2026-12-04T20:14:13Z', 'an earlier run'),
+      ev('2026-12-04T20:14:14Z', 'scheduled to node-b, 300 ms after the start'),
+      ev('2026-12-04T20:14:15Z', 'node-a registered'),
+      ev('not a time', 'undated'),
+    ];
+    expect(eventsSince(all, since).map((e) => e.message)).toEqual([
+      'scheduled to node-b, 300 ms after the start',
+      'node-a registered',
+      'undated',
+    ]);
   });
 });

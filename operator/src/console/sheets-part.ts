@@ -42,12 +42,22 @@ export interface SheetsTarget {
 
 const processStart = Date.now() - Math.round(process.uptime() * 1000);
 
+/**
+ * The events of the run that started at `since` (ms). The sheet stamps events in whole seconds, so
+ * an event of the run's first second reads up to 999 ms earlier than `since`: it is this run's, and
+ * so is everything stamped from that second on. An event without a readable time is kept: hiding
+ * what cannot be dated would lose it.
+ */
+export function eventsSince<E extends { ts?: unknown }>(all: readonly E[], since: number): E[] {
+  const from = Math.floor(since / 1000) * 1000;
+  return all.filter((e) => !((cellTime(e.ts) ?? from) < from));
+}
+
 /** The tabs, this run's latest events (since `since`, ms) and metrics, as the page shows them. */
 export async function readSheets(c: SheetsClient, since = 0): Promise<SheetsTabs> {
   const rows = await Promise.all(TABS.map((k) => c.get(k)));
   const [all, metrics] = await Promise.all([c.get('events'), c.get('metrics')]);
-  // An event without a readable time is shown: hiding what cannot be dated would lose it.
-  const events = all.filter((e) => !((cellTime(e.ts) ?? since) < since));
+  const events = eventsSince(all, since);
   return {
     earlierEvents: all.length - events.length,
     tabs: {

@@ -122,6 +122,10 @@ describe('the machine status file', () => {
       phase: 'booted',
       line: 'booted: Oberon.Loop reached at 2026-11-29T12:30:00Z after 3.1 M instructions (0.6 s)',
     });
+    // a wall clock read a millisecond earlier than power-on (it can step back) is not "-0.0 s"
+    expect(statusLine({ ...f, now: t0 - 1, state: null, booted: null }).line).toBe(
+      'booting: 0.0 M instructions, 0.0 s since power-on',
+    );
     const air = {
       sent: 0,
       received: 0,

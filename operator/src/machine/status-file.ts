@@ -49,7 +49,8 @@ export interface StatusFacts {
 
 const iso = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const mega = (n: number): string => `${(n / 1e6).toFixed(1)} M`;
-const secs = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+// The wall clock can step back between two readings: a person reads "0.0 s", never "-0.0 s".
+const secs = (ms: number): string => `${(Math.max(0, ms) / 1000).toFixed(1)} s`;
 
 /** The phase and the one line a probe prints (pure). */
 export function statusLine(f: StatusFacts): { phase: MachinePhase; line: string } {
@@ -160,9 +161,10 @@ export class StatusFileWriter {
   ) {
     this.file = file;
     this.watchMs = opts.watchMs ?? STATUS_LIMITS.watchMs;
+    const now = Date.now();
     this.facts = {
-      now: Date.now(),
-      poweredOn: Date.now(),
+      now,
+      poweredOn: now,
       state: null,
       booted: null,
       missingModules: opts.missingModules ?? [],
