@@ -2,8 +2,9 @@
 import dgram from 'node:dgram';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RELAY_LIMITS, type Relay } from './relay.ts';
-import { frame, relayProbes, settle } from './relay-probes.test-helper.ts';
+import { relayProbes, settle } from './relay-probes.test-helper.ts';
 import { openStation } from './station.ts';
+import { frame } from './stations.test-helper.ts';
 import { until } from './until.test-helper.ts';
 import { HELLO_BYTE } from './wire.ts';
 

@@ -1,9 +1,8 @@
 // Probes for the relay's tests (relay*.test.ts) on loopback: relays and stations that are closed
-// after each test, frames that say who sent them, and waits that say what they waited for.
+// after each test, and waits that say what they waited for (frames: stations.test-helper.ts).
 import { RELAY_LIMITS, type Relay, type RelayOptions, startRelay } from './relay.ts';
 import { openStation, type Station } from './station.ts';
 import { until } from './until.test-helper.ts';
-import { encodeDatagram } from './wire.ts';
 
 export interface Probe {
   st: Station;
@@ -71,15 +70,3 @@ export async function judged(r: Relay, n: number, what: string): Promise<void> {
 }
 
 export const settle = (ms = 100) => new Promise((r) => setTimeout(r, ms));
-
-/** A 33-byte frame whose payload says who sent it and a sequence number. */
-export function frame(from: number, n = 0): Uint8Array {
-  const p = new Uint8Array(32);
-  p[0] = 1;
-  p[1] = 0xff;
-  p[2] = from;
-  p[3] = 0x42;
-  p[8] = n & 0xff;
-  p[9] = n >> 8;
-  return encodeDatagram(5, p);
-}

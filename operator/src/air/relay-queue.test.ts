@@ -3,7 +3,8 @@ import dgram from 'node:dgram';
 import { afterEach, describe, expect, it } from 'vitest';
 import { procAddress } from './kernel-drops.ts';
 import { RELAY_LIMITS, type Relay } from './relay.ts';
-import { BURST, frame, relayProbes, settle } from './relay-probes.test-helper.ts';
+import { BURST, relayProbes, settle } from './relay-probes.test-helper.ts';
+import { frame } from './stations.test-helper.ts';
 import { until } from './until.test-helper.ts';
 
 const { open, closeAll, relay, station } = relayProbes();

@@ -46,8 +46,14 @@ export async function bindsPlain(port: number): Promise<void> {
   plain.close();
 }
 
-/** A frame that says who sent it (payload byte 2, datagram byte 3) and its number. */
-export function frame(from: number, n: number): Uint8Array {
-  const payload = Uint8Array.from({ length: 32 }, (_, i) => [1, 0xff, from, 0x42, 0, 0, 0, 0, n][i] ?? 0);
-  return encodeDatagram(5, payload);
+/** A frame that says who sent it (payload byte 2, datagram byte 3) and its number (payload bytes 8-9, little-endian). */
+export function frame(from: number, n = 0): Uint8Array {
+  const p = new Uint8Array(32);
+  p[0] = 1;
+  p[1] = 0xff;
+  p[2] = from;
+  p[3] = 0x42;
+  p[8] = n & 0xff;
+  p[9] = n >> 8;
+  return encodeDatagram(5, p);
 }
