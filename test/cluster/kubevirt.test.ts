@@ -144,15 +144,16 @@ describe.skipIf(why)('KubeVirt on the real node: our RISC5 machines as VMs (#25)
       expect(o.status.nodes).toBe('3/3');
       // virt-handler marks a VMI Running once it sees the domain run; a machine can be heard on the
       // air before that (the operator's Ready is what the air says), so this waits for it, briefly.
-      const vmis: Deep[] = await waitFor(
+      const { vmis, launchers } = await waitFor(
         'the 4 VMIs Running and their launcher pods Ready',
         async () => {
           const items: Deep[] = (await getJson(['vmi', '-n', ns])).items;
           const phases = items.map((v) => `${v.metadata.name} ${v.status?.phase}`).sort();
-          const ready = (await pods(ns, 'kubevirt.io=virt-launcher')).filter(podReady).length;
-          if (items.length === 4 && items.every((v) => v.status?.phase === 'Running') && ready === 4)
-            return items;
-          throw new Error(`${phases.join(', ')}; ${ready} launcher pods Ready`);
+          // The machines are QEMU's RISC5 board inside KubeVirt's launcher pods, not emulator pods.
+          const ready = (await pods(ns, 'kubevirt.io=virt-launcher')).filter(podReady);
+          if (items.length === 4 && items.every((v) => v.status?.phase === 'Running') && ready.length === 4)
+            return { vmis: items, launchers: ready };
+          throw new Error(`${phases.join(', ')}; ${ready.length} launcher pods Ready`);
         },
         LIMITS.vmiRunningMs,
       );
@@ -162,8 +163,6 @@ describe.skipIf(why)('KubeVirt on the real node: our RISC5 machines as VMs (#25)
         'rk-m-k-node-c',
         'rk-m-k-plane',
       ]);
-      // The machines are QEMU's RISC5 board inside KubeVirt's launcher pods, not emulator pods.
-      const launchers = (await pods(ns, 'kubevirt.io=virt-launcher')).filter(podReady);
       expect(launchers).toHaveLength(4);
     },
     LIMITS.convergeMs + 360_000,
