@@ -201,6 +201,17 @@ export async function deleteNamespace(ns: string): Promise<void> {
   await kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);
 }
 
+/** The messages of the namespace's events that match `re` ("kind/name: message"), oldest first. */
+export async function eventsMatching(ns: string, re: RegExp): Promise<string[]> {
+  const items: Deep[] = (await getJson(['events', '-n', ns])).items;
+  return items
+    .filter((e) => re.test(e.message ?? ''))
+    .sort((a, b) =>
+      String(a.lastTimestamp ?? a.eventTime).localeCompare(String(b.lastTimestamp ?? b.eventTime)),
+    )
+    .map((e) => `${e.involvedObject?.kind}/${e.involvedObject?.name}: ${e.message}`);
+}
+
 /** The pods matching a label selector. */
 export async function pods(ns: string, selector: string): Promise<Deep[]> {
   return (await getJson(['pods', '-n', ns, '-l', selector])).items;

@@ -14,6 +14,7 @@ import {
   type Chart,
   type Deep,
   deleteNamespace,
+  eventsMatching,
   freshNamespace,
   getJson,
   helm,
@@ -28,6 +29,7 @@ import {
   vncScreenAt,
   waitFor,
 } from './harness.ts';
+import { kubeLine, reportOnFailure } from './post-mortem.ts';
 
 const LIMITS = {
   installMs: 1_200_000, // images imported, virt-operator, then virt-api/controller/handler Ready (loaded 2 cores)
@@ -41,6 +43,8 @@ const LIMITS = {
 } as const;
 const KUBE = 'k';
 const KUBEVIRT_NS = 'kubevirt';
+/** QEMU's words for a relay name it cannot resolve, and the emulator pods' (their readiness probe). */
+const RELAY_UNRESOLVED = /address resolution failed|relay \S+ unresolvable/;
 
 function hack(script: string, args: string[] = []): string {
   return execFileSync('bash', [join(REPO_ROOT, 'hack', script), ...args], {
@@ -68,6 +72,7 @@ describe.skipIf(why)('KubeVirt on the real node: our RISC5 machines as VMs (#25)
   const installedBySuite = inject('kubevirtReadyFile');
   let ns: string;
   let chart: Chart | undefined;
+  reportOnFailure(() => ns);
 
   beforeAll(async () => {
     // Refuse clearly when the build is missing: this test proves the build, it does not make it.
@@ -164,6 +169,9 @@ describe.skipIf(why)('KubeVirt on the real node: our RISC5 machines as VMs (#25)
         'rk-m-k-plane',
       ]);
       expect(launchers).toHaveLength(4);
+      // No machine started before its relay's name resolved: QEMU exits on an unresolvable relay
+      // (a crashed VMI), which the operator once caused by looking the name up first (DNS cache).
+      expect(await eventsMatching(ns, RELAY_UNRESOLVED)).toEqual([]);
     },
     LIMITS.convergeMs + 360_000,
   );
@@ -414,9 +422,11 @@ describe.skipIf(why)('KubeVirt on the real node: our RISC5 machines as VMs (#25)
         await waitFor(
           `${name}: Ready, NODES 2/2, ${n} pods heard running`,
           async () => {
-            const st = (await getJson(['oberonkube', '-n', ns, name])).status ?? {};
+            const k = await getJson(['oberonkube', '-n', ns, name]);
+            const st = k.status ?? {};
             const ready = (st.conditions ?? []).find((c: Deep) => c.type === 'Ready')?.status === 'True';
-            return ready && st.nodes === '2/2' && st.runningPods === n;
+            if (ready && st.nodes === '2/2' && st.runningPods === n) return true;
+            throw new Error(`last seen: ${kubeLine(k)}`); // the timeout's message carries it
           },
           LIMITS.convergeMs,
         );
@@ -425,6 +435,7 @@ describe.skipIf(why)('KubeVirt on the real node: our RISC5 machines as VMs (#25)
       expect(vmis).toEqual(['rk-m-mv-node-a', 'rk-m-mv-node-b', 'rk-m-mx-plane']);
       const sets = (await getJson(['statefulsets', '-n', ns])).items.map((x: Deep) => x.metadata.name).sort();
       expect(sets).toEqual(['rk-m-mv-plane', 'rk-m-mx-node-a', 'rk-m-mx-node-b']);
+      expect(await eventsMatching(ns, RELAY_UNRESOLVED)).toEqual([]);
     },
     LIMITS.convergeMs * 2 + 60_000,
   );

@@ -9,6 +9,7 @@ import {
   client,
   type Deep,
   deleteNamespace,
+  eventsMatching,
   freezeContainer,
   freshNamespace,
   getJson,
@@ -22,6 +23,7 @@ import {
   vncScreen,
   waitFor,
 } from './harness.ts';
+import { reportOnFailure } from './post-mortem.ts';
 
 const LIMITS = {
   convergeMs: 540_000, // ~1 min on a quiet node; 332 s was seen at load 71 (a cold Go build beside)
@@ -131,6 +133,7 @@ async function allUp(ns: string, nodes: number, podsWanted: number): Promise<Dee
 
 describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods that boot)', () => {
   let ns: string;
+  reportOnFailure(() => ns);
   let chart: Chart | undefined;
   let fullname: string;
   let keySeed: string;
@@ -209,6 +212,9 @@ describe.skipIf(skipReason())('OberonKube on the real node (chart, image, pods t
       ['node-c', 2],
     ]);
     expect((await pods(ns, RELAYS)).filter(podReady)).toHaveLength(1);
+    // No machine failed to find its relay by name: the operator looks the name up only once the
+    // relay's Service exists (before, the cluster's DNS would cache it as absent for 30 s).
+    expect(await eventsMatching(ns, /relay \S+ unresolvable/)).toEqual([]);
     const machines = await readyMachines(ns);
     expect(machines.map((p) => p.metadata.name).sort()).toEqual([
       'rk-m-k-node-a-0',

@@ -21,6 +21,13 @@ async function air(): Promise<{ relay: Relay; ears: AirEars; talker: Station }> 
 }
 
 describe('the operator’s ears (a real relay on 127.0.0.1)', () => {
+  it("wait for the relay before opening only when they find it by its Service's name (the DNS's negative cache)", () => {
+    expect(new AirEars().waitsForRelay).toBe(true);
+    expect(new AirEars({ address: (_ns, _air, port) => ({ host: '127.0.0.1', port }) }).waitsForRelay).toBe(
+      false,
+    );
+  });
+
   it('two clusters on one air share its one station; each is judged with its own key, the census names both', async () => {
     const { ears, talker } = await air();
     const ref = { namespace: 'ns', air: 'shared', port: 7524 };

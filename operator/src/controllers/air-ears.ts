@@ -73,6 +73,17 @@ export class AirEars {
     this.address = opts.address ?? serviceAddress;
   }
 
+  /**
+   * Whether a station should open only once its relay is up: when it finds the relay by its
+   * Service's name. A name looked up before the cluster's DNS knows it is cached as absent
+   * (CoreDNS `cache 30`) for every pod of the namespace, so the machines starting meanwhile could
+   * not find their relay for 30 s (and QEMU exits on it). An address given instead (tests, a relay
+   * outside the cluster) has no such cache.
+   */
+  get waitsForRelay(): boolean {
+    return this.address === serviceAddress;
+  }
+
   /** Listens to the air (opening its station, or re-opening it on a new address); its census now. */
   hear(ref: AirRef, now = Date.now()): { heard: AirHeard; listeningMs: number } {
     const ear = this.ear(ref, now);

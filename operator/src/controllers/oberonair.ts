@@ -141,9 +141,12 @@ async function reconcile(
   else {
     // A station that just opened (a new leader) has heard nobody yet: keep what the status says
     // until it has listened for a full window, so the air does not seem to go silent.
-    const h = d.ears.hear(ref);
+    // The station opens once the relay is ready, not with the Service (AirEars.waitsForRelay).
     const last = (air.status as { heard?: AirHeard } | undefined)?.heard;
-    heard = h.listeningMs < LIMITS.hearWindowMs && last ? last : h.heard;
+    if (!d.ears.waitsForRelay || relayReady(observed.deployment) || d.ears.has(ref)) {
+      const h = d.ears.hear(ref);
+      heard = h.listeningMs < LIMITS.hearWindowMs && last ? last : h.heard;
+    } else heard = last;
   }
 
   const now = Date.now();
@@ -282,6 +285,11 @@ export function render(air: OberonAir, s: AirSettings): { deployment: KubeObject
 
 function conflictMessage(conflicts: string[]): string {
   return `${conflicts.join(' and ')} already exist${conflicts.length === 1 ? 's' : ''} and belong${conflicts.length === 1 ? 's' : ''} to someone else; rename this OberonAir or remove them`;
+}
+
+/** Whether the relay Deployment has a ready pod. */
+export function relayReady(deployment: KubeObject | undefined): boolean {
+  return (((deployment?.status ?? {}) as DeploymentStatus).readyReplicas ?? 0) >= 1;
 }
 
 export function computeStatus(

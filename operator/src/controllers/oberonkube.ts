@@ -20,6 +20,7 @@ import { GROUP } from '../api/group.ts';
 import { AIR_DEFAULTS } from '../api/oberonair-limits.ts';
 import { kubeNodeName } from '../api/oberonkube-boot.ts';
 import { ApiError, CORE, type KubeObject, type ResourceType } from '../runtime/client.ts';
+import { type Condition, isTrue } from '../runtime/conditions.ts';
 import type {
   ControllerDefinition,
   ObjectKeyRef,
@@ -241,15 +242,18 @@ async function reconcile(
   }
 
   // Listen first: the plane waits until the nodes are heard.
-  const airObj = ctx.cached<KubeObject & { spec?: { port?: number } }>(
+  const airObj = ctx.cached<KubeObject & { spec?: { port?: number }; status?: { conditions?: Condition[] } }>(
     OBERONAIR,
     s.namespace,
     kubeAirName(s.name),
   );
   const port = airObj?.spec?.port ?? AIR_DEFAULTS.port;
+  // The station opens once the relay is up (its OberonAir Ready), not when the air is created
+  // (AirEars.waitsForRelay: the cluster's DNS would cache the relay's name as absent for 30 s).
+  const relayUp = !d.ears.waitsForRelay || isTrue(airObj?.status?.conditions, 'Ready') || d.ears.has(airRef);
   // The air's station (shared with the OberonAir controller); this cluster's view verified with its key.
   const heard =
-    keyHex === undefined
+    keyHex === undefined || !relayUp
       ? undefined
       : d.ears.cluster({ ...airRef, port }, id, { cluster: s.cluster, keyHex });
   if (keyHex === undefined) d.ears.forget(airRef, id);
