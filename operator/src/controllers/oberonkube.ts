@@ -36,7 +36,13 @@ import { keyReadProblem } from './key-access.ts';
 import { OBERONAIR } from './oberonair.ts';
 import { PlaneConsole } from './oberonkube-plane-console.ts';
 import { derivedKey, kubeAirName, kubeSettings, type OberonKube, renderKube } from './oberonkube-render.ts';
-import { computeKubeStatus, heardFullWindow, nodesCannotStart, planeSays } from './oberonkube-status.ts';
+import {
+  appliedCondition,
+  computeKubeStatus,
+  heardFullWindow,
+  nodesCannotStart,
+  planeSays,
+} from './oberonkube-status.ts';
 import { OBERONMACHINE } from './oberonmachine.ts';
 import { applyOwned, ourKind, primaryRules } from './owned.ts';
 import { PDB } from './placement.ts';
@@ -306,7 +312,13 @@ async function reconcile(
     }
   }
 
-  if (s.planeRuntime === 'kubevirt' && existingPlane) await d.planeConsole.sync(ctx, k, s, id);
+  if (s.planeRuntime === 'kubevirt' && existingPlane) {
+    const plane = heard && {
+      heard: heard.view.plane.heard,
+      arrived: appliedCondition(s, heard.view).reason !== 'NotHeardRunning',
+    };
+    await d.planeConsole.sync(ctx, k, s, id, plane);
+  }
 
   // Status from the air, at most one write per cluster every few seconds — but not before the
   // station has heard a full window: until then the last status stands (a new leader must not
