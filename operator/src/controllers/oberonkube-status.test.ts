@@ -66,6 +66,29 @@ describe('OberonKube status: what the plane will refuse is said in status', () =
       message: expect.stringMatching(/hex/),
     });
   });
+
+  it('not listening yet says why: the key first, then the relay it waits for; neither is Degraded', () => {
+    const k = kube({ nodes: 1 });
+    const ready = (o: { keyProblem: string; notListening?: string }) => {
+      const st = computeKubeStatus(k, kubeSettings(k), {
+        ...o,
+        conflicts: [],
+        withPlane: false,
+        forgedRecent: false,
+      });
+      const conds = st.conditions as Array<{ type: string; status: string; reason: string; message: string }>;
+      return [conds.find((c) => c.type === 'Ready'), degraded(st)?.status];
+    };
+    const relay = 'waiting for OberonAir farm-air to be Ready (its relay) before listening to the air';
+    expect(ready({ keyProblem: '', notListening: relay })).toEqual([
+      expect.objectContaining({ status: 'Unknown', reason: 'AirNotJudged', message: relay }),
+      'False',
+    ]);
+    expect(ready({ keyProblem: 'cannot read Secret s', notListening: relay })[0]).toMatchObject({
+      message: 'cannot read Secret s',
+    });
+    expect(ready({ keyProblem: '' })[0]).toMatchObject({ message: 'not listening yet' });
+  });
 });
 
 describe('a new station keeps the last status until it has heard a full window', () => {

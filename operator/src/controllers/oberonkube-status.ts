@@ -160,6 +160,8 @@ export function computeKubeStatus(
     keyProblem: string;
     /** The key was read but is not a key (not 0–16 hex digits): the cluster cannot work as ordered. */
     keyInvalid?: boolean;
+    /** Why the operator does not listen to the air yet, besides the key ('' or absent: no reason). */
+    notListening?: string;
     conflicts: string[];
     withPlane: boolean;
     /** Forged frames heard in all (this station's count plus what the last status had counted). */
@@ -200,7 +202,7 @@ export function computeKubeStatus(
       type: 'Ready',
       status: 'Unknown',
       reason: 'AirNotJudged',
-      message: o.keyProblem || 'not listening yet',
+      message: o.keyProblem || o.notListening || 'not listening yet',
     });
   } else {
     conds.push(

@@ -342,6 +342,9 @@ async function reconcile(
       view: heard?.view,
       keyProblem,
       keyInvalid,
+      notListening: relayUp
+        ? ''
+        : `waiting for OberonAir ${airRef.air} to be Ready (its relay) before listening to the air`,
       conflicts,
       withPlane,
       forgedFrames,
