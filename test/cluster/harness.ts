@@ -201,14 +201,17 @@ export async function deleteNamespace(ns: string): Promise<void> {
   await kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);
 }
 
+/** The namespace's events, oldest first. */
+export async function events(ns: string): Promise<Deep[]> {
+  const items: Deep[] = (await getJson(['events', '-n', ns])).items;
+  const at = (e: Deep) => String(e.lastTimestamp ?? e.eventTime);
+  return items.sort((a, b) => at(a).localeCompare(at(b)));
+}
+
 /** The messages of the namespace's events that match `re` ("kind/name: message"), oldest first. */
 export async function eventsMatching(ns: string, re: RegExp): Promise<string[]> {
-  const items: Deep[] = (await getJson(['events', '-n', ns])).items;
-  return items
+  return (await events(ns))
     .filter((e) => re.test(e.message ?? ''))
-    .sort((a, b) =>
-      String(a.lastTimestamp ?? a.eventTime).localeCompare(String(b.lastTimestamp ?? b.eventTime)),
-    )
     .map((e) => `${e.involvedObject?.kind}/${e.involvedObject?.name}: ${e.message}`);
 }
 

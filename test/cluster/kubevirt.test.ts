@@ -12,6 +12,7 @@ import {
   apply,
   awaitOutcome,
   type Chart,
+  condition,
   type Deep,
   deleteNamespace,
   eventsMatching,
@@ -423,9 +424,8 @@ describe.skipIf(why)('KubeVirt on the real node: our RISC5 machines as VMs (#25)
           `${name}: Ready, NODES 2/2, ${n} pods heard running`,
           async () => {
             const k = await getJson(['oberonkube', '-n', ns, name]);
-            const st = k.status ?? {};
-            const ready = (st.conditions ?? []).find((c: Deep) => c.type === 'Ready')?.status === 'True';
-            if (ready && st.nodes === '2/2' && st.runningPods === n) return true;
+            const ready = condition(k, 'Ready')?.status === 'True';
+            if (ready && k.status.nodes === '2/2' && k.status.runningPods === n) return true;
             throw new Error(`last seen: ${kubeLine(k)}`); // the timeout's message carries it
           },
           LIMITS.convergeMs,

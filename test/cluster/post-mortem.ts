@@ -3,7 +3,7 @@
 // (our objects' conditions, KubeVirt's VMIs, the pods, warning events, the operator's warnings)
 // before the namespace goes.
 import { beforeEach } from 'vitest';
-import { type Deep, getJson, kubectl } from './harness.ts';
+import { type Deep, events, getJson, kubectl } from './harness.ts';
 
 const LIMITS = {
   events: 15, // the newest warning events printed
@@ -44,12 +44,8 @@ export async function namespaceReport(ns: string): Promise<string> {
       `vmi ${v.metadata.name}: ${v.status?.phase ?? '?'} on ${v.status?.nodeName ?? '?'} (${conditionsLine(v)})`,
     );
   out.push(await lines(['get', 'pods', '-n', ns, '-o', 'wide']));
-  const events: Deep[] = (await getJson(['events', '-n', ns]).catch(() => ({ items: [] }))).items;
-  const warnings = events
+  const warnings = (await events(ns).catch(() => []))
     .filter((e) => e.type === 'Warning')
-    .sort((a, b) =>
-      String(a.lastTimestamp ?? a.eventTime).localeCompare(String(b.lastTimestamp ?? b.eventTime)),
-    )
     .slice(-LIMITS.events);
   for (const e of warnings)
     out.push(

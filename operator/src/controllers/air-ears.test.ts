@@ -21,11 +21,16 @@ async function air(): Promise<{ relay: Relay; ears: AirEars; talker: Station }> 
 }
 
 describe('the operator’s ears (a real relay on 127.0.0.1)', () => {
-  it("wait for the relay before opening only when they find it by its Service's name (the DNS's negative cache)", () => {
-    expect(new AirEars().waitsForRelay).toBe(true);
-    expect(new AirEars({ address: (_ns, _air, port) => ({ host: '127.0.0.1', port }) }).waitsForRelay).toBe(
-      false,
-    );
+  it("open a station by the Service's name only once the relay is ready, or when one is open (the DNS's negative cache)", async () => {
+    const ref = { namespace: 'ns', air: 'a' };
+    const byName = new AirEars();
+    expect(byName.mayListen(ref, false)).toBe(false);
+    expect(byName.mayListen(ref, true)).toBe(true);
+    byName.hear({ ...ref, port: 7524 }); // opened (the relay was ready): it stays open
+    expect(byName.mayListen(ref, false)).toBe(true);
+    await byName.closeAll();
+    const { ears } = await air(); // an address given: nothing to wait for
+    expect(ears.mayListen(ref, false)).toBe(true);
   });
 
   it('two clusters on one air share its one station; each is judged with its own key, the census names both', async () => {

@@ -74,14 +74,15 @@ export class AirEars {
   }
 
   /**
-   * Whether a station should open only once its relay is up: when it finds the relay by its
-   * Service's name. A name looked up before the cluster's DNS knows it is cached as absent
-   * (CoreDNS `cache 30`) for every pod of the namespace, so the machines starting meanwhile could
-   * not find their relay for 30 s (and QEMU exits on it). An address given instead (tests, a relay
-   * outside the cluster) has no such cache.
+   * Whether a station may be opened (or is open) for this air: when it finds the relay by its
+   * Service's name, only once the relay is ready (`relayReady`) or a station is open already. A
+   * name looked up before the cluster's DNS knows it is cached as absent (CoreDNS `cache 30`) for
+   * every pod of the namespace, so the machines starting meanwhile could not find their relay for
+   * 30 s (and QEMU exits on it). An address given instead (tests, a relay outside the cluster) has
+   * no such cache.
    */
-  get waitsForRelay(): boolean {
-    return this.address === serviceAddress;
+  mayListen(ref: Pick<AirRef, 'namespace' | 'air'>, relayReady: boolean): boolean {
+    return this.address !== serviceAddress || relayReady || this.has(ref);
   }
 
   /** Listens to the air (opening its station, or re-opening it on a new address); its census now. */

@@ -141,9 +141,9 @@ async function reconcile(
   else {
     // A station that just opened (a new leader) has heard nobody yet: keep what the status says
     // until it has listened for a full window, so the air does not seem to go silent.
-    // The station opens once the relay is ready, not with the Service (AirEars.waitsForRelay).
+    // The station opens once the relay is ready, not with the Service (AirEars.mayListen).
     const last = (air.status as { heard?: AirHeard } | undefined)?.heard;
-    if (!d.ears.waitsForRelay || relayReady(observed.deployment) || d.ears.has(ref)) {
+    if (d.ears.mayListen(ref, relayReady(observed.deployment))) {
       const h = d.ears.hear(ref);
       heard = h.listeningMs < LIMITS.hearWindowMs && last ? last : h.heard;
     } else heard = last;
@@ -288,7 +288,7 @@ function conflictMessage(conflicts: string[]): string {
 }
 
 /** Whether the relay Deployment has a ready pod. */
-export function relayReady(deployment: KubeObject | undefined): boolean {
+function relayReady(deployment: KubeObject | undefined): boolean {
   return (((deployment?.status ?? {}) as DeploymentStatus).readyReplicas ?? 0) >= 1;
 }
 

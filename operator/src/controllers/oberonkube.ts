@@ -255,8 +255,8 @@ async function reconcile(
   );
   const port = airObj?.spec?.port ?? AIR_DEFAULTS.port;
   // The station opens once the relay is up (its OberonAir Ready), not when the air is created
-  // (AirEars.waitsForRelay: the cluster's DNS would cache the relay's name as absent for 30 s).
-  const relayUp = !d.ears.waitsForRelay || isTrue(airObj?.status?.conditions, 'Ready') || d.ears.has(airRef);
+  // (AirEars.mayListen: the cluster's DNS would cache the relay's name as absent for 30 s).
+  const relayUp = d.ears.mayListen(airRef, isTrue(airObj?.status?.conditions, 'Ready'));
   // The air's station (shared with the OberonAir controller); this cluster's view verified with its key.
   const heard =
     keyHex === undefined || !relayUp
