@@ -7,7 +7,9 @@
 import json
 import os
 import re
+import socket
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 ANNOTATION = "paleocomputing.io/machine"
@@ -17,6 +19,12 @@ NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 DNS = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 PRINTABLE = re.compile(r"^[ -~]{1,240}$")
 PROP = re.compile(r"^[^,= ]+$")
+# QEMU resolves the relay's name once, at start, and exits if it cannot: the VMI then crashes and
+# waits out KubeVirt's restart back-off. A name that has only just got its Service (or a DNS hiccup)
+# is worth a short wait here instead; OnDefineDomain has a minute (KubeVirt's hook timeout), and
+# after this the hook refuses, so KubeVirt retries the sync without crashing anything.
+RESOLVE_WITHIN_S = 20
+RESOLVE_EVERY_S = 1
 SOCKET_PATH = re.compile(r"^/[A-Za-z0-9_./-]{1,200}$")  # no comma: it goes into a QEMU option
 DROP_DEVICES = ("controller", "video", "memballoon", "sound", "channel", "rng", "watchdog", "redirdev",
                 "hostdev", "input", "interface", "disk", "serial", "console", "tpm", "smartcard", "filesystem")
@@ -67,6 +75,20 @@ def check(desc):
     if text is not None and not PRINTABLE.match(text):
         raise Refuse("commands.text must be 1-240 printable characters")
     return dom, payload, props, host, text
+
+
+def wait_for_relay(host, port, within):
+    """Returns once the relay's name resolves; refuses after `within` seconds of trying."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            socket.getaddrinfo(host, port, socket.AF_UNSPEC, socket.SOCK_DGRAM)
+            return
+        except OSError as err:
+            if time.monotonic() + RESOLVE_EVERY_S > deadline:
+                raise Refuse("the relay %s does not resolve (%s) after %d s: is its OberonAir Ready?"
+                             % (host, err.strerror or err, within))
+        time.sleep(RESOLVE_EVERY_S)
 
 
 def serial_socket(devices):
@@ -163,9 +185,15 @@ def main():
         text = text.replace("$(KEY)", key).rstrip()
         if not PRINTABLE.match(text):
             raise Refuse("commands.text with the key must be 1-240 printable characters")
-    port = (desc.get("air") or {}).get("port", 7524)
+    air = desc.get("air") or {}
+    port = air.get("port", 7524)
     if not isinstance(port, int) or not 0 < port < 65536:
         raise Refuse("air.port must be 1..65535")
+    within = air.get("resolveWithinSeconds", RESOLVE_WITHIN_S)
+    if isinstance(within, bool) or not isinstance(within, int) or not 0 <= within <= 50:
+        raise Refuse("air.resolveWithinSeconds must be 0..50 (the hook has a minute in all)")
+    if host:
+        wait_for_relay(host, port, within)
     sys.stdout.write(rewrite(xml, dom, payload, props, host, text, port))
 
 

@@ -1,8 +1,8 @@
 // Our KubeVirt hook (images/virt-launcher/onDefineDomain.py) and our QEMU together: the
 // hook rewrites a KubeVirt-shaped domain for the OberonMachine our operator renders, and the
 // emulator arguments it writes into <qemu:commandline> boot qemu-system-risc5 to Oberon.Loop.
-// This is the nearest real thing to `virsh define/start` here: libvirtd with a risc5-patched
-// libvirt is not built in this suite (see docs/qemu.md, "libvirt").
+// QEMU is started here by hand; libvirt-domain.test.ts starts the hook's domain under a real
+// libvirtd with virsh.
 
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';

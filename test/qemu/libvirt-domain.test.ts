@@ -75,9 +75,21 @@ suite('the hook’s domain on a real libvirtd with virsh', () => {
     d.air = { ...(d.air as object), port: relay.address.port };
     change(d);
     const vmi = { metadata: { annotations: { 'paleocomputing.io/machine': JSON.stringify(d) } } };
+    // In the "pod's" network, as the sidecar runs in the launcher pod: the hook waits until the
+    // relay's name resolves there.
     const r = spawnSync(
-      'python3',
-      [HOOK, '--vmi', JSON.stringify(vmi), '--domain', kubevirtDomain(join(dir, 'virt-vnc'))],
+      'ip',
+      [
+        'netns',
+        'exec',
+        netns.name,
+        'python3',
+        HOOK,
+        '--vmi',
+        JSON.stringify(vmi),
+        '--domain',
+        kubevirtDomain(join(dir, 'virt-vnc')),
+      ],
       { encoding: 'utf8' },
     );
     if (r.status !== 0) throw new Error(`hook refused: ${r.stderr}`);
@@ -231,11 +243,16 @@ suite('the hook’s domain on a real libvirtd with virsh', () => {
       expect(r.state).toBe('shut off');
     });
 
-    it('a relay name that does not resolve', async () => {
+    it('a relay name that does not resolve: the hook waits, then refuses; QEMU handed one anyway exits naming it', async () => {
       const payload = await payloadWith('no-relay', readFileSync(await kubeDisk()));
-      const xml = hookDomain(payload, (d) => {
-        d.air = { ...(d.air as object), host: 'rk-air-nowhere' };
-      });
+      expect(() =>
+        hookDomain(payload, (d) => {
+          d.air = { ...(d.air as object), host: 'rk-air-nowhere', resolveWithinSeconds: 1 };
+        }),
+      ).toThrow(/the relay rk-air-nowhere does not resolve .* after 1 s/);
+      // The name can still go between the hook and QEMU's start.
+      const xml = hookDomain(payload).replace('host=rk-air-lab,', 'host=rk-air-nowhere,');
+      expect(xml).toContain('host=rk-air-nowhere,');
       const r = startRefused('no-relay', xml);
       expect(r.status).not.toBe(0);
       expect(r.output).toMatch(/rk-air-nowhere/);

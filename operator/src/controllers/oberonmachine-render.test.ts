@@ -125,12 +125,14 @@ describe("the machine pod is ready on the emulator's own word", () => {
 });
 
 describe.runIf(python)('our onDefineDomain hook (python3, a real process)', () => {
-  const run = (payload: string, key?: string, domain = DOMAIN) => {
+  // The hook goes on only once the relay's name resolves: `localhost` stands in for rk-air-lab,
+  // which has no Service here.
+  const HERE = { host: 'localhost', port: 7524 };
+  const run = (payload: string, key?: string, domain = DOMAIN, air: object = HERE) => {
     if (key !== undefined) writeFileSync(join(payload, 'key'), `${key}\n`);
-    const desc = {
-      ...descriptor(machineSettings(plane)),
-      payload: { ...(descriptor(machineSettings(plane)).payload as object), path: payload },
-    };
+    const rendered = descriptor(machineSettings(plane));
+    expect(rendered.air).toEqual({ host: 'rk-air-lab', port: 7524 });
+    const desc = { ...rendered, air, payload: { ...(rendered.payload as object), path: payload } };
     const vmi = JSON.stringify({
       metadata: { annotations: { 'paleocomputing.io/machine': JSON.stringify(desc) } },
     });
@@ -170,7 +172,7 @@ describe.runIf(python)('our onDefineDomain hook (python3, a real process)', () =
       '-drive',
       `if=none,id=sd0,file=${dir}/oberon.dsk,format=raw`,
       '-chardev',
-      'udp,id=air,host=rk-air-lab,port=7524,localaddr=0.0.0.0,localport=7524',
+      'udp,id=air,host=localhost,port=7524,localaddr=0.0.0.0,localport=7524',
       '-machine',
       'radio=air',
       '-machine',
@@ -181,6 +183,29 @@ describe.runIf(python)('our onDefineDomain hook (python3, a real process)', () =
         input: xml,
       }).length,
     ).toBe(0);
+  });
+
+  it("waits for the relay's name to resolve, then refuses with no output (QEMU would exit on it; KubeVirt retries a refusal)", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hook-'));
+    writeFileSync(join(dir, 'prom.bin'), 'x');
+    writeFileSync(join(dir, 'oberon.dsk'), 'x');
+    const started = performance.now();
+    const r = run(dir, '00c0ffee00c0ffee', DOMAIN, {
+      host: 'rk-air-gone.invalid',
+      port: 7524,
+      resolveWithinSeconds: 2,
+    });
+    expect(r.status).not.toBe(0);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(
+      /the relay rk-air-gone\.invalid does not resolve \(.*\) after 2 s: is its OberonAir Ready\?/,
+    );
+    expect(performance.now() - started).toBeGreaterThanOrEqual(1_000); // it tried more than once
+    for (const bad of [-1, 51, 1.5, true, '5']) {
+      const refused = run(dir, '00c0ffee00c0ffee', DOMAIN, { ...HERE, resolveWithinSeconds: bad });
+      expect(refused.status).not.toBe(0);
+      expect(refused.stderr).toMatch(/air.resolveWithinSeconds must be 0..50/);
+    }
   });
 
   it("wires KubeVirt's serial console socket to the board's RS-232 (virtctl console, live lines); refuses an odd path", () => {
