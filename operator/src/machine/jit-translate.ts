@@ -81,7 +81,6 @@ export function translateWords(
       ((ir >>> 24) & 15) !== 15 &&
       (pc0 + k + 1 + ((ir << 8) >> 8)) >>> 0 === pc0,
   );
-  if (selfLoop) b.push(OP.loop, OP.i32);
   // Entry: registers and flags into locals.
   for (let r = 0; r < 16; r++) {
     if ((used & (1 << r)) === 0) continue;
@@ -98,6 +97,8 @@ export function translateWords(
   i32(0);
   load(cell(CELL.V));
   set(L.V);
+  // A self-loop's next round starts here, with the registers and flags still in their locals.
+  if (selfLoop) b.push(OP.loop, OP.i32);
   b.push(OP.block, OP.i32); // the exit block: its value is the next PC
 
   let ended = false;
@@ -139,8 +140,16 @@ export function translateWords(
   }
   if (!ended) exitTo(n - 1, pc0 + n);
   b.push(OP.end);
-  // The epilogue: registers written, flags, the instruction count; the next PC is the result.
+  // The epilogue: the instruction count, registers written, flags; the next PC is the result.
   set(L.pc);
+  i32(0);
+  i32(0);
+  load(cell(CELL.instr));
+  get(L.count);
+  b.push(OP.i32Add);
+  tee(L.r);
+  store(cell(CELL.instr));
+  if (selfLoop) loopAgain();
   for (let r = 0; r < 16; r++) {
     if ((dirty & (1 << r)) === 0) continue;
     i32(0);
@@ -158,27 +167,16 @@ export function translateWords(
     get(L.V);
     store(cell(CELL.V));
   }
-  i32(0);
-  i32(0);
-  load(cell(CELL.instr));
-  get(L.count);
-  b.push(OP.i32Add);
-  tee(L.r);
-  store(cell(CELL.instr));
   chain();
   get(L.pc);
   if (selfLoop) b.push(OP.end);
   return { body: b, length: n };
 
   /**
-   * Jump straight into the next block when it is translated (a tail call: the stack does not
-   * grow), on exactly the dispatcher's conditions (jit-wasm.ts): no stop asked for, the budget
-   * not spent, the PC in RAM with a block there. This skips a return to the dispatcher and its
-   * loop per block run (3.7 M runs in a compile of the compiler), and each block's jump is a
-   * branch site of its own for the host CPU's predictor: a few per cent on a warm compile. Into
-   * itself, a block branches to the top of its loop instead.
+   * The dispatcher's conditions (jit-wasm.ts), on the stack: no stop asked for, the budget not
+   * spent (L.r holds the count so far), and (unless the caller knows it) the PC in RAM.
    */
-  function chain(): void {
+  function mayGoOn(pcInRam = false): void {
     i32(0);
     load(cell(CELL.stop));
     b.push(OP.i32Eqz);
@@ -186,9 +184,37 @@ export function translateWords(
     i32(0);
     load(cell(CELL.budget));
     b.push(OP.i32LtS, OP.i32And);
+    if (pcInRam) return;
     get(L.pc);
     i32(memBytes >>> 2);
     b.push(OP.i32LtU, OP.i32And);
+  }
+
+  /**
+   * Into itself, a block branches back to its loop's top before the registers and flags are
+   * written back: they stay in locals, which is what a call would read from the cells. Only on
+   * the dispatcher's conditions, and while its own slot is still set: a store into its words
+   * clears the slot (invalidate), and translated code installs nothing.
+   */
+  function loopAgain(): void {
+    get(L.pc);
+    i32(pc0);
+    b.push(OP.i32Eq);
+    mayGoOn(true);
+    b.push(OP.i32And, OP.if, OP.void);
+    i32(pc0 << 2);
+    load(layout.slotBase);
+    b.push(OP.if, OP.void, OP.br, 2, OP.end, OP.end); // past both ifs, to the loop's top
+  }
+
+  /**
+   * Jump straight into the next block when it is translated (a tail call: the stack does not
+   * grow), on exactly the dispatcher's conditions. This skips a return to the dispatcher and its
+   * loop per block run (3.7 M runs in a compile of the compiler), and each block's jump is a
+   * branch site of its own for the host CPU's predictor: a few per cent on a warm compile.
+   */
+  function chain(): void {
+    mayGoOn();
     b.push(OP.if, OP.void);
     get(L.pc);
     i32(2);
@@ -196,14 +222,6 @@ export function translateWords(
     load(layout.slotBase);
     tee(L.w);
     b.push(OP.if, OP.void);
-    // The block itself: from the top of the loop, registers and flags read again from the
-    // cells the epilogue just wrote, as a call would. The slot is this block's own: translated
-    // code installs nothing, and a store into its words clears the slot (invalidate).
-    if (selfLoop) {
-      get(L.pc);
-      i32(pc0);
-      b.push(OP.i32Eq, OP.if, OP.void, OP.br, 3, OP.end); // out of this if and the two around it
-    }
     get(L.w);
     b.push(OP.returnCallIndirect, 0, 0);
     b.push(OP.end, OP.end);

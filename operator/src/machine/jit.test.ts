@@ -97,6 +97,23 @@ describe('a block that branches to its own start', () => {
         BLT inner
         ADD R0, R0, 1
         B outer`,
+    // The loop stores a new instruction over one of its own words (as Oberon's loader stores
+    // code): it must not go round again in its old translation.
+    selfModifying: `
+        MOV R0, 0
+        MOV R1, 0
+        MOV' R5, 4118H
+        IOR R5, R5, 100H
+        MOV R3, patched
+      loop:
+        ADD R0, R0, 1
+      patched:
+        ADD R1, R1, 1
+        STW R5, R3, 0
+        SUB R4, R0, 700
+        BLT loop
+      halt:
+        B halt`,
   };
   for (const [name, src] of Object.entries(programs))
     it(`${name}: the same registers, flags and memory as the interpreter, whatever the budget`, () => {
@@ -122,6 +139,7 @@ describe('a block that branches to its own start', () => {
         expect(j.translations, 'the translator ran').toBeGreaterThan(0);
         const state = (c: Risc5) => [c.pc, c.instructions, ...c.R, c.nz, c.C, c.V, c.mem[0x400], c.mem[0x40]];
         expect(state(j), `chunks of ${chunk}`).toEqual(state(i));
+        if (name === 'selfModifying') expect(i.R[1], 'the stored ADD R1, R1, 100H ran').toBe(1 + 699 * 0x100);
       }
     });
 });
