@@ -14,8 +14,8 @@ import {
   CELL,
   CodeSpace,
   complexOp,
+  defaultHotBlock,
   type FixedReads,
-  LIMITS as JIT_LIMITS,
   type JitImports,
   memoryLayout,
 } from './jit.ts';
@@ -81,6 +81,10 @@ export class Risc5 {
   get translations(): number {
     return this.blocks.translations;
   }
+  /** Entries of a block start before it is translated (jit.ts defaultHotBlock when not given). */
+  get hotBlock(): number {
+    return this.blocks.hotBlock;
+  }
   /** ...of which translated early because a hint matched RAM. */
   get hintedTranslations(): number {
     return this.blocks.hintedTranslations;
@@ -104,7 +108,7 @@ export class Risc5 {
     this.mem = new Int32Array(buffer, 0, this.memWords);
     this.R = new Int32Array(buffer, memBytes, 16);
     this.cells = new Int32Array(buffer, memBytes, 32);
-    this.blocks = new CpuBlocks(space, this.mem, this, opts.hotBlock ?? JIT_LIMITS.hotBlock);
+    this.blocks = new CpuBlocks(space, this.mem, this, opts.hotBlock ?? defaultHotBlock());
     if (!warmedUp) {
       warmedUp = true;
       warmUpInterpreter(

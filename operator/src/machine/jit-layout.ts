@@ -6,6 +6,7 @@ export const LIMITS = {
   maxBlock: 64, // instructions per translated block (bounds module size and run(n) overshoot)
   pageShift: 8, // invalidation granularity: 256 words (1 KiB) of code
   hotBlock: 1000, // translate a block on its 1,000th entry: lower thresholds translate code that never repays its ~0.06 ms (bench/machine)
+  longLivedHotBlock: 250, // ...on its 250th in a CPU made once the thread is long-lived (below): its translations serve every later machine of the thread, so code each enters a few hundred times repays them
   knownBlock: 16, // ...or on its 16th where another CPU of the thread translated one: most likely the same code, already compiled
   batch: 16, // hot blocks compiled together in one wasm module (a module has a fixed cost of its own)
   batchDelay: 250_000, // ...or once the oldest has waited this many instructions (10 ms at 25 MHz), or at the end of run()

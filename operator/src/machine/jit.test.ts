@@ -244,8 +244,12 @@ describe('a long-lived thread', () => {
       );
       loop.mem.set(Int32Array.of(0x41180001, 0xe7fffffe | 0)); // ADD R1, R1, 1; B 0
       loop.pc = 0;
+      const cpuNow = () =>
+        new Risc5(0x10000, 0xf000, { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} });
+      expect(cpuNow().hotBlock).toBe(LIMITS.hotBlock);
       while (loop.instructions <= LIMITS.longLived) loop.run(20_000_000); // its first runs are interpreted
       expect(tiers).not.toContain(true); // the loop's block was compiled before the thread was long-lived
+      expect(cpuNow().hotBlock, 'a CPU made now translates sooner').toBe(LIMITS.longLivedHotBlock);
       const after = runOn(prog, true, 42);
       expect(tiers.at(-1), 'the long-lived tier compiled the blocks again').toBe(true);
       const interpreted = runOn(prog, false, 42);

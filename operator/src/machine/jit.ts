@@ -155,6 +155,16 @@ function ranTranslated(n: number): void {
   if (generation === 0 && compileTier !== null && translatedRun >= LIMITS.longLived) generation = 1;
 }
 
+/**
+ * The entry count that makes a block start hot, for a CPU made now: lower once the thread is
+ * long-lived (LIMITS.longLivedHotBlock). Counts stay per CPU: a count over the thread's CPUs
+ * would make ever rarer starts hot, machine after machine, each a module to compile and
+ * instantiate in every later machine (measured: a warm compile of the compiler 35 % slower).
+ */
+export function defaultHotBlock(): number {
+  return translatedRun >= LIMITS.longLived ? LIMITS.longLivedHotBlock : LIMITS.hotBlock;
+}
+
 /** Called before each module of blocks is compiled, with whether the thread is long-lived. */
 export function setCompileTier(hook: ((longLived: boolean) => void) | null): void {
   compileTier = hook;
