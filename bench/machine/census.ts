@@ -3,7 +3,7 @@
 // in the last round every interpreter run that runMixed starts (cpu.ts: after translated code
 // led to untranslated code) is counted by the block start it began at, with its instructions and
 // the time spent in it. Starts are grouped by how often that machine entered them by the end
-// (cpu-blocks.ts `hits`: below LIMITS.knownBlock, below LIMITS.hotBlock, or translated by then).
+// (cpu-blocks.ts `hits`: below LIMITS.knownBlock, below the machine's hotBlock, or translated by then).
 // With RETROKUBE_JIT_HINTS=<folder> (filled by an earlier run) the first round is the compile of
 // a fresh process with hints. Prints, and writes machine-census.json (scratch unless --save).
 //
@@ -95,13 +95,14 @@ for (let round = 1; round <= ROUNDS; round++) {
     runs,
     starts: census.size,
     instructionsPerRun: interpreted / runs,
+    hotBlock: m.cpu.hotBlock,
     interpreterMs: interpretMs,
     nsPerInterpretedInstruction: (interpretMs * 1e6) / interpreted,
     groups: Object.fromEntries(groups),
   };
   const names: Record<string, string> = {
     belowKnown: `entered < ${JIT.knownBlock} times`,
-    belowHot: `entered ${JIT.knownBlock}–${JIT.hotBlock - 1} times`,
+    belowHot: `entered ${JIT.knownBlock}–${m.cpu.hotBlock - 1} times`, // jit.ts defaultHotBlock: lower in a long-lived thread
     translatedByEnd: 'translated by the end',
   };
   for (const [group, g] of groups)

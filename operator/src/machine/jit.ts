@@ -218,10 +218,18 @@ export function seedTranslation(key: string, t: Translation): void {
 
 /** Forget the thread's translations (tests: the next CPU starts as in a new process). */
 export function forgetTranslations(): void {
-  shared.clear();
+  forgetShared();
   generation = 0;
   translatedRun = 0;
 }
+
+/**
+ * The translation last found at each address, by the rest of the key (RAM size, display, fixed
+ * reads), with its words: a new machine installs each of its few hundred known blocks again, and
+ * comparing RAM with the words is cheaper than building the key's string (a steady warm compile
+ * spent 5 % of its time there).
+ */
+const lastAt = new Map<string, Map<number, { words: Int32Array; t: Translation }>>();
 
 /** translateBlock through the thread's shared cache. */
 export function translateShared(
@@ -231,15 +239,37 @@ export function translateShared(
   displayStart: number,
   fixedReads: FixedReads = [],
 ): Translation {
+  const context = `${layout.memBytes},${displayStart},${fixedReads.join(';')}`;
+  let here = lastAt.get(context);
+  const last = here?.get(pc0);
+  // The same words make the same block: where a block ends depends on its words alone.
+  if (last !== undefined && sameWords(mem, pc0, last.words)) return last.t;
   const irs = blockWords(mem, pc0, layout.memBytes >>> 2);
-  const key = `${layout.memBytes},${displayStart},${fixedReads.join(';')},${pc0}:${irs.join(',')}`;
-  const hit = shared.get(key);
-  if (hit !== undefined) return hit;
-  const t = translateWords(irs, pc0, layout, displayStart, fixedReads);
-  made++;
-  if (shared.size >= LIMITS.sharedBlocks) shared.clear();
-  shared.set(key, t);
+  const key = `${context},${pc0}:${irs.join(',')}`;
+  let t = shared.get(key);
+  if (t === undefined) {
+    t = translateWords(irs, pc0, layout, displayStart, fixedReads);
+    made++;
+    if (shared.size >= LIMITS.sharedBlocks) forgetShared();
+    shared.set(key, t);
+  }
+  if (here === undefined) {
+    here = new Map();
+    lastAt.set(context, here);
+  }
+  here.set(pc0, { words: Int32Array.from(irs), t });
   return t;
+}
+
+function sameWords(mem: Int32Array, pc0: number, words: Int32Array): boolean {
+  if (pc0 + words.length > mem.length) return false;
+  for (let i = 0; i < words.length; i++) if (mem[pc0 + i] !== words[i]) return false;
+  return true;
+}
+
+function forgetShared(): void {
+  shared.clear();
+  lastAt.clear();
 }
 
 /** Translate the block at word index pc0; returns its function body and the words it covers. */
