@@ -10,6 +10,7 @@ import {
   setCompileTier,
   type Translation,
   translateBlock,
+  translateShared,
 } from './jit.ts';
 
 // Random straight-line-and-forward-branch programs must leave the same registers, flags, H and
@@ -142,6 +143,36 @@ describe('a block that branches to its own start', () => {
         if (name === 'selfModifying') expect(i.R[1], 'the stored ADD R1, R1, 100H ran').toBe(1 + 699 * 0x100);
       }
     });
+});
+
+describe("the thread's translation cache", () => {
+  it('hands back the translation of the words RAM holds at the address now, not of the last ones', () => {
+    forgetTranslations();
+    const space = new CodeSpace(0x10000, {
+      ioRead: () => 0,
+      ioWrite: () => {},
+      invalidate: () => {},
+      complexOp: () => 0,
+    });
+    const mem = new Int32Array(space.buffer, 0, 0x4000);
+    const HALT = 0xe7ffffff | 0; // B halt
+    mem.set(Int32Array.of(0x41180001, 0x41180002, HALT), 0x100); // ADD R1, R1, 1; ADD R1, R1, 2
+    const first = translateShared(mem, 0x100, space.layout, 0xf000);
+    expect(translateShared(mem, 0x100, space.layout, 0xf000)).toBe(first);
+    mem[0x101] = HALT; // now a block of two words
+    const second = translateShared(mem, 0x100, space.layout, 0xf000);
+    expect(second).not.toBe(first);
+    expect(second.length).toBe(2);
+    expect(translateShared(mem, 0x100, space.layout, 0xf001).length, 'another display: another entry').toBe(
+      2,
+    );
+    mem[0x101] = 0x41180002;
+    expect(
+      translateShared(mem, 0x100, space.layout, 0xf000),
+      'the first words again: the first translation',
+    ).toBe(first);
+    forgetTranslations();
+  });
 });
 
 describe('translated code is always valid WebAssembly', () => {

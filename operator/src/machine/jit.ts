@@ -240,8 +240,7 @@ export function translateShared(
   fixedReads: FixedReads = [],
 ): Translation {
   const context = `${layout.memBytes},${displayStart},${fixedReads.join(';')}`;
-  let here = lastAt.get(context);
-  const last = here?.get(pc0);
+  const last = lastAt.get(context)?.get(pc0);
   // The same words make the same block: where a block ends depends on its words alone.
   if (last !== undefined && sameWords(mem, pc0, last.words)) return last.t;
   const irs = blockWords(mem, pc0, layout.memBytes >>> 2);
@@ -253,6 +252,7 @@ export function translateShared(
     if (shared.size >= LIMITS.sharedBlocks) forgetShared();
     shared.set(key, t);
   }
+  let here = lastAt.get(context); // after forgetShared, if the cache just started over
   if (here === undefined) {
     here = new Map();
     lastAt.set(context, here);
