@@ -145,15 +145,13 @@ describe('a block that branches to its own start', () => {
     });
 });
 
+/** What translated code calls out to, for blocks that are only translated and compiled here. */
+const NO_DEVICES = { ioRead: () => 0, ioWrite: () => {}, invalidate: () => {}, complexOp: () => 0 };
+
 describe("the thread's translation cache", () => {
   it('hands back the translation of the words RAM holds at the address now, not of the last ones', () => {
     forgetTranslations();
-    const space = new CodeSpace(0x10000, {
-      ioRead: () => 0,
-      ioWrite: () => {},
-      invalidate: () => {},
-      complexOp: () => 0,
-    });
+    const space = new CodeSpace(0x10000, NO_DEVICES);
     const mem = new Int32Array(space.buffer, 0, 0x4000);
     const HALT = 0xe7ffffff | 0; // B halt
     mem.set(Int32Array.of(0x41180001, 0x41180002, HALT), 0x100); // ADD R1, R1, 1; ADD R1, R1, 2
@@ -178,8 +176,7 @@ describe("the thread's translation cache", () => {
 describe('translated code is always valid WebAssembly', () => {
   it('compiles 3,000 blocks of random words (every opcode, register, condition and offset)', () => {
     const memBytes = 0x10000;
-    const helpers = { ioRead: () => 0, ioWrite: () => {}, invalidate: () => {}, complexOp: () => 0 };
-    const space = new CodeSpace(memBytes, helpers);
+    const space = new CodeSpace(memBytes, NO_DEVICES);
     const mem = new Int32Array(space.buffer, 0, memBytes >>> 2);
     const next = rng(7);
     let words = 0;
