@@ -43,7 +43,7 @@ export const LIMITS = {
   // and body); a file larger than this is not one of ours.
   maxFileBytes: 64 << 20,
   maxKeyBytes: 4096, // a translation's key: a few numbers and at most maxBlock words
-  maxBodyBytes: 16384, // a block's wasm body: at most maxBlock instructions of ~60 bytes
+  maxBodyBytes: 16384, // a block's stored form (jit-group.ts encodeBlock): its function, at most maxBlock instructions of ~60 bytes and the glue
   files: 8, // hint files kept in the folder (the newest: other versions and RAM sizes age out)
   saveEveryMs: 2000, // a thread writes what it learned this long after it learned it (and at exit)
   magic: 'retrokube-jit-hints-2', // format of the file's header (2: with translations)
@@ -66,7 +66,7 @@ export function fileOf(dir: string, memBytes: number, version: string): string {
   return path.join(dir, `${version}-${memBytes}.bin`);
 }
 
-/** A translation as stored: the words it covers and its wasm function body. */
+/** A translation as stored: the words it covers and its stored form (jit-group.ts encodeBlock). */
 export interface StoredTranslation {
   length: number;
   body: Uint8Array;

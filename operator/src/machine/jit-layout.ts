@@ -59,10 +59,24 @@ export type FixedReads = ReadonlyArray<readonly [address: number, value: number]
 /** Runs translated blocks from pc until untranslated code, a stop, or the budget; returns the PC. */
 export type Dispatch = (pc: number, budget: number) => number;
 
-/** A translated block: its wasm function body (locals and the final end excluded) and the words it covers. */
+/**
+ * A translated block: its stored form (jit-group.ts encodeBlock: what the module needs to know of
+ * it, then its wasm code) and the words it covers.
+ */
 export interface Translation {
   body: ArrayLike<number>;
   length: number;
-  /** Its compiled function, once some CPU of the thread installed it (CodeSpace.install). */
-  compiled?: { module: WasmModule; index: number; generation: number };
+  /**
+   * Where it was compiled, once some CPU of the thread installed it (CodeSpace.install): its
+   * group (jit-group.ts blocksBytes) and index there, the group's validity mask (-1: a lone
+   * block) and how many the module imports.
+   */
+  compiled?: {
+    module: WasmModule;
+    group: number;
+    index: number;
+    global: number;
+    globals: number;
+    generation: number;
+  };
 }

@@ -1,11 +1,12 @@
-// The translator proper (jit.ts): one superblock of RISC5 instructions → the body of one wasm
-// function, instruction for instruction the interpreter's semantics (cpu.ts). Registers and
-// flags live in locals for the whole block; C/V are computed only where an exit or a later
-// instruction can observe them.
+// The translator proper (jit.ts): one superblock of RISC5 instructions → its wasm code,
+// instruction for instruction the interpreter's semantics (cpu.ts), and what the module around
+// it needs to know (jit-group.ts encodeBlock). Registers and flags live in locals; C/V are
+// computed only where an exit or a later instruction can observe them.
 
 import { liveness } from './jit-decode.ts';
+import { encodeBlock } from './jit-group.ts';
 import { CELL, type FixedReads, type MemoryLayout, type Translation } from './jit-layout.ts';
-import { FN, L, OP, sleb, uleb } from './jit-wasm.ts';
+import { FN, L, LOCAL_BASE, OP, sleb, uleb } from './jit-wasm.ts';
 
 export function translateWords(
   irs: number[],
@@ -21,9 +22,10 @@ export function translateWords(
   const stateBase = memBytes;
   const codeMarkBase = layout.codeMarkBase;
   const b: number[] = [];
-  const get = (l: number) => b.push(OP.localGet, l);
-  const set = (l: number) => b.push(OP.localSet, l);
-  const tee = (l: number) => b.push(OP.localTee, l);
+  // Local l is wasm local l + LOCAL_BASE: the function around the block takes a parameter.
+  const get = (l: number) => b.push(OP.localGet, l + LOCAL_BASE);
+  const set = (l: number) => b.push(OP.localSet, l + LOCAL_BASE);
+  const tee = (l: number) => b.push(OP.localTee, l + LOCAL_BASE);
   const i32 = (v: number) => {
     b.push(OP.i32Const);
     sleb(b, v);
@@ -48,9 +50,13 @@ export function translateWords(
     b.push(OP.end);
     depth--;
   };
+  /** The PCs the block leaves to that are known here (jit-group.ts jumps to them inside a group). */
+  const targets = new Set<number>();
   /**
    * Leave the block after its k-th instruction (pushPc leaves the next PC on the stack): every
-   * exit branches to one shared epilogue that writes registers, flags and the count back.
+   * exit branches out of the exit block, whose value is the next PC; what follows it (the
+   * instruction count, the jump to the next block, writing the registers back) is the module's
+   * (jit-group.ts).
    */
   const exit = (k: number, pushPc: () => void) => {
     pushPc();
@@ -59,7 +65,10 @@ export function translateWords(
     b.push(OP.br);
     uleb(b, depth);
   };
-  const exitTo = (k: number, pc: number) => exit(k, () => i32(pc));
+  const exitTo = (k: number, pc: number) => {
+    targets.add(pc);
+    exit(k, () => i32(pc));
+  };
   const stopExit = (k: number, next: number) => {
     i32(0);
     load(cell(CELL.stop));
@@ -68,37 +77,6 @@ export function translateWords(
     close();
   };
 
-  // A block with a branch to its own start (a loop whose body is one superblock) is a wasm loop:
-  // when its next PC is its start it branches back to the top instead of calling itself
-  // (chain). A call costs more than the branch, in V8's baseline code (Liftoff) most: it fills
-  // a function's locals with zeros on every entry when it has more than six, and a block has 26
-  // (jit-wasm.ts LOCALS). Other blocks stay as they were (a loop header costs a stack check).
-  const selfLoop = irs.some(
-    (ir, k) =>
-      ir < 0 &&
-      (ir & 0x40000000) !== 0 &&
-      (ir & 0x20000000) !== 0 &&
-      ((ir >>> 24) & 15) !== 15 &&
-      (pc0 + k + 1 + ((ir << 8) >> 8)) >>> 0 === pc0,
-  );
-  // Entry: registers and flags into locals.
-  for (let r = 0; r < 16; r++) {
-    if ((used & (1 << r)) === 0) continue;
-    i32(0);
-    load(stateBase + r * 4);
-    set(r);
-  }
-  i32(0);
-  load(cell(CELL.nz));
-  set(L.nz);
-  i32(0);
-  load(cell(CELL.C));
-  set(L.C);
-  i32(0);
-  load(cell(CELL.V));
-  set(L.V);
-  // A self-loop's next round starts here, with the registers and flags still in their locals.
-  if (selfLoop) b.push(OP.loop, OP.i32);
   b.push(OP.block, OP.i32); // the exit block: its value is the next PC
 
   let ended = false;
@@ -140,92 +118,10 @@ export function translateWords(
   }
   if (!ended) exitTo(n - 1, pc0 + n);
   b.push(OP.end);
-  // The epilogue: the instruction count, registers written, flags; the next PC is the result.
-  set(L.pc);
-  i32(0);
-  i32(0);
-  load(cell(CELL.instr));
-  get(L.count);
-  b.push(OP.i32Add);
-  tee(L.r);
-  store(cell(CELL.instr));
-  if (selfLoop) loopAgain();
-  for (let r = 0; r < 16; r++) {
-    if ((dirty & (1 << r)) === 0) continue;
-    i32(0);
-    get(r);
-    store(stateBase + r * 4);
-  }
-  i32(0);
-  get(L.nz);
-  store(cell(CELL.nz));
-  if (cvWritten) {
-    i32(0);
-    get(L.C);
-    store(cell(CELL.C));
-    i32(0);
-    get(L.V);
-    store(cell(CELL.V));
-  }
-  chain();
-  get(L.pc);
-  if (selfLoop) b.push(OP.end);
-  return { body: b, length: n };
-
-  /**
-   * The dispatcher's conditions (jit-wasm.ts), on the stack: no stop asked for, the budget not
-   * spent (L.r holds the count so far), and (unless the caller knows it) the PC in RAM.
-   */
-  function mayGoOn(pcInRam = false): void {
-    i32(0);
-    load(cell(CELL.stop));
-    b.push(OP.i32Eqz);
-    get(L.r);
-    i32(0);
-    load(cell(CELL.budget));
-    b.push(OP.i32LtS, OP.i32And);
-    if (pcInRam) return;
-    get(L.pc);
-    i32(memBytes >>> 2);
-    b.push(OP.i32LtU, OP.i32And);
-  }
-
-  /**
-   * Into itself, a block branches back to its loop's top before the registers and flags are
-   * written back: they stay in locals, which is what a call would read from the cells. Only on
-   * the dispatcher's conditions, and while its own slot is still set: a store into its words
-   * clears the slot (invalidate), and translated code installs nothing.
-   */
-  function loopAgain(): void {
-    get(L.pc);
-    i32(pc0);
-    b.push(OP.i32Eq);
-    mayGoOn(true);
-    b.push(OP.i32And, OP.if, OP.void);
-    i32(pc0 << 2);
-    load(layout.slotBase);
-    b.push(OP.if, OP.void, OP.br, 2, OP.end, OP.end); // past both ifs, to the loop's top
-  }
-
-  /**
-   * Jump straight into the next block when it is translated (a tail call: the stack does not
-   * grow), on exactly the dispatcher's conditions. This skips a return to the dispatcher and its
-   * loop per block run (3.7 M runs in a compile of the compiler), and each block's jump is a
-   * branch site of its own for the host CPU's predictor: a few per cent on a warm compile.
-   */
-  function chain(): void {
-    mayGoOn();
-    b.push(OP.if, OP.void);
-    get(L.pc);
-    i32(2);
-    b.push(OP.i32Shl);
-    load(layout.slotBase);
-    tee(L.w);
-    b.push(OP.if, OP.void);
-    get(L.w);
-    b.push(OP.returnCallIndirect, 0, 0);
-    b.push(OP.end, OP.end);
-  }
+  return {
+    body: encodeBlock({ start: pc0, used, dirty, cv: cvWritten, targets: [...targets] }, b, layout),
+    length: n,
+  };
 
   function condition(cond: number): void {
     switch (cond & 7) {

@@ -1,15 +1,18 @@
-// The translator's WebAssembly encoding (jit.ts): opcodes, LEB128, the module of translated
-// blocks and the dispatcher module. Bytes only; what a block does is jit-translate.ts's.
+// The translator's WebAssembly encoding (jit.ts): opcodes, LEB128, sections, the locals of
+// translated code and the dispatcher module. Bytes only; what a block does is
+// jit-translate.ts's, how blocks become a module jit-group.ts's.
 
 import { CELL, type MemoryLayout } from './jit-layout.ts';
 
 export const OP = {
+  unreachable: 0x00,
   block: 0x02,
   loop: 0x03,
   if: 0x04,
   else: 0x05,
   end: 0x0b,
   br: 0x0c,
+  brTable: 0x0e,
   return: 0x0f,
   call: 0x10,
   callIndirect: 0x11,
@@ -17,6 +20,7 @@ export const OP = {
   localGet: 0x20,
   localSet: 0x21,
   localTee: 0x22,
+  globalGet: 0x23,
   i32Load: 0x28,
   i32Load8u: 0x2d,
   i32Store: 0x36,
@@ -53,9 +57,24 @@ export const OP = {
 } as const;
 
 export const FN = { ioRead: 0, ioWrite: 1, invalidate: 2, complexOp: 3, count: 4 } as const;
-// Locals: r0..r15 are the registers, then the flags and scratch.
-export const L = { nz: 16, C: 17, V: 18, x: 19, y: 20, r: 21, ad: 22, w: 23, pc: 24, count: 25 } as const;
-export const LOCALS = 26;
+// Locals: r0..r15 are the registers, then the flags and scratch; `next` is the index of the block
+// to run next in a group (jit-group.ts). Local l is wasm local l + LOCAL_BASE: local 0 is the
+// parameter, the table slot the function was called through.
+export const L = {
+  nz: 16,
+  C: 17,
+  V: 18,
+  x: 19,
+  y: 20,
+  r: 21,
+  ad: 22,
+  w: 23,
+  pc: 24,
+  count: 25,
+  next: 26,
+} as const;
+export const LOCALS = 27;
+export const LOCAL_BASE = 1;
 
 export function uleb(out: number[], n: number): void {
   let v = n >>> 0;
@@ -80,18 +99,18 @@ export function sleb(out: number[], n: number): void {
   }
 }
 
-function section(out: number[], id: number, body: number[]): void {
+export function section(out: number[], id: number, body: number[]): void {
   out.push(id);
   uleb(out, body.length);
   for (const b of body) out.push(b);
 }
 
-function name(out: number[], s: string): void {
+export function name(out: number[], s: string): void {
   uleb(out, s.length);
   for (let i = 0; i < s.length; i++) out.push(s.charCodeAt(i));
 }
 
-function funcType(params: number, result: boolean): number[] {
+export function funcType(params: number, result: boolean): number[] {
   return [
     0x60,
     params,
@@ -101,81 +120,15 @@ function funcType(params: number, result: boolean): number[] {
   ];
 }
 
-function importEntry(out: number[], field: string, desc: number[]): void {
+export function importEntry(out: number[], field: string, desc: number[]): void {
   name(out, 'j');
   name(out, field);
   out.push(...desc);
 }
 
-const MAGIC = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
-const TABLE_IMPORT = [0x01, 0x70, 0x00, 0x00]; // a funcref table, no minimum of its own
-const MEMORY_IMPORT = [0x02, 0x00, 0x00]; // a memory, no minimum of its own
-
-/**
- * A module of translated blocks: function i is exported as "i" (CodeSpace.install puts it in a
- * table, which the module imports so that a block can jump straight into the next one).
- */
-export function blocksBytes(bodies: ArrayLike<number>[], generation = 0): Uint8Array {
-  const out = [...MAGIC];
-  // A custom section naming the generation (jit.ts): V8 hands out an earlier compiled module for
-  // the same bytes, and one of another generation was compiled for another tier.
-  if (generation !== 0) section(out, 0, [1, 0x67, generation & 0x7f]);
-  // Types: 0 a block () → i32; 1 ioRead; 2 ioWrite; 3 invalidate; 4 complexOp.
-  section(out, 1, [
-    5,
-    ...funcType(0, true),
-    ...funcType(2, true),
-    ...funcType(3, false),
-    ...funcType(1, false),
-    ...funcType(3, true),
-  ]);
-  const imports: number[] = [6];
-  importEntry(imports, 'ioRead', [0x00, 1]);
-  importEntry(imports, 'ioWrite', [0x00, 2]);
-  importEntry(imports, 'invalidate', [0x00, 3]);
-  importEntry(imports, 'complexOp', [0x00, 4]);
-  importEntry(imports, 'm', MEMORY_IMPORT);
-  importEntry(imports, 't', TABLE_IMPORT);
-  section(out, 2, imports);
-  const fns: number[] = [];
-  uleb(fns, bodies.length);
-  for (let i = 0; i < bodies.length; i++) fns.push(0);
-  section(out, 3, fns);
-  const exports: number[] = [];
-  uleb(exports, bodies.length);
-  bodies.forEach((_, i) => {
-    name(exports, String(i));
-    exports.push(0x00);
-    uleb(exports, FN.count + i);
-  });
-  section(out, 7, exports);
-  // The code section holds nearly all the bytes: written straight into the result (a body is
-  // copied once, natively) instead of number by number through arrays.
-  const head: number[] = [];
-  uleb(head, bodies.length);
-  const sizes = bodies.map((body) => ulebBytes(body.length + 4));
-  let sectionLength = head.length;
-  bodies.forEach((body, i) => {
-    sectionLength += sizes[i].length + body.length + 4;
-  });
-  out.push(10);
-  uleb(out, sectionLength);
-  for (const x of head) out.push(x);
-  const bytes = new Uint8Array(out.length + sectionLength - head.length);
-  bytes.set(out);
-  let at = out.length;
-  bodies.forEach((body, i) => {
-    bytes.set(sizes[i], at);
-    at += sizes[i].length;
-    bytes[at++] = 1; // one local declaration: LOCALS locals of type i32
-    bytes[at++] = LOCALS;
-    bytes[at++] = OP.i32;
-    bytes.set(body, at);
-    at += body.length;
-    bytes[at++] = OP.end;
-  });
-  return bytes;
-}
+export const MAGIC = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
+export const TABLE_IMPORT = [0x01, 0x70, 0x00, 0x00]; // a funcref table, no minimum of its own
+export const MEMORY_IMPORT = [0x02, 0x00, 0x00]; // a memory, no minimum of its own
 
 /**
  * The dispatcher: run(pc, budget) calls the block at pc through the table (see CodeSpace); a
@@ -184,7 +137,7 @@ export function blocksBytes(bodies: ArrayLike<number>[], generation = 0): Uint8A
  */
 export function dispatcherBytes(layout: MemoryLayout): Uint8Array {
   const out = [...MAGIC];
-  section(out, 1, [2, ...funcType(0, true), ...funcType(2, true)]);
+  section(out, 1, [2, ...funcType(1, true), ...funcType(2, true)]);
   const imports: number[] = [2];
   importEntry(imports, 'm', MEMORY_IMPORT);
   importEntry(imports, 't', TABLE_IMPORT);
@@ -207,7 +160,7 @@ export function dispatcherBytes(layout: MemoryLayout): Uint8Array {
   b.push(OP.localGet, PC, OP.i32Const, 2, OP.i32Shl, OP.i32Load, 2, ...ulebBytes(layout.slotBase));
   b.push(OP.localTee, SLOT, OP.i32Eqz);
   returnPcIf();
-  b.push(OP.localGet, SLOT, OP.callIndirect, 0, 0, OP.localSet, PC);
+  b.push(OP.localGet, SLOT, OP.localGet, SLOT, OP.callIndirect, 0, 0, OP.localSet, PC);
   b.push(OP.i32Const, 0, OP.i32Load, 2, ...ulebBytes(cell(CELL.stop)));
   returnPcIf();
   b.push(OP.i32Const, 0, OP.i32Load, 2, ...ulebBytes(cell(CELL.instr)), OP.localGet, BUDGET, OP.i32GeS);
@@ -220,7 +173,7 @@ export function dispatcherBytes(layout: MemoryLayout): Uint8Array {
   return Uint8Array.from(out);
 }
 
-function ulebBytes(n: number): number[] {
+export function ulebBytes(n: number): number[] {
   const out: number[] = [];
   uleb(out, n);
   return out;

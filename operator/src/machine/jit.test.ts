@@ -1,12 +1,14 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TIGHT_LOOP } from '../../../bench/machine/tight-loop.ts';
 import { assemble } from './asm.ts';
 import { Risc5 } from './cpu.ts';
 import { randomProgram as randomWords, rng } from './interpreter-warmup.ts';
+import { enterLongLived, leaveLongLived } from './jit.testkit.ts';
 import {
   CodeSpace,
   forgetTranslations,
   LIMITS,
+  memoryLayout,
   setCompileTier,
   type Translation,
   translateBlock,
@@ -41,34 +43,50 @@ function runOn(prog: Int32Array, jit: boolean, seed: number): Risc5 {
   return cpu;
 }
 
-describe('block translator', () => {
-  it('agrees with the interpreter on 150 random programs (registers, N Z C V, H, memory)', () => {
-    for (let seed = 1; seed <= 150; seed++) {
-      const prog = randomProgram(rng(seed), 40);
-      const i = runOn(prog, false, seed);
-      const j = runOn(prog, true, seed);
-      expect(j.translations, 'the translator ran').toBeGreaterThan(0);
-      expect(Array.from(j.R), `registers, seed ${seed}`).toEqual(Array.from(i.R));
-      expect([j.nz < 0, j.nz === 0, j.C, j.V, j.H], `flags, seed ${seed}`).toEqual([
-        i.nz < 0,
-        i.nz === 0,
-        i.C,
-        i.V,
-        i.H,
-      ]);
-      expect(Array.from(j.mem.subarray(0x400, 0x440)), `memory, seed ${seed}`).toEqual(
-        Array.from(i.mem.subarray(0x400, 0x440)),
-      );
-    }
-  });
-});
+/** What translated code calls out to, for blocks that are only translated and compiled here. */
+const NO_DEVICES = { ioRead: () => 0, ioWrite: () => {}, invalidate: () => {}, complexOp: () => 0 };
 
-describe('a block that branches to its own start', () => {
-  // The translator loops inside such a block instead of calling it again (jit-translate.ts): a
-  // loop left by a side exit, and one left only when run()'s budget ends, in chunks of several
-  // sizes so that the budget ends at every point of the loop.
-  const programs = {
-    sideExit: `
+/** The two ways a thread compiles its translations (jit.ts generation). */
+const TIERS = [
+  { name: 'a fresh thread (a function per block)', grouped: false },
+  { name: 'a long-lived thread (blocks in groups, jit-group.ts)', grouped: true },
+];
+
+for (const tier of TIERS)
+  describe(tier.name, () => {
+    beforeAll(() => {
+      forgetTranslations();
+      if (tier.grouped) enterLongLived();
+    });
+    afterAll(leaveLongLived);
+    describe('block translator', () => {
+      it('agrees with the interpreter on 150 random programs (registers, N Z C V, H, memory)', () => {
+        for (let seed = 1; seed <= 150; seed++) {
+          const prog = randomProgram(rng(seed), 40);
+          const i = runOn(prog, false, seed);
+          const j = runOn(prog, true, seed);
+          expect(j.translations, 'the translator ran').toBeGreaterThan(0);
+          expect(Array.from(j.R), `registers, seed ${seed}`).toEqual(Array.from(i.R));
+          expect([j.nz < 0, j.nz === 0, j.C, j.V, j.H], `flags, seed ${seed}`).toEqual([
+            i.nz < 0,
+            i.nz === 0,
+            i.C,
+            i.V,
+            i.H,
+          ]);
+          expect(Array.from(j.mem.subarray(0x400, 0x440)), `memory, seed ${seed}`).toEqual(
+            Array.from(i.mem.subarray(0x400, 0x440)),
+          );
+        }
+      });
+    });
+
+    describe('a block that branches to its own start', () => {
+      // The translator loops inside such a block instead of calling it again (jit-translate.ts): a
+      // loop left by a side exit, and one left only when run()'s budget ends, in chunks of several
+      // sizes so that the budget ends at every point of the loop.
+      const programs = {
+        sideExit: `
         MOV R0, 0
         MOV R1, 0
         MOV R2, 0
@@ -83,9 +101,9 @@ describe('a block that branches to its own start', () => {
         MOV R5, 7
       halt:
         B halt`,
-    endless: TIGHT_LOOP,
-    // Each block branches to its own start and also leaves for the other, translated, block.
-    nested: `
+        endless: TIGHT_LOOP,
+        // Each block branches to its own start and also leaves for the other, translated, block.
+        nested: `
         MOV R0, 0
         MOV R3, 1000H
       outer:
@@ -98,9 +116,9 @@ describe('a block that branches to its own start', () => {
         BLT inner
         ADD R0, R0, 1
         B outer`,
-    // The loop stores a new instruction over one of its own words (as Oberon's loader stores
-    // code): it must not go round again in its old translation.
-    selfModifying: `
+        // The loop stores a new instruction over one of its own words (as Oberon's loader stores
+        // code): it must not go round again in its old translation.
+        selfModifying: `
         MOV R0, 0
         MOV R1, 0
         MOV' R5, 4118H
@@ -115,38 +133,174 @@ describe('a block that branches to its own start', () => {
         BLT loop
       halt:
         B halt`,
-  };
-  for (const [name, src] of Object.entries(programs))
-    it(`${name}: the same registers, flags and memory as the interpreter, whatever the budget`, () => {
-      const prog = assemble(src).words;
-      const cpuOf = (jit: boolean) => {
+      };
+      for (const [name, src] of Object.entries(programs))
+        it(`${name}: the same registers, flags and memory as the interpreter, whatever the budget`, () => {
+          const prog = assemble(src).words;
+          const cpuOf = (jit: boolean) => {
+            const cpu = new Risc5(
+              0x10000,
+              0xf000,
+              { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} },
+              { jit, hotBlock: 4 },
+            );
+            cpu.mem.set(prog);
+            cpu.pc = 0;
+            return cpu;
+          };
+          for (const chunk of [1, 3, 7, 64, 1000, 100_000]) {
+            // Translated code may run past a budget by part of a block (jit-layout.ts maxBlock): the
+            // interpreter then runs exactly as many instructions.
+            const j = cpuOf(true);
+            while (j.instructions < 20_000) j.run(Math.min(chunk, 20_000 - j.instructions));
+            const i = cpuOf(false);
+            i.run(j.instructions);
+            expect(j.translations, 'the translator ran').toBeGreaterThan(0);
+            const state = (c: Risc5) => [
+              c.pc,
+              c.instructions,
+              ...c.R,
+              c.nz,
+              c.C,
+              c.V,
+              c.mem[0x400],
+              c.mem[0x40],
+            ];
+            expect(state(j), `chunks of ${chunk}`).toEqual(state(i));
+            if (name === 'selfModifying')
+              expect(i.R[1], 'the stored ADD R1, R1, 100H ran').toBe(1 + 699 * 0x100);
+          }
+        });
+    });
+
+    describe('translated code is always valid WebAssembly', () => {
+      it('compiles 3,000 blocks of random words (every opcode, register, condition and offset)', () => {
+        const memBytes = 0x10000;
+        const space = new CodeSpace(memBytes, NO_DEVICES);
+        const mem = new Int32Array(space.buffer, 0, memBytes >>> 2);
+        const next = rng(7);
+        let words = 0;
+        for (let batch = 0; batch < 200; batch++) {
+          const blocks: Translation[] = [];
+          for (let b = 0; b < 15; b++) {
+            const at = (next() % 0x3000) & ~63;
+            for (let i = 0; i < 64; i++) mem[at + i] = next() | 0;
+            const t = translateBlock(mem, at, space.layout, 0xf000);
+            words += t.length;
+            blocks.push(t);
+          }
+          // WebAssembly.Module validates: a malformed body throws here.
+          expect(() => space.install(blocks)).not.toThrow();
+        }
+        expect(words).toBeGreaterThan(3000);
+      });
+    });
+
+    describe('stores into translated code', () => {
+      // X runs words 250..259 (across the 256-word invalidation page boundary), Y runs 256..259: the
+      // two share words of page 1. A store into page 0 drops X; a later store into a shared word of
+      // page 1 must still drop Y.
+      const ADD_R1_1 = 0x41180001; // ADD R1, R1, 1
+      const ADD_R1_100H = 0x41180100; // ADD R1, R1, 100H
+      const HALT = 0xe7ffffff | 0; // B halt
+      const STORE = 0xa2300000 | 0; // STW R2, R3, 0
+      function run(jit: boolean): number[] {
         const cpu = new Risc5(
           0x10000,
           0xf000,
           { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} },
-          { jit, hotBlock: 4 },
+          { jit, hotBlock: 2 },
         );
-        cpu.mem.set(prog);
-        cpu.pc = 0;
-        return cpu;
-      };
-      for (const chunk of [1, 3, 7, 64, 1000, 100_000]) {
-        // Translated code may run past a budget by part of a block (jit-layout.ts maxBlock): the
-        // interpreter then runs exactly as many instructions.
-        const j = cpuOf(true);
-        while (j.instructions < 20_000) j.run(Math.min(chunk, 20_000 - j.instructions));
-        const i = cpuOf(false);
-        i.run(j.instructions);
-        expect(j.translations, 'the translator ran').toBeGreaterThan(0);
-        const state = (c: Risc5) => [c.pc, c.instructions, ...c.R, c.nz, c.C, c.V, c.mem[0x400], c.mem[0x40]];
-        expect(state(j), `chunks of ${chunk}`).toEqual(state(i));
-        if (name === 'selfModifying') expect(i.R[1], 'the stored ADD R1, R1, 100H ran').toBe(1 + 699 * 0x100);
+        for (let w = 250; w < 259; w++) cpu.mem[w] = ADD_R1_1;
+        cpu.mem[259] = HALT;
+        cpu.mem[0x100] = STORE;
+        cpu.mem[0x101] = HALT;
+        const seen: number[] = [];
+        const from = (pc: number, n: number) => {
+          cpu.pc = pc;
+          cpu.run(n);
+          seen.push(cpu.R[1]);
+        };
+        const store = (word: number, value: number) => {
+          cpu.R[2] = value;
+          cpu.R[3] = word * 4;
+          from(0x100, 2);
+        };
+        for (let k = 0; k < 3; k++) from(250, 10); // X hot and translated
+        for (let k = 0; k < 3; k++) from(256, 4); // Y too
+        store(250, ADD_R1_1); // page 0: X goes
+        store(257, ADD_R1_100H); // page 1, a word Y covers
+        from(256, 4);
+        from(250, 10);
+        return seen;
       }
+      it('a store drops every translation covering the word, after neighbouring pages were dropped', () => {
+        const i = run(false);
+        expect(i.at(-2)).not.toBe((i.at(-3) as number) + 3); // the new word ran (not the old three ADD 1)
+        expect(run(true)).toEqual(i);
+      });
     });
-});
 
-/** What translated code calls out to, for blocks that are only translated and compiled here. */
-const NO_DEVICES = { ioRead: () => 0, ioWrite: () => {}, invalidate: () => {}, complexOp: () => 0 };
+    describe('a group of blocks (jit-group.ts)', () => {
+      // A at word 10 jumps to B at word 300 (another invalidation page); both get hot in the same
+      // run, so a long-lived thread compiles them in one group, where A runs B with a branch. A
+      // store then changes B's first word: B is dropped, A is not, and A must not run B's old code.
+      const A = 10;
+      const B = 300;
+      const STORE = 0xa4500000 | 0; // STW R4, R5, 0
+      const prog = (cpu: Risc5) => {
+        cpu.mem[A] = 0x41180001; // ADD R1, R1, 1
+        cpu.mem[A + 1] = 0xe7000000 | (B - (A + 2)); // B to B
+        cpu.mem[B] = 0x42280001; // ADD R2, R2, 1
+        cpu.mem[B + 1] = 0xe7000000 | ((600 - (B + 2)) & 0xffffff); // B to the halt at 600
+        cpu.mem[600] = 0xe7ffffff | 0; // halt
+        cpu.mem[700] = STORE;
+        cpu.mem[701] = 0xe7ffffff | 0;
+      };
+      function run(jit: boolean): { seen: number[]; cpu: Risc5 } {
+        const cpu = new Risc5(
+          0x10000,
+          0xf000,
+          { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} },
+          {
+            jit,
+            hotBlock: 2,
+          },
+        );
+        prog(cpu);
+        const seen: number[] = [];
+        const from = (pc: number, n: number) => {
+          cpu.pc = pc;
+          cpu.run(n);
+          seen.push(cpu.R[1], cpu.R[2]);
+        };
+        for (let k = 0; k < 4; k++) from(A, 4);
+        cpu.R[4] = 0x42280100; // ADD R2, R2, 100H
+        cpu.R[5] = B * 4;
+        from(700, 2);
+        for (let k = 0; k < 3; k++) from(A, 4);
+        return { seen, cpu };
+      }
+      it('runs a block of its group only while it is installed', () => {
+        const i = run(false).seen;
+        const { seen, cpu } = run(true);
+        expect(seen).toEqual(i);
+        expect(i.at(-1), 'the new ADD R2, R2, 100H ran').toBe((i.at(-3) as number) + 0x100);
+        const layout = memoryLayout(0x10000);
+        const a = translateShared(cpu.mem, A, layout, 0xf000).compiled;
+        expect(a, 'A is translated').toBeDefined();
+        if (tier.grouped) {
+          // B's old words: the translation A's group holds
+          const old = new Int32Array(0x4000);
+          prog({ mem: old } as unknown as Risc5);
+          const b = translateShared(old, B, layout, 0xf000).compiled;
+          expect(b?.module, 'A and B compiled in one module').toBe(a?.module);
+          expect(b?.group, '...in one group').toBe(a?.group);
+          expect(a?.global).toBeGreaterThanOrEqual(0);
+        } else expect(a?.global, 'a fresh thread compiles lone blocks').toBe(-1);
+      });
+    });
+  });
 
 describe("the thread's translation cache", () => {
   it('hands back the translation of the words RAM holds at the address now, not of the last ones', () => {
@@ -173,74 +327,6 @@ describe("the thread's translation cache", () => {
   });
 });
 
-describe('translated code is always valid WebAssembly', () => {
-  it('compiles 3,000 blocks of random words (every opcode, register, condition and offset)', () => {
-    const memBytes = 0x10000;
-    const space = new CodeSpace(memBytes, NO_DEVICES);
-    const mem = new Int32Array(space.buffer, 0, memBytes >>> 2);
-    const next = rng(7);
-    let words = 0;
-    for (let batch = 0; batch < 200; batch++) {
-      const blocks: Translation[] = [];
-      for (let b = 0; b < 15; b++) {
-        const at = (next() % 0x3000) & ~63;
-        for (let i = 0; i < 64; i++) mem[at + i] = next() | 0;
-        const t = translateBlock(mem, at, space.layout, 0xf000);
-        words += t.length;
-        blocks.push(t);
-      }
-      // WebAssembly.Module validates: a malformed body throws here.
-      expect(() => space.install(blocks)).not.toThrow();
-    }
-    expect(words).toBeGreaterThan(3000);
-  });
-});
-
-describe('stores into translated code', () => {
-  // X runs words 250..259 (across the 256-word invalidation page boundary), Y runs 256..259: the
-  // two share words of page 1. A store into page 0 drops X; a later store into a shared word of
-  // page 1 must still drop Y.
-  const ADD_R1_1 = 0x41180001; // ADD R1, R1, 1
-  const ADD_R1_100H = 0x41180100; // ADD R1, R1, 100H
-  const HALT = 0xe7ffffff | 0; // B halt
-  const STORE = 0xa2300000 | 0; // STW R2, R3, 0
-  function run(jit: boolean): number[] {
-    const cpu = new Risc5(
-      0x10000,
-      0xf000,
-      { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} },
-      { jit, hotBlock: 2 },
-    );
-    for (let w = 250; w < 259; w++) cpu.mem[w] = ADD_R1_1;
-    cpu.mem[259] = HALT;
-    cpu.mem[0x100] = STORE;
-    cpu.mem[0x101] = HALT;
-    const seen: number[] = [];
-    const from = (pc: number, n: number) => {
-      cpu.pc = pc;
-      cpu.run(n);
-      seen.push(cpu.R[1]);
-    };
-    const store = (word: number, value: number) => {
-      cpu.R[2] = value;
-      cpu.R[3] = word * 4;
-      from(0x100, 2);
-    };
-    for (let k = 0; k < 3; k++) from(250, 10); // X hot and translated
-    for (let k = 0; k < 3; k++) from(256, 4); // Y too
-    store(250, ADD_R1_1); // page 0: X goes
-    store(257, ADD_R1_100H); // page 1, a word Y covers
-    from(256, 4);
-    from(250, 10);
-    return seen;
-  }
-  it('a store drops every translation covering the word, after neighbouring pages were dropped', () => {
-    const i = run(false);
-    expect(i.at(-2)).not.toBe((i.at(-3) as number) + 3); // the new word ran (not the old three ADD 1)
-    expect(run(true)).toEqual(i);
-  });
-});
-
 describe('a long-lived thread', () => {
   // Past LIMITS.longLived instructions in translated code, the thread compiles its translations
   // again in modules of the long-lived tier (jit.ts setCompileTier): the same bodies, so the same
@@ -264,18 +350,10 @@ describe('a long-lived thread', () => {
       expect(before.translations).toBeGreaterThan(0);
       expect(tiers.length).toBeGreaterThan(0);
       expect(tiers).not.toContain(true);
-      const loop = new Risc5(
-        0x10000,
-        0xf000,
-        { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} },
-        { jit: true, hotBlock: 2 },
-      );
-      loop.mem.set(Int32Array.of(0x41180001, 0xe7fffffe | 0)); // ADD R1, R1, 1; B 0
-      loop.pc = 0;
       const cpuNow = () =>
         new Risc5(0x10000, 0xf000, { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} });
       expect(cpuNow().hotBlock).toBe(LIMITS.hotBlock);
-      while (loop.instructions <= LIMITS.longLived) loop.run(20_000_000); // its first runs are interpreted
+      enterLongLived((longLived) => tiers.push(longLived));
       expect(tiers).not.toContain(true); // the loop's block was compiled before the thread was long-lived
       expect(cpuNow().hotBlock, 'a CPU made now translates sooner').toBe(LIMITS.longLivedHotBlock);
       const after = runOn(prog, true, 42);
@@ -284,8 +362,7 @@ describe('a long-lived thread', () => {
       expect(state(after)).toEqual(state(interpreted));
       expect(state(before)).toEqual(state(interpreted));
     } finally {
-      setCompileTier(null);
-      forgetTranslations();
+      leaveLongLived();
     }
   });
 });

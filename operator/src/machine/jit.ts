@@ -4,7 +4,9 @@
 // WebAssembly.Memory as everything the CPU owns (layout: jit-layout.ts). Registers sit in wasm locals for
 // the whole block, flags too, and C/V are computed only where a later instruction or an exit can
 // observe them. Hot blocks are compiled several to a module, placed in one function table, and a
-// small wasm dispatcher calls block after block through that table.
+// small wasm dispatcher calls block after block through that table; a block jumps on into the
+// next itself, and in a long-lived thread neighbouring blocks share one function, so a jump
+// between them keeps the registers in locals (jit-group.ts blocksBytes).
 //
 // Why wasm and not generated JavaScript: V8 must warm each JavaScript function up through its
 // tiers and may throw optimised code away when a path it never saw runs; a translated block paid
@@ -16,11 +18,12 @@
 // modules by storing code), which invalidates the translations of that code's page.
 //
 // The parts: jit-layout.ts (limits, the memory layout, the contracts), jit-translate.ts (a block
-// → a wasm function body), jit-wasm.ts (module bytes); here the code space of a CPU and the
-// translations shared by the CPUs of a thread.
+// → its wasm code), jit-group.ts (blocks → a module, in groups), jit-wasm.ts (wasm's bytes);
+// here the code space of a CPU and the translations shared by the CPUs of a thread.
 
 import { fpAdd, fpDiv, fpMul, idiv, idivResult } from './fpu.ts';
 import { blockWords } from './jit-decode.ts';
+import { blocksBytes, decodeBlock, GROUP_BLOCKS, groupGlobals } from './jit-group.ts';
 import {
   CELL,
   type Dispatch,
@@ -34,12 +37,15 @@ import {
   type WasmModule,
 } from './jit-layout.ts';
 import { translateWords } from './jit-translate.ts';
-import { blocksBytes, dispatcherBytes } from './jit-wasm.ts';
+import { dispatcherBytes } from './jit-wasm.ts';
 
 // The translator's definitions are part of its interface (cpu.ts, jit-hints.ts, tests).
 export * from './jit-layout.ts';
 
 // The project's lib (ES2024, no DOM) does not declare the WebAssembly global; the part used here.
+interface WasmGlobal {
+  value: number;
+}
 interface WasmTable {
   readonly length: number;
   grow(delta: number): number;
@@ -53,6 +59,7 @@ const WA = (
       Table: new (d: { element: 'anyfunc'; initial: number }) => WasmTable;
       Module: new (bytes: Uint8Array) => WasmModule;
       Instance: new (module: WasmModule, imports: object) => WasmInstance;
+      Global: new (d: { value: 'i32'; mutable: boolean }, v: number) => WasmGlobal;
     };
   }
 ).WebAssembly;
@@ -67,10 +74,16 @@ export class CodeSpace {
   readonly dispatch: Dispatch;
   private readonly table: WasmTable;
   private readonly imports: { j: Record<string, unknown> };
-  private readonly freeSlots: number[] = [];
-  private nextSlot = 1; // slot 0 means "no block"
-  /** This CPU's instance of each shared module it took blocks from. */
-  private readonly instances = new Map<WasmModule, WasmInstance>();
+  /** Free table slots by their residue modulo GROUP_BLOCKS (allocSlot); slot 0 means "no block". */
+  private readonly freeSlots: number[][] = Array.from({ length: GROUP_BLOCKS }, () => []);
+  private rows = 0;
+  /** This CPU's instance of each shared module it took blocks from, with each group's validity mask. */
+  private readonly instances = new Map<
+    WasmModule,
+    { exports: WasmInstance['exports']; valid: WasmGlobal[] }
+  >();
+  /** The validity mask and bit of the block in each table slot (jit-group.ts blocksBytes). */
+  private readonly slotValid: ({ v: WasmGlobal; bit: number } | undefined)[] = [];
 
   constructor(memBytes: number, helpers: JitImports) {
     this.layout = memoryLayout(memBytes);
@@ -90,8 +103,8 @@ export class CodeSpace {
   }
 
   /**
-   * Put translations into this CPU's table; returns the slot of each. Those not compiled yet are
-   * compiled together in one module. A compiled module is shared by every CPU of the thread
+   * Put translations into this CPU's table; returns the slot of each. Those not compiled
+   * yet are compiled together in one module. A compiled module is shared by every CPU of the thread
    * (each instantiates it against its own memory), so V8's optimised code for a block, once it
    * has tiered up, serves every machine running that code.
    */
@@ -99,39 +112,90 @@ export class CodeSpace {
     const fresh = blocks.filter((t) => t.compiled?.generation !== generation);
     if (fresh.length > 0) {
       compileTier?.(generation !== 0);
+      // A long-lived thread compiles neighbouring blocks in groups (jit-group.ts blocksBytes): a
+      // jump inside a group keeps the registers in locals, and a procedure's blocks lie side by
+      // side. A fresh process's blocks stand alone: jit-group.ts says why.
+      const size = generation === 0 ? 1 : GROUP_BLOCKS;
+      const ordered =
+        size === 1
+          ? fresh
+          : fresh
+              .map((t) => ({ t, start: decodeBlock(t.body).start }))
+              .sort((a, b) => a.start - b.start)
+              .map(({ t }) => t);
+      const groups: Translation[][] = [];
+      for (let i = 0; i < ordered.length; i += size) groups.push(ordered.slice(i, i + size));
+      const globalOf = groupGlobals(groups.map((g) => g.length));
+      const globals = globalOf.filter((v) => v >= 0).length;
       const module = new WA.Module(
         blocksBytes(
-          fresh.map((t) => t.body),
+          groups.map((g) => g.map((t) => t.body)),
+          this.layout,
           generation,
         ),
       );
-      fresh.forEach((t, index) => {
-        t.compiled = { module, index, generation };
+      groups.forEach((g, group) => {
+        g.forEach((t, index) => {
+          t.compiled = { module, group, index, global: globalOf[group], globals, generation };
+        });
       });
     }
     return blocks.map((t) => {
-      const c = t.compiled as { module: WasmModule; index: number };
+      const c = t.compiled as NonNullable<Translation['compiled']>;
       let instance = this.instances.get(c.module);
       if (instance === undefined) {
-        instance = new WA.Instance(c.module, this.imports);
+        const valid: WasmGlobal[] = [];
+        const imports: Record<string, unknown> = { ...this.imports.j };
+        for (let g = 0; g < c.globals; g++) {
+          const v = new WA.Global({ value: 'i32', mutable: true }, 0);
+          valid.push(v);
+          imports[`v${g}`] = v;
+        }
+        instance = { exports: new WA.Instance(c.module, { j: imports }).exports, valid };
         this.instances.set(c.module, instance);
       }
-      const slot = this.allocSlot();
-      this.table.set(slot, instance.exports[String(c.index)]);
+      const slot = this.allocSlot(c.global >= 0 ? c.index : -1);
+      this.table.set(slot, instance.exports[String(c.group)]);
+      if (c.global >= 0) {
+        const v = instance.valid[c.global];
+        v.value |= 1 << c.index;
+        this.slotValid[slot] = { v, bit: 1 << c.index };
+      }
       return slot;
     });
   }
 
   free(slot: number): void {
     this.table.set(slot, null);
-    this.freeSlots.push(slot);
+    const s = this.slotValid[slot];
+    if (s !== undefined) {
+      s.v.value &= ~s.bit;
+      this.slotValid[slot] = undefined;
+    }
+    this.freeSlots[slot % GROUP_BLOCKS].push(slot);
   }
 
-  private allocSlot(): number {
-    const slot = this.freeSlots.pop();
-    if (slot !== undefined) return slot;
-    if (this.nextSlot >= this.table.length) this.table.grow(this.table.length);
-    return this.nextSlot++;
+  /**
+   * A free table slot; for the block of index `index` in a group, one whose residue modulo
+   * GROUP_BLOCKS is that index (the group reads where to start from the slot it is called
+   * with), for a lone block (-1) any. Free slots are kept by residue; the table grows by whole
+   * rows of GROUP_BLOCKS.
+   */
+  private allocSlot(index: number): number {
+    if (index < 0) {
+      for (const free of this.freeSlots) {
+        const slot = free.pop();
+        if (slot !== undefined) return slot;
+      }
+    } else {
+      const slot = this.freeSlots[index].pop();
+      if (slot !== undefined) return slot;
+    }
+    const row = this.rows++ * GROUP_BLOCKS;
+    if (row + GROUP_BLOCKS > this.table.length) this.table.grow(this.table.length);
+    // Pushed last to first, so a row's slots are handed out in order.
+    for (let i = GROUP_BLOCKS - 1; i >= 0; i--) if (row + i !== 0) this.freeSlots[i].push(row + i);
+    return this.allocSlot(index);
   }
 }
 
