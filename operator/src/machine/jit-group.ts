@@ -107,21 +107,22 @@ export const GROUP_BLOCKS = 32;
  * stored translations). A group is one function, exported as its index and put by
  * CodeSpace.install in the table slot of each of its blocks; it is called with that slot, and a
  * block's slot is its index in the group modulo GROUP_BLOCKS (CodeSpace.install allocates them
- * so), which says where to start without a lookup. Its blocks share the
- * registers' locals: a block that leaves to another block of the group
- * runs it with a branch, the registers staying in locals, where a jump to any other block writes
- * them back to memory and calls the next block through the table (a tail call) or returns to the
- * dispatcher. A jump inside the group checks what the dispatcher checks (no stop asked for, the
- * budget not spent) and that the target is still installed in this CPU: global g (imported, one
- * per group and instance) has bit i set while block i is (CodeSpace.install sets it, free clears
- * it), so a block dropped after a store into its words is never run from the group.
+ * so), which says where to start without a lookup. Its blocks share the registers' locals: a
+ * block that leaves to another block of the group runs it with a branch, the registers staying
+ * in locals, where a jump to any other block writes them back to memory and calls the next
+ * block through the table (a tail call) or returns to the dispatcher. A jump inside the group
+ * checks what the dispatcher checks (no stop asked for, the budget not spent) and that the
+ * target is still installed in this CPU: global g (imported, one per group and instance) has bit
+ * i set while block i is (CodeSpace.install sets it, free clears it), so a block dropped after a
+ * store into its words is never run from the group.
  */
 export function blocksBytes(groups: ArrayLike<number>[][], layout: MemoryLayout, generation = 0): Uint8Array {
   const out = [...MAGIC];
   // A custom section naming the generation (jit.ts): V8 hands out an earlier compiled module for
   // the same bytes, and one of another generation was compiled for another tier.
   if (generation !== 0) section(out, 0, [1, 0x67, generation & 0x7f]);
-  // Types: 0 a group (pc) → next pc; 1 ioRead; 2 ioWrite; 3 invalidate; 4 complexOp.
+  // Types: 0 a group (the slot it was called through) → the next PC; 1 ioRead; 2 ioWrite;
+  // 3 invalidate; 4 complexOp.
   section(out, 1, [
     5,
     ...funcType(1, true),

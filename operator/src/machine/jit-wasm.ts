@@ -131,9 +131,10 @@ export const TABLE_IMPORT = [0x01, 0x70, 0x00, 0x00]; // a funcref table, no min
 export const MEMORY_IMPORT = [0x02, 0x00, 0x00]; // a memory, no minimum of its own
 
 /**
- * The dispatcher: run(pc, budget) calls the block at pc through the table (see CodeSpace); a
- * block jumps on into the next translated one itself (jit-translate.ts), and returns when the
- * chain ends, where this loop checks the same conditions again and returns the PC.
+ * The dispatcher: run(pc, budget) calls the block at pc through the table (see CodeSpace), with
+ * its slot as the argument (jit-group.ts); a block jumps on into the next translated one itself
+ * (jit-group.ts), and returns when the chain ends, where this loop checks the same conditions
+ * again and returns the PC.
  */
 export function dispatcherBytes(layout: MemoryLayout): Uint8Array {
   const out = [...MAGIC];
