@@ -5,18 +5,17 @@
 
 import { CELL, LIMITS, type MemoryLayout } from './jit-layout.ts';
 import {
+  emit,
   FN,
   funcType,
   importEntry,
   L,
-  LOCAL_BASE,
   LOCALS,
   MAGIC,
   MEMORY_IMPORT,
   name,
   OP,
   section,
-  sleb,
   TABLE_IMPORT,
   uleb,
   ulebBytes,
@@ -221,26 +220,10 @@ function groupParts(
   }
   const stateBase = layout.memBytes;
   const cell = (c: number) => stateBase + c * 4;
-  const parts: ArrayLike<number>[] = [];
-  let b: number[] = [1, LOCALS, OP.i32]; // one local declaration: LOCALS locals of type i32
-  const get = (l: number) => b.push(OP.localGet, l + LOCAL_BASE);
-  const set = (l: number) => b.push(OP.localSet, l + LOCAL_BASE);
-  const i32 = (v: number) => {
-    b.push(OP.i32Const);
-    sleb(b, v);
-  };
-  const load = (offset: number) => {
-    b.push(OP.i32Load, 2);
-    uleb(b, offset);
-  };
-  const store = (offset: number) => {
-    b.push(OP.i32Store, 2);
-    uleb(b, offset);
-  };
-  const br = (depth: number) => {
-    b.push(OP.br);
-    uleb(b, depth);
-  };
+  // The glue goes into b; each block's code is copied in later at the place recorded for it.
+  const b: number[] = [1, LOCALS, OP.i32]; // one local declaration: LOCALS locals of type i32
+  const codeAt: { at: number; code: ArrayLike<number> }[] = [];
+  const { get, set, tee, i32, load, store, br } = emit(b);
   /** On the stack: no stop asked for and the budget not spent (L.r: the count so far). */
   const mayGoOn = () => {
     i32(0);
@@ -278,7 +261,7 @@ function groupParts(
     // $leave: out of the group, L.pc holds the next PC. A lone block falls through to the end
     // instead (one merge of control flow less, which costs V8's baseline code moves of locals).
     b.push(OP.block, OP.void);
-    b.push(OP.localGet, 0);
+    b.push(OP.localGet, 0); // the parameter: the slot
     i32(GROUP_BLOCKS - 1);
     b.push(OP.i32And);
     set(L.next);
@@ -300,15 +283,15 @@ function groupParts(
     // again, and V8's baseline code fills a function's locals with zeros on every entry.
     if (selfLoop) b.push(OP.loop, OP.void);
     const inLoop = selfLoop ? 1 : 0;
-    parts.push(b, blk.code);
-    b = [];
+    codeAt.push({ at: b.length, code: blk.code });
     set(L.pc);
     // The instruction count, as the dispatcher keeps it (devices read it).
     i32(0);
     i32(0);
     load(cell(CELL.instr));
     get(L.count);
-    b.push(OP.i32Add, OP.localTee, L.r + LOCAL_BASE);
+    b.push(OP.i32Add);
+    tee(L.r);
     store(cell(CELL.instr));
     for (const t of blk.targets) {
       const j = indexOf.get(t);
@@ -370,14 +353,21 @@ function groupParts(
   i32(2);
   b.push(OP.i32Shl);
   load(layout.slotBase);
-  b.push(OP.localTee, L.w + LOCAL_BASE, OP.if, OP.void);
+  tee(L.w);
+  b.push(OP.if, OP.void);
   get(L.w);
   get(L.w);
   b.push(OP.returnCallIndirect, 0, 0);
   b.push(OP.end, OP.end);
   get(L.pc);
   b.push(OP.end);
-  parts.push(b);
+  const parts: ArrayLike<number>[] = [];
+  let from = 0;
+  for (const { at, code } of codeAt) {
+    parts.push(b.slice(from, at), code);
+    from = at;
+  }
+  parts.push(b.slice(from));
   return parts;
 }
 

@@ -6,7 +6,7 @@
 import { liveness } from './jit-decode.ts';
 import { encodeBlock } from './jit-group.ts';
 import { CELL, type FixedReads, type MemoryLayout, type Translation } from './jit-layout.ts';
-import { FN, L, LOCAL_BASE, OP, sleb, uleb } from './jit-wasm.ts';
+import { emit, FN, L, OP, uleb } from './jit-wasm.ts';
 
 export function translateWords(
   irs: number[],
@@ -22,22 +22,7 @@ export function translateWords(
   const stateBase = memBytes;
   const codeMarkBase = layout.codeMarkBase;
   const b: number[] = [];
-  // Local l is wasm local l + LOCAL_BASE: the function around the block takes a parameter.
-  const get = (l: number) => b.push(OP.localGet, l + LOCAL_BASE);
-  const set = (l: number) => b.push(OP.localSet, l + LOCAL_BASE);
-  const tee = (l: number) => b.push(OP.localTee, l + LOCAL_BASE);
-  const i32 = (v: number) => {
-    b.push(OP.i32Const);
-    sleb(b, v);
-  };
-  const load = (offset: number, op: number = OP.i32Load) => {
-    b.push(op, op === OP.i32Load ? 2 : 0);
-    uleb(b, offset);
-  };
-  const store = (offset: number, op: number = OP.i32Store) => {
-    b.push(op, op === OP.i32Store ? 2 : 0);
-    uleb(b, offset);
-  };
+  const { get, set, tee, i32, load, store } = emit(b);
   const cell = (c: number) => stateBase + c * 4;
   // Structured control: `depth` counts the ifs open inside the exit block, so an exit knows how
   // far to branch out.

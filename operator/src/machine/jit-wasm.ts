@@ -76,6 +76,36 @@ export const L = {
 export const LOCALS = 27;
 export const LOCAL_BASE = 1;
 
+/**
+ * Writes the instructions the code generators (jit-translate.ts, jit-group.ts) use most into
+ * `out`. Local l is wasm local l + LOCAL_BASE. Its functions are fields, so a generator can take
+ * them apart (`const { get, set } = emit(b)`).
+ */
+export function emit(out: number[]) {
+  return {
+    get: (l: number) => out.push(OP.localGet, l + LOCAL_BASE),
+    set: (l: number) => out.push(OP.localSet, l + LOCAL_BASE),
+    tee: (l: number) => out.push(OP.localTee, l + LOCAL_BASE),
+    i32: (v: number) => {
+      out.push(OP.i32Const);
+      sleb(out, v);
+    },
+    /** A load of a word (aligned) or of a byte. */
+    load: (offset: number, op: number = OP.i32Load) => {
+      out.push(op, op === OP.i32Load ? 2 : 0);
+      uleb(out, offset);
+    },
+    store: (offset: number, op: number = OP.i32Store) => {
+      out.push(op, op === OP.i32Store ? 2 : 0);
+      uleb(out, offset);
+    },
+    br: (depth: number) => {
+      out.push(OP.br);
+      uleb(out, depth);
+    },
+  };
+}
+
 export function uleb(out: number[], n: number): void {
   let v = n >>> 0;
   do {
