@@ -130,15 +130,15 @@ export function blocksBytes(groups: ArrayLike<number>[][], layout: MemoryLayout,
     ...funcType(1, false),
     ...funcType(3, true),
   ]);
+  const globalOf = groupGlobals(groups.map((g) => g.length));
   const imports: number[] = [];
-  uleb(imports, 6 + groups.filter((g) => g.length > 1).length);
+  uleb(imports, 6 + globalOf.filter((v) => v >= 0).length);
   importEntry(imports, 'ioRead', [0x00, 1]);
   importEntry(imports, 'ioWrite', [0x00, 2]);
   importEntry(imports, 'invalidate', [0x00, 3]);
   importEntry(imports, 'complexOp', [0x00, 4]);
   importEntry(imports, 'm', MEMORY_IMPORT);
   importEntry(imports, 't', TABLE_IMPORT);
-  const globalOf = groupGlobals(groups.map((g) => g.length));
   for (let g = 0; g < globalOf.length; g++)
     if (globalOf[g] >= 0) importEntry(imports, `v${globalOf[g]}`, [0x03, OP.i32, 0x01]);
   section(out, 2, imports);
