@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TIGHT_LOOP } from '../../../bench/machine/tight-loop.ts';
 import { assemble } from './asm.ts';
-import { Risc5 } from './cpu.ts';
+import type { Risc5 } from './cpu.ts';
 import { randomProgram as randomWords, rng } from './interpreter-warmup.ts';
-import { enterLongLived, leaveLongLived } from './jit.testkit.ts';
+import { bareCpu, enterLongLived, leaveLongLived } from './jit.testkit.ts';
 import {
   CodeSpace,
   forgetTranslations,
@@ -25,12 +25,8 @@ function randomProgram(next: () => number, length: number): Int32Array {
 }
 
 function runOn(prog: Int32Array, jit: boolean, seed: number): Risc5 {
-  const cpu = new Risc5(
-    0x10000,
-    0xf000,
-    { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} },
-    { jit, hotBlock: 1000 }, // translate after 1,000 runs (the default waits longer) so the test stays short
-  );
+  // Translate after 1,000 runs (the default waits longer) so the test stays short.
+  const cpu = bareCpu({ jit, hotBlock: 1000 });
   cpu.mem.set(prog);
   const next = rng(seed ^ 0x5a5a);
   for (let r = 0; r < 13; r++) cpu.R[r] = next() | 0;
@@ -138,12 +134,7 @@ for (const tier of TIERS)
         it(`${name}: the same registers, flags and memory as the interpreter, whatever the budget`, () => {
           const prog = assemble(src).words;
           const cpuOf = (jit: boolean) => {
-            const cpu = new Risc5(
-              0x10000,
-              0xf000,
-              { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} },
-              { jit, hotBlock: 4 },
-            );
+            const cpu = bareCpu({ jit, hotBlock: 4 });
             cpu.mem.set(prog);
             cpu.pc = 0;
             return cpu;
@@ -205,12 +196,7 @@ for (const tier of TIERS)
       const HALT = 0xe7ffffff | 0; // B halt
       const STORE = 0xa2300000 | 0; // STW R2, R3, 0
       function run(jit: boolean): number[] {
-        const cpu = new Risc5(
-          0x10000,
-          0xf000,
-          { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} },
-          { jit, hotBlock: 2 },
-        );
+        const cpu = bareCpu({ jit, hotBlock: 2 });
         for (let w = 250; w < 259; w++) cpu.mem[w] = ADD_R1_1;
         cpu.mem[259] = HALT;
         cpu.mem[0x100] = STORE;
@@ -248,26 +234,18 @@ for (const tier of TIERS)
       const A = 10;
       const B = 300;
       const STORE = 0xa4500000 | 0; // STW R4, R5, 0
-      const prog = (cpu: Risc5) => {
-        cpu.mem[A] = 0x41180001; // ADD R1, R1, 1
-        cpu.mem[A + 1] = 0xe7000000 | (B - (A + 2)); // B to B
-        cpu.mem[B] = 0x42280001; // ADD R2, R2, 1
-        cpu.mem[B + 1] = 0xe7000000 | ((600 - (B + 2)) & 0xffffff); // B to the halt at 600
-        cpu.mem[600] = 0xe7ffffff | 0; // halt
-        cpu.mem[700] = STORE;
-        cpu.mem[701] = 0xe7ffffff | 0;
+      const prog = (mem: Int32Array) => {
+        mem[A] = 0x41180001; // ADD R1, R1, 1
+        mem[A + 1] = 0xe7000000 | (B - (A + 2)); // B to B
+        mem[B] = 0x42280001; // ADD R2, R2, 1
+        mem[B + 1] = 0xe7000000 | ((600 - (B + 2)) & 0xffffff); // B to the halt at 600
+        mem[600] = 0xe7ffffff | 0; // halt
+        mem[700] = STORE;
+        mem[701] = 0xe7ffffff | 0;
       };
       function run(jit: boolean): { seen: number[]; cpu: Risc5 } {
-        const cpu = new Risc5(
-          0x10000,
-          0xf000,
-          { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} },
-          {
-            jit,
-            hotBlock: 2,
-          },
-        );
-        prog(cpu);
+        const cpu = bareCpu({ jit, hotBlock: 2 });
+        prog(cpu.mem);
         const seen: number[] = [];
         const from = (pc: number, n: number) => {
           cpu.pc = pc;
@@ -292,7 +270,7 @@ for (const tier of TIERS)
         if (tier.grouped) {
           // B's old words: the translation A's group holds
           const old = new Int32Array(0x4000);
-          prog({ mem: old } as unknown as Risc5);
+          prog(old);
           const b = translateShared(old, B, layout, 0xf000).compiled;
           expect(b?.module, 'A and B compiled in one module').toBe(a?.module);
           expect(b?.group, '...in one group').toBe(a?.group);
@@ -350,8 +328,7 @@ describe('a long-lived thread', () => {
       expect(before.translations).toBeGreaterThan(0);
       expect(tiers.length).toBeGreaterThan(0);
       expect(tiers).not.toContain(true);
-      const cpuNow = () =>
-        new Risc5(0x10000, 0xf000, { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} });
+      const cpuNow = () => bareCpu();
       expect(cpuNow().hotBlock).toBe(LIMITS.hotBlock);
       enterLongLived((longLived) => tiers.push(longLived));
       expect(tiers).not.toContain(true); // the loop's block was compiled before the thread was long-lived

@@ -4,18 +4,18 @@
 import { Risc5 } from './cpu.ts';
 import { forgetTranslations, LIMITS, setCompileTier } from './jit.ts';
 
+/** A CPU of 64 KiB with no devices (every read 0), as the translator's tests run them. */
+export function bareCpu(opts: { jit?: boolean; hotBlock?: number } = {}): Risc5 {
+  return new Risc5(0x10000, 0xf000, { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} }, opts);
+}
+
 /**
  * Run LIMITS.longLived instructions in translated code (a loop of two words, about 30 ms). The
  * thread turns long-lived only where a tier hook is set: `tierHook` is it.
  */
 export function enterLongLived(tierHook: (longLived: boolean) => void = () => {}): void {
   setCompileTier(tierHook);
-  const loop = new Risc5(
-    0x10000,
-    0xf000,
-    { ioRead: () => 0, ioWrite: () => {}, voidFetch: () => {} },
-    { jit: true, hotBlock: 2 },
-  );
+  const loop = bareCpu({ jit: true, hotBlock: 2 });
   loop.mem.set(Int32Array.of(0x41180001, 0xe7fffffe | 0)); // ADD R1, R1, 1; B 0
   loop.pc = 0;
   while (loop.instructions <= LIMITS.longLived) loop.run(20_000_000);
