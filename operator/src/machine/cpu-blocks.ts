@@ -5,9 +5,11 @@
 
 import {
   type CodeSpace,
+  compileGeneration,
   type FixedReads,
   LIMITS as JIT_LIMITS,
   knownBlockStarts,
+  type Translation,
   translateShared,
 } from './jit.ts';
 import { HINTED, type HintSource, hintSource } from './jit-hint-source.ts';
@@ -37,6 +39,8 @@ export class CpuBlocks {
   /** Hot block starts waiting to be compiled together (LIMITS.batch), and since when. */
   private readonly waiting = new Set<number>();
   private waitingSince = 0;
+  /** The thread's tier (jit.ts compileGeneration) when this CPU's blocks were last compiled. */
+  private generation = compileGeneration();
   /** Blocks translated since power-on (a measure of code churn). */
   translations = 0;
   /** ...of which translated early because a hint matched RAM. */
@@ -141,16 +145,47 @@ export class CpuBlocks {
       this.compileWaiting();
   }
 
+  /** Whether the thread has turned long-lived (jit.ts) since this CPU's blocks were compiled. */
+  get behind(): boolean {
+    return this.space !== null && this.generation !== compileGeneration();
+  }
+
+  /**
+   * Compile every block this CPU holds again, for the thread's tier now, all in one module: when
+   * the thread turns long-lived, a machine's blocks are the code it runs most, and compiled
+   * together they fall into groups by address (jit-group.ts). Otherwise they would stay in the
+   * fresh tier's code, which never tiers up (wasm-tiering.ts), for the machine's life.
+   */
+  recompile(): void {
+    this.generation = compileGeneration();
+    const space = this.space;
+    if (space === null || this.blockLength.size === 0) return;
+    const starts = [...this.blockLength.keys()];
+    for (const pc of starts) {
+      space.free(this.slotOf[pc]);
+      this.slotOf[pc] = 0;
+    }
+    // A held block's words are as they were (a store into them dropped it), so these are the
+    // same translations, blocks of the same lengths: the marks and pages stay.
+    const slots = space.install(starts.map((pc) => this.translate(pc)));
+    starts.forEach((pc, i) => {
+      this.slotOf[pc] = slots[i];
+    });
+  }
+
+  private translate(pc: number): Translation {
+    const space = this.space as CodeSpace;
+    const { displayStart, bus } = this.owner;
+    return translateShared(this.mem, pc, space.layout, displayStart, bus.fixedReads);
+  }
+
   compileWaiting(): void {
     const space = this.space;
     if (space === null) return;
     const starts = [...this.waiting].filter((pc) => this.slotOf[pc] === 0);
     this.waiting.clear();
     if (starts.length === 0) return;
-    const { displayStart, bus } = this.owner;
-    const blocks = starts.map((pc) =>
-      translateShared(this.mem, pc, space.layout, displayStart, bus.fixedReads),
-    );
+    const blocks = starts.map((pc) => this.translate(pc));
     const slots = space.install(blocks);
     starts.forEach((pc, i) => {
       const length = blocks[i].length;

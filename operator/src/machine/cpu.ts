@@ -202,6 +202,7 @@ export class Risc5 {
     const known = blocks.known;
     const hotBlock = blocks.hotBlock;
     const knownHot = blocks.knownHot;
+    if (blocks.behind) blocks.recompile();
     while (this.instructions < end) {
       const pc = this.pc;
       if (pc < this.memWords) {

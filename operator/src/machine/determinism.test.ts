@@ -1,13 +1,16 @@
 // The deterministic clock is a function of the instruction count alone: the timer a program reads
 // is computed at the reading instruction, so neither the translator nor the size of run() chunks
 // can change what Oberon sees. Proof: boot + a compile + 5 s of idle leave the same RAM, registers
-// and disk under five ways of running, and under two more in a long-lived thread.
+// and disk under five ways of running, and under two more each in a fresh Node thread's groups and
+// in a long-lived thread.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { enterLongLived, leaveLongLived } from './jit.testkit.ts';
+import { forgetTranslations, setCompileTier } from './jit.ts';
 import { Machine } from './machine.ts';
 import { copyBaseImage, removeCopies } from './test-disk.ts';
+import { compileForTier } from './wasm-tiering.ts';
 
 afterAll(removeCopies);
 
@@ -80,17 +83,24 @@ describe('--deterministic is deterministic', () => {
       expect(other.timerReads, label).toEqual(reference.timerReads);
       expect({ ...other, timerReads: 0 }, label).toEqual({ ...reference, timerReads: 0 });
     }
-    // A long-lived thread compiles its translations in groups (jit-group.ts): the same again.
-    enterLongLived();
-    try {
-      for (const chunk of [100_000, 7_919]) {
-        const other = scenario(disk, true, chunk);
-        const label = `translator on in a long-lived thread, chunks of ${chunk}`;
-        expect(other.timerReads, label).toEqual(reference.timerReads);
-        expect({ ...other, timerReads: 0 }, label).toEqual({ ...reference, timerReads: 0 });
+    // A Node thread compiles its translations in groups (jit-group.ts), fresh (kept in V8's
+    // baseline code, wasm-tiering.ts) and long-lived: the same again.
+    for (const [thread, setUp] of [
+      ['a fresh Node thread', () => setCompileTier(compileForTier)],
+      ['a long-lived thread', () => enterLongLived()],
+    ] as const) {
+      forgetTranslations();
+      setUp();
+      try {
+        for (const chunk of [100_000, 7_919]) {
+          const other = scenario(disk, true, chunk);
+          const label = `translator on in ${thread}, chunks of ${chunk}`;
+          expect(other.timerReads, label).toEqual(reference.timerReads);
+          expect({ ...other, timerReads: 0 }, label).toEqual({ ...reference, timerReads: 0 });
+        }
+      } finally {
+        leaveLongLived();
       }
-    } finally {
-      leaveLongLived();
     }
   }, 300_000);
 });

@@ -37,7 +37,7 @@ export interface BlockInfo {
 /**
  * A translation's stored form (jit-layout.ts Translation.body, kept in the thread's cache and in
  * hint files): the BlockInfo and where the block's code lies as LEB128 numbers, then the whole
- * function of the block standing alone (a fresh process's modules copy it as it is), inside
+ * function of the block standing alone (a thread without a tier hook copies it as it is), inside
  * which lies the block's code, an exit block whose value is the next PC (a group takes that).
  */
 export function encodeBlock(info: BlockInfo, code: number[], layout: MemoryLayout): Uint8Array {
@@ -252,10 +252,8 @@ function groupParts(
     load(cell(c));
     set(l);
   }
-  // A lone block (jit.ts: every block of a fresh process's modules) has no ladder. A fresh
-  // process keeps its functions small: V8 tiered grouped functions up to its optimising
-  // compiler early, with or without the ladder's loop, and their compiles cost a fresh compile
-  // of the compiler more than the groups saved (docs/machine.md).
+  // A lone block (jit.ts: every block where no tier hook keeps a fresh thread's groups in V8's
+  // baseline code, as in the browser) has no ladder.
   const lone = n === 1;
   if (!lone) {
     // $leave: out of the group, L.pc holds the next PC. A lone block falls through to the end

@@ -6,6 +6,7 @@ import { randomProgram as randomWords, rng } from './interpreter-warmup.ts';
 import { bareCpu, enterLongLived, leaveLongLived } from './jit.testkit.ts';
 import {
   CodeSpace,
+  type CompileTier,
   forgetTranslations,
   LIMITS,
   memoryLayout,
@@ -14,6 +15,7 @@ import {
   translateBlock,
   translateShared,
 } from './jit.ts';
+import { compileForTier } from './wasm-tiering.ts';
 
 // Random straight-line-and-forward-branch programs must leave the same registers, flags, H and
 // memory on the block translator as on the interpreter.
@@ -42,17 +44,30 @@ function runOn(prog: Int32Array, jit: boolean, seed: number): Risc5 {
 /** What translated code calls out to, for blocks that are only translated and compiled here. */
 const NO_DEVICES = { ioRead: () => 0, ioWrite: () => {}, invalidate: () => {}, complexOp: () => 0 };
 
-/** The two ways a thread compiles its translations (jit.ts generation). */
+/** The ways a thread compiles its translations (jit.ts generation and CompileTier). */
 const TIERS = [
-  { name: 'a fresh thread (a function per block)', grouped: false },
-  { name: 'a long-lived thread (blocks in groups, jit-group.ts)', grouped: true },
+  {
+    name: 'a thread without a tier hook, as in the browser (a function per block)',
+    grouped: false,
+    setUp: () => {},
+  },
+  {
+    name: 'a fresh Node thread (blocks in groups kept in the baseline tier, wasm-tiering.ts)',
+    grouped: true,
+    setUp: () => setCompileTier(compileForTier),
+  },
+  {
+    name: 'a long-lived thread (blocks in groups, jit-group.ts)',
+    grouped: true,
+    setUp: () => enterLongLived(),
+  },
 ];
 
 for (const tier of TIERS)
   describe(tier.name, () => {
     beforeAll(() => {
       forgetTranslations();
-      if (tier.grouped) enterLongLived();
+      tier.setUp();
     });
     afterAll(leaveLongLived);
     describe('block translator', () => {
@@ -275,7 +290,7 @@ for (const tier of TIERS)
           expect(b?.module, 'A and B compiled in one module').toBe(a?.module);
           expect(b?.group, '...in one group').toBe(a?.group);
           expect(a?.global).toBeGreaterThanOrEqual(0);
-        } else expect(a?.global, 'a fresh thread compiles lone blocks').toBe(-1);
+        } else expect(a?.global, 'a thread without a tier hook compiles lone blocks').toBe(-1);
       });
     });
   });
@@ -321,7 +336,11 @@ describe('a long-lived thread', () => {
   it('compiles its blocks again for the long-lived tier, and they run as before', () => {
     forgetTranslations();
     const tiers: boolean[] = [];
-    setCompileTier((longLived) => tiers.push(longLived));
+    const hook: CompileTier = (compile, longLived) => {
+      tiers.push(longLived);
+      return compile();
+    };
+    setCompileTier(hook);
     try {
       const prog = randomProgram(rng(42), 40);
       const before = runOn(prog, true, 42);
@@ -330,14 +349,24 @@ describe('a long-lived thread', () => {
       expect(tiers).not.toContain(true);
       const cpuNow = () => bareCpu();
       expect(cpuNow().hotBlock).toBe(LIMITS.hotBlock);
-      enterLongLived((longLived) => tiers.push(longLived));
+      enterLongLived(hook);
       expect(tiers).not.toContain(true); // the loop's block was compiled before the thread was long-lived
       expect(cpuNow().hotBlock, 'a CPU made now translates sooner').toBe(LIMITS.longLivedHotBlock);
+      // The CPU that ran before catches up at its next run(): the blocks it holds are compiled
+      // again for the long-lived tier, in one module (cpu-blocks.ts recompile).
+      const again = (cpu: Risc5) => {
+        cpu.pc = 0;
+        cpu.run(prog.length + 10);
+        return cpu;
+      };
+      again(before);
+      expect(tiers.at(-1), 'the held blocks compiled again').toBe(true);
+      const held = translateShared(before.mem, 0, memoryLayout(0x10000), 0xf000).compiled;
+      expect(held?.generation, 'in a module of the long-lived tier').toBe(1);
       const after = runOn(prog, true, 42);
-      expect(tiers.at(-1), 'the long-lived tier compiled the blocks again').toBe(true);
       const interpreted = runOn(prog, false, 42);
       expect(state(after)).toEqual(state(interpreted));
-      expect(state(before)).toEqual(state(interpreted));
+      expect(state(before)).toEqual(state(again(interpreted)));
     } finally {
       leaveLongLived();
     }

@@ -111,11 +111,12 @@ export class CodeSpace {
   install(blocks: Translation[]): number[] {
     const fresh = blocks.filter((t) => t.compiled?.generation !== generation);
     if (fresh.length > 0) {
-      compileTier?.(generation !== 0);
-      // A long-lived thread compiles neighbouring blocks in groups (jit-group.ts blocksBytes): a
-      // jump inside a group keeps the registers in locals, and a procedure's blocks lie side by
-      // side. A fresh process's blocks stand alone: jit-group.ts says why.
-      const size = generation === 0 ? 1 : GROUP_BLOCKS;
+      // Neighbouring blocks share a function (jit-group.ts blocksBytes): a jump inside a group
+      // keeps the registers in locals, and a procedure's blocks lie side by side. Only where a
+      // tier hook compiles the modules (Node: wasm-tiering.ts): without it (the browser lab) V8
+      // tiers grouped functions up to its optimising compiler early in a fresh page, and those
+      // compiles cost more than the groups save, so each block stands alone there.
+      const size = compileTier === null ? 1 : GROUP_BLOCKS;
       const ordered =
         size === 1
           ? fresh
@@ -127,13 +128,13 @@ export class CodeSpace {
       for (let i = 0; i < ordered.length; i += size) groups.push(ordered.slice(i, i + size));
       const globalOf = groupGlobals(groups.map((g) => g.length));
       const globals = globalOf.filter((v) => v >= 0).length;
-      const module = new WA.Module(
-        blocksBytes(
-          groups.map((g) => g.map((t) => t.body)),
-          this.layout,
-          generation,
-        ),
+      const bytes = blocksBytes(
+        groups.map((g) => g.map((t) => t.body)),
+        this.layout,
+        generation,
       );
+      const compile = () => new WA.Module(bytes);
+      const module = compileTier === null ? compile() : compileTier(compile, generation !== 0);
       groups.forEach((g, group) => {
         g.forEach((t, index) => {
           t.compiled = { module, group, index, global: globalOf[group], globals, generation };
@@ -201,22 +202,29 @@ export class CodeSpace {
 
 /**
  * How this thread's modules are compiled. V8 runs a new wasm function in its baseline compiler
- * and recompiles it with its optimising one once the function has used up a budget. The budget
- * that suits a fresh process is high (wasm-tiering.ts: the optimising compiles cost more CPU than
- * they save in a first compile of the compiler), but optimised blocks run a warm compile about a
- * third faster. So a thread that has run LIMITS.longLived instructions in translated code starts
- * generation 1: the hook (set by wasm-tiering.ts, Node only) lowers the budget before each such
- * module is compiled, and every translation is compiled again in a module of generation 1 when a
- * CPU next installs it (blocks a CPU holds already keep running as they are).
+ * and recompiles it with its optimising one once the function has used up a budget. In a fresh
+ * process those optimising compiles cost more CPU than they save in a first compile of the
+ * compiler, but optimised blocks run a warm compile about a third faster. So a thread that has
+ * run LIMITS.longLived instructions in translated code starts generation 1: the hook (set by
+ * wasm-tiering.ts, Node only) compiles generation 0's modules to stay in the baseline code and
+ * generation 1's to tier up soon, and every translation is compiled again in a module of
+ * generation 1 when a CPU next installs it; a CPU's blocks are compiled again at its next run()
+ * (cpu-blocks.ts recompile).
  */
+export type CompileTier = <M>(compile: () => M, longLived: boolean) => M;
 let generation = 0;
 let translatedRun = 0;
-let compileTier: ((longLived: boolean) => void) | null = null;
+let compileTier: CompileTier | null = null;
 
 /** Translated code ran n instructions: a thread past LIMITS.longLived compiles for the long run. */
 function ranTranslated(n: number): void {
   translatedRun += n;
   if (generation === 0 && compileTier !== null && translatedRun >= LIMITS.longLived) generation = 1;
+}
+
+/** The tier this thread compiles for now: 0 fresh, 1 long-lived (a CPU's blocks catch up: cpu-blocks.ts). */
+export function compileGeneration(): number {
+  return generation;
 }
 
 /**
@@ -229,8 +237,8 @@ export function defaultHotBlock(): number {
   return translatedRun >= LIMITS.longLived ? LIMITS.longLivedHotBlock : LIMITS.hotBlock;
 }
 
-/** Called before each module of blocks is compiled, with whether the thread is long-lived. */
-export function setCompileTier(hook: ((longLived: boolean) => void) | null): void {
+/** Compiles each module of blocks from now on (null: `new WebAssembly.Module`, lone blocks). */
+export function setCompileTier(hook: CompileTier | null): void {
   compileTier = hook;
 }
 
