@@ -167,18 +167,16 @@ export function describeKubeDr(title: string, qemu?: ClusterOptions['qemu']): vo
       const firstChange = changed[0]?.t ?? clean;
       // The plane does not hear what the listener hears: the loss drops each delivery on its own,
       // and on a busy host a beat handed over may reach the plane's software late, or not at all.
-      // What the plane read from its radio (an emulated plane; a QEMU plane: what the relay handed
-      // it) decides whether a move had a cause (a node unheard by the plane for the node timeout
-      // and the eviction delay: 7 lost beats in a row) or not.
+      // What the plane read from its radio (an emulated plane's, or a QEMU board's radio log)
+      // decides whether a move had a cause (a node unheard by the plane for the node timeout and
+      // the eviction delay: 7 lost beats in a row) or not.
       const gapsBy = (by: 'heard' | 'handed') =>
         new Map(NODES.map((n) => [n, c.planeGap(n, start, firstChange, by)]));
       const gapText = (g: Map<string, number>) =>
         [...g].map(([n, ms]) => `${n} ${(ms / 1000).toFixed(1)} s`).join(', ');
-      const hearing = c.planeHearing();
-      const planeGaps = gapsBy(hearing);
-      const toPlane = hearing === 'heard' ? 'the plane read' : 'the air handed the plane';
+      const planeGaps = gapsBy('heard');
       figure(
-        `6 loss 30 % for 60 s: heartbeat gaps > 5 s ${gaps}, changed assignments ${moves}, converged ${(ms / 1000).toFixed(1)} s after; frames the machines' radios dropped: ${drops.join(', ')}; deliveries the relay dropped late: ${late}; longest gap in the heartbeats ${toPlane}${moves > 0 ? ' before the first change' : ''}: ${gapText(planeGaps)}${hearing === 'heard' ? ` (the air handed it: ${gapText(gapsBy('handed'))})` : ''}`,
+        `6 loss 30 % for 60 s: heartbeat gaps > 5 s ${gaps}, changed assignments ${moves}, converged ${(ms / 1000).toFixed(1)} s after; frames the machines' radios dropped: ${drops.join(', ')}; deliveries the relay dropped late: ${late}; longest gap in the heartbeats the plane read${moves > 0 ? ' before the first change' : ''}: ${gapText(planeGaps)} (the air handed it: ${gapText(gapsBy('handed'))})`,
       );
       // A move is false when the plane heard every node's heartbeats within the timeout and the
       // eviction delay (gaps of 5.4 and 5.6 s moved nothing, as they must not). 50 ms of slack: the
@@ -188,7 +186,7 @@ export function describeKubeDr(title: string, qemu?: ClusterOptions['qemu']): vo
         .map(([n]) => n);
       if (moves > 0 && unheard.length > 0) {
         figure(
-          `6 the moves had a cause: ${unheard.join(', ')} unheard by the plane (${toPlane}) for the node timeout and the eviction delay`,
+          `6 the moves had a cause: ${unheard.join(', ')} unheard by the plane (what it read) for the node timeout and the eviction delay`,
         );
         return;
       }
@@ -199,7 +197,7 @@ export function describeKubeDr(title: string, qemu?: ClusterOptions['qemu']): vo
       const at = (t: number) => t - firstChange;
       const story = [
         `first change at ${firstChange - start} ms into the loss: ${changed[0]?.node} ${sorted(changed[0]?.ids)} (was ${sorted(placement.get(changed[0]?.node ?? ''))})`,
-        `longest gap before it in the heartbeats ${toPlane}: ${gapText(planeGaps)}${hearing === 'heard' ? `, the air handed it: ${gapText(gapsBy('handed'))}` : ''}; radios dropped ${drops.join(', ')}; relay dropped late ${late}`,
+        `longest gap before it in the heartbeats the plane read: ${gapText(planeGaps)}, the air handed it: ${gapText(gapsBy('handed'))}; radios dropped ${drops.join(', ')}; relay dropped late ${late}`,
         ...c
           .rounds(from)
           .filter((r) => r.t <= firstChange + 1000)

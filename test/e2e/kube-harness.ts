@@ -86,8 +86,8 @@ export class KubeCluster {
   readonly toPlane: { t: number; node: string }[] = [];
   /**
    * Heartbeats the plane read from its radio (time, node), signed with the key: what the plane
-   * heard and when, late or lost on a busy host as they may be after the relay handed them over.
-   * Emulated planes only (RunnerOptions.onRadioFrame); a QEMU plane does not report its radio.
+   * heard and when, late or lost on a busy host as they may be after the relay handed them over
+   * (RunnerOptions.onRadioFrame; a QEMU plane: its board's radio log, QemuRunnerOptions).
    */
   readonly planeHeard: { t: number; node: string }[] = [];
   private planeAddress = '';
@@ -153,6 +153,13 @@ export class KubeCluster {
       this.toPlane.push({ t: Date.now(), node: e.from.name });
   }
 
+  /** What the machine called `name` reports of its radio: the plane's reads, kept by planeRadio. */
+  private planeRadioIf(
+    name: string,
+  ): ((at: number, channel: number, payload: Uint8Array) => void) | undefined {
+    return name === 'plane' ? (at, channel, payload) => this.planeRadio(at, channel, payload) : undefined;
+  }
+
   /** A frame the plane read from its radio: kept when it is a heartbeat of this cluster with a good MAC. */
   private planeRadio(at: number, channel: number, payload: Uint8Array): void {
     const f = decodeKubeFrame(encodeDatagram(channel, payload));
@@ -162,9 +169,9 @@ export class KubeCluster {
 
   /**
    * The longest time in [from, to] between two heartbeats of `node` that reached the plane: those
-   * it read from its radio (`heard`, an emulated plane), or those the relay handed it (`handed`).
+   * it read from its radio (`heard`), or those the relay handed it (`handed`).
    */
-  planeGap(node: string, from: number, to: number, by: 'heard' | 'handed' = this.planeHearing()): number {
+  planeGap(node: string, from: number, to: number, by: 'heard' | 'handed' = 'heard'): number {
     const beats = by === 'heard' ? this.planeHeard : this.toPlane;
     const ts = [
       from,
@@ -172,11 +179,6 @@ export class KubeCluster {
       to,
     ];
     return Math.max(...ts.slice(1).map((t, i) => t - ts[i]));
-  }
-
-  /** How the plane's hearing is known: from its radio (emulated), else from the relay (QEMU). */
-  planeHearing(): 'heard' | 'handed' {
-    return this.machines.has('plane') ? 'heard' : 'handed';
   }
 
   /** Each machine has its own disk for the whole run, so a restart keeps what it wrote. */
@@ -200,6 +202,7 @@ export class KubeCluster {
         // ended as the emulator ends them (endCommands): a later run() must not join the last one
         commands: endCommands(commands ?? this.commands.get(name) ?? ''),
         air: { host: '127.0.0.1', port: this.relay.address.port },
+        onRadioFrame: this.planeRadioIf(name),
       });
       this.qemuMachines.set(name, q);
       return;
@@ -210,7 +213,7 @@ export class KubeCluster {
       commands: commands ?? this.commands.get(name) ?? '',
       air: { host: '127.0.0.1', port: this.relay.address.port },
       frames: false,
-      onRadioFrame: name === 'plane' ? (at, ch, payload) => this.planeRadio(at, ch, payload) : undefined,
+      onRadioFrame: this.planeRadioIf(name),
     });
     this.machines.set(name, m);
   }

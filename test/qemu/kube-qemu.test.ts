@@ -21,8 +21,10 @@ const figure = (text: string): void => console.log(`kube on QEMU: ${text}`);
 
 suite('Kube on Oberon with QEMU machines on the air', () => {
   let c: KubeCluster;
+  let poweredOn = 0;
 
   beforeAll(async () => {
+    poweredOn = Date.now();
     c = await KubeCluster.start({
       nodes: NODES,
       key: '00c0ffee00c0ffee',
@@ -40,6 +42,22 @@ suite('Kube on Oberon with QEMU machines on the air', () => {
       'both kubelets heard and assigned by the QEMU plane',
     );
     figure(`both kubelets heard ${(ms / 1000).toFixed(1)} s after power-on`);
+    // What the QEMU plane read from its radio, from the board's radio log (radio-log=FILE): signed
+    // heartbeats of both nodes (KubeCluster keeps those only), dated by QEMU's wall clock within
+    // this run. The DR suite judges its moves by it (kube-dr-suite.ts, scenario 6).
+    await c.wait(
+      () => NODES.every((n) => c.planeHeard.some((b) => b.node === n)),
+      10_000,
+      "both nodes' heartbeats in the QEMU plane's radio log",
+    );
+    for (const b of c.planeHeard) {
+      expect(b.t).toBeGreaterThanOrEqual(poweredOn);
+      expect(b.t).toBeLessThanOrEqual(Date.now());
+    }
+    const count = (beats: { node: string }[], n: string) => beats.filter((b) => b.node === n).length;
+    figure(
+      `heartbeats the QEMU plane read (handed by the relay): ${NODES.map((n) => `${n} ${count(c.planeHeard, n)} (${count(c.toPlane, n)})`).join(', ')}`,
+    );
   });
 
   it('Kube.Apply web 4 Ticker on the QEMU plane converges over both nodes', async () => {

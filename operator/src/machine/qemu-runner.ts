@@ -11,7 +11,7 @@
 // The disk is used in place (QEMU writes it as Oberon does); the boot ROM is ours (boot-rom.ts).
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +24,8 @@ export const LIMITS = {
   commandsMax: 240, // the boot-command limit of the hook and chart (printable ASCII)
   serialConnectMs: 10_000, // QEMU creates its serial socket within a second even when starved
   outputKeep: 64 << 10, // bytes of QEMU's own stderr kept for error messages
+  radioLogPollMs: 50, // how often the radio log is read (each record carries QEMU's own time)
+  radioLogRecord: 41, // bytes per record of the board's radio-log: ms (8, little-endian), channel, 32 bytes
 } as const;
 
 /** The boot ROM image (at most 2 KiB) QEMU's `-bios` loads: ours (boot-rom.ts) with the board's MemLim and stack. */
@@ -41,6 +43,12 @@ export interface QemuRunnerOptions {
   commands?: string;
   /** The air relay; the machine's UDP socket is connected to it. */
   air?: { host: string; port: number; localPort?: number };
+  /**
+   * Every frame Oberon reads from the radio, as it reads it (QEMU's wall-clock ms, as Date.now()):
+   * what this machine heard, and when, as RunnerOptions.onRadioFrame for an emulated machine. Read
+   * from the board's radio-log file every LIMITS.radioLogPollMs: for tests.
+   */
+  onRadioFrame?: (at: number, channel: number, payload: Uint8Array) => void;
 }
 
 /** -machine property syntax: a comma ends the value, so commas inside it are doubled. */
@@ -53,6 +61,7 @@ export class QemuRunner {
   private readonly dir: string;
   private serial: Socket | null = null;
   private output = '';
+  private radioLog: { poll: () => void; timer: NodeJS.Timeout; close: () => void } | null = null;
   readonly exited: Promise<number | null>;
 
   private constructor(proc: ChildProcess, dir: string) {
@@ -88,10 +97,13 @@ export class QemuRunner {
         `udp,id=air,host=${opts.air.host},port=${opts.air.port},localaddr=${local},localport=${opts.air.localPort ?? 0}`,
       );
     }
+    const radioLog = join(dir, 'radio.log');
+    if (opts.onRadioFrame) machine.push(`radio-log=${machineProperty(radioLog)}`);
     args.push('-chardev', `socket,id=ser,path=${serialPath},server=on,wait=off`, '-serial', 'chardev:ser');
     args.push('-display', 'none', '-monitor', 'none');
     const proc = spawn(opts.qemu, ['-M', machine.join(','), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     const m = new QemuRunner(proc, dir);
+    if (opts.onRadioFrame) m.followRadioLog(radioLog, opts.onRadioFrame);
     try {
       m.serial = await m.connectSerial(serialPath);
     } catch (e) {
@@ -117,6 +129,40 @@ export class QemuRunner {
     }
   }
 
+  /** Reads the radio log's new records now and then (QEMU creates the file as the machine starts). */
+  private followRadioLog(path: string, onFrame: NonNullable<QemuRunnerOptions['onRadioFrame']>): void {
+    const size = LIMITS.radioLogRecord;
+    const chunk = Buffer.alloc(size * 1024);
+    let fd: number | null = null;
+    let offset = 0;
+    const poll = () => {
+      if (fd === null) {
+        try {
+          fd = openSync(path, 'r');
+        } catch {
+          return; // not created yet
+        }
+      }
+      for (;;) {
+        const n = readSync(fd, chunk, 0, chunk.length, offset);
+        const whole = n - (n % size); // a record half written yet is read again next time
+        for (let at = 0; at < whole; at += size)
+          onFrame(
+            Number(chunk.readBigUInt64LE(at)),
+            chunk[at + 8],
+            new Uint8Array(chunk.subarray(at + 9, at + size)),
+          );
+        offset += whole;
+        if (n < chunk.length) return;
+      }
+    };
+    const close = () => {
+      if (fd !== null) closeSync(fd);
+      fd = null;
+    };
+    this.radioLog = { poll, timer: setInterval(poll, LIMITS.radioLogPollMs), close };
+  }
+
   /** Bytes for RS-232 receive (Boot's task runs them as commands). */
   serialFeed(data: string): void {
     this.serial?.write(Buffer.from(data, 'latin1'));
@@ -132,6 +178,12 @@ export class QemuRunner {
     this.serial?.destroy();
     if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill('SIGKILL');
     await this.exited;
+    if (this.radioLog) {
+      clearInterval(this.radioLog.timer);
+      this.radioLog.poll(); // what it read before the plug was pulled
+      this.radioLog.close();
+      this.radioLog = null;
+    }
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -43,6 +43,12 @@ void nrf24_set_air(Nrf24 *r, Nrf24SendFn *send, void *opaque)
     r->send_opaque = opaque;
 }
 
+void nrf24_set_read_log(Nrf24 *r, Nrf24ReadFn *on_read, void *opaque)
+{
+    r->on_read = on_read;
+    r->read_opaque = opaque;
+}
+
 static bool listening(Nrf24 *r)
 {
     uint8_t c = r->regs[R_CONFIG];
@@ -137,6 +143,9 @@ static void transmit(Nrf24 *r)
 static void end_command(Nrf24 *r)
 {
     if (r->cmd == 0x61 && r->rx_reading && r->pos > 0) {
+        if (r->on_read) {
+            r->on_read(r->read_opaque, r->regs[R_RF_CH], r->rxq[0]);
+        }
         memmove(r->rxq[0], r->rxq[1], (NRF24_FIFO - 1) * NRF24_FRAME);
         r->rx_count--;
     } else if (r->cmd == 0xa0 && r->pos > 0 && r->tx_count < NRF24_FIFO) {

@@ -16,6 +16,8 @@
 
 typedef void Nrf24SendFn(void *opaque, uint8_t channel, const uint8_t *payload);
 typedef uint32_t Nrf24NowFn(void *opaque);
+/* A frame the guest read out of the RX FIFO (R_RX_PAYLOAD), on the channel it listens to. */
+typedef void Nrf24ReadFn(void *opaque, uint8_t channel, const uint8_t *payload);
 
 typedef struct Nrf24 {
     uint8_t regs[32];
@@ -38,10 +40,13 @@ typedef struct Nrf24 {
     void *send_opaque;
     Nrf24NowFn *now;
     void *now_opaque;
+    Nrf24ReadFn *on_read;
+    void *read_opaque;
 } Nrf24;
 
 void nrf24_init(Nrf24 *r, Nrf24NowFn *now, void *opaque);
 void nrf24_set_air(Nrf24 *r, Nrf24SendFn *send, void *opaque);
+void nrf24_set_read_log(Nrf24 *r, Nrf24ReadFn *on_read, void *opaque);
 void nrf24_control(Nrf24 *r, uint32_t spi_ctrl);
 void nrf24_write(Nrf24 *r, uint32_t value, bool fast);
 uint32_t nrf24_read(Nrf24 *r);

@@ -15,6 +15,9 @@
  *   switches=N      the board's switches (bit 0: boot from the serial line)
  *   trace=FILE, trace-limit=N      per-instruction state records (see target/risc5/helper.c)
  *   idle-sleep-ms=N                realtime clock: how long an idle CPU sleeps at most
+ *   radio-log=FILE  every frame Oberon reads from its radio, as it reads it (what the machine
+ *                   heard and when, for tests): 41-byte records, the host's wall-clock time in
+ *                   ms (8 bytes, little-endian), the channel, the frame's 32 bytes
  * The SD card is the drive with id sd0 (-drive if=none,id=sd0,file=X.dsk,format=raw).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -73,7 +76,7 @@ struct OberonMachineState {
     MemoryRegion ram_window, rom, io;
 
     /* options */
-    char *commands, *radio_id, *clock_mode, *trace_path;
+    char *commands, *radio_id, *clock_mode, *trace_path, *radio_log_path;
     uint64_t trace_limit;
     uint32_t switches, idle_sleep_ms;
     bool deterministic;
@@ -129,6 +132,7 @@ struct OberonMachineState {
     CharBackend air;
     bool air_connected;
     QEMUTimer *hello;
+    int radio_log;       /* fd of radio-log=FILE */
 };
 
 static CPUState *oberon_cs(OberonMachineState *s)
@@ -712,6 +716,27 @@ static void air_receive(void *opaque, const uint8_t *buf, int size)
     oberon_kick(s);
 }
 
+#define RADIO_LOG_RECORD (8 + 1 + NRF24_FRAME)
+
+static void radio_read_logged(void *opaque, uint8_t channel, const uint8_t *payload)
+{
+    OberonMachineState *s = opaque;
+    uint8_t rec[RADIO_LOG_RECORD];
+    uint64_t ms = g_get_real_time() / 1000;
+    ssize_t n;
+    int i;
+
+    for (i = 0; i < 8; i++) {
+        rec[i] = ms >> (8 * i);
+    }
+    rec[8] = channel;
+    memcpy(rec + 9, payload, NRF24_FRAME);
+    /* One write per record on an O_APPEND file: a reader never sees half of one.  The log is
+     * for tests; a failed write loses a record, never the machine's run. */
+    n = write(s->radio_log, rec, sizeof rec);
+    (void)n;
+}
+
 static void air_hello(void *opaque)
 {
     OberonMachineState *s = opaque;
@@ -823,6 +848,16 @@ static void oberon_init(MachineState *ms)
         air_hello(s);
     }
 
+    if (s->radio_log_path) {
+        s->radio_log = qemu_open_old(s->radio_log_path,
+                                     O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+        if (s->radio_log < 0) {
+            error_report("radio-log: cannot open '%s': %s", s->radio_log_path, strerror(errno));
+            exit(1);
+        }
+        nrf24_set_read_log(&s->radio, radio_read_logged, s);
+    }
+
     if (s->trace_path) {
         risc5_trace_open(env, s->trace_path, s->trace_limit, &err);
         if (err) {
@@ -852,6 +887,7 @@ STR_PROP(commands, "commands")
 STR_PROP(radio_id, "radio")
 STR_PROP(clock_mode, "clock")
 STR_PROP(trace_path, "trace")
+STR_PROP(radio_log_path, "radio-log")
 
 static void get_u32(Object *obj, Visitor *v, const char *name, void *opaque, Error **errp)
 {
@@ -930,6 +966,9 @@ static void oberon_class_init(ObjectClass *oc, void *data)
     object_class_property_add_str(oc, "trace", get_trace_path, set_trace_path);
     object_class_property_set_description(oc, "trace",
         "File for per-instruction state records (pc, state hash)");
+    object_class_property_add_str(oc, "radio-log", get_radio_log_path, set_radio_log_path);
+    object_class_property_set_description(oc, "radio-log",
+        "File for every frame Oberon reads from its radio (ms, channel, 32 bytes; for tests)");
     object_class_property_add(oc, "trace-limit", "uint64", get_trace_limit, set_trace_limit,
                               NULL, NULL);
     object_class_property_add(oc, "switches", "uint32", get_u32, set_u32, NULL,
