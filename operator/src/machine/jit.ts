@@ -5,8 +5,9 @@
 // the whole block, flags too, and C/V are computed only where a later instruction or an exit can
 // observe them. Hot blocks are compiled several to a module, placed in one function table, and a
 // small wasm dispatcher calls block after block through that table; a block jumps on into the
-// next itself, and in a long-lived thread neighbouring blocks share one function, so a jump
-// between them keeps the registers in locals (jit-group.ts blocksBytes).
+// next itself, and where a tier hook compiles the modules (Node: wasm-tiering.ts) neighbouring
+// blocks share one function, so a jump between them keeps the registers in locals (jit-group.ts
+// blocksBytes).
 //
 // Why wasm and not generated JavaScript: V8 must warm each JavaScript function up through its
 // tiers and may throw optimised code away when a path it never saw runs; a translated block paid
