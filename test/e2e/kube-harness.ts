@@ -15,7 +15,7 @@ import { OberonVolume } from '../../operator/src/machine/fs/volume.ts';
 import { buildKubeDisk } from '../../operator/src/machine/kube-disk.ts';
 import { endCommands } from '../../operator/src/machine/machine.ts';
 import { QemuRunner } from '../../operator/src/machine/qemu-runner.ts';
-import { MachineRunner } from '../../operator/src/machine/runner.ts';
+import { MachineRunner, type RunnerOptions } from '../../operator/src/machine/runner.ts';
 
 export const HARNESS = {
   beatMs: 1000, // heartbeat and assignment period
@@ -154,9 +154,7 @@ export class KubeCluster {
   }
 
   /** What the machine called `name` reports of its radio: the plane's reads, kept by planeRadio. */
-  private planeRadioIf(
-    name: string,
-  ): ((at: number, channel: number, payload: Uint8Array) => void) | undefined {
+  private planeRadioIf(name: string): RunnerOptions['onRadioFrame'] {
     return name === 'plane' ? (at, channel, payload) => this.planeRadio(at, channel, payload) : undefined;
   }
 

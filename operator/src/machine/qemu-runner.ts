@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bootRom } from './boot-rom.ts';
 import { endCommands } from './machine.ts';
+import type { RunnerOptions } from './runner.ts';
 
 export const LIMITS = {
   memLim: 0xe7ef0, // the board's MemLim (display start − 16), what the boot ROM stores at 12
@@ -48,7 +49,7 @@ export interface QemuRunnerOptions {
    * what this machine heard, and when, as RunnerOptions.onRadioFrame for an emulated machine. Read
    * from the board's radio-log file every LIMITS.radioLogPollMs: for tests.
    */
-  onRadioFrame?: (at: number, channel: number, payload: Uint8Array) => void;
+  onRadioFrame?: RunnerOptions['onRadioFrame'];
 }
 
 /** -machine property syntax: a comma ends the value, so commas inside it are doubled. */
